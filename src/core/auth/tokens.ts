@@ -1,0 +1,28 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+
+/**
+ * Opaque bearer tokens: `<prefix>_<43 chars of base64url>` (256 random bits).
+ * They are high-entropy, so a plain SHA-256 is the right storage hash: lookups
+ * stay an indexed equality and a stolen table reveals nothing usable.
+ */
+export function generateToken(prefix: string): string {
+  return `${prefix}_${randomBytes(32).toString('base64url')}`;
+}
+
+export function hashToken(token: string): string {
+  return createHash('sha256').update(token, 'utf8').digest('hex');
+}
+
+/** Constant-time equality for secrets of any length (lengths are hashed away first). */
+export function safeEqual(a: string | Buffer, b: string | Buffer): boolean {
+  const ha = createHash('sha256').update(a).digest();
+  const hb = createHash('sha256').update(b).digest();
+  return timingSafeEqual(ha, hb);
+}
+
+/** Extract the token from an `Authorization: Bearer <token>` header; undefined when absent or malformed. */
+export function parseBearer(header: string | undefined): string | undefined {
+  if (!header) return undefined;
+  const m = /^Bearer[ ]+([A-Za-z0-9._~+/=-]{8,512})\s*$/i.exec(header);
+  return m?.[1];
+}

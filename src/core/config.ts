@@ -1,0 +1,174 @@
+/**
+ * Configuration: each service declares its options once (flag, environment
+ * variable, default, documentation, parser). `loadConfig` reads flags first,
+ * then the environment, then defaults, validates everything, and throws one
+ * `ConfigError` listing every bad value. Nothing else reads `process.env`.
+ */
+
+export interface Option<T> {
+  /** Long flag name without dashes, e.g. `port` for `--port`. */
+  flag: string;
+  /** Environment variable consulted when the flag is absent. */
+  env: string;
+  doc: string;
+  /** Parses and validates a raw string; throws an Error with a readable message when invalid. */
+  parse: (raw: string) => T;
+  /** Used when neither flag nor environment is set. `undefined` with `required` means the option must be given. */
+  default: T;
+  required?: boolean;
+  /** Boolean options take no value on the command line (`--flag`). */
+  isBoolean?: boolean;
+  /** Never printed back (help shows no default, errors show no value). */
+  secret?: boolean;
+}
+
+export type OptionsSpec = Record<string, Option<unknown>>;
+export type ConfigOf<S extends OptionsSpec> = { [K in keyof S]: S[K] extends Option<infer T> ? T : never };
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`invalid configuration:\n  - ${problems.join('\n  - ')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+type Common = { flag: string; env: string; doc: string; secret?: boolean };
+
+export const opt = {
+  string(o: Common & { default: string }): Option<string> {
+    return { ...o, parse: (r) => r };
+  },
+  optionalString(o: Common): Option<string | undefined> {
+    return { ...o, default: undefined, parse: (r) => (r === '' ? undefined : r) };
+  },
+  requiredString(o: Common): Option<string> {
+    return { ...o, default: '', required: true, parse: (r) => { if (!r) throw new Error('must not be empty'); return r; } };
+  },
+  int(o: Common & { default: number; min?: number; max?: number }): Option<number> {
+    return {
+      ...o,
+      parse: (r) => {
+        if (!/^-?\d+$/.test(r.trim())) throw new Error(`"${r}" is not an integer`);
+        const n = Number(r);
+        if (o.min !== undefined && n < o.min) throw new Error(`${n} is below the minimum ${o.min}`);
+        if (o.max !== undefined && n > o.max) throw new Error(`${n} is above the maximum ${o.max}`);
+        return n;
+      },
+    };
+  },
+  bool(o: Common & { default: boolean }): Option<boolean> {
+    return {
+      ...o,
+      isBoolean: true,
+      parse: (r) => {
+        const v = r.trim().toLowerCase();
+        if (['1', 'true', 'yes', 'on', ''].includes(v)) return true;
+        if (['0', 'false', 'no', 'off'].includes(v)) return false;
+        throw new Error(`"${r}" is not a boolean (true/false)`);
+      },
+    };
+  },
+  oneOf<const V extends string>(o: Common & { default: V; values: readonly V[] }): Option<V> {
+    return {
+      ...o,
+      parse: (r) => {
+        if (!(o.values as readonly string[]).includes(r)) throw new Error(`"${r}" is not one of ${o.values.join(', ')}`);
+        return r as V;
+      },
+    };
+  },
+  list(o: Common & { default: string[] }): Option<string[]> {
+    return { ...o, parse: (r) => r.split(',').map((s) => s.trim()).filter(Boolean) };
+  },
+  url(o: Common & { protocols: string[] }): Option<string | undefined> {
+    return {
+      ...o,
+      default: undefined,
+      parse: (r) => {
+        if (r === '') return undefined;
+        let u: URL;
+        try { u = new URL(r); } catch { throw new Error('is not a valid URL'); }
+        if (!o.protocols.includes(u.protocol)) throw new Error(`must use one of ${o.protocols.join(', ')}`);
+        return r;
+      },
+    };
+  },
+};
+
+/** Splits `--name value`, `--name=value` and bare boolean `--name` into a map; unknown flags are problems. */
+function parseArgv(spec: OptionsSpec, argv: string[], problems: string[]): Map<string, string> {
+  const byFlag = new Map(Object.values(spec).map((o) => [o.flag, o]));
+  const out = new Map<string, string>();
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (!arg.startsWith('--')) { problems.push(`unexpected argument "${arg}"`); continue; }
+    const eq = arg.indexOf('=');
+    const name = eq === -1 ? arg.slice(2) : arg.slice(2, eq);
+    const o = byFlag.get(name);
+    if (!o) {
+      problems.push(`unknown option --${name}`);
+      if (eq === -1 && i + 1 < argv.length && !argv[i + 1]!.startsWith('--')) i++;
+      continue;
+    }
+    if (eq !== -1) out.set(name, arg.slice(eq + 1));
+    else if (o.isBoolean) out.set(name, 'true');
+    else if (i + 1 < argv.length) out.set(name, argv[++i]!);
+    else problems.push(`--${name} needs a value`);
+  }
+  return out;
+}
+
+export function loadConfig<S extends OptionsSpec>(
+  spec: S,
+  source: { argv?: string[]; env?: Record<string, string | undefined> } = {},
+): ConfigOf<S> {
+  const problems: string[] = [];
+  const flags = parseArgv(spec, source.argv ?? [], problems);
+  const env = source.env ?? {};
+  const out: Record<string, unknown> = {};
+  for (const [key, o] of Object.entries(spec)) {
+    const raw = flags.get(o.flag) ?? env[o.env];
+    if (raw === undefined) {
+      if (o.required) problems.push(`--${o.flag} / ${o.env} is required`);
+      out[key] = o.default;
+      continue;
+    }
+    try {
+      out[key] = o.parse(raw);
+    } catch (e: unknown) {
+      const msg = e instanceof Error ? e.message : String(e);
+      problems.push(`--${o.flag} / ${o.env}: ${o.secret ? 'invalid value' : msg}`);
+    }
+  }
+  if (problems.length) throw new ConfigError(problems);
+  return out as ConfigOf<S>;
+}
+
+/** `--help` text: one line per option with its flag, variable, default and purpose. */
+export function helpText(title: string, spec: OptionsSpec): string {
+  const lines = [title, '', 'Options (flag, environment variable, default):'];
+  for (const o of Object.values(spec)) {
+    const def = o.secret || o.default === undefined || o.default === '' ? '' : ` [default: ${Array.isArray(o.default) ? o.default.join(',') : String(o.default)}]`;
+    const req = o.required ? ' (required)' : '';
+    lines.push(`  --${o.flag}${o.isBoolean ? '' : ' <value>'}  (${o.env})${req}${def}`, `      ${o.doc}`);
+  }
+  return lines.join('\n');
+}
+
+/** Options every HTTP service shares; services spread this into their own spec. */
+export function httpOptions(prefix: string, defaultPort: number) {
+  return {
+    host: opt.string({ flag: 'host', env: `${prefix}_HOST`, default: '127.0.0.1', doc: 'Address to listen on.' }),
+    port: opt.int({ flag: 'port', env: `${prefix}_PORT`, default: defaultPort, min: 0, max: 65535, doc: 'TCP port to listen on (0 = ephemeral).' }),
+    dataDir: opt.string({ flag: 'data-dir', env: 'DATA_DIR', default: './data', doc: 'Directory for the embedded SQLite database and local files.' }),
+    databaseUrl: opt.url({ flag: 'database-url', env: 'DATABASE_URL', protocols: ['postgres:', 'postgresql:'], secret: true, doc: 'PostgreSQL connection URL; when set, PostgreSQL replaces the embedded SQLite database.' }),
+    dbSchema: opt.string({ flag: 'db-schema', env: `${prefix}_DB_SCHEMA`, default: prefix.toLowerCase(), doc: 'PostgreSQL schema holding this service\'s tables (created when absent).' }),
+    redisUrl: opt.url({ flag: 'redis-url', env: 'REDIS_URL', protocols: ['redis:', 'rediss:'], secret: true, doc: 'Redis URL for shared rate limits and cross-instance notifications.' }),
+    trustProxy: opt.list({ flag: 'trust-proxy', env: 'TRUST_PROXY', default: [], doc: 'Comma-separated addresses/CIDRs of proxies whose X-Forwarded-For is believed.' }),
+    logLevel: opt.oneOf({ flag: 'log-level', env: 'LOG_LEVEL', default: 'info', values: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, doc: 'Minimum level of the JSON logs.' }),
+    bodyLimit: opt.int({ flag: 'body-limit', env: `${prefix}_BODY_LIMIT`, default: 1_048_576, min: 1024, doc: 'Largest accepted JSON request body, in bytes.' }),
+    shutdownTimeoutMs: opt.int({ flag: 'shutdown-timeout-ms', env: 'SHUTDOWN_TIMEOUT_MS', default: 10_000, min: 0, doc: 'How long SIGTERM waits for in-flight requests before exiting.' }),
+  };
+}
+
+export type HttpConfig = ConfigOf<ReturnType<typeof httpOptions>>;

@@ -1,0 +1,59 @@
+/**
+ * The one catalogue of error codes. Domain code throws `AppError(code, details?)`;
+ * the HTTP error handler maps the code to a status through `ERROR_STATUS` and
+ * answers `{"error": code, "details": details}`. Nothing below the route layer
+ * knows about HTTP statuses.
+ */
+export const ERROR_STATUS = {
+  /** The request is malformed: bad JSON, wrong types, failed validation. */
+  invalid_request: 400,
+  /** No credentials, or credentials that do not resolve to a principal. */
+  unauthorized: 401,
+  /** Valid credentials that are not allowed to act on the resource. */
+  forbidden: 403,
+  /** The resource does not exist, or exists outside the caller's tenant/business. */
+  not_found: 404,
+  /** The route exists but not for this method. */
+  method_not_allowed: 405,
+  /** The request conflicts with the current state (duplicate, not pending any more). */
+  conflict: 409,
+  /** The request body exceeds the documented limit. */
+  payload_too_large: 413,
+  /** The body is not in a media type the endpoint accepts. */
+  unsupported_media_type: 415,
+  /** A documented bound was reached (metric names per host, members...). */
+  limit_exceeded: 422,
+  /** An account is temporarily locked after repeated failures. */
+  locked: 423,
+  /** Too many requests; the body carries `retry_after` in seconds. */
+  rate_limited: 429,
+  /** Unexpected failure; details are logged, never sent. */
+  internal: 500,
+  /** A dependency (database, Redis) is unreachable. */
+  unavailable: 503,
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_STATUS;
+
+export class AppError extends Error {
+  readonly code: ErrorCode;
+  readonly details: string | undefined;
+  /** Extra fields merged into the JSON body (for example `retry_after`). */
+  readonly extra: Record<string, unknown> | undefined;
+
+  constructor(code: ErrorCode, details?: string, extra?: Record<string, unknown>) {
+    super(details ? `${code}: ${details}` : code);
+    this.name = 'AppError';
+    this.code = code;
+    this.details = details;
+    this.extra = extra;
+  }
+
+  get status(): number {
+    return ERROR_STATUS[this.code];
+  }
+}
+
+export function isAppError(e: unknown): e is AppError {
+  return e instanceof AppError;
+}

@@ -1,0 +1,78 @@
+import { randomUUID } from 'node:crypto';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type RawServerDefault } from 'fastify';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { SECURITY_HEADERS } from './security-headers.js';
+import { errorHandler, notFoundHandler, toErrorResponse } from './error-handler.js';
+import { validatorCompiler } from './validation.js';
+import { redactUrl } from './redact.js';
+
+export type App = FastifyInstance<RawServerDefault, IncomingMessage, ServerResponse, FastifyBaseLogger, TypeBoxTypeProvider>;
+
+export interface HttpAppOptions {
+  /** Service name, added to every log line. */
+  name: string;
+  logLevel: string;
+  /** Largest JSON body in bytes. */
+  bodyLimit: number;
+  /** Proxies whose X-Forwarded-For is believed; empty = trust no one. */
+  trustProxy: string[];
+  /** Log destination for tests; defaults to stdout. */
+  logStream?: NodeJS.WritableStream;
+}
+
+/** Slow or stalled clients cannot hold a connection: every phase has an explicit bound. */
+export const HTTP_TIMEOUTS = {
+  /** Whole request (headers and body) must arrive within this. */
+  requestTimeoutMs: 30_000,
+  headersTimeoutMs: 10_000,
+  keepAliveTimeoutMs: 5_000,
+  /** Idle socket with no request in progress. */
+  connectionTimeoutMs: 60_000,
+} as const;
+
+/**
+ * Builds a Fastify instance with the behaviour both services share: JSON
+ * errors through one handler, JSON 404s, the security headers on every reply,
+ * strict body validation, request ids, redacted logs and explicit timeouts.
+ */
+export function createHttpApp(opts: HttpAppOptions): App {
+  const app = Fastify({
+    logger: {
+      level: opts.logLevel,
+      base: { service: opts.name },
+      redact: {
+        paths: ['req.headers.authorization', 'req.headers.cookie', 'req.headers["x-collector-signature"]', 'res.headers["set-cookie"]'],
+        censor: '[REDACTED]',
+      },
+      serializers: {
+        req: (req: { method: string; url: string; ip?: string; id?: string }) => ({ method: req.method, url: redactUrl(req.url), ip: req.ip, reqId: req.id }),
+      },
+      ...(opts.logStream ? { stream: opts.logStream } : {}),
+    },
+    genReqId: () => randomUUID(),
+    requestIdLogLabel: 'reqId',
+    bodyLimit: opts.bodyLimit,
+    trustProxy: opts.trustProxy.length ? opts.trustProxy : false,
+    connectionTimeout: HTTP_TIMEOUTS.connectionTimeoutMs,
+    keepAliveTimeout: HTTP_TIMEOUTS.keepAliveTimeoutMs,
+    requestTimeout: HTTP_TIMEOUTS.requestTimeoutMs,
+    return503OnClosing: true,
+    frameworkErrors: (err, _req, reply) => {
+      const { status, body } = toErrorResponse(err);
+      void (reply as FastifyReply).headers(SECURITY_HEADERS).code(status).send(body);
+    },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  // JSON only: a text/plain body is a 415, not a string that fails validation later.
+  app.removeContentTypeParser('text/plain');
+  app.server.headersTimeout = HTTP_TIMEOUTS.headersTimeoutMs;
+  app.setValidatorCompiler(validatorCompiler());
+  app.addHook('onRequest', async (req, reply) => {
+    reply.headers(SECURITY_HEADERS);
+    reply.header('x-request-id', req.id);
+  });
+  app.setErrorHandler(errorHandler);
+  app.setNotFoundHandler(notFoundHandler);
+  return app;
+}

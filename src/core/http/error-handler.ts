@@ -1,0 +1,50 @@
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { ERROR_STATUS, isAppError, type ErrorCode } from '../errors.js';
+import { describeValidationError } from './validation.js';
+
+const CODE_BY_STATUS = new Map<number, ErrorCode>(
+  (Object.entries(ERROR_STATUS) as [ErrorCode, number][]).map(([code, status]) => [status, code]),
+);
+
+export interface ErrorBody {
+  error: ErrorCode;
+  details?: string;
+  [extra: string]: unknown;
+}
+
+/** Maps any thrown value to a status and the JSON error body. 5xx details never leave the process. */
+export function toErrorResponse(err: unknown): { status: number; body: ErrorBody; headers?: Record<string, string> } {
+  if (isAppError(err)) {
+    const body: ErrorBody = { error: err.code, ...(err.details ? { details: err.details } : {}), ...err.extra };
+    const headers = typeof err.extra?.['retry_after'] === 'number' ? { 'retry-after': String(err.extra['retry_after']) } : undefined;
+    return { status: err.status, body, ...(headers ? { headers } : {}) };
+  }
+  const fe = err as Partial<FastifyError> & { validation?: unknown[]; validationContext?: string };
+  if (Array.isArray(fe.validation)) {
+    return { status: 400, body: { error: 'invalid_request', details: describeValidationError(fe.validationContext, fe.validation as never) } };
+  }
+  const status = typeof fe.statusCode === 'number' ? fe.statusCode : 500;
+  if (status >= 400 && status < 500) {
+    const code = CODE_BY_STATUS.get(status) ?? 'invalid_request';
+    return { status: CODE_BY_STATUS.has(status) ? status : 400, body: { error: code, details: clientMessage(fe) } };
+  }
+  return { status: 500, body: { error: 'internal', details: 'an unexpected error occurred; it has been logged' } };
+}
+
+// Fastify's own 4xx messages are safe to show; strip the "FST_..." prefixes and body echoes.
+function clientMessage(fe: Partial<FastifyError>): string {
+  const msg = (fe.message ?? 'invalid request').replace(/^FST_\w+:\s*/, '');
+  return msg.length > 300 ? `${msg.slice(0, 300)}...` : msg;
+}
+
+export function errorHandler(err: unknown, req: FastifyRequest, reply: FastifyReply): void {
+  const { status, body, headers } = toErrorResponse(err);
+  if (status >= 500) req.log.error({ err }, 'request failed');
+  else req.log.warn({ status, error: body.error, details: body.details }, 'request rejected');
+  if (headers) reply.headers(headers);
+  void reply.code(status).type('application/json; charset=utf-8').send(body);
+}
+
+export function notFoundHandler(req: FastifyRequest, reply: FastifyReply): void {
+  void reply.code(404).send({ error: 'not_found', details: `no route for ${req.method} ${req.url.split('?')[0]}` });
+}

@@ -1,0 +1,23 @@
+/**
+ * Counts hits per key in fixed windows. Implementations: in-process memory
+ * (one instance) and Redis (shared by every instance, atomic INCR+PEXPIRE).
+ */
+export interface RateLimiter {
+  /**
+   * Records one hit for `key` in the current window of `windowMs` and says
+   * whether it is within `limit`. `retryAfterMs` is the time until the window
+   * resets (meaningful when not allowed).
+   */
+  hit(key: string, limit: number, windowMs: number): Promise<RateLimitResult>;
+  /** Current count of `key` without recording a hit. */
+  peek(key: string, windowMs: number): Promise<number>;
+  /** Forgets `key` (for example after a successful login). */
+  reset(key: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface RateLimitResult {
+  allowed: boolean;
+  count: number;
+  retryAfterMs: number;
+}

@@ -1,0 +1,45 @@
+import type { App } from '../http/create-app.js';
+
+export interface RunServerOptions {
+  host: string;
+  port: number;
+  /** SIGTERM waits this long for in-flight work before exiting anyway. */
+  shutdownTimeoutMs: number;
+  /** Called after the HTTP server is closed (flush queues, close the database). */
+  onShutdown?: () => Promise<void>;
+}
+
+/**
+ * Listens and installs SIGTERM/SIGINT handling: stop accepting, let in-flight
+ * requests finish (Fastify's close), run `onShutdown`, exit. A second signal or
+ * the timeout forces the exit.
+ */
+export async function runServer(app: App, opts: RunServerOptions): Promise<string> {
+  const address = await app.listen({ host: opts.host, port: opts.port });
+  let closing = false;
+  const shutdown = async (signal: string) => {
+    if (closing) {
+      app.log.warn({ signal }, 'second signal, exiting now');
+      process.exit(1);
+    }
+    closing = true;
+    app.log.info({ signal }, 'shutting down');
+    const timer = setTimeout(() => {
+      app.log.error({ timeoutMs: opts.shutdownTimeoutMs }, 'shutdown timed out, exiting');
+      process.exit(1);
+    }, opts.shutdownTimeoutMs);
+    timer.unref();
+    try {
+      await app.close();
+      await opts.onShutdown?.();
+      clearTimeout(timer);
+      process.exit(0);
+    } catch (e: unknown) {
+      app.log.error({ err: e }, 'error during shutdown');
+      process.exit(1);
+    }
+  };
+  process.once('SIGTERM', () => void shutdown('SIGTERM'));
+  process.once('SIGINT', () => void shutdown('SIGINT'));
+  return address;
+}

@@ -1,0 +1,75 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Writable } from 'node:stream';
+import { Type } from 'typebox';
+import { createHttpApp } from '../../src/core/http/create-app.js';
+import { SECURITY_HEADERS } from '../../src/core/http/security-headers.js';
+import { AppError } from '../../src/core/errors.js';
+
+function build() {
+  const lines: string[] = [];
+  const logStream = new Writable({ write(chunk, _enc, cb) { lines.push(String(chunk)); cb(); } });
+  const app = createHttpApp({ name: 'test', logLevel: 'info', bodyLimit: 1024, trustProxy: [], logStream });
+  app.post('/echo', { schema: { body: Type.Object({ n: Type.Number(), nested: Type.Optional(Type.Object({ s: Type.String() })) }) } }, async (req) => req.body);
+  app.get('/q', { schema: { querystring: Type.Object({ from: Type.Integer() }) } }, async (req) => ({ from: req.query.from }));
+  app.get('/app-error', async () => { throw new AppError('rate_limited', 'slow down', { retry_after: 7 }); });
+  app.get('/boom', async () => { throw new Error('secret internals'); });
+  return { app, lines };
+}
+
+test('security headers on success, error and 404', async (t) => {
+  const { app } = build();
+  t.after(() => app.close());
+  for (const url of ['/q?from=1', '/q?from=x', '/nope', '/boom']) {
+    const r = await app.inject({ url });
+    for (const [h, v] of Object.entries(SECURITY_HEADERS)) assert.equal(r.headers[h], v, `${url} ${h}`);
+  }
+});
+
+test('validation errors name the field; bodies are not coerced, queries are', async (t) => {
+  const { app } = build();
+  t.after(() => app.close());
+  let r = await app.inject({ method: 'POST', url: '/echo', payload: { n: '5' } });
+  assert.equal(r.statusCode, 400);
+  assert.deepEqual(r.json(), { error: 'invalid_request', details: 'body n: must be number' });
+  r = await app.inject({ method: 'POST', url: '/echo', payload: { n: 1, nested: {} } });
+  assert.equal(r.json().details, 'body nested.s: is required');
+  r = await app.inject({ url: '/q?from=12' });
+  assert.deepEqual(r.json(), { from: 12 });
+});
+
+test('malformed JSON, wrong media type and oversize bodies get 400/415/413 JSON errors', async (t) => {
+  const { app } = build();
+  t.after(() => app.close());
+  let r = await app.inject({ method: 'POST', url: '/echo', headers: { 'content-type': 'application/json' }, payload: '{"n":' });
+  assert.equal(r.statusCode, 400);
+  assert.equal(r.json().error, 'invalid_request');
+  r = await app.inject({ method: 'POST', url: '/echo', headers: { 'content-type': 'text/plain' }, payload: 'hi' });
+  assert.equal(r.statusCode, 415);
+  assert.equal(r.json().error, 'unsupported_media_type');
+  r = await app.inject({ method: 'POST', url: '/echo', headers: { 'content-type': 'application/json' }, payload: JSON.stringify({ n: 1, pad: 'x'.repeat(2000) }) });
+  assert.equal(r.statusCode, 413);
+  assert.equal(r.json().error, 'payload_too_large');
+});
+
+test('AppError extras become body fields and Retry-After; 500s hide internals', async (t) => {
+  const { app, lines } = build();
+  t.after(() => app.close());
+  let r = await app.inject({ url: '/app-error' });
+  assert.equal(r.statusCode, 429);
+  assert.deepEqual(r.json(), { error: 'rate_limited', details: 'slow down', retry_after: 7 });
+  assert.equal(r.headers['retry-after'], '7');
+  r = await app.inject({ url: '/boom' });
+  assert.equal(r.statusCode, 500);
+  assert.doesNotMatch(r.body, /secret internals|at /);
+  assert.ok(lines.some((l) => l.includes('secret internals')), 'the 500 is logged');
+});
+
+test('logs never carry the authorization header or a token query parameter', async (t) => {
+  const { app, lines } = build();
+  t.after(() => app.close());
+  await app.inject({ url: '/q?from=1&token=supersecret123', headers: { authorization: 'Bearer topsecret-bearer' } });
+  const all = lines.join('');
+  assert.ok(all.includes('[REDACTED]'));
+  assert.doesNotMatch(all, /supersecret123|topsecret-bearer/);
+});

@@ -1,0 +1,65 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+
+/**
+ * The storage backends every integration test runs against. SQLite always;
+ * PostgreSQL when reachable at TEST_DATABASE_URL (required, and loudly so,
+ * when REQUIRE_POSTGRES=1 as in .ci/run).
+ */
+export type BackendName = 'sqlite' | 'postgres';
+
+export const TEST_DATABASE_URL = process.env['TEST_DATABASE_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test';
+export const TEST_REDIS_URL = process.env['TEST_REDIS_URL'] ?? 'redis://127.0.0.1:6379';
+
+async function postgresReachable(): Promise<boolean> {
+  const client = new pg.Client({ connectionString: TEST_DATABASE_URL, connectionTimeoutMillis: 2000 });
+  try {
+    await client.connect();
+    await client.query('SELECT 1');
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+const pgUp = await postgresReachable();
+if (!pgUp && process.env['REQUIRE_POSTGRES'] === '1') {
+  throw new Error(`PostgreSQL is required (REQUIRE_POSTGRES=1) but not reachable at ${TEST_DATABASE_URL}`);
+}
+if (!pgUp) console.warn(`# PostgreSQL not reachable at ${TEST_DATABASE_URL}: running SQLite only`);
+
+export const BACKENDS: BackendName[] = pgUp ? ['sqlite', 'postgres'] : ['sqlite'];
+
+/** Storage settings for one fresh, isolated database: a new SQLite directory or a new PostgreSQL schema. */
+export interface TestStorage {
+  backend: BackendName;
+  databaseUrl: string | undefined;
+  pgSchema: string;
+  dataDir: string;
+  /** Drops the schema / deletes the directory. */
+  cleanup(): Promise<void>;
+}
+
+export async function freshStorage(backend: BackendName): Promise<TestStorage> {
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'fs-test-'));
+  const pgSchema = `t_${randomBytes(6).toString('hex')}`;
+  return {
+    backend,
+    databaseUrl: backend === 'postgres' ? TEST_DATABASE_URL : undefined,
+    pgSchema,
+    dataDir,
+    async cleanup() {
+      rmSync(dataDir, { recursive: true, force: true });
+      if (backend === 'postgres') {
+        const client = new pg.Client({ connectionString: TEST_DATABASE_URL });
+        await client.connect();
+        try { await client.query(`DROP SCHEMA IF EXISTS "${pgSchema}" CASCADE`); } finally { await client.end(); }
+      }
+    },
+  };
+}
