@@ -1,0 +1,108 @@
+import { readFile } from 'node:fs/promises';
+import { Ajv } from 'ajv';
+import { Type, type Static } from 'typebox';
+import { ConfigError } from '../../core/config.js';
+import { describeValidationError } from '../../core/http/validation.js';
+import { SeveritySchema, type Alert } from './alert.js';
+
+/** Bounds on the operator's routes file, so a runaway file fails at start rather than per ingest. */
+export const ROUTE_LIMITS = { maxRoutes: 64, maxHeaders: 16, headerValueLength: 4096 } as const;
+
+/** Headers the service sets itself or that frame the request; a route may not override them. */
+const RESERVED_HEADERS = new Set(['content-type', 'content-length', 'host', 'transfer-encoding', 'connection']);
+
+export const AlertRouteSchema = Type.Object(
+  {
+    name: Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_.-]+$', description: 'Receiver name; sent as `receiver` in the payload and reported in alertResults.' }),
+    match: Type.Optional(Type.Object(
+      {
+        severity: Type.Optional(Type.Array(SeveritySchema, { minItems: 1, uniqueItems: true, description: 'Any of these severities.' })),
+        name: Type.Optional(Type.String({ minLength: 1, maxLength: 128, description: 'Glob on the alert name: `*` any run of characters, `?` one character; the whole name must match; case-sensitive.' })),
+      },
+      { additionalProperties: false, description: 'Every given condition must hold; an absent match routes every alert.' },
+    )),
+    url: Type.String({ minLength: 1, maxLength: 2048, description: 'http or https webhook URL; it receives an Alertmanager-style JSON POST.' }),
+    headers: Type.Optional(Type.Record(
+      Type.String({ pattern: "^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,64}$" }),
+      Type.String({ maxLength: ROUTE_LIMITS.headerValueLength }),
+      { maxProperties: ROUTE_LIMITS.maxHeaders, additionalProperties: false, description: 'Extra request headers, e.g. Authorization for the receiver.' },
+    )),
+  },
+  { additionalProperties: false },
+);
+
+/** One operator-configured route: alerts it matches are POSTed to its webhook. */
+export type AlertRoute = Static<typeof AlertRouteSchema>;
+
+export const AlertRoutesFileSchema = Type.Object(
+  { routes: Type.Array(AlertRouteSchema, { maxItems: ROUTE_LIMITS.maxRoutes }) },
+  { additionalProperties: false },
+);
+
+/** Anchored glob: `*` and `?` are the only metacharacters, so no pattern can backtrack catastrophically. */
+export function globMatches(glob: string, text: string): boolean {
+  let g = 0;
+  let t = 0;
+  let starG = -1;
+  let starT = 0;
+  while (t < text.length) {
+    if (g < glob.length && (glob[g] === '?' || glob[g] === text[t])) { g++; t++; }
+    else if (g < glob.length && glob[g] === '*') { starG = g++; starT = t; }
+    else if (starG !== -1) { g = starG + 1; t = ++starT; }
+    else return false;
+  }
+  while (g < glob.length && glob[g] === '*') g++;
+  return g === glob.length;
+}
+
+export function routeMatches(route: AlertRoute, alert: Alert): boolean {
+  const m = route.match;
+  if (m?.severity && !m.severity.includes(alert.severity)) return false;
+  if (m?.name !== undefined && !globMatches(m.name, alert.name)) return false;
+  return true;
+}
+
+const validateFile = new Ajv({ allErrors: true, strict: false }).compile(AlertRoutesFileSchema);
+
+/**
+ * Reads and validates the operator's JSON routes file (`{"routes": [...]}`).
+ * No file configured means no routes: alerts are accepted and not sent
+ * anywhere. Any problem stops the start with a `ConfigError` listing all of them.
+ */
+export async function loadAlertRoutes(file: string | undefined): Promise<AlertRoute[]> {
+  if (file === undefined) return [];
+  const fail = (problems: string[]): never => { throw new ConfigError(problems.map((p) => `alert routes file ${file}: ${p}`)); };
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (e: unknown) {
+    const code = (e as { code?: string }).code;
+    return fail([code === 'ENOENT' ? 'does not exist' : `cannot be read (${code ?? String(e)})`]);
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (e: unknown) {
+    return fail([`is not valid JSON (${e instanceof Error ? e.message : String(e)})`]);
+  }
+  if (!validateFile(parsed)) {
+    return fail((validateFile.errors ?? []).map((err) => describeValidationError(undefined, [err])));
+  }
+  const problems = [...semanticProblems(parsed.routes)];
+  if (problems.length) fail(problems);
+  return parsed.routes;
+}
+
+function* semanticProblems(routes: AlertRoute[]): Generator<string> {
+  const seen = new Set<string>();
+  for (const [i, route] of routes.entries()) {
+    if (seen.has(route.name)) yield `routes.${i}.name: "${route.name}" is used by an earlier route`;
+    seen.add(route.name);
+    let url: URL | undefined;
+    try { url = new URL(route.url); } catch { yield `routes.${i}.url: is not a valid URL`; }
+    if (url && url.protocol !== 'http:' && url.protocol !== 'https:') yield `routes.${i}.url: must use http or https`;
+    for (const header of Object.keys(route.headers ?? {})) {
+      if (RESERVED_HEADERS.has(header.toLowerCase())) yield `routes.${i}.headers.${header}: is set by the service and cannot be configured`;
+    }
+  }
+}

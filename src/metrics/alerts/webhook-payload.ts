@@ -1,0 +1,96 @@
+import { createHash } from 'node:crypto';
+import type { Alert } from './alert.js';
+
+/** Which report the alerts came from; the service sets these labels, agents cannot forge them. */
+export interface AlertContext {
+  tenantId: string;
+  hostId: string;
+  hostname: string;
+  /** The report's `ts`, epoch ms; becomes `startsAt`. */
+  ts: number;
+}
+
+export interface WebhookAlert {
+  status: 'firing';
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+  startsAt: string;
+  endsAt: string;
+  generatorURL: string;
+  fingerprint: string;
+}
+
+/**
+ * The body Alertmanager's webhook receiver sends (version 4), so existing
+ * receivers (alertmanager-webhook adapters, chat bridges) accept it unchanged.
+ * One payload groups the alerts of one report that matched one route.
+ */
+export interface WebhookPayload {
+  version: '4';
+  groupKey: string;
+  truncatedAlerts: 0;
+  status: 'firing';
+  receiver: string;
+  groupLabels: Record<string, string>;
+  commonLabels: Record<string, string>;
+  commonAnnotations: Record<string, string>;
+  externalURL: string;
+  alerts: WebhookAlert[];
+}
+
+/** Alertmanager's "not resolved yet" end time. */
+const ZERO_TIME = '0001-01-01T00:00:00Z';
+
+export function buildWebhookPayload(receiver: string, ctx: AlertContext, alerts: Alert[]): WebhookPayload {
+  const groupLabels = { tenant: ctx.tenantId, host: ctx.hostId };
+  const items = alerts.map((a) => toWebhookAlert(a, ctx));
+  return {
+    version: '4',
+    groupKey: `{}:{${Object.entries(groupLabels).sort().map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(', ')}}`,
+    truncatedAlerts: 0,
+    status: 'firing',
+    receiver,
+    groupLabels,
+    commonLabels: common(items.map((i) => i.labels)),
+    commonAnnotations: common(items.map((i) => i.annotations)),
+    externalURL: '',
+    alerts: items,
+  };
+}
+
+function toWebhookAlert(alert: Alert, ctx: AlertContext): WebhookAlert {
+  const labels: Record<string, string> = {
+    ...alert.labels,
+    alertname: alert.name,
+    severity: alert.severity,
+    tenant: ctx.tenantId,
+    host: ctx.hostId,
+    hostname: ctx.hostname,
+  };
+  const annotations: Record<string, string> = {};
+  if (alert.message !== undefined) annotations['message'] = alert.message;
+  if (alert.value !== undefined) annotations['value'] = String(alert.value);
+  if (alert.threshold !== undefined) annotations['threshold'] = String(alert.threshold);
+  return {
+    status: 'firing',
+    labels,
+    annotations,
+    startsAt: new Date(ctx.ts).toISOString(),
+    endsAt: ZERO_TIME,
+    generatorURL: '',
+    fingerprint: fingerprint(labels),
+  };
+}
+
+/** Like Alertmanager's: a stable 64-bit hash of the sorted label set, so receivers can deduplicate. */
+function fingerprint(labels: Record<string, string>): string {
+  const canonical = JSON.stringify(Object.entries(labels).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+  return createHash('sha256').update(canonical).digest('hex').slice(0, 16);
+}
+
+/** Pairs present with the same value in every map. */
+function common(maps: Record<string, string>[]): Record<string, string> {
+  const [first, ...rest] = maps;
+  if (!first) return {};
+  return Object.fromEntries(Object.entries(first).filter(([k, v]) => rest.every((m) => m[k] === v)));
+}
