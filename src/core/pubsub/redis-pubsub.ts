@@ -1,0 +1,69 @@
+import type { Redis } from 'ioredis';
+import type { PubSub } from './pubsub.js';
+
+type Handler = (message: unknown) => void;
+
+interface Channel {
+  handlers: Set<Handler>;
+  /** Settles when Redis confirmed the SUBSCRIBE, so a subscriber never returns before it can receive. */
+  subscribed: Promise<unknown>;
+}
+
+/**
+ * Pub/sub across instances through Redis. Publishing uses the caller's
+ * connection; subscriptions use a dedicated connection (a subscribed Redis
+ * connection can do nothing else), which ioredis re-subscribes after a
+ * reconnect. Channels are namespaced by `channelPrefix`; messages travel as
+ * JSON. Delivery is at-most-once (messages published while the subscriber is
+ * reconnecting are lost), as the `PubSub` contract says.
+ */
+export async function createRedisPubSub(redis: Redis, channelPrefix: string): Promise<PubSub> {
+  const subscriber = redis.duplicate({ connectionName: `${redis.options.connectionName ?? 'pubsub'}-sub`, autoResubscribe: true });
+  subscriber.on('error', () => undefined);
+  await subscriber.connect();
+  const channels = new Map<string, Channel>();
+
+  subscriber.on('message', (fullChannel: string, raw: string) => {
+    const channel = channels.get(fullChannel);
+    if (!channel) return;
+    let message: unknown;
+    try {
+      message = JSON.parse(raw);
+    } catch {
+      return;
+    }
+    for (const h of channel.handlers) h(structuredClone(message));
+  });
+
+  return {
+    async publish(channel, message) {
+      await redis.publish(channelPrefix + channel, JSON.stringify(message));
+    },
+    async subscribe(channel, onMessage) {
+      const full = channelPrefix + channel;
+      let entry = channels.get(full);
+      if (!entry) {
+        entry = { handlers: new Set(), subscribed: subscriber.subscribe(full) };
+        channels.set(full, entry);
+      }
+      entry.handlers.add(onMessage);
+      try {
+        await entry.subscribed;
+      } catch (e: unknown) {
+        entry.handlers.delete(onMessage);
+        if (!entry.handlers.size && channels.get(full) === entry) channels.delete(full);
+        throw e;
+      }
+      return async () => {
+        const current = channels.get(full);
+        if (current !== entry || !entry.handlers.delete(onMessage) || entry.handlers.size) return;
+        channels.delete(full);
+        await subscriber.unsubscribe(full).catch(() => undefined);
+      };
+    },
+    async close() {
+      channels.clear();
+      subscriber.disconnect();
+    },
+  };
+}

@@ -1,0 +1,47 @@
+import { Redis } from 'ioredis';
+
+/** How long a start waits for Redis before failing, and a command for a reply before erroring. */
+const CONNECT_TIMEOUT_MS = 5_000;
+const COMMAND_TIMEOUT_MS = 2_000;
+
+/**
+ * Opens a Redis connection for one service instance and waits until it is
+ * ready, so a wrong `REDIS_URL` stops the start with a clear message instead
+ * of surfacing as failed requests later.
+ *
+ * Commands fail fast while Redis is down (no unbounded offline queue, a few
+ * retries, a per-command timeout): a rate-limit check then answers 503 rather
+ * than holding the request open. The client keeps reconnecting in the
+ * background, with a capped back-off.
+ */
+export async function connectRedis(url: string, connectionName: string): Promise<Redis> {
+  const redis = new Redis(url, {
+    connectionName,
+    lazyConnect: true,
+    connectTimeout: CONNECT_TIMEOUT_MS,
+    commandTimeout: COMMAND_TIMEOUT_MS,
+    maxRetriesPerRequest: 1,
+    enableOfflineQueue: true,
+    retryStrategy: (attempt) => Math.min(attempt * 100, 2_000),
+  });
+  // Without a listener ioredis prints every reconnect error; readiness reports the outage instead.
+  redis.on('error', () => undefined);
+  try {
+    await redis.connect();
+  } catch (e: unknown) {
+    redis.disconnect();
+    throw new Error(`Redis is not reachable at ${redactRedisUrl(url)}: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+  }
+  return redis;
+}
+
+/** The URL without its password, for error messages. */
+export function redactRedisUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString();
+  } catch {
+    return 'the configured URL';
+  }
+}
