@@ -1,0 +1,232 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { createAlertRouter, loadAlertRoutes, type AlertRoute } from '../../src/metrics/alerts/alert-router.js';
+import { globMatches, routeMatches } from '../../src/metrics/alerts/alert-route.js';
+import { buildWebhookPayload } from '../../src/metrics/alerts/webhook-payload.js';
+import { Ajv } from 'ajv';
+import { ALERT_LIMITS, AlertsSchema, type Alert } from '../../src/metrics/alerts/alert.js';
+import { ConfigError } from '../../src/core/config.js';
+
+interface Received { headers: IncomingMessage['headers']; body: unknown }
+
+/** A real HTTP receiver on an ephemeral loopback port; `answer` decides what it does with each POST. */
+async function receiver(answer: (req: IncomingMessage, res: ServerResponse) => void) {
+  const received: Received[] = [];
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      received.push({ headers: req.headers, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) });
+      answer(req, res);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const addr = server.address();
+  if (!addr || typeof addr === 'string') throw new Error('no address');
+  return {
+    url: `http://127.0.0.1:${addr.port}/hook`,
+    received,
+    close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
+  };
+}
+
+const ctx = { tenantId: 'tenant-a', hostId: 'web-1', hostname: 'web-1', ts: Date.UTC(2026, 0, 2, 3, 4, 5) };
+const cpu: Alert = { name: 'HighCpu', severity: 'critical', message: 'CPU above 95%', value: 97.5, threshold: 95, labels: { team: 'ops' } };
+const disk: Alert = { name: 'DiskFilling', severity: 'warning', labels: { team: 'ops', mount: '/var' } };
+
+test('delivers an Alertmanager v4 payload to a matching receiver and reports delivered', async (t) => {
+  const ok = await receiver((_req, res) => res.writeHead(200).end('ok'));
+  t.after(ok.close);
+  const router = createAlertRouter([{ name: 'pager', url: ok.url, headers: { authorization: 'Bearer hook-secret' } }], { timeoutMs: 2000 });
+
+  const results = await router.route(ctx, [cpu, disk]);
+
+  assert.deepEqual(results, [
+    { alert: 'HighCpu', route: 'pager', outcome: 'delivered', status: 200 },
+    { alert: 'DiskFilling', route: 'pager', outcome: 'delivered', status: 200 },
+  ]);
+  assert.equal(ok.received.length, 1, 'alerts of one report for one route travel in one POST');
+  const { headers, body } = ok.received[0]!;
+  assert.equal(headers['content-type'], 'application/json');
+  assert.equal(headers['authorization'], 'Bearer hook-secret');
+  const p = body as ReturnType<typeof buildWebhookPayload>;
+  assert.equal(p.version, '4');
+  assert.equal(p.status, 'firing');
+  assert.equal(p.receiver, 'pager');
+  assert.deepEqual(p.groupLabels, { tenant: 'tenant-a', host: 'web-1' });
+  assert.equal(p.groupKey, '{}:{host="web-1", tenant="tenant-a"}');
+  assert.deepEqual(p.commonLabels, { team: 'ops', tenant: 'tenant-a', host: 'web-1', hostname: 'web-1' });
+  assert.equal(p.alerts.length, 2);
+  const first = p.alerts[0]!;
+  assert.deepEqual(first.labels, { team: 'ops', alertname: 'HighCpu', severity: 'critical', tenant: 'tenant-a', host: 'web-1', hostname: 'web-1' });
+  assert.deepEqual(first.annotations, { message: 'CPU above 95%', value: '97.5', threshold: '95' });
+  assert.equal(first.status, 'firing');
+  assert.equal(first.startsAt, '2026-01-02T03:04:05.000Z');
+  assert.equal(first.endsAt, '0001-01-01T00:00:00Z');
+  assert.match(first.fingerprint, /^[0-9a-f]{16}$/);
+  assert.notEqual(first.fingerprint, p.alerts[1]!.fingerprint);
+});
+
+test('a receiver answering 500 yields failed with its status; others still deliver', async (t) => {
+  const ok = await receiver((_req, res) => res.writeHead(204).end());
+  const broken = await receiver((_req, res) => res.writeHead(500).end('boom'));
+  t.after(ok.close);
+  t.after(broken.close);
+  const router = createAlertRouter([
+    { name: 'chat', url: ok.url },
+    { name: 'ticketing', url: broken.url, match: { severity: ['critical'] } },
+  ], { timeoutMs: 2000 });
+
+  const results = await router.route(ctx, [cpu, disk]);
+
+  assert.deepEqual(results, [
+    { alert: 'HighCpu', route: 'chat', outcome: 'delivered', status: 204 },
+    { alert: 'HighCpu', route: 'ticketing', outcome: 'failed', status: 500, error: 'receiver answered HTTP 500' },
+    { alert: 'DiskFilling', route: 'chat', outcome: 'delivered', status: 204 },
+  ]);
+  assert.equal(broken.received.length, 1);
+  assert.deepEqual((broken.received[0]!.body as { alerts: { labels: { alertname: string } }[] }).alerts.map((a) => a.labels.alertname), ['HighCpu']);
+});
+
+test('a receiver that never answers fails after the timeout instead of holding the ingest', async (t) => {
+  const pending: ServerResponse[] = [];
+  const hang = await receiver((_req, res) => { pending.push(res); });
+  t.after(hang.close);
+  const router = createAlertRouter([{ name: 'slow', url: hang.url }], { timeoutMs: 150 });
+
+  const results = await router.route(ctx, [disk]);
+
+  assert.deepEqual(results, [{ alert: 'DiskFilling', route: 'slow', outcome: 'failed', error: 'no answer within 150 ms' }]);
+  assert.equal(hang.received.length, 1, 'the request did reach the receiver');
+});
+
+test('a refused connection and a redirect are failures, and the webhook URL is never echoed', async (t) => {
+  const gone = await receiver((_req, res) => res.end());
+  await gone.close();
+  const redirecting = await receiver((_req, res) => res.writeHead(302, { location: 'http://example.invalid/' }).end());
+  t.after(redirecting.close);
+  const router = createAlertRouter([
+    { name: 'gone', url: `${gone.url}?token=s3cret` },
+    { name: 'moved', url: redirecting.url },
+  ], { timeoutMs: 2000 });
+
+  const results = await router.route(ctx, [cpu]);
+
+  assert.deepEqual(results, [
+    { alert: 'HighCpu', route: 'gone', outcome: 'failed', error: 'connection failed (ECONNREFUSED)' },
+    { alert: 'HighCpu', route: 'moved', outcome: 'failed', status: 302, error: 'receiver answered HTTP 302' },
+  ]);
+  assert.doesNotMatch(JSON.stringify(results), /s3cret|127\.0\.0\.1/);
+});
+
+test('no alerts, no routes or no matching route produce no results and no requests', async (t) => {
+  const ok = await receiver((_req, res) => res.end());
+  t.after(ok.close);
+  assert.deepEqual(await createAlertRouter([{ name: 'r', url: ok.url }], { timeoutMs: 1000 }).route(ctx, []), []);
+  assert.deepEqual(await createAlertRouter([], { timeoutMs: 1000 }).route(ctx, [cpu]), []);
+  assert.deepEqual(await createAlertRouter([{ name: 'r', url: ok.url, match: { name: 'Mem*' } }], { timeoutMs: 1000 }).route(ctx, [cpu]), []);
+  assert.equal(ok.received.length, 0);
+});
+
+test('agent labels cannot override the labels the service sets', () => {
+  const forged: Alert = { name: 'X', severity: 'info', labels: { tenant: 'tenant-b', host: 'other', alertname: 'Y', severity: 'critical', hostname: 'h' } };
+  const p = buildWebhookPayload('r', ctx, [forged]);
+  assert.deepEqual(p.alerts[0]!.labels, { tenant: 'tenant-a', host: 'web-1', alertname: 'X', severity: 'info', hostname: 'web-1' });
+});
+
+test('route matching: severity list, anchored case-sensitive glob, both must hold', () => {
+  const route = (match: AlertRoute['match']): AlertRoute => ({ name: 'r', url: 'http://x', ...(match ? { match } : {}) });
+  assert.equal(routeMatches(route(undefined), cpu), true);
+  assert.equal(routeMatches(route({ severity: ['warning', 'critical'] }), cpu), true);
+  assert.equal(routeMatches(route({ severity: ['info'] }), cpu), false);
+  assert.equal(routeMatches(route({ name: 'High*' }), cpu), true);
+  assert.equal(routeMatches(route({ name: 'high*' }), cpu), false);
+  assert.equal(routeMatches(route({ name: 'High*', severity: ['warning'] }), cpu), false);
+  assert.equal(globMatches('Disk*', 'DiskFilling'), true);
+  assert.equal(globMatches('*Fill*', 'DiskFilling'), true);
+  assert.equal(globMatches('Disk', 'DiskFilling'), false, 'anchored at the end');
+  assert.equal(globMatches('isk*', 'DiskFilling'), false, 'anchored at the start');
+  assert.equal(globMatches('Cp?', 'Cpu'), true);
+  assert.equal(globMatches('Cp?', 'Cpus'), false);
+  assert.equal(globMatches('a.c', 'abc'), false, 'dots are literal, not regex');
+  assert.equal(globMatches('*', ''), true);
+  assert.equal(globMatches('*a*a*a*a*a*b', 'a'.repeat(5000)), false, 'no catastrophic backtracking');
+});
+
+function routesFile(t: { after: (fn: () => void) => void }, content: string): string {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'fs-routes-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const file = path.join(dir, 'routes.json');
+  writeFileSync(file, content);
+  return file;
+}
+
+test('loadAlertRoutes: no file option means no routes; a valid file loads', async (t) => {
+  assert.deepEqual(await loadAlertRoutes(undefined), []);
+  const routes = [{ name: 'pager', match: { severity: ['critical'], name: 'Disk*' }, url: 'https://hooks.example.com/x', headers: { Authorization: 'Bearer x' } }];
+  assert.deepEqual(await loadAlertRoutes(routesFile(t, JSON.stringify({ routes }))), routes);
+});
+
+test('loadAlertRoutes lists every problem of an invalid file', async (t) => {
+  const file = routesFile(t, JSON.stringify({
+    routes: [
+      { name: 'a', url: 'ftp://x.example.com/' },
+      { name: 'a', url: 'not a url', match: { severity: ['fatal'] } },
+      { name: 'b', url: 'http://x', headers: { 'Content-Type': 'text/plain' }, extra: 1 },
+    ],
+  }));
+  await assert.rejects(loadAlertRoutes(file), (e: unknown) => {
+    assert.ok(e instanceof ConfigError);
+    const all = e.problems.join('\n');
+    assert.match(all, /routes\.1\.match\.severity\.0: must be equal to one of the allowed values/);
+    assert.match(all, /routes\.2\.extra: is not allowed/);
+    return true;
+  });
+  const semantic = routesFile(t, JSON.stringify({
+    routes: [
+      { name: 'a', url: 'ftp://x.example.com/' },
+      { name: 'a', url: 'not a url' },
+      { name: 'b', url: 'http://x', headers: { 'Content-Type': 'text/plain' } },
+    ],
+  }));
+  await assert.rejects(loadAlertRoutes(semantic), (e: unknown) => {
+    assert.ok(e instanceof ConfigError);
+    assert.deepEqual(e.problems, [
+      `alert routes file ${semantic}: routes.0.url: must use http or https`,
+      `alert routes file ${semantic}: routes.1.name: "a" is used by an earlier route`,
+      `alert routes file ${semantic}: routes.1.url: is not a valid URL`,
+      `alert routes file ${semantic}: routes.2.headers.Content-Type: is set by the service and cannot be configured`,
+    ]);
+    return true;
+  });
+});
+
+test('loadAlertRoutes fails clearly on a missing file and on invalid JSON', async (t) => {
+  await assert.rejects(loadAlertRoutes('/nonexistent/routes.json'), /alert routes file \/nonexistent\/routes\.json: does not exist/);
+  await assert.rejects(loadAlertRoutes(routesFile(t, '{"routes": [')), /is not valid JSON/);
+  await assert.rejects(loadAlertRoutes(routesFile(t, '[]')), /must be object/);
+});
+
+test('the alert schema accepts the documented shape and rejects out-of-bound alerts', () => {
+  const validate = new Ajv({ strict: false }).compile(AlertsSchema);
+  assert.equal(validate([cpu, disk, { name: 'Min', severity: 'info', extra: 'tolerated' }]), true);
+  const tooManyLabels = Object.fromEntries(Array.from({ length: ALERT_LIMITS.maxLabels + 1 }, (_, i) => [`l${i}`, 'v']));
+  const bad: unknown[] = [
+    [{ severity: 'info' }],
+    [{ name: '', severity: 'info' }],
+    [{ name: 'x'.repeat(ALERT_LIMITS.nameLength + 1), severity: 'info' }],
+    [{ name: 'A', severity: 'fatal' }],
+    [{ name: 'A', severity: 'info', message: 'm'.repeat(ALERT_LIMITS.messageLength + 1) }],
+    [{ name: 'A', severity: 'info', labels: { 'bad-name': 'v' } }],
+    [{ name: 'A', severity: 'info', labels: { ok: 'v'.repeat(ALERT_LIMITS.labelValueLength + 1) } }],
+    [{ name: 'A', severity: 'info', labels: { ok: 1 } }],
+    [{ name: 'A', severity: 'info', labels: tooManyLabels }],
+    [{ name: 'A', severity: 'info', value: '97' }],
+    Array.from({ length: ALERT_LIMITS.maxAlerts + 1 }, () => disk),
+  ];
+  for (const alerts of bad) assert.equal(validate(alerts), false, JSON.stringify(alerts).slice(0, 120));
+});
