@@ -172,3 +172,29 @@ export function httpOptions(prefix: string, defaultPort: number) {
 }
 
 export type HttpConfig = ConfigOf<ReturnType<typeof httpOptions>>;
+
+/**
+ * Options for running several instances and watching them; services spread
+ * this next to `httpOptions`. `REDIS_URL` and `TRUST_PROXY` live in `httpOptions`.
+ */
+export function opsOptions(prefix: string) {
+  return {
+    metricsToken: {
+      ...opt.optionalString({ flag: 'metrics-token', env: `${prefix}_METRICS_TOKEN`, secret: true, doc: 'Bearer token Prometheus presents to scrape /metrics (at least 16 characters); /metrics is not served without it.' }),
+      parse: (r: string) => {
+        if (r === '') return undefined;
+        if (r.length < 16) throw new Error('must be at least 16 characters');
+        return r;
+      },
+    },
+    redisPrefix: {
+      ...opt.string({ flag: 'redis-prefix', env: `${prefix}_REDIS_PREFIX`, default: `${prefix.toLowerCase()}:`, doc: 'Prefix of this service\'s Redis keys and channels, so services (or deployments) can share one Redis.' }),
+      parse: (r: string) => {
+        if (!/^[A-Za-z0-9_:.-]{1,64}$/.test(r)) throw new Error(`"${r}" must be 1-64 characters of letters, digits, _ : . -`);
+        return r;
+      },
+    },
+  };
+}
+
+export type OpsConfig = ConfigOf<ReturnType<typeof opsOptions>>;
