@@ -95,6 +95,19 @@ for (const impl of IMPLS) {
       assert.equal((await a.hit('p', 5, 60_000)).count, 1);
     });
 
+    test('inspect reads the count and time left without counting, and never opens a window', async (t) => {
+      const { a, b, close } = await impl.open();
+      t.after(close);
+      assert.deepEqual(await a.inspect('i'), { count: 0, retryAfterMs: 0 });
+      assert.deepEqual(await a.inspect('i'), { count: 0, retryAfterMs: 0 });
+      await a.hit('i', 5, 60_000);
+      await a.hit('i', 5, 60_000);
+      const w = await b.inspect('i');
+      assert.equal(w.count, 2);
+      assert.ok(w.retryAfterMs > 0 && w.retryAfterMs <= 60_000, `retryAfterMs ${w.retryAfterMs}`);
+      assert.equal((await b.inspect('i')).count, 2);
+    });
+
     test('a new window starts once the old one has expired', async (t) => {
       const { a, close } = await impl.open();
       t.after(close);

@@ -30,6 +30,11 @@ export function createMemoryRateLimiter(now: () => number = Date.now): RateLimit
     async peek(key, windowMs) {
       return current(key, windowMs).count;
     },
+    async inspect(key) {
+      const w = windows.get(key);
+      const left = w ? w.resetAt - now() : 0;
+      return left > 0 && w ? { count: w.count, retryAfterMs: left } : { count: 0, retryAfterMs: 0 };
+    },
     async reset(key) {
       windows.delete(key);
     },

@@ -11,9 +11,21 @@ export interface RateLimiter {
   hit(key: string, limit: number, windowMs: number): Promise<RateLimitResult>;
   /** Current count of `key` without recording a hit. */
   peek(key: string, windowMs: number): Promise<number>;
+  /**
+   * The current window of `key` without recording a hit: its count and the
+   * time until it resets; `{ count: 0, retryAfterMs: 0 }` when no window is
+   * open. Lockouts use it to refuse with the time the lock has left without
+   * ever starting or extending a window.
+   */
+  inspect(key: string): Promise<WindowState>;
   /** Forgets `key` (for example after a successful login). */
   reset(key: string): Promise<void>;
   close(): Promise<void>;
+}
+
+export interface WindowState {
+  count: number;
+  retryAfterMs: number;
 }
 
 export interface RateLimitResult {

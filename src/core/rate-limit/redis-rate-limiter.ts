@@ -45,6 +45,16 @@ export function createRedisRateLimiter(redis: Redis, keyPrefix: string): RateLim
       const v = await unavailableOnError(() => redis.get(k(key)));
       return v === null ? 0 : Number(v);
     },
+    async inspect(key) {
+      const replies = await unavailableOnError(async () => {
+        const r = await redis.multi().get(k(key)).pttl(k(key)).exec();
+        if (!r || r.some(([err]) => err)) throw new Error('inspect failed');
+        return r;
+      });
+      const count = replies[0]?.[1] === null ? 0 : Number(replies[0]?.[1]);
+      const ttl = Number(replies[1]?.[1]);
+      return count > 0 && ttl > 0 ? { count, retryAfterMs: ttl } : { count: 0, retryAfterMs: 0 };
+    },
     async reset(key) {
       await unavailableOnError(() => redis.del(k(key)));
     },
