@@ -1,0 +1,93 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
+import { AppError } from '../errors.js';
+import { parseBearer, safeEqual } from '../auth/tokens.js';
+import '../http/rate-limit-exempt.js';
+
+/**
+ * One instance's own metrics, in a registry of its own (never prom-client's
+ * global one, so two apps in one process, as in tests, never mix). Request
+ * counts and latencies are recorded for every route; services add their
+ * counters and gauges through `counter`/`gauge`.
+ */
+export interface SelfMetrics {
+  readonly registry: Registry;
+  /** Requests refused by a rate limit or a lockout, by which limit (`user`, `ip`, `login`...). */
+  readonly rateLimitRejections: Counter<'limit'>;
+  counter<L extends string = never>(name: string, help: string, labelNames?: readonly L[]): Counter<L>;
+  gauge<L extends string = never>(name: string, help: string, labelNames?: readonly L[]): Gauge<L>;
+}
+
+/** Latency buckets in seconds: from a cached read to a slow batched write. */
+const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+export function createSelfMetrics(service: string): SelfMetrics {
+  const registry = new Registry();
+  registry.setDefaultLabels({ service });
+  collectDefaultMetrics({ register: registry });
+  const counter = <L extends string = never>(name: string, help: string, labelNames: readonly L[] = []) =>
+    new Counter<L>({ name, help, labelNames, registers: [registry] });
+  const gauge = <L extends string = never>(name: string, help: string, labelNames: readonly L[] = []) =>
+    new Gauge<L>({ name, help, labelNames, registers: [registry] });
+  return {
+    registry,
+    rateLimitRejections: counter('rate_limit_rejections_total', 'Requests refused with 429 by a rate limit or lockout.', ['limit']),
+    counter,
+    gauge,
+  };
+}
+
+export interface SelfMonitoringOptions {
+  /** Bearer token Prometheus presents; without one `/metrics` is not served at all (404). */
+  token: string | undefined;
+}
+
+/**
+ * Counts every request by method, route pattern and status, and serves the
+ * registry as Prometheus text at `/metrics` to holders of the metrics token.
+ * The route label is the route's pattern (`/api/v1/host/:id`), never the raw
+ * URL: ids in paths would make the series unbounded. Unmatched requests are
+ * labelled `unmatched`.
+ */
+export function registerSelfMonitoring(app: FastifyInstance, metrics: SelfMetrics, opts: SelfMonitoringOptions): void {
+  const requests = new Counter({
+    name: 'http_requests_total',
+    help: 'HTTP requests answered, by method, route pattern and status.',
+    labelNames: ['method', 'route', 'status'],
+    registers: [metrics.registry],
+  });
+  const latency = new Histogram({
+    name: 'http_request_duration_seconds',
+    help: 'Time from request received to response sent, by method, route pattern and status.',
+    labelNames: ['method', 'route', 'status'],
+    buckets: LATENCY_BUCKETS,
+    registers: [metrics.registry],
+  });
+
+  app.addHook('onResponse', async (req, reply) => {
+    const labels = { method: req.method, route: routeLabel(req), status: String(reply.statusCode) };
+    requests.inc(labels);
+    latency.observe(labels, reply.elapsedTime / 1000);
+  });
+
+  const token = opts.token;
+  if (!token) return;
+  app.get('/metrics', {
+    config: { rateLimit: false },
+    schema: {
+      summary: 'Prometheus metrics of this instance (bearer: the metrics token)',
+      tags: ['operations'],
+      response: { 200: Type.String(), 401: Type.Object({ error: Type.String(), details: Type.Optional(Type.String()) }) },
+    },
+  }, async (req, reply) => {
+    const presented = parseBearer(req.headers.authorization);
+    if (!presented || !safeEqual(presented, token)) throw new AppError('unauthorized', 'a valid metrics token is required');
+    void reply.header('cache-control', 'no-store').type(metrics.registry.contentType);
+    return metrics.registry.metrics();
+  });
+}
+
+function routeLabel(req: FastifyRequest): string {
+  return req.routeOptions.url ?? 'unmatched';
+}
