@@ -1,0 +1,66 @@
+import type { ChangeNotifier } from '../feed/change-events.js';
+import type { ChangeStore } from './change-store.js';
+import type { Conflict, ConflictFilter, PullResult, PushResult, Resolution, SyncStatus } from './change-schemas.js';
+import { CONFLICT_PAGE, DEFAULT_BRANCH } from './push-limits.js';
+import { validatePushItems } from './push-validation.js';
+
+export interface ChangeDeps {
+  changes: ChangeStore;
+  notifier: ChangeNotifier;
+  /** Epoch milliseconds. */
+  now: () => number;
+  /** Pull page size when the client gives no limit, and the cap on `limit`. */
+  pullPage: { default: number; max: number };
+}
+
+export interface PushInput {
+  instanceId: string;
+  branch: string | undefined;
+  changes: readonly unknown[];
+  tombstones: readonly unknown[];
+}
+
+/**
+ * Validates each item, applies the valid ones in one transaction, then
+ * notifies feed subscribers of what was applied. Invalid items are counted in
+ * `rejected` with a reason; they never fail the whole push.
+ */
+export async function pushChanges(deps: ChangeDeps, businessId: string, input: PushInput): Promise<PushResult> {
+  const { items, rejections } = validatePushItems(input.changes, input.tombstones);
+  const result = await deps.changes.applyPush(businessId, { instanceId: input.instanceId, branch: input.branch ?? DEFAULT_BRANCH, items }, deps.now());
+  await deps.notifier.notify(businessId, result.applied);
+  const allRejections = [...rejections, ...result.rejections];
+  return {
+    accepted: result.accepted,
+    rejected: allRejections.length,
+    server_version: result.serverVersion,
+    conflicts: result.conflicts,
+    rejections: allRejections,
+  };
+}
+
+export async function pullChanges(deps: ChangeDeps, businessId: string, sinceVersion: number, limit: number | undefined): Promise<PullResult> {
+  // A limit above the cap is reduced to it, as documented, rather than refused.
+  const page = await deps.changes.pull(businessId, sinceVersion, Math.min(limit ?? deps.pullPage.default, deps.pullPage.max));
+  return { changes: page.changes, version: page.version, has_more: page.hasMore };
+}
+
+export async function syncStatus(deps: ChangeDeps, businessId: string): Promise<SyncStatus> {
+  const s = await deps.changes.status(businessId);
+  return { business_id: businessId, server_version: s.serverVersion, pending_conflicts: s.pendingConflicts };
+}
+
+export async function listConflicts(
+  deps: ChangeDeps,
+  businessId: string,
+  query: { status?: ConflictFilter; after_id?: number; limit?: number },
+): Promise<Conflict[]> {
+  return deps.changes.listConflicts(businessId, query.status ?? 'pending', query.after_id ?? 0, Math.min(query.limit ?? CONFLICT_PAGE.default, CONFLICT_PAGE.max));
+}
+
+/** Resolves a pending conflict; a `local` resolution is a new applied change, so subscribers hear of it. */
+export async function resolveConflict(deps: ChangeDeps, businessId: string, conflictId: number, resolution: Resolution): Promise<Conflict> {
+  const { conflict, applied } = await deps.changes.resolveConflict(businessId, conflictId, resolution, deps.now());
+  if (applied) await deps.notifier.notify(businessId, [applied]);
+  return conflict;
+}

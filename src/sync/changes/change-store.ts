@@ -1,0 +1,72 @@
+import type { Change, Conflict, ConflictFilter, Rejection, Resolution } from './change-schemas.js';
+import type { PushItem } from './push-validation.js';
+
+/** `now` arguments below are epoch milliseconds (the deps clock). */
+export interface PushCommand {
+  instanceId: string;
+  branch: string;
+  /** Valid, normalised items in push order. */
+  items: PushItem[];
+}
+
+export interface AppliedPush {
+  accepted: number;
+  /** Items the version rule rejected (stale); validation rejections are added by the caller. */
+  rejections: Rejection[];
+  serverVersion: number;
+  /** Conflicts of this push in item order, stored and with their ids. */
+  conflicts: Conflict[];
+  /** Changes applied by this push, in version order (for notifications). */
+  applied: Change[];
+}
+
+export interface PullPage {
+  changes: Change[];
+  hasMore: boolean;
+  /** Last change of the page when `hasMore`, else the business's current server version. */
+  version: number;
+}
+
+export interface ResolvedConflict {
+  conflict: Conflict;
+  /** The change a `local` resolution applied; null for `remote` and `skip`. */
+  applied: Change | null;
+}
+
+/**
+ * Storage of record changes, current record states and conflicts, per business.
+ *
+ * Server versions: each business has one counter. Every applied change takes
+ * the next value, strictly increasing, with no gap and no reuse. Writers take
+ * the counter row first and hold it until commit, so commit order is version
+ * order: once a reader has seen version N, no change below N can appear later.
+ */
+export interface ChangeStore {
+  /**
+   * Applies a validated push in ONE transaction under the version rule of
+   * `planPush`: applied changes, record states, new conflicts and the counter
+   * all commit together or not at all. Durable when it resolves.
+   */
+  applyPush(businessId: string, push: PushCommand, now: number): Promise<AppliedPush>;
+
+  /**
+   * Changes with a server version above `sinceVersion`, in version order, at
+   * most `limit`. Only committed changes up to a consistent server version are
+   * returned, so paging until `hasMore` is false sees every change exactly once.
+   */
+  pull(businessId: string, sinceVersion: number, limit: number): Promise<PullPage>;
+
+  status(businessId: string): Promise<{ serverVersion: number; pendingConflicts: number }>;
+
+  /** Conflicts of the business by ascending id: `pending`, `resolved` (any other resolution) or `all`. */
+  listConflicts(businessId: string, filter: ConflictFilter, afterId: number, limit: number): Promise<Conflict[]>;
+
+  /**
+   * Closes a pending conflict of this business. `local` applies the conflict's
+   * local data as a new change (next server version, record version one above
+   * the server's), in the same transaction; `remote` and `skip` change no record.
+   * Throws `not_found` for an unknown id or another business's conflict, and
+   * `conflict` when it is no longer pending.
+   */
+  resolveConflict(businessId: string, conflictId: number, resolution: Resolution, now: number): Promise<ResolvedConflict>;
+}

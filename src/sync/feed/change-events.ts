@@ -1,0 +1,54 @@
+import type { PubSub } from '../../core/pubsub/pubsub.js';
+import type { Change } from '../changes/change-schemas.js';
+
+/** The message every feed subscriber of a business gets for each applied change. */
+export interface ChangeEvent {
+  type: 'change';
+  table_name: string;
+  record_uuid: string;
+  version: number;
+  instance_id: string;
+}
+
+/** What travels on the pub/sub channel: one message per committed write, its events in version order. */
+export interface ChangeBatch {
+  business_id: string;
+  events: ChangeEvent[];
+}
+
+/** Tells every instance's feed subscribers about committed changes. Never throws: delivery is at-most-once. */
+export interface ChangeNotifier {
+  notify(businessId: string, changes: readonly Change[]): Promise<void>;
+}
+
+export interface WarnLogger {
+  warn(obj: object, msg: string): void;
+}
+
+/** One channel per business, so an instance only receives what its subscribers watch. */
+export function businessChannel(businessId: string): string {
+  return `sync:changes:${businessId}`;
+}
+
+export function toEvent(change: Change): ChangeEvent {
+  return { type: 'change', table_name: change.table_name, record_uuid: change.record_uuid, version: change.version, instance_id: change.instance_id };
+}
+
+/**
+ * Publishes through the core PubSub (in-process, or Redis across instances).
+ * A failed publish is logged, not thrown: the change is committed and clients
+ * that missed the message catch up with pull.
+ */
+export function createPubSubNotifier(pubsub: PubSub, log: WarnLogger): ChangeNotifier {
+  return {
+    async notify(businessId, changes) {
+      if (!changes.length) return;
+      const batch: ChangeBatch = { business_id: businessId, events: changes.map(toEvent) };
+      try {
+        await pubsub.publish(businessChannel(businessId), batch);
+      } catch (e: unknown) {
+        log.warn({ err: e, businessId }, 'change notification failed; subscribers will catch up by pulling');
+      }
+    },
+  };
+}
