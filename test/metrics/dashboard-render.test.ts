@@ -35,7 +35,7 @@ test('formatRelative covers seconds to days and a ts ahead of the server clock',
 });
 
 test('the dashboard lists every host with CPU, memory and last report, relative and absolute', () => {
-  const page = renderDashboard({ now: NOW, session: true, hosts: [host(), host({ hostId: 'db-1', hostname: 'db-1', platform: 'freebsd', cpuUsage: null, memoryPercent: 99.5, lastTs: NOW - 3_600_000 })] });
+  const page = renderDashboard({ tenantName: 'acme', now: NOW, session: true, hosts: [host(), host({ hostId: 'db-1', hostname: 'db-1', platform: 'freebsd', cpuUsage: null, memoryPercent: 99.5, lastTs: NOW - 3_600_000 })] });
   assert.match(page, /^<!doctype html>/);
   assert.match(page, /2 hosts/);
   assert.match(page, /<span class="hostname">web-1<\/span>/);
@@ -48,15 +48,16 @@ test('the dashboard lists every host with CPU, memory and last report, relative 
   assert.match(page, /<tr class="host stale">[\s\S]*db-1[\s\S]*stale<\/span>/, 'an hour-old report is flagged stale');
   assert.doesNotMatch(page.split('db-1')[0]!, /badge/, 'a fresh host is not flagged');
   assert.match(page, /<form class="signout" method="post" action="\/signout">/);
+  assert.match(page, /Tenant <strong>acme<\/strong>/);
 });
 
 test('a host is stale only after the documented silence', () => {
-  assert.doesNotMatch(renderDashboard({ now: NOW, session: false, hosts: [host({ lastTs: NOW - STALE_AFTER_MS })] }), /class="host stale"/);
-  assert.match(renderDashboard({ now: NOW, session: false, hosts: [host({ lastTs: NOW - STALE_AFTER_MS - 1 })] }), /class="host stale"/);
+  assert.doesNotMatch(renderDashboard({ tenantName: 'acme', now: NOW, session: false, hosts: [host({ lastTs: NOW - STALE_AFTER_MS })] }), /class="host stale"/);
+  assert.match(renderDashboard({ tenantName: 'acme', now: NOW, session: false, hosts: [host({ lastTs: NOW - STALE_AFTER_MS - 1 })] }), /class="host stale"/);
 });
 
 test('agent-supplied hostname, host id and platform render only as text', () => {
-  const page = renderDashboard({ now: NOW, session: false, hosts: [host({ hostname: HOSTILE, hostId: `"><script>alert(2)</script>`, platform: `Tom & Jerry's "OS" <b>` })] });
+  const page = renderDashboard({ tenantName: 'acme', now: NOW, session: false, hosts: [host({ hostname: HOSTILE, hostId: `"><script>alert(2)</script>`, platform: `Tom & Jerry's "OS" <b>` })] });
   assert.ok(!page.includes('<img'), 'no img element');
   assert.ok(!page.includes('<script'), 'no script element');
   assert.ok(!page.includes('<b>'));
@@ -66,8 +67,8 @@ test('agent-supplied hostname, host id and platform render only as text', () => 
 
 test('no page carries inline script, inline style or a third-party URL', () => {
   const pages = [
-    renderDashboard({ now: NOW, session: true, hosts: [host()] }),
-    renderDashboard({ now: NOW, session: false, hosts: [] }),
+    renderDashboard({ tenantName: 'acme', now: NOW, session: true, hosts: [host()] }),
+    renderDashboard({ tenantName: 'acme', now: NOW, session: false, hosts: [] }),
     renderSignIn({ error: 'That token is not valid.' }),
   ];
   for (const page of pages) {
@@ -77,7 +78,7 @@ test('no page carries inline script, inline style or a third-party URL', () => {
 });
 
 test('bearer callers get no sign-out button; an empty tenant gets guidance', () => {
-  const page = renderDashboard({ now: NOW, session: false, hosts: [] });
+  const page = renderDashboard({ tenantName: 'acme', now: NOW, session: false, hosts: [] });
   assert.doesNotMatch(page, /signout/);
   assert.match(page, /No host has reported yet/);
 });
@@ -92,7 +93,7 @@ test('the sign-in page posts the token to /signin and shows an error as text', (
 
 test('every asset the pages link to is in the static allow-list', async () => {
   const assets = await loadStaticAssets();
-  const linked = [...renderDashboard({ now: NOW, session: true, hosts: [host()] }).matchAll(/(?:href|src)="\/static\/([^"]+)"/g)].map((m) => m[1]!);
+  const linked = [...renderDashboard({ tenantName: 'acme', now: NOW, session: true, hosts: [host()] }).matchAll(/(?:href|src)="\/static\/([^"]+)"/g)].map((m) => m[1]!);
   assert.ok(linked.length >= 2);
   for (const name of linked) assert.ok(assets.has(name), name);
   assert.equal(assets.get('dashboard.css')!.contentType, 'text/css; charset=utf-8');

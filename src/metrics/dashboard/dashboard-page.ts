@@ -15,6 +15,8 @@ export interface DashboardHost {
 export interface DashboardView {
   hosts: DashboardHost[];
   now: number;
+  /** Shown in the top bar so a person with several tokens knows which tenant they are looking at. */
+  tenantName: string;
   /** Signed in through the session cookie: offer sign-out. Bearer callers have nothing to sign out of. */
   session: boolean;
 }
@@ -24,9 +26,9 @@ export const STALE_AFTER_MS = 5 * 60_000;
 export const REFRESH_SECONDS = 30;
 
 export function renderDashboard(view: DashboardView): string {
-  const aside = view.session
+  const aside = html`<div class="account"><span class="tenant">Tenant <strong>${view.tenantName}</strong></span>${view.session
     ? html`<form class="signout" method="post" action="/signout"><button type="submit">Sign out</button></form>`
-    : '';
+    : ''}</div>`;
   const count = view.hosts.length;
   const body = count === 0
     ? html`<h1>Hosts</h1>

@@ -1,0 +1,186 @@
+import fastifyCookie from '@fastify/cookie';
+import fastifyFormbody from '@fastify/formbody';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Kysely } from 'kysely';
+import { Type } from 'typebox';
+import { hashToken, parseBearer } from '../../core/auth/tokens.js';
+import { AppError, isAppError } from '../../core/errors.js';
+import type { App } from '../../core/http/create-app.js';
+import type { MetricsStore } from '../domain/metrics-store.js';
+import { renderDashboard } from './dashboard-page.js';
+import { isSameOriginPost } from './same-origin.js';
+import { createSessionStore, type DashboardSessionTables } from './session-store.js';
+import { closeSession, openSession, resolveSession, type SessionDeps, type SessionTenant } from './sessions.js';
+import { renderSignIn } from './signin-page.js';
+import { loadStaticAssets } from './static-assets.js';
+
+/** The session cookie. HttpOnly and SameSite=Strict always; Secure whenever the request arrived over HTTPS. */
+export const SESSION_COOKIE = 'metrics_session';
+
+export interface DashboardDeps {
+  store: MetricsStore;
+  /** The service's database; the sessions table comes from migration 0002_dashboard_sessions. */
+  db: Kysely<DashboardSessionTables>;
+  now?: () => number;
+}
+
+const HTML = 'text/html; charset=utf-8';
+const htmlResponse = (description: string) => ({ description, content: { 'text/html': { schema: Type.String() } } });
+const redirectResponse = (description: string) => ({ description, headers: { location: Type.String() }, type: 'null' });
+const errorResponse = (description: string) => ({
+  description,
+  content: { 'application/json': { schema: Type.Object({ error: Type.String(), details: Type.Optional(Type.String()) }) } },
+});
+
+/**
+ * GET / (the dashboard), the sign-in and sign-out forms, and the dashboard's
+ * static assets. Registered in their own encapsulated scope, so the cookie and
+ * form-body parsers apply to these routes only: the JSON API never reads a
+ * cookie or accepts a form.
+ */
+export async function registerDashboard(app: App, deps: DashboardDeps): Promise<void> {
+  const assets = await loadStaticAssets();
+  const sessionDeps: SessionDeps = { sessions: createSessionStore(deps.db), tokens: deps.store, now: deps.now ?? Date.now };
+
+  await app.register(async (plugin) => {
+    await plugin.register(fastifyCookie);
+    await plugin.register(fastifyFormbody, { bodyLimit: 4096 });
+    const scope = plugin.withTypeProvider<TypeBoxTypeProvider>();
+
+    scope.get('/', {
+      schema: {
+        tags: ['dashboard'],
+        summary: 'Per-tenant dashboard',
+        description: 'HTML list of the tenant\'s hosts with latest CPU usage, memory percent and last report time. ' +
+          'Accepts `Authorization: Bearer <token>` or the session cookie from POST /signin. Without either, a browser ' +
+          '(Accept includes text/html) is redirected to /signin; any other client gets 401 JSON.',
+        response: {
+          200: htmlResponse('The dashboard page.'),
+          303: redirectResponse('No credentials, or an expired or revoked session, from a browser: go to /signin.'),
+          401: errorResponse('Missing, malformed, unknown or revoked bearer token (or no credentials from a non-browser client).'),
+        },
+      },
+    }, async (req, reply) => {
+      const who = await authenticate(req, reply, deps.store, sessionDeps);
+      if (!who) return reply.redirect('/signin', 303);
+      const hosts = await deps.store.latestByHost(who.tenantId);
+      return reply.type(HTML).header('cache-control', 'no-store')
+        .send(renderDashboard({ hosts, now: sessionDeps.now(), tenantName: who.tenantName, session: who.session }));
+    });
+
+    scope.get('/signin', {
+      schema: { tags: ['dashboard'], summary: 'Sign-in form', response: { 200: htmlResponse('A form that posts a tenant token to /signin.') } },
+    }, async (_req, reply) => reply.type(HTML).header('cache-control', 'no-store').send(renderSignIn()));
+
+    scope.post('/signin', {
+      bodyLimit: 4096,
+      schema: {
+        tags: ['dashboard'],
+        summary: 'Exchange a tenant token for a session cookie',
+        description: `Form field \`token\`. On success sets the \`${SESSION_COOKIE}\` cookie (HttpOnly, SameSite=Strict, Path=/, ` +
+          'Secure over HTTPS, 12 h) and redirects to /. A post from another origin is refused.',
+        consumes: ['application/x-www-form-urlencoded'],
+        body: Type.Object({ token: Type.String({ maxLength: 1024 }) }),
+        response: {
+          303: redirectResponse('Signed in: go to /.'),
+          400: errorResponse('No token field, or a body that is not a form.'),
+          401: htmlResponse('Unknown or revoked token: the form again, with an error.'),
+          403: errorResponse('The form was posted from another origin.'),
+        },
+      },
+    }, async (req, reply) => {
+      assertSameOrigin(req);
+      try {
+        const session = await openSession(sessionDeps, req.body.token.trim());
+        setSessionCookie(req, reply, session.id, session.expiresAt);
+        return reply.redirect('/', 303);
+      } catch (e: unknown) {
+        if (!isAppError(e) || e.code !== 'unauthorized') throw e;
+        req.log.warn('dashboard sign-in with an unknown or revoked token');
+        return reply.code(401).type(HTML).header('cache-control', 'no-store')
+          .send(renderSignIn({ error: 'That token is not valid. Check that it was copied whole and has not been revoked.' }));
+      }
+    });
+
+    scope.post('/signout', {
+      schema: {
+        tags: ['dashboard'],
+        summary: 'End the browser session',
+        description: 'Deletes the session server-side, clears the cookie and redirects to /signin. Idempotent. A post from another origin is refused.',
+        response: { 303: redirectResponse('Signed out: go to /signin.'), 403: errorResponse('The form was posted from another origin.') },
+      },
+    }, async (req, reply) => {
+      assertSameOrigin(req);
+      const id = req.cookies[SESSION_COOKIE];
+      if (id !== undefined) await closeSession(sessionDeps, id);
+      clearSessionCookie(req, reply);
+      return reply.redirect('/signin', 303);
+    });
+
+    scope.get('/static/:file', {
+      schema: {
+        tags: ['dashboard'],
+        summary: 'Dashboard stylesheet and icon',
+        params: Type.Object({ file: Type.String({ maxLength: 64 }) }),
+        response: { 200: { description: 'The asset.' }, 304: { description: 'Not modified (If-None-Match).' }, 404: errorResponse('Not one of the dashboard\'s assets.') },
+      },
+    }, async (req, reply) => {
+      const asset = assets.get(req.params.file);
+      if (!asset) throw new AppError('not_found', 'no such dashboard asset');
+      reply.header('etag', asset.etag).header('cache-control', 'public, max-age=3600');
+      if (req.headers['if-none-match'] === asset.etag) return reply.code(304).send();
+      return reply.type(asset.contentType).send(asset.body);
+    });
+  });
+}
+
+interface Viewer extends SessionTenant {
+  /** Through the session cookie (so the page offers sign-out), not a bearer header. */
+  session: boolean;
+}
+
+/**
+ * A bearer header, when present, decides alone: a bad one is a 401 even if a
+ * cookie is present, like every other endpoint. Without one, the session
+ * cookie is tried. Undefined means "send the browser to sign in"; a request
+ * that is not from a browser gets the same 401 as the JSON API.
+ */
+async function authenticate(req: FastifyRequest, reply: FastifyReply, store: MetricsStore, sessionDeps: SessionDeps): Promise<Viewer | undefined> {
+  const header = req.headers.authorization;
+  if (header !== undefined) {
+    const token = parseBearer(header);
+    if (!token) throw new AppError('unauthorized', 'Authorization must be "Bearer <token>"');
+    const active = await store.findActiveToken(hashToken(token));
+    if (!active) throw new AppError('unauthorized', 'unknown or revoked token');
+    return { tenantId: active.tenantId, tenantName: active.tenantName, session: false };
+  }
+  const id = req.cookies[SESSION_COOKIE];
+  if (id !== undefined) {
+    const tenant = await resolveSession(sessionDeps, id);
+    if (tenant) return { ...tenant, session: true };
+    clearSessionCookie(req, reply);
+  }
+  if (acceptsHtml(req)) return undefined;
+  throw new AppError('unauthorized', 'missing bearer token');
+}
+
+function acceptsHtml(req: FastifyRequest): boolean {
+  return (req.headers.accept ?? '').toLowerCase().includes('text/html');
+}
+
+function assertSameOrigin(req: FastifyRequest): void {
+  if (!isSameOriginPost(req.headers, `${req.protocol}://${req.host}`)) throw new AppError('forbidden', 'form posted from another origin');
+}
+
+function cookieOptions(req: FastifyRequest) {
+  return { httpOnly: true, sameSite: 'strict', path: '/', secure: req.protocol === 'https' } as const;
+}
+
+function setSessionCookie(req: FastifyRequest, reply: FastifyReply, id: string, expiresAt: number): void {
+  reply.setCookie(SESSION_COOKIE, id, { ...cookieOptions(req), expires: new Date(expiresAt) });
+}
+
+function clearSessionCookie(req: FastifyRequest, reply: FastifyReply): void {
+  reply.clearCookie(SESSION_COOKIE, cookieOptions(req));
+}
