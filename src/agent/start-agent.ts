@@ -1,0 +1,139 @@
+import os from 'node:os';
+import { agentOptions, type AgentOptions } from './agent-options.js';
+import { loadAgentConfigFile, type AgentConfigFile } from './agent-config-file.js';
+import type { AgentReport } from './agent-report.js';
+import { persistentAgentId } from './agent-id.js';
+import { reportMetrics } from './alerts/report-metrics.js';
+import { compileRules, evaluateRules } from './alerts/threshold-alerts.js';
+import { createCollector, type Collector } from './collect/collector.js';
+import { linuxHostSource, type HostSource } from './collect/host-source.js';
+import { drainSpool, startDeliveryLoop, type DeliveryOptions } from './delivery/delivery-loop.js';
+import { postReport } from './delivery/post-report.js';
+import { Spool } from './delivery/spool.js';
+import { jsonLogger, type Logger } from './logger.js';
+
+/** Options of an embedded or CLI agent: the CLI options, plus what a host program may substitute. */
+export type AgentConfig = Partial<AgentOptions> & Pick<AgentOptions, 'url' | 'token'> & {
+  /** Alert rules and services given directly instead of through a `config` file. */
+  rules?: AgentConfigFile;
+  log?: Logger;
+  source?: HostSource;
+};
+
+export interface AgentHandle {
+  readonly agentId: string;
+  readonly spool: Spool;
+  /** Stops collecting, lets the POST in flight finish (bounded), leaves the rest spooled. */
+  stop(): Promise<void>;
+}
+
+/** An embedded agent gets the CLI's defaults for whatever it leaves out. */
+const DEFAULTS = Object.fromEntries(
+  (['intervalMs', 'spoolDir', 'spoolMaxBytes', 'spoolMaxAgeMs', 'requestTimeoutMs', 'retryBaseMs', 'retryMaxMs', 'serviceTimeoutMs', 'shutdownTimeoutMs'] as const)
+    .map((k) => [k, agentOptions[k].default]),
+) as Pick<AgentOptions, 'intervalMs' | 'spoolDir' | 'spoolMaxBytes' | 'spoolMaxAgeMs' | 'requestTimeoutMs' | 'retryBaseMs' | 'retryMaxMs' | 'serviceTimeoutMs' | 'shutdownTimeoutMs'>;
+
+interface Prepared {
+  c: AgentConfig & typeof DEFAULTS;
+  log: Logger;
+  spool: Spool;
+  agentId: string;
+  collector: Collector;
+  report: (now: number) => Promise<Buffer>;
+  delivery: DeliveryOptions;
+}
+
+async function prepare(config: AgentConfig): Promise<Prepared> {
+  const c = { ...DEFAULTS, ...stripUndefined(config) };
+  const log = config.log ?? jsonLogger(config.logLevel ?? 'info');
+  const file = config.rules ?? (config.config ? await loadAgentConfigFile(config.config) : { services: [], alerts: [] });
+  const rules = compileRules(file.alerts);
+  const spool = await Spool.open({ dir: c.spoolDir, maxBytes: c.spoolMaxBytes, maxAgeMs: c.spoolMaxAgeMs, log });
+  const agentId = config.agentId ?? (await persistentAgentId(c.spoolDir));
+  const collector = createCollector({
+    source: config.source ?? linuxHostSource({ serviceTimeoutMs: c.serviceTimeoutMs }),
+    agentId, hostname: config.hostname ?? os.hostname(), services: file.services, log,
+  });
+  const report = async (now: number) => {
+    const r = await collector.collect(now);
+    const full: AgentReport = { ...r, alerts: evaluateRules(rules, reportMetrics(r)) };
+    return Buffer.from(JSON.stringify(full));
+  };
+  const target = { url: c.url, token: c.token, secret: c.secret, timeoutMs: c.requestTimeoutMs };
+  const delivery: DeliveryOptions = {
+    spool, log, retryBaseMs: c.retryBaseMs, retryMaxMs: c.retryMaxMs,
+    send: (body, signal) => postReport(target, body, signal),
+  };
+  return { c, log, spool, agentId, collector, report, delivery };
+}
+
+function stripUndefined<T extends object>(o: T): T {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
+}
+
+/**
+ * Starts the agent: a collection loop that appends a report to the spool every
+ * interval, and a delivery loop that sends the spool in order. The two share
+ * only the spool, so a slow or absent service never delays a collection.
+ * Ticks follow a fixed schedule (start + k * interval); a tick that finds the
+ * previous collection still running is skipped, not queued.
+ */
+export async function startAgent(config: AgentConfig): Promise<AgentHandle> {
+  const { c, log, spool, agentId, collector, report, delivery } = await prepare(config);
+  const loop = startDeliveryLoop(delivery);
+  const started = Date.now();
+  await collector.prime(started);
+  log.info('host agent started', { agentId, url: c.url, intervalMs: c.intervalMs, spoolDir: c.spoolDir, spooled: spool.length, signed: Boolean(c.secret) });
+
+  let stopped = false;
+  let timer: NodeJS.Timeout | undefined;
+  let collecting: Promise<void> = Promise.resolve();
+  let tick = 0;
+
+  const collectOnce = async () => {
+    const now = Date.now();
+    try {
+      const body = await report(now);
+      await spool.append(body, now);
+      loop.notify();
+    } catch (e: unknown) {
+      log.error('collection failed, no report for this interval', { error: e instanceof Error ? e.message : String(e) });
+    }
+  };
+  const schedule = () => {
+    if (stopped) return;
+    tick = Math.max(tick + 1, Math.ceil((Date.now() - started) / c.intervalMs));
+    timer = setTimeout(() => {
+      collecting = collectOnce();
+      void collecting.then(schedule);
+    }, started + tick * c.intervalMs - Date.now());
+  };
+  schedule();
+
+  return {
+    agentId,
+    spool,
+    async stop() {
+      if (stopped) return;
+      stopped = true;
+      clearTimeout(timer);
+      await collecting;
+      await loop.stop(c.shutdownTimeoutMs);
+      log.info('host agent stopped', { spooled: spool.length });
+    },
+  };
+}
+
+/**
+ * `--once`: one report over a short sampling window (CPU usage and network
+ * rates need two readings), appended to the spool, then the spool is sent.
+ * Returns whether everything was delivered; what was not stays spooled.
+ */
+export async function runOnce(config: AgentConfig, windowMs = 1_000): Promise<boolean> {
+  const { collector, report, spool, delivery } = await prepare(config);
+  await collector.prime(Date.now());
+  await new Promise((r) => setTimeout(r, windowMs));
+  const now = Date.now();
+  await spool.append(await report(now), now);
+  return drainSpool(delivery);
+}
