@@ -1,0 +1,204 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Redis } from 'ioredis';
+import { BACKENDS, freshStorage, type TestStorage } from './backends.js';
+import { REDIS_UP, TEST_REDIS_URL, deletePrefix, testPrefix } from './redis.js';
+
+/**
+ * A real deployment on loopback: N processes of one service
+ * (`node --import tsx src/<service>/cli.ts serve`), one PostgreSQL schema and
+ * one Redis prefix shared by all, and HAProxy in front running
+ * `deploy/haproxy.cfg` unchanged (addresses come from its environment).
+ *
+ * HAProxy connects to the instances from 127.0.0.2 and the instances trust
+ * only that address as a proxy; a test talking to an instance directly comes
+ * from 127.0.0.1, an untrusted peer whose X-Forwarded-For must be ignored.
+ */
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const HAPROXY_CONFIG = path.join(ROOT, 'deploy', 'haproxy.cfg');
+export const PROXY_SOURCE = '127.0.0.2';
+export const METRICS_TOKEN = 'scale-test-metrics-token-0123456789';
+
+function haproxyInstalled(): boolean {
+  return spawnSync('haproxy', ['-v'], { stdio: 'ignore' }).status === 0;
+}
+
+const haproxyUp = haproxyInstalled();
+if (!haproxyUp && process.env['REQUIRE_POSTGRES'] === '1') throw new Error('haproxy is required for the scale tests (.ci/run installs it) but is not installed');
+
+/** Whether the topology can run here: PostgreSQL, Redis and HAProxy present. */
+export const TOPOLOGY_READY = haproxyUp && REDIS_UP && BACKENDS.includes('postgres');
+export const TOPOLOGY_SKIP = TOPOLOGY_READY ? false : 'needs PostgreSQL, Redis and haproxy';
+
+export type ServiceName = 'metrics' | 'sync';
+
+export interface Instance {
+  readonly name: string;
+  /** Direct address of this instance (bypassing the proxy). */
+  readonly url: string;
+  readonly process: ChildProcess;
+  /** Every line the process wrote to stdout and stderr. */
+  readonly logs: string[];
+  /** Resolves with the exit code once the process has exited. */
+  readonly exited: Promise<number | null>;
+  kill(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+export interface Topology {
+  /** The load balancer's address: what a client uses. */
+  readonly proxyUrl: string;
+  readonly instances: Instance[];
+  readonly storage: TestStorage;
+  readonly redisPrefix: string;
+  /** Arguments every instance was started with (to start another one, or a CLI command, on the same storage). */
+  readonly sharedArgs: string[];
+  stop(): Promise<void>;
+}
+
+export interface TopologyOptions {
+  service: ServiceName;
+  /** Extra `serve` arguments for every instance (limits, secrets). */
+  args?: string[];
+  instances?: number;
+}
+
+export async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/** Runs `node --import tsx src/<service>/cli.ts <args>` to completion (admin commands). */
+export function runCli(service: ServiceName, args: string[], env: Record<string, string> = {}): { status: number | null; stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, ['--import', 'tsx', path.join('src', service, 'cli.ts'), ...args], {
+    cwd: ROOT, encoding: 'utf8', env: { PATH: process.env['PATH'] ?? '', ...env }, timeout: 60_000,
+  });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+/** Starts one instance and resolves once it logs the address it listens on. */
+export function startInstance(service: ServiceName, name: string, args: string[]): Promise<Instance> {
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join('src', service, 'cli.ts'), 'serve', ...args], {
+    cwd: ROOT,
+    // A clean environment: only what the flags say configures the instance.
+    env: { PATH: process.env['PATH'] ?? '' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const logs: string[] = [];
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return new Promise<Instance>((resolve, reject) => {
+    let buffered = '';
+    const onData = (chunk: Buffer) => {
+      buffered += chunk.toString('utf8');
+      let nl: number;
+      while ((nl = buffered.indexOf('\n')) !== -1) {
+        const line = buffered.slice(0, nl);
+        buffered = buffered.slice(nl + 1);
+        logs.push(line);
+        const m = /listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(line);
+        if (m) {
+          resolve({
+            name,
+            url: m[1]!,
+            process: child,
+            logs,
+            exited,
+            async kill(signal: NodeJS.Signals = 'SIGTERM') {
+              if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+              return exited;
+            },
+          });
+        }
+      }
+    };
+    child.stdout.on('data', onData);
+    child.stderr.on('data', onData);
+    void exited.then((code) => reject(new Error(`${name} exited (${code}) before listening:\n${logs.join('\n')}`)));
+  });
+}
+
+interface Proxy { url: string; stop(): Promise<void> }
+
+async function startHaproxy(service: ServiceName, backends: string[]): Promise<Proxy> {
+  const bind = await freePort();
+  const unused = `127.0.0.1:${await freePort()}`;
+  const env: Record<string, string> = {
+    PATH: process.env['PATH'] ?? '',
+    METRICS_BIND: `127.0.0.1:${service === 'metrics' ? bind : await freePort()}`,
+    SYNC_BIND: `127.0.0.1:${service === 'sync' ? bind : await freePort()}`,
+    BACKEND_SOURCE: PROXY_SOURCE,
+  };
+  for (const s of ['metrics', 'sync'] as const) {
+    for (let i = 1; i <= 2; i++) env[`${s.toUpperCase()}_${i}`] = s === service ? backends[i - 1] ?? unused : unused;
+  }
+  const child = spawn('haproxy', ['-db', '-f', HAPROXY_CONFIG], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const output: string[] = [];
+  child.stdout.on('data', (c: Buffer) => output.push(c.toString()));
+  child.stderr.on('data', (c: Buffer) => output.push(c.toString()));
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const url = `http://127.0.0.1:${bind}`;
+  // The instances already listen, so HAProxy starts with them in rotation: ready once it answers for each.
+  const deadline = Date.now() + 15_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`haproxy exited:\n${output.join('')}`);
+    const healthy = await Promise.all(backends.map(() => fetch(`${url}/readyz`).then((r) => r.status === 200, () => false)));
+    if (healthy.every(Boolean)) break;
+    if (Date.now() > deadline) throw new Error(`haproxy did not see the instances healthy:\n${output.join('')}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return {
+    url,
+    async stop() {
+      if (child.exitCode === null) child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+export async function startTopology(opts: TopologyOptions): Promise<Topology> {
+  const storage = await freshStorage('postgres');
+  const redisPrefix = testPrefix();
+  const sharedArgs = [
+    '--host', '127.0.0.1',
+    '--database-url', storage.databaseUrl!,
+    '--db-schema', storage.pgSchema,
+    '--redis-url', TEST_REDIS_URL,
+    '--redis-prefix', redisPrefix,
+    '--trust-proxy', PROXY_SOURCE,
+    '--metrics-token', METRICS_TOKEN,
+    ...(opts.args ?? []),
+  ];
+  const dirs: string[] = [];
+  const instances: Instance[] = [];
+  let proxy: Proxy | undefined;
+  const stop = async () => {
+    await proxy?.stop();
+    await Promise.all(instances.map((i) => i.kill('SIGKILL')));
+    for (const d of dirs) rmSync(d, { recursive: true, force: true });
+    const redis = new Redis(TEST_REDIS_URL);
+    try { await deletePrefix(redis, redisPrefix); } finally { redis.disconnect(); }
+    await storage.cleanup();
+  };
+  try {
+    // The first instance runs the migrations alone; the others then start together.
+    const count = opts.instances ?? 2;
+    const start = (i: number) => {
+      const dir = mkdtempSync(path.join(os.tmpdir(), `scale-${opts.service}-${i}-`));
+      dirs.push(dir);
+      return startInstance(opts.service, `${opts.service}${i}`, [...sharedArgs, '--port', '0', '--data-dir', dir]);
+    };
+    instances.push(await start(1));
+    instances.push(...(await Promise.all(Array.from({ length: count - 1 }, (_, i) => start(i + 2)))));
+    proxy = await startHaproxy(opts.service, instances.map((i) => i.url.replace('http://', '')));
+    return { proxyUrl: proxy.url, instances, storage, redisPrefix, sharedArgs, stop };
+  } catch (e: unknown) {
+    await stop();
+    throw e;
+  }
+}
