@@ -1,4 +1,5 @@
 import { Type, type Static } from 'typebox';
+import { UUID_PATTERN } from '../http/uuid.js';
 import { CONFLICT_PAGE, PUSH_LIMITS } from './push-limits.js';
 
 /**
@@ -6,7 +7,7 @@ import { CONFLICT_PAGE, PUSH_LIMITS } from './push-limits.js';
  * so the OpenAPI document, request validation and the code agree.
  */
 
-const Uuid = Type.String({ format: 'uuid' });
+const Uuid = Type.String({ pattern: UUID_PATTERN, description: 'UUID' });
 
 export const OperationSchema = Type.Union([Type.Literal('create'), Type.Literal('update'), Type.Literal('delete')]);
 export type Operation = Static<typeof OperationSchema>;
@@ -54,7 +55,7 @@ export const PushBodySchema = Type.Object({
   // Items are checked one by one in the domain so a bad item is rejected with a reason instead of failing the push.
   changes: Type.Optional(Type.Array(Type.Unknown(), { maxItems: PUSH_LIMITS.maxItems, description: 'Change items: {table_name, record_uuid, version, operation, data}.' })),
   tombstones: Type.Optional(Type.Array(Type.Unknown(), { maxItems: PUSH_LIMITS.maxItems, description: 'Tombstone items: {table_name, record_uuid, version}.' })),
-});
+}, { additionalProperties: false });
 export type PushBody = Static<typeof PushBodySchema>;
 
 export const RejectionSchema = Type.Object({
@@ -76,10 +77,10 @@ export const PushResultSchema = Type.Object({
 export type PushResult = Static<typeof PushResultSchema>;
 
 export const PullBodySchema = Type.Object({
-  since_version: Type.Integer({ minimum: 0 }),
-  limit: Type.Optional(Type.Integer({ minimum: 1, description: 'Page size; default --pull-page-size (500), a larger value is reduced to --pull-page-max (1000).' })),
+  since_version: Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: 'Page size; default --pull-page-size (500), a larger value is reduced to --pull-page-max (1000).' })),
   business_id: Type.Optional(Uuid),
-});
+}, { additionalProperties: false });
 
 export const PullResultSchema = Type.Object({
   changes: Type.Array(ChangeSchema),
@@ -100,8 +101,8 @@ export type ConflictFilter = Static<typeof ConflictFilterSchema>;
 
 export const ConflictListQuerySchema = Type.Object({
   status: Type.Optional(ConflictFilterSchema),
-  after_id: Type.Optional(Type.Integer({ minimum: 0, description: 'Return conflicts with a larger id (paging).' })),
-  limit: Type.Optional(Type.Integer({ minimum: 1, description: `Default ${CONFLICT_PAGE.default}; a larger value than ${CONFLICT_PAGE.max} is reduced to it.` })),
+  after_id: Type.Optional(Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, description: 'Return conflicts with a larger id (paging).' })),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: `Default ${CONFLICT_PAGE.default}; a larger value than ${CONFLICT_PAGE.max} is reduced to it.` })),
 });
 
-export const ResolveBodySchema = Type.Object({ resolution: ResolutionSchema });
+export const ResolveBodySchema = Type.Object({ resolution: ResolutionSchema }, { additionalProperties: false });

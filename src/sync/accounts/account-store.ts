@@ -1,0 +1,62 @@
+/** A registered user as the domain sees it. */
+export interface User {
+  id: string;
+  /** Lower-cased. */
+  email: string;
+  name: string;
+  passwordHash: string;
+  createdAt: number;
+}
+
+/** What a valid access token stands for. */
+export interface AccessGrant {
+  userId: string;
+  /** Set for business-scoped tokens. */
+  businessId: string | undefined;
+  /** The refresh family the token descends from (undefined only for tokens issued outside a session). */
+  familyId: string | undefined;
+  expiresAt: number;
+}
+
+/** A new access + refresh token pair of one refresh family, as hashes. */
+export interface SessionIssue {
+  userId: string;
+  familyId: string;
+  accessHash: string;
+  accessExpiresAt: number;
+  refreshHash: string;
+  refreshExpiresAt: number;
+  now: number;
+}
+
+export type RotateOutcome =
+  | { outcome: 'rotated'; userId: string; familyId: string }
+  /** The token had already been exchanged: the whole family has been revoked. */
+  | { outcome: 'reused' }
+  /** Unknown, expired or revoked. */
+  | { outcome: 'invalid' };
+
+/**
+ * Persistence of users and tokens. Tokens arrive already hashed: nothing in a
+ * store ever sees a usable secret.
+ */
+export interface AccountStore {
+  /** Inserts the user; false when the e-mail is already registered (the unique index decides, so two concurrent registrations cannot both win). */
+  createUser(user: User): Promise<boolean>;
+  findUserByEmail(email: string): Promise<User | undefined>;
+  findUserById(id: string): Promise<User | undefined>;
+  /** Stores a new access + refresh token pair and drops the user's expired tokens, so token tables stay bounded. */
+  issueSession(issue: SessionIssue): Promise<void>;
+  /** Stores a single access token (business-scoped tokens). */
+  saveAccessToken(tokenHash: string, grant: AccessGrant, now: number): Promise<void>;
+  /** The grant of an unexpired access token; undefined when unknown, expired or revoked. */
+  findAccessGrant(tokenHash: string, now: number): Promise<AccessGrant | undefined>;
+  /**
+   * Exchanges a refresh token, atomically: marks the presented token used and
+   * stores the next pair in the same family. A token that was already used is
+   * evidence of theft, so its whole family (refresh and access tokens) is revoked.
+   */
+  rotateRefreshToken(presentedHash: string, next: Omit<SessionIssue, 'userId' | 'familyId'>): Promise<RotateOutcome>;
+  /** Deletes every refresh and access token of the family. */
+  revokeFamily(familyId: string): Promise<void>;
+}

@@ -1,0 +1,78 @@
+import type { Kysely, Selectable } from 'kysely';
+import type { AccessGrant, AccountStore, RotateOutcome, User } from './account-store.js';
+import type { AccountTables, UsersTable } from './tables.js';
+
+/** One implementation for both dialects: every statement here is portable SQL. */
+export function createKyselyAccountStore(db: Kysely<AccountTables>): AccountStore {
+  const toUser = (r: Selectable<UsersTable>): User => ({ id: r.id, email: r.email, name: r.name, passwordHash: r.password_hash, createdAt: Number(r.created_at) });
+
+  async function revokeFamilyIn(trx: Kysely<AccountTables>, familyId: string): Promise<void> {
+    await trx.deleteFrom('refresh_tokens').where('family_id', '=', familyId).execute();
+    await trx.deleteFrom('access_tokens').where('family_id', '=', familyId).execute();
+  }
+
+  return {
+    async createUser(user) {
+      const r = await db.insertInto('users')
+        .values({ id: user.id, email: user.email, name: user.name, password_hash: user.passwordHash, created_at: user.createdAt })
+        .onConflict((oc) => oc.column('email').doNothing())
+        .executeTakeFirst();
+      return Number(r.numInsertedOrUpdatedRows ?? 0) === 1;
+    },
+
+    async findUserByEmail(email) {
+      const r = await db.selectFrom('users').selectAll().where('email', '=', email).executeTakeFirst();
+      return r ? toUser(r) : undefined;
+    },
+
+    async findUserById(id) {
+      const r = await db.selectFrom('users').selectAll().where('id', '=', id).executeTakeFirst();
+      return r ? toUser(r) : undefined;
+    },
+
+    async issueSession(s) {
+      await db.transaction().execute(async (trx) => {
+        await trx.deleteFrom('access_tokens').where('user_id', '=', s.userId).where('expires_at', '<=', s.now).execute();
+        await trx.deleteFrom('refresh_tokens').where('user_id', '=', s.userId).where('expires_at', '<=', s.now).execute();
+        await trx.insertInto('refresh_tokens').values({ token_hash: s.refreshHash, family_id: s.familyId, user_id: s.userId, expires_at: s.refreshExpiresAt, created_at: s.now, used_at: null }).execute();
+        await trx.insertInto('access_tokens').values({ token_hash: s.accessHash, user_id: s.userId, business_id: null, family_id: s.familyId, expires_at: s.accessExpiresAt, created_at: s.now }).execute();
+      });
+    },
+
+    async saveAccessToken(tokenHash, grant, now) {
+      await db.insertInto('access_tokens').values({
+        token_hash: tokenHash, user_id: grant.userId, business_id: grant.businessId ?? null,
+        family_id: grant.familyId ?? null, expires_at: grant.expiresAt, created_at: now,
+      }).execute();
+    },
+
+    async findAccessGrant(tokenHash, now): Promise<AccessGrant | undefined> {
+      const r = await db.selectFrom('access_tokens').select(['user_id', 'business_id', 'family_id', 'expires_at'])
+        .where('token_hash', '=', tokenHash).where('expires_at', '>', now).executeTakeFirst();
+      if (!r) return undefined;
+      return { userId: r.user_id, businessId: r.business_id ?? undefined, familyId: r.family_id ?? undefined, expiresAt: Number(r.expires_at) };
+    },
+
+    async rotateRefreshToken(presentedHash, next): Promise<RotateOutcome> {
+      return db.transaction().execute(async (trx): Promise<RotateOutcome> => {
+        const row = await trx.selectFrom('refresh_tokens').select(['family_id', 'user_id', 'expires_at', 'used_at'])
+          .where('token_hash', '=', presentedHash).executeTakeFirst();
+        if (!row || Number(row.expires_at) <= next.now) return { outcome: 'invalid' };
+        // The conditional UPDATE is the arbiter: of two concurrent exchanges of one token exactly one marks it.
+        const marked = await trx.updateTable('refresh_tokens').set({ used_at: next.now })
+          .where('token_hash', '=', presentedHash).where('used_at', 'is', null).executeTakeFirst();
+        if (Number(marked.numUpdatedRows) !== 1) {
+          await revokeFamilyIn(trx, row.family_id);
+          return { outcome: 'reused' };
+        }
+        await trx.insertInto('refresh_tokens').values({ token_hash: next.refreshHash, family_id: row.family_id, user_id: row.user_id, expires_at: next.refreshExpiresAt, created_at: next.now, used_at: null }).execute();
+        await trx.insertInto('access_tokens').values({ token_hash: next.accessHash, user_id: row.user_id, business_id: null, family_id: row.family_id, expires_at: next.accessExpiresAt, created_at: next.now }).execute();
+        return { outcome: 'rotated', userId: row.user_id, familyId: row.family_id };
+      });
+    },
+
+    async revokeFamily(familyId) {
+      await db.transaction().execute((trx) => revokeFamilyIn(trx, familyId));
+    },
+  };
+}

@@ -1,0 +1,20 @@
+/**
+ * The password policy, after NIST SP 800-63B: length is what matters, so no
+ * composition rules (they push users to predictable patterns). A password
+ * must be 10 to 200 characters (Unicode code points, after NFC), must not be
+ * only whitespace or one repeated character, and must not be the e-mail
+ * address. The upper bound keeps hashing cost predictable.
+ */
+export const PASSWORD_MIN_LENGTH = 10;
+export const PASSWORD_MAX_LENGTH = 200;
+
+/** The reason `password` breaks the policy, or undefined when it is acceptable. */
+export function passwordProblem(password: string, email: string): string | undefined {
+  const chars = [...password.normalize('NFC')];
+  if (chars.length < PASSWORD_MIN_LENGTH) return `password must be at least ${PASSWORD_MIN_LENGTH} characters`;
+  if (chars.length > PASSWORD_MAX_LENGTH) return `password must be at most ${PASSWORD_MAX_LENGTH} characters`;
+  if (password.trim() === '') return 'password must not be only whitespace';
+  if (new Set(chars).size === 1) return 'password must not be one repeated character';
+  if (password.trim().toLowerCase() === email.trim().toLowerCase()) return 'password must not be the e-mail address';
+  return undefined;
+}

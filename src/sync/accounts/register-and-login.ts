@@ -1,0 +1,51 @@
+import { randomUUID } from 'node:crypto';
+import { AppError } from '../../core/errors.js';
+import type { AccountsContext } from './accounts-context.js';
+import type { User } from './account-store.js';
+import { normalizeEmail } from './email.js';
+import { dummyHash, hashPassword, verifyPassword } from './password-hash.js';
+import { passwordProblem } from './password-policy.js';
+import { startSession, type SessionTokens } from './sessions.js';
+import { assertNotLocked, clearLoginFailures, recordLoginFailure } from './login-lockout.js';
+
+export interface SignedIn {
+  user: User;
+  session: SessionTokens;
+}
+
+export const NAME_MAX_LENGTH = 200;
+
+/** Creates the account (409 when the e-mail is taken) and signs it in. */
+export async function registerUser(ctx: AccountsContext, input: { email: string; name: string; password: string }): Promise<SignedIn> {
+  const email = normalizeEmail(input.email);
+  if (!email) throw new AppError('invalid_request', 'email: is not a valid e-mail address');
+  const name = input.name.trim();
+  if (!name) throw new AppError('invalid_request', 'name: must not be empty');
+  if (name.length > NAME_MAX_LENGTH) throw new AppError('invalid_request', `name: must be at most ${NAME_MAX_LENGTH} characters`);
+  const problem = passwordProblem(input.password, email);
+  if (problem) throw new AppError('invalid_request', problem);
+  const user: User = { id: randomUUID(), email, name, passwordHash: await hashPassword(input.password, ctx.config.scryptLog2N), createdAt: ctx.now() };
+  if (!(await ctx.accounts.createUser(user))) throw new AppError('conflict', 'an account with this e-mail address already exists');
+  return { user, session: await startSession(ctx, user.id) };
+}
+
+const BAD_CREDENTIALS = 'the e-mail address or the password is incorrect';
+
+/**
+ * Signs in. An unknown e-mail and a wrong password get the same 401 after the
+ * same work (a scrypt verification against a dummy hash), and count towards
+ * the same lockout, so neither the answer, its timing nor the lockout reveals
+ * whether an account exists.
+ */
+export async function loginUser(ctx: AccountsContext, input: { email: string; password: string }): Promise<SignedIn> {
+  const email = normalizeEmail(input.email) ?? input.email.trim().toLowerCase();
+  await assertNotLocked(ctx, email);
+  const user = await ctx.accounts.findUserByEmail(email);
+  const ok = await verifyPassword(input.password, user?.passwordHash ?? (await dummyHash(ctx.config.scryptLog2N)));
+  if (!user || !ok) {
+    await recordLoginFailure(ctx, email);
+    throw new AppError('unauthorized', BAD_CREDENTIALS);
+  }
+  await clearLoginFailures(ctx, email);
+  return { user, session: await startSession(ctx, user.id) };
+}

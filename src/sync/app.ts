@@ -1,0 +1,46 @@
+import swagger from '@fastify/swagger';
+import { createHttpApp, type App } from '../core/http/create-app.js';
+import type { SyncDeps } from './deps.js';
+import { dummyHash } from './accounts/password-hash.js';
+import { registerAuthRoutes } from './http/auth-routes.js';
+import { registerBusinessRoutes } from './http/business-routes.js';
+
+export interface BuildSyncAppOptions {
+  /** Log destination (tests); stdout by default. */
+  logStream?: NodeJS.WritableStream;
+}
+
+/**
+ * Builds the sync service's HTTP app from its dependencies; `server.ts` runs it.
+ * The OpenAPI document is generated from the route schemas and served at
+ * `GET /api/openapi.json`.
+ */
+export async function buildSyncApp(deps: SyncDeps, options: BuildSyncAppOptions = {}): Promise<App> {
+  const { config } = deps;
+  const app = createHttpApp({
+    name: 'sync',
+    logLevel: config.logLevel,
+    bodyLimit: config.bodyLimit,
+    trustProxy: config.trustProxy,
+    ...(options.logStream ? { logStream: options.logStream } : {}),
+  });
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.0.3',
+      info: { title: 'Business data sync service', version: '1.0.0', description: 'See docs/sync-api.md for the rules behind each endpoint.' },
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'A user token (register/login/refresh) or a business-scoped token (POST /api/auth/token)' } } },
+    },
+  });
+  app.get('/api/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+
+  // Logins for unknown e-mails verify against this hash; computing it now keeps the first such login as slow as any other.
+  await dummyHash(config.scryptLog2N);
+
+  registerAuthRoutes(app, deps);
+  registerBusinessRoutes(app, deps);
+
+  // Sync engine routes (push/pull/status/conflicts, attachments, WebSocket feed) are registered here.
+
+  return app;
+}

@@ -1,0 +1,87 @@
+import multipart from '@fastify/multipart';
+import { Type } from 'typebox';
+import type { FastifyRequest } from 'fastify';
+import type { App } from '../../core/http/create-app.js';
+import type { SyncDeps } from '../deps.js';
+import { isMember, requireUser, resolveBusiness } from '../http/auth-guard.js';
+import { BearerSecurity, errors } from '../http/schemas.js';
+import { normalizeUuid } from '../http/uuid.js';
+import { AttachmentListQuerySchema, AttachmentParamsSchema, AttachmentSchema } from './attachment-schemas.js';
+import { listAttachments, openAttachment, saveAttachment, type AttachmentDeps } from './attachments.js';
+import { readUpload } from './multipart-upload.js';
+import { contentDisposition } from './safe-filename.js';
+
+const BusinessHeader = Type.Object({ 'x-business-id': Type.Optional(Type.String({ description: 'Business UUID; optional with a business-scoped token.' })) });
+
+/**
+ * Upload, download and list. Upload and list act on the request's business
+ * (X-Business-ID or business token). Download finds the attachment by uuid
+ * and answers 404 unless the caller may read its business, so another
+ * business's attachment looks exactly like a missing one.
+ */
+export function registerAttachmentRoutes(app: App, deps: SyncDeps): void {
+  const auth = requireUser(deps);
+  const attachmentDeps: AttachmentDeps = { attachments: deps.attachments, blobs: deps.blobs, now: deps.now };
+  const maxBytes = deps.config.attachmentMaxBytes;
+
+  void app.register(async (scope) => {
+    // Encapsulated: only these routes parse multipart, and the file is never buffered.
+    await scope.register(multipart, { throwFileSizeLimit: true });
+
+    scope.post('/api/sync/attachment', {
+      preHandler: auth,
+      schema: {
+        tags: ['attachments'], summary: 'Upload a file for a record (multipart/form-data: file, record_type, record_uuid)', security: BearerSecurity,
+        description: `At most ${maxBytes} bytes by default (--attachment-max-bytes); larger uploads get 413 and leave nothing stored.`,
+        headers: BusinessHeader,
+        response: { 201: AttachmentSchema, ...errors(400, 401, 403, 404, 413, 415) },
+      },
+    }, async (req, reply) => {
+      const businessId = await resolveBusiness(req, deps);
+      const upload = await readUpload(req, deps.blobs, maxBytes);
+      const attachment = await saveAttachment(attachmentDeps, {
+        businessId,
+        userId: req.caller.userId,
+        recordType: upload.fields['record_type'],
+        recordUuid: upload.fields['record_uuid'],
+        filename: upload.filename,
+        blob: upload.blob,
+      });
+      return reply.code(201).send(attachment);
+    });
+  });
+
+  app.get('/api/sync/attachment/:uuid', {
+    preHandler: auth,
+    schema: {
+      tags: ['attachments'], summary: 'Download the exact bytes of an attachment (application/octet-stream)', security: BearerSecurity,
+      headers: BusinessHeader, params: AttachmentParamsSchema,
+      response: { 200: Type.String({ format: 'binary', description: 'The file; Content-Disposition carries its name (RFC 6266).' }), ...errors(400, 401, 404) },
+    },
+  }, async (req, reply) => {
+    const { attachment, stream, size } = await openAttachment(attachmentDeps, req.params.uuid, (businessId) => mayRead(req, deps, businessId));
+    return reply
+      .header('content-type', 'application/octet-stream')
+      .header('content-length', size)
+      .header('content-disposition', contentDisposition(attachment.filename))
+      .header('cache-control', 'private, no-store')
+      .send(stream);
+  });
+
+  app.get('/api/sync/attachments', {
+    preHandler: auth,
+    schema: {
+      tags: ['attachments'], summary: 'Attachments of one record, oldest first', security: BearerSecurity,
+      headers: BusinessHeader, querystring: AttachmentListQuerySchema,
+      response: { 200: Type.Array(AttachmentSchema), ...errors(400, 401, 403, 404) },
+    },
+  }, async (req) => listAttachments(attachmentDeps, await resolveBusiness(req, deps), req.query.record_type, req.query.record_uuid));
+}
+
+/** The caller is a member, and neither their business token nor an X-Business-ID header names another business. */
+async function mayRead(req: FastifyRequest, deps: SyncDeps, businessId: string): Promise<boolean> {
+  if (req.caller.businessId !== undefined && req.caller.businessId !== businessId) return false;
+  const header = req.headers['x-business-id'];
+  if (typeof header === 'string' && normalizeUuid(header.trim()) !== businessId) return false;
+  return isMember(deps, req.caller.userId, businessId);
+}

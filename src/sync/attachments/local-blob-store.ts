@@ -1,0 +1,71 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { createReadStream, createWriteStream } from 'node:fs';
+import { mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { Transform, type Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { BlobStore } from './blob-store.js';
+
+const STORED_NAME = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+/** Uploads in progress; emptied at start, since a file left there is an upload a crash interrupted. */
+const INCOMING = '.incoming';
+
+/**
+ * Blobs as files `<dir>/<uuid>`. An upload streams into `<dir>/.incoming/`,
+ * is fsynced, then renamed into place (and the directory fsynced), so a blob
+ * is either complete and durable or absent. Names are validated as UUIDs on
+ * every read, so no caller-supplied string ever reaches a path.
+ */
+export async function createLocalBlobStore(dir: string): Promise<BlobStore> {
+  const incoming = path.join(dir, INCOMING);
+  await mkdir(incoming, { recursive: true });
+  for (const leftover of await readdir(incoming)) await rm(path.join(incoming, leftover), { force: true });
+
+  return {
+    async put(content: Readable) {
+      const storedName = randomUUID();
+      const tmp = path.join(incoming, storedName);
+      const hash = createHash('sha256');
+      let size = 0;
+      const measure = new Transform({
+        transform(chunk: Buffer, _enc, cb) {
+          size += chunk.length;
+          hash.update(chunk);
+          cb(null, chunk);
+        },
+      });
+      try {
+        await pipeline(content, measure, createWriteStream(tmp, { flags: 'wx' }));
+        await fsyncPath(tmp, 'r+');
+        await rename(tmp, path.join(dir, storedName));
+        await fsyncPath(dir, 'r');
+      } catch (e: unknown) {
+        await rm(tmp, { force: true });
+        throw e;
+      }
+      return { storedName, size, sha256: hash.digest('hex') };
+    },
+
+    async get(storedName) {
+      if (!STORED_NAME.test(storedName)) return undefined;
+      const file = path.join(dir, storedName);
+      try {
+        const s = await stat(file);
+        return { stream: createReadStream(file), size: s.size };
+      } catch (e: unknown) {
+        if ((e as { code?: string }).code === 'ENOENT') return undefined;
+        throw e;
+      }
+    },
+
+    async delete(storedName) {
+      if (!STORED_NAME.test(storedName)) return;
+      await rm(path.join(dir, storedName), { force: true });
+    },
+  };
+}
+
+async function fsyncPath(p: string, flags: 'r' | 'r+'): Promise<void> {
+  const fh = await open(p, flags);
+  try { await fh.sync(); } finally { await fh.close(); }
+}

@@ -1,0 +1,46 @@
+import type { FastifyRequest } from 'fastify';
+import { AppError } from '../../core/errors.js';
+import type { BlobStore, StoredBlob } from './blob-store.js';
+
+/** Multipart bounds besides the file size: the form has one file and two short text fields. */
+export const UPLOAD_FORM_LIMITS = { fields: 10, fieldSize: 1024, parts: 20, files: 1 } as const;
+
+export interface Upload {
+  fields: Record<string, string>;
+  filename: string | undefined;
+  blob: StoredBlob;
+}
+
+/**
+ * Reads a multipart form with exactly one part named `file`, streaming that
+ * part straight into the blob store (fields may come before or after it).
+ * A file above `maxBytes` stops the stream at once with 413; on any failure
+ * the blob already written is deleted, so nothing is left behind.
+ */
+export async function readUpload(req: FastifyRequest, blobs: BlobStore, maxBytes: number): Promise<Upload> {
+  if (!req.isMultipart()) throw new AppError('unsupported_media_type', 'expected multipart/form-data with a "file" part');
+  let blob: StoredBlob | undefined;
+  let filename: string | undefined;
+  const fields: Record<string, string> = {};
+  try {
+    for await (const part of req.parts({ limits: { ...UPLOAD_FORM_LIMITS, fileSize: maxBytes } })) {
+      if (part.type === 'file') {
+        if (part.fieldname !== 'file' || blob) {
+          part.file.resume();
+          throw new AppError('invalid_request', 'the form must have exactly one file part, named "file"');
+        }
+        part.file.on('limit', () => part.file.destroy(new AppError('payload_too_large', `an attachment may be at most ${maxBytes} bytes`)));
+        filename = part.filename;
+        blob = await blobs.put(part.file);
+      } else {
+        if (part.valueTruncated) throw new AppError('invalid_request', `form field ${part.fieldname.slice(0, 64)} is longer than ${UPLOAD_FORM_LIMITS.fieldSize} bytes`);
+        fields[part.fieldname] = String(part.value);
+      }
+    }
+  } catch (e: unknown) {
+    if (blob) await blobs.delete(blob.storedName);
+    throw e;
+  }
+  if (!blob) throw new AppError('invalid_request', 'the form has no "file" part');
+  return { fields, filename, blob };
+}

@@ -1,0 +1,27 @@
+/** Longest file name kept, in characters (common filesystem limit). */
+export const MAX_FILENAME_LENGTH = 255;
+
+/**
+ * The name shown for an uploaded file. It is display data only (storage uses
+ * a generated UUID), but it travels back in headers and UIs, so: last path
+ * segment only (either separator), no control characters, trimmed, at most
+ * 255 characters; an empty result, `.` or `..` becomes `file`.
+ */
+export function safeFilename(raw: string | undefined): string {
+  const last = (raw ?? '').split(/[/\\]/).pop() ?? '';
+  // eslint-disable-next-line no-control-regex -- removing control characters is the point
+  const cleaned = last.replace(/[\u0000-\u001f\u007f-\u009f]/g, '').trim();
+  const short = [...cleaned].slice(0, MAX_FILENAME_LENGTH).join('');
+  return short === '' || short === '.' || short === '..' ? 'file' : short;
+}
+
+/**
+ * `Content-Disposition: attachment` per RFC 6266: an ASCII `filename` with
+ * quotes, backslashes and anything outside printable ASCII replaced by `_`,
+ * and the exact name as RFC 8187 `filename*` (UTF-8, percent-encoded).
+ */
+export function contentDisposition(filename: string): string {
+  const ascii = filename.replace(/[^\x20-\x7e]|["\\]/g, '_');
+  const encoded = encodeURIComponent(filename).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+  return `attachment; filename="${ascii}"; filename*=UTF-8''${encoded}`;
+}

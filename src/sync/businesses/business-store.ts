@@ -1,0 +1,40 @@
+import type { Role } from './role.js';
+
+export interface Business {
+  /** Lower-case UUID. */
+  id: string;
+  name: string;
+  abn: string;
+  createdBy: string;
+  createdAt: number;
+}
+
+export interface Member {
+  userId: string;
+  email: string;
+  name: string;
+  role: Role;
+  addedAt: number;
+}
+
+export type RemoveOutcome = 'removed' | 'not_member' | 'last_owner';
+
+/** Persistence of businesses and who belongs to them. */
+export interface BusinessStore {
+  /** Inserts the business and its creator as owner in one transaction. */
+  createBusiness(business: Business): Promise<void>;
+  findBusiness(id: string): Promise<Business | undefined>;
+  /** The businesses `userId` belongs to, oldest first, with their role in each. */
+  listBusinessesOf(userId: string): Promise<Array<Business & { role: Role }>>;
+  /** The user's role in the business; undefined when not a member. */
+  roleOf(businessId: string, userId: string): Promise<Role | undefined>;
+  /** Members in the order they joined. */
+  listMembers(businessId: string): Promise<Member[]>;
+  /** Adds a membership; false when the user is already a member. */
+  addMember(businessId: string, userId: string, role: Role, now: number): Promise<boolean>;
+  /**
+   * Removes a membership unless it is the business's last owner. Serialized per
+   * business, so two owners removing each other at once cannot leave none.
+   */
+  removeMember(businessId: string, userId: string): Promise<RemoveOutcome>;
+}

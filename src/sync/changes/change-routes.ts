@@ -1,0 +1,87 @@
+import { Type } from 'typebox';
+import type { App } from '../../core/http/create-app.js';
+import type { SyncDeps } from '../deps.js';
+import { requireUser, resolveBusiness } from '../http/auth-guard.js';
+import { BearerSecurity, errors } from '../http/schemas.js';
+import { createPubSubNotifier } from '../feed/change-events.js';
+import type { ChangeDeps } from './change-operations.js';
+import { listConflicts, pullChanges, pushChanges, resolveConflict, syncStatus } from './change-operations.js';
+import {
+  ConflictListQuerySchema, ConflictSchema, PullBodySchema, PullResultSchema, PushBodySchema, PushResultSchema, ResolveBodySchema, StatusSchema,
+} from './change-schemas.js';
+
+const BusinessHeader = Type.Object({ 'x-business-id': Type.Optional(Type.String({ description: 'Business UUID; optional with a business-scoped token (must then agree with it).' })) });
+
+/**
+ * Push, pull, status and conflicts. Each acts on one business, named by
+ * X-Business-ID or carried by a business-scoped token; both token kinds are
+ * accepted and membership is checked on every request.
+ */
+export function registerChangeRoutes(app: App, deps: SyncDeps): void {
+  const auth = requireUser(deps);
+  const changeDeps: ChangeDeps = {
+    changes: deps.changes,
+    notifier: createPubSubNotifier(deps.pubsub, app.log),
+    now: deps.now,
+    pullPage: { default: deps.config.pullPageSize, max: deps.config.pullPageMax },
+  };
+
+  app.post('/api/sync/push', {
+    preHandler: auth,
+    schema: {
+      tags: ['sync'], summary: 'Apply changes and tombstones in one transaction', security: BearerSecurity,
+      description: 'Invalid items are counted in `rejected` and explained in `rejections`; conflicting items are stored as pending conflicts and listed. 200 whenever the request itself is valid.',
+      headers: BusinessHeader, body: PushBodySchema,
+      response: { 200: PushResultSchema, ...errors(400, 401, 403, 404, 413, 415) },
+    },
+  }, async (req) => {
+    const businessId = await resolveBusiness(req, deps, req.body.business_id);
+    return pushChanges(changeDeps, businessId, {
+      instanceId: req.body.instance_id,
+      branch: req.body.branch,
+      changes: req.body.changes ?? [],
+      tombstones: req.body.tombstones ?? [],
+    });
+  });
+
+  app.post('/api/sync/pull', {
+    preHandler: auth,
+    schema: {
+      tags: ['sync'], summary: 'Changes after since_version, one page at a time, in version order', security: BearerSecurity,
+      headers: BusinessHeader, body: PullBodySchema,
+      response: { 200: PullResultSchema, ...errors(400, 401, 403, 404, 413, 415) },
+    },
+  }, async (req) => {
+    const businessId = await resolveBusiness(req, deps, req.body.business_id);
+    return pullChanges(changeDeps, businessId, req.body.since_version, req.body.limit);
+  });
+
+  app.get('/api/sync/status', {
+    preHandler: auth,
+    schema: {
+      tags: ['sync'], summary: 'Server version and pending conflicts of the business', security: BearerSecurity,
+      headers: BusinessHeader,
+      response: { 200: StatusSchema, ...errors(400, 401, 403, 404) },
+    },
+  }, async (req) => syncStatus(changeDeps, await resolveBusiness(req, deps)));
+
+  app.get('/api/sync/conflicts', {
+    preHandler: auth,
+    schema: {
+      tags: ['sync'], summary: 'Conflicts of the business (pending by default), by ascending id', security: BearerSecurity,
+      headers: BusinessHeader, querystring: ConflictListQuerySchema,
+      response: { 200: Type.Array(ConflictSchema), ...errors(400, 401, 403, 404) },
+    },
+  }, async (req) => listConflicts(changeDeps, await resolveBusiness(req, deps), req.query));
+
+  app.post('/api/sync/conflicts/:id/resolve', {
+    preHandler: auth,
+    schema: {
+      tags: ['sync'], summary: 'Resolve a pending conflict: local (apply the pushed data), remote (keep the server data) or skip', security: BearerSecurity,
+      headers: BusinessHeader,
+      params: Type.Object({ id: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER }) }),
+      body: ResolveBodySchema,
+      response: { 200: ConflictSchema, ...errors(400, 401, 403, 404, 409, 413, 415) },
+    },
+  }, async (req) => resolveConflict(changeDeps, await resolveBusiness(req, deps), req.params.id, req.body.resolution));
+}

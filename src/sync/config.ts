@@ -1,0 +1,68 @@
+import { ConfigError, helpText, httpOptions, loadConfig, opt, type ConfigOf } from '../core/config.js';
+
+/**
+ * Every option of the sync service. Defaults are the documented production
+ * values (docs/sync-api.md, "Limits" and "Tokens"); tests override them
+ * through `loadSyncConfig({ argv })` or the `startSync` helper.
+ */
+export const syncOptions = {
+  ...httpOptions('SYNC', 8081),
+  accessTokenTtlSeconds: opt.int({
+    flag: 'access-token-ttl', env: 'SYNC_ACCESS_TOKEN_TTL', default: 900, min: 10, max: 86_400,
+    doc: 'Lifetime of user and business access tokens, in seconds. Short, because a leaked bearer token is usable until it expires.',
+  }),
+  refreshTokenTtlSeconds: opt.int({
+    flag: 'refresh-token-ttl', env: 'SYNC_REFRESH_TOKEN_TTL', default: 30 * 86_400, min: 60, max: 365 * 86_400,
+    doc: 'Lifetime of a refresh token, in seconds; every refresh issues a new one with a fresh lifetime.',
+  }),
+  userRateLimit: opt.int({
+    flag: 'user-rate-limit', env: 'SYNC_USER_RATE_LIMIT', default: 100, min: 1,
+    doc: 'Requests per minute allowed to one authenticated user (all their tokens together).',
+  }),
+  ipRateLimit: opt.int({
+    flag: 'ip-rate-limit', env: 'SYNC_IP_RATE_LIMIT', default: 20, min: 1,
+    doc: 'Unauthenticated requests (register, login, refresh, missing or bad token) per minute allowed to one client IP.',
+  }),
+  lockoutThreshold: opt.int({
+    flag: 'lockout-threshold', env: 'SYNC_LOCKOUT_THRESHOLD', default: 5, min: 1,
+    doc: 'Failed logins for one e-mail address (within the lockout period) that lock it.',
+  }),
+  lockoutSeconds: opt.int({
+    flag: 'lockout-seconds', env: 'SYNC_LOCKOUT_SECONDS', default: 900, min: 1,
+    doc: 'How long a locked e-mail address stays locked, counted from the failure that locked it.',
+  }),
+  scryptLog2N: opt.int({
+    flag: 'scrypt-log2n', env: 'SYNC_SCRYPT_LOG2N', default: 15, min: 10, max: 20,
+    doc: 'scrypt cost for new password hashes: N = 2^value (r = 8, p = 3). 15 uses 32 MiB per hash; existing hashes keep the parameters they were made with.',
+  }),
+  attachmentMaxBytes: opt.int({
+    flag: 'attachment-max-bytes', env: 'SYNC_ATTACHMENT_MAX_BYTES', default: 25 * 1024 * 1024, min: 1,
+    doc: 'Largest accepted attachment, in bytes (25 MiB by default); a larger upload is refused with 413.',
+  }),
+  attachmentDir: opt.optionalString({
+    flag: 'attachment-dir', env: 'SYNC_ATTACHMENT_DIR',
+    doc: 'Directory holding attachment files (default: <data-dir>/attachments).',
+  }),
+  pullPageSize: opt.int({
+    flag: 'pull-page-size', env: 'SYNC_PULL_PAGE_SIZE', default: 500, min: 1,
+    doc: 'Changes returned by one pull when the client gives no limit.',
+  }),
+  pullPageMax: opt.int({
+    flag: 'pull-page-max', env: 'SYNC_PULL_PAGE_MAX', default: 1000, min: 1,
+    doc: 'Largest `limit` a pull may ask for.',
+  }),
+};
+
+export type SyncConfig = ConfigOf<typeof syncOptions>;
+
+export function loadSyncConfig(source: { argv?: string[]; env?: Record<string, string | undefined> } = {}): SyncConfig {
+  const config = loadConfig(syncOptions, source);
+  if (config.pullPageSize > config.pullPageMax) {
+    throw new ConfigError([`--pull-page-size (${config.pullPageSize}) must not exceed --pull-page-max (${config.pullPageMax})`]);
+  }
+  return config;
+}
+
+export function syncHelpText(): string {
+  return helpText('sync-service serve: the business data sync service (users, businesses, push/pull, attachments, change feed).', syncOptions);
+}

@@ -1,0 +1,84 @@
+import { openDatabase, type Database } from '../core/storage/database.js';
+import { createMemoryRateLimiter } from '../core/rate-limit/memory-rate-limiter.js';
+import { createMemoryPubSub } from '../core/pubsub/memory-pubsub.js';
+import { openSharedState, type SharedState } from '../core/ops/shared-state.js';
+import type { RateLimiter } from '../core/rate-limit/rate-limiter.js';
+import type { PubSub } from '../core/pubsub/pubsub.js';
+import type { SyncConfig } from './config.js';
+import type { AccountTables } from './accounts/tables.js';
+import type { AccountStore } from './accounts/account-store.js';
+import { createKyselyAccountStore } from './accounts/kysely-account-store.js';
+import type { BusinessTables } from './businesses/tables.js';
+import type { BusinessStore } from './businesses/business-store.js';
+import { createKyselyBusinessStore } from './businesses/kysely-business-store.js';
+import { syncMigrations } from './storage/migrations/index.js';
+
+/** Every table of the sync database; each feature adds its own table interfaces here. */
+export type SyncTables = AccountTables & BusinessTables;
+
+/**
+ * Everything the sync service's routes and domain functions depend on, built
+ * in one place (`createSyncDeps`) so a deployment choice (PostgreSQL, Redis)
+ * changes only this file and tests get the real thing on a fresh database.
+ */
+export interface SyncDeps {
+  config: SyncConfig;
+  database: Database<SyncTables>;
+  accounts: AccountStore;
+  businesses: BusinessStore;
+  /** Per-user and per-IP request limits and login lockouts; shared by all instances when backed by Redis. */
+  rateLimiter: RateLimiter;
+  /** Change notifications between instances (the WebSocket feed). */
+  pubsub: PubSub;
+  /** Epoch milliseconds; token expiry and lockouts read it, tests move it. */
+  now: () => number;
+  /** Closes the limiter, the pub/sub (and Redis), then the database. */
+  close(): Promise<void>;
+}
+
+export interface SyncDepsOptions {
+  /**
+   * Replaces the wall clock (tests). Redis keeps its own time, so with a
+   * replaced clock the limiter and pub/sub are the in-memory ones.
+   */
+  now?: () => number;
+}
+
+function inMemoryState(now: () => number): SharedState {
+  const rateLimiter = createMemoryRateLimiter(now);
+  const pubsub = createMemoryPubSub();
+  return { rateLimiter, pubsub, redis: undefined, async close() { await pubsub.close(); await rateLimiter.close(); } };
+}
+
+export async function createSyncDeps(config: SyncConfig, options: SyncDepsOptions = {}): Promise<SyncDeps> {
+  const now = options.now ?? Date.now;
+  const shared = options.now
+    ? inMemoryState(now)
+    : await openSharedState({ redisUrl: config.redisUrl, prefix: 'sync:', connectionName: 'sync-service' });
+  let database: Database<SyncTables>;
+  try {
+    database = await openDatabase<SyncTables>({
+      databaseUrl: config.databaseUrl,
+      pgSchema: config.dbSchema,
+      dataDir: config.dataDir,
+      sqliteFile: 'sync.db',
+      migrations: syncMigrations,
+    });
+  } catch (e: unknown) {
+    await shared.close();
+    throw e;
+  }
+  return {
+    config,
+    database,
+    accounts: createKyselyAccountStore(database.db),
+    businesses: createKyselyBusinessStore(database.db, database.dialect),
+    rateLimiter: shared.rateLimiter,
+    pubsub: shared.pubsub,
+    now,
+    async close() {
+      await shared.close();
+      await database.close();
+    },
+  };
+}

@@ -1,0 +1,65 @@
+import websocket from '@fastify/websocket';
+import { Type } from 'typebox';
+import type { App } from '../../core/http/create-app.js';
+import { AppError } from '../../core/errors.js';
+import { parseBearer } from '../../core/auth/tokens.js';
+import { closeSocketsGoingAway } from '../../core/http/going-away.js';
+import type { SyncDeps } from '../deps.js';
+import { authenticateAccessToken, isMember } from '../http/auth-guard.js';
+import { limitIp, limitUser } from '../http/rate-limit.js';
+import { UUID_PATTERN } from '../http/uuid.js';
+import { createFeedHub, FEED_DEFAULTS, type FeedOptions } from './feed-hub.js';
+
+const FeedQuery = Type.Object({
+  business_id: Type.String({ pattern: UUID_PATTERN }),
+  user_id: Type.String({ pattern: UUID_PATTERN }),
+  token: Type.Optional(Type.String({ description: 'Access token, for browsers that cannot set Authorization on a WebSocket; redacted from logs.' })),
+});
+
+/** Largest message a client may send; the feed is server-to-client, so anything bigger is abuse. */
+const MAX_CLIENT_PAYLOAD = 4096;
+
+/**
+ * `GET /ws/sync?business_id=&user_id=`: the change feed. The upgrade is
+ * authorised before it happens (a preHandler on the route), so a refused
+ * client gets a plain HTTP 400/401/403 and never a WebSocket. Every
+ * subscriber of the business then gets one JSON message per applied change.
+ */
+export function registerFeedRoutes(app: App, deps: SyncDeps, options: FeedOptions = FEED_DEFAULTS): void {
+  void app.register(async (scope) => {
+    await scope.register(websocket, { preClose: closeSocketsGoingAway, options: { maxPayload: MAX_CLIENT_PAYLOAD } });
+    const hub = createFeedHub(deps.pubsub, options, scope.log);
+    scope.addHook('onClose', async () => hub.close());
+
+    scope.get('/ws/sync', {
+      websocket: true,
+      schema: { querystring: FeedQuery },
+      preHandler: async (req) => {
+        const token = parseBearer(req.headers.authorization) ?? queryToken(req.query.token);
+        const caller = token ? await authenticateAccessToken(deps, token) : undefined;
+        if (!caller) {
+          await limitIp(deps, req.ip);
+          throw new AppError('unauthorized', 'a valid access token is required (Authorization: Bearer, or the token query parameter)');
+        }
+        await limitUser(deps, caller.userId);
+        const businessId = req.query.business_id.toLowerCase();
+        if (caller.userId !== req.query.user_id.toLowerCase()) throw new AppError('forbidden', 'user_id is not the user of the token');
+        if (caller.businessId !== undefined && caller.businessId !== businessId) throw new AppError('forbidden', 'the business token is for another business');
+        if (!(await isMember(deps, caller.userId, businessId))) throw new AppError('forbidden', 'you are not a member of this business');
+      },
+    }, async (socket, req) => {
+      // Nothing is expected from the client; a message is ignored rather than answered.
+      socket.on('message', () => undefined);
+      try {
+        await hub.add(req.query.business_id.toLowerCase(), socket);
+      } catch (e: unknown) {
+        req.log.error({ err: e }, 'feed subscription failed');
+        socket.close(1011, 'subscription failed');
+      }
+    });
+  });
+}
+
+function queryToken(raw: string | undefined): string | undefined {
+  return raw === undefined ? undefined : parseBearer(`Bearer ${raw}`);
+}

@@ -1,0 +1,92 @@
+import type { FastifyRequest, preHandlerAsyncHookHandler } from 'fastify';
+import { AppError } from '../../core/errors.js';
+import { hashToken, parseBearer } from '../../core/auth/tokens.js';
+import type { SyncDeps } from '../deps.js';
+import { limitIp, limitUser } from './rate-limit.js';
+import { normalizeUuid } from './uuid.js';
+
+export type TokenKind = 'user' | 'business';
+
+/** Who is calling, as established by `requireUser`. */
+export interface Caller {
+  userId: string;
+  /** `user` tokens come from register/login/refresh; `business` tokens from POST /api/auth/token and carry `businessId`. */
+  tokenKind: TokenKind;
+  businessId: string | undefined;
+  /** The refresh family the token descends from; business tokens inherit it from the user token that requested them. */
+  familyId: string | undefined;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Set by the `requireUser` preHandler; only routes that use it may read it. */
+    caller: Caller;
+  }
+}
+
+/** Resolves a bearer token to its caller; undefined when unknown, expired or revoked. Also used by the WebSocket upgrade. */
+export async function authenticateAccessToken(deps: SyncDeps, token: string): Promise<Caller | undefined> {
+  const grant = await deps.accounts.findAccessGrant(hashToken(token), deps.now());
+  if (!grant) return undefined;
+  return { userId: grant.userId, tokenKind: grant.businessId ? 'business' : 'user', businessId: grant.businessId, familyId: grant.familyId };
+}
+
+export interface RequireUserOptions {
+  /** Token kinds the route accepts (default both); another kind gets 403. */
+  tokenKinds?: readonly TokenKind[];
+}
+
+/**
+ * preHandler for every authenticated route: 401 without a valid access token
+ * (and the attempt counts against the per-IP limit, so tokens cannot be guessed
+ * at leisure), then the per-user rate limit (429), then the token-kind check (403).
+ */
+export function requireUser(deps: SyncDeps, options: RequireUserOptions = {}): preHandlerAsyncHookHandler {
+  const kinds = options.tokenKinds ?? ['user', 'business'];
+  return async (req) => {
+    const token = parseBearer(req.headers.authorization);
+    const caller = token ? await authenticateAccessToken(deps, token) : undefined;
+    if (!caller) {
+      await limitIp(deps, req.ip);
+      throw new AppError('unauthorized', token ? 'the access token is invalid, expired or revoked' : 'an Authorization: Bearer <token> header is required');
+    }
+    await limitUser(deps, caller.userId);
+    if (!kinds.includes(caller.tokenKind)) {
+      throw new AppError('forbidden', `this endpoint needs a ${kinds.join(' or ')} token, not a ${caller.tokenKind} token`);
+    }
+    req.caller = caller;
+  };
+}
+
+export async function isMember(deps: SyncDeps, userId: string, businessId: string): Promise<boolean> {
+  return (await deps.businesses.roleOf(businessId, userId)) !== undefined;
+}
+
+/**
+ * The business a business-scoped request acts on: the `X-Business-ID` header or
+ * the business of a business-scoped token (both when they agree). 400 when
+ * neither names one, when it is not a UUID, or when header, token and
+ * `bodyBusinessId` disagree; 404 for an unknown business; 403 when the caller
+ * is not (or no longer) a member; membership is read on every request.
+ */
+export async function resolveBusiness(req: FastifyRequest, deps: SyncDeps, bodyBusinessId?: string): Promise<string> {
+  const raw = req.headers['x-business-id'];
+  if (Array.isArray(raw)) throw new AppError('invalid_request', 'X-Business-ID must be given once');
+  let fromHeader: string | undefined;
+  if (raw !== undefined) {
+    fromHeader = normalizeUuid(raw.trim());
+    if (!fromHeader) throw new AppError('invalid_request', 'X-Business-ID must be a UUID');
+  }
+  const fromToken = req.caller.businessId;
+  if (fromHeader && fromToken && fromHeader !== fromToken) {
+    throw new AppError('invalid_request', 'X-Business-ID disagrees with the business of the business-scoped token');
+  }
+  const businessId = fromHeader ?? fromToken;
+  if (!businessId) throw new AppError('invalid_request', 'X-Business-ID header is required with a user token');
+  if (bodyBusinessId !== undefined && normalizeUuid(bodyBusinessId) !== businessId) {
+    throw new AppError('invalid_request', 'business_id in the body disagrees with the business of the request (X-Business-ID or token)');
+  }
+  if (!(await deps.businesses.findBusiness(businessId))) throw new AppError('not_found', 'no such business');
+  if (!(await isMember(deps, req.caller.userId, businessId))) throw new AppError('forbidden', 'you are not a member of this business');
+  return businessId;
+}

@@ -1,0 +1,17 @@
+import type { Migration } from 'kysely';
+import type { DialectName } from '../../../core/storage/database.js';
+import { accountsMigration } from './0001_accounts.js';
+
+/**
+ * The sync service's migrations, in the order they apply. Names sort in that
+ * order and are recorded in `schema_migrations`, so a name never changes once
+ * released. To add one, create `000N_<what>.ts` and append it here; a
+ * migration whose SQL differs per dialect receives the dialect.
+ */
+const MIGRATIONS: ReadonlyArray<readonly [name: string, build: (dialect: DialectName) => Migration]> = [
+  ['0001_accounts', () => accountsMigration],
+];
+
+export function syncMigrations(dialect: DialectName): Record<string, Migration> {
+  return Object.fromEntries(MIGRATIONS.map(([name, build]) => [name, build(dialect)]));
+}
