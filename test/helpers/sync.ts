@@ -30,8 +30,13 @@ export interface SyncUnderTest {
  */
 const TEST_DEFAULTS: Partial<SyncConfig> = { scryptLog2N: 10, userRateLimit: 100_000, ipRateLimit: 100_000, logLevel: 'warn' };
 
+export interface StartSyncOptions {
+  /** Registers extra routes before the app listens (tests of the auth guard's contract). */
+  extraRoutes?: (app: App, deps: SyncDeps) => void;
+}
+
 /** Starts the sync service on a fresh database of `backend` and an ephemeral port. Call `close()` (e.g. in `t.after`). */
-export async function startSync(backend: BackendName, overrides: Partial<SyncConfig> = {}): Promise<SyncUnderTest> {
+export async function startSync(backend: BackendName, overrides: Partial<SyncConfig> = {}, options: StartSyncOptions = {}): Promise<SyncUnderTest> {
   const storage = await freshStorage(backend);
   const config: SyncConfig = {
     ...loadSyncConfig(),
@@ -47,6 +52,7 @@ export async function startSync(backend: BackendName, overrides: Partial<SyncCon
   const logStream = new Writable({ write(chunk, _enc, cb) { logs.push(String(chunk)); cb(); } });
   const deps = await createSyncDeps(config, { now: clock.now });
   const app = await buildSyncApp(deps, { logStream });
+  options.extraRoutes?.(app, deps);
   const url = await listen(app);
   return {
     url, app, deps, clock, logs,
