@@ -1,0 +1,54 @@
+import swagger from '@fastify/swagger';
+import { createHttpApp, type App } from '../core/http/create-app.js';
+import type { MetricsConfig } from './config.js';
+import type { MetricsDeps } from './deps.js';
+import { registerDashboard } from './dashboard/dashboard-routes.js';
+import { startRetentionSweep } from './domain/retention.js';
+import { registerIngestRoute } from './routes/ingest.js';
+import { registerOpenApiRoute } from './routes/openapi.js';
+import { registerSeriesRoutes } from './routes/series.js';
+
+const DAY_MS = 86_400_000;
+
+/**
+ * Builds the metrics service's HTTP app from its config and dependencies;
+ * listening and signals belong to server.ts. The retention sweep runs while
+ * the app is up (from ready to close).
+ */
+export async function buildMetricsApp(config: MetricsConfig, deps: MetricsDeps, opts: { logStream?: NodeJS.WritableStream } = {}): Promise<App> {
+  const app = createHttpApp({
+    name: 'metrics',
+    logLevel: config.logLevel,
+    bodyLimit: config.bodyLimit,
+    trustProxy: config.trustProxy,
+    ...(opts.logStream ? { logStream: opts.logStream } : {}),
+  });
+  // Response schemas document the API (OpenAPI); replies are plain JSON.stringify so no field is silently dropped.
+  app.setSerializerCompiler(() => (data) => JSON.stringify(data));
+  await app.register(swagger, {
+    openapi: {
+      info: { title: 'fleetsync metrics service', version: '0.1.0', description: 'Host metrics ingest, per-tenant series and fleet aggregates. See docs/metrics-api.md.' },
+      components: { securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', description: 'Tenant token from `metrics-service token create <tenant>`.' } } },
+    },
+  });
+  registerOpenApiRoute(app);
+  const retentionMs = config.retentionDays * DAY_MS;
+  await registerIngestRoute(app, { store: deps.store, alertRouter: deps.alertRouter, now: deps.now, maxFutureMs: config.maxFutureMs, retentionMs, secret: config.secret });
+  registerSeriesRoutes(app, { store: deps.store, now: deps.now, settings: { defaultPoints: config.seriesPoints, maxPoints: config.seriesPointsMax } });
+  await registerDashboard(app, { store: deps.store, db: deps.database.db, now: deps.now });
+
+  let stopSweep: (() => Promise<void>) | undefined;
+  app.addHook('onReady', async () => {
+    stopSweep = startRetentionSweep(deps.store, {
+      retentionMs,
+      intervalMs: config.retentionSweepMs,
+      now: deps.now,
+      onSweep: (r) => {
+        if ('error' in r) app.log.error({ err: r.error }, 'retention sweep failed');
+        else if (r.reports || r.hosts) app.log.info(r, 'retention sweep removed expired data');
+      },
+    });
+  });
+  app.addHook('onClose', async () => { await stopSweep?.(); });
+  return app;
+}

@@ -1,0 +1,60 @@
+import { ConfigError, httpOptions, loadConfig, opt, type ConfigOf } from '../core/config.js';
+
+/**
+ * Every option of the metrics service. Read once at start by `loadMetricsConfig`;
+ * tests build a config with overrides instead of touching the environment.
+ */
+export const metricsOptions = {
+  ...httpOptions('METRICS', 8080),
+  secret: opt.optionalString({
+    flag: 'secret', env: 'METRICS_SECRET', secret: true,
+    doc: 'HMAC-SHA256 key for ingest signatures; when set, POST /api/v1/ingest needs a valid x-collector-signature header.',
+  }),
+  seriesPoints: opt.int({
+    flag: 'series-points', env: 'METRICS_SERIES_POINTS', default: 500, min: 1, max: 100_000,
+    doc: 'Point budget of a series when the request gives no ?points=; longer ranges are averaged into this many buckets.',
+  }),
+  seriesPointsMax: opt.int({
+    flag: 'series-points-max', env: 'METRICS_SERIES_POINTS_MAX', default: 10_000, min: 1, max: 1_000_000,
+    doc: 'Largest ?points= a client may ask for.',
+  }),
+  maxMetricsPerHost: opt.int({
+    flag: 'max-metrics-per-host', env: 'METRICS_MAX_METRICS_PER_HOST', default: 1_000, min: 1,
+    doc: 'Distinct metric names one host may ever report; a report that would exceed it is rejected with 422.',
+  }),
+  maxMetricsPerTenant: opt.int({
+    flag: 'max-metrics-per-tenant', env: 'METRICS_MAX_METRICS_PER_TENANT', default: 20_000, min: 1,
+    doc: 'Distinct metric names across all hosts of one tenant; a report that would exceed it is rejected with 422.',
+  }),
+  retentionDays: opt.int({
+    flag: 'retention-days', env: 'METRICS_RETENTION_DAYS', default: 30, min: 1, max: 36_500,
+    doc: 'Reports older than this are deleted by the background sweep (and refused at ingest).',
+  }),
+  retentionSweepMs: opt.int({
+    flag: 'retention-sweep-ms', env: 'METRICS_RETENTION_SWEEP_MS', default: 3_600_000, min: 1_000,
+    doc: 'How often the retention sweep runs.',
+  }),
+  maxFutureMs: opt.int({
+    flag: 'max-future-ms', env: 'METRICS_MAX_FUTURE_MS', default: 600_000, min: 0,
+    doc: 'How far ahead of the server clock a report ts may be (agent clock skew); later ones get 400.',
+  }),
+  alertRoutes: opt.optionalString({
+    flag: 'alert-routes', env: 'METRICS_ALERT_ROUTES',
+    doc: 'JSON file of alert routes (match on severity/name -> webhook); without it, alerts in reports are validated but not routed.',
+  }),
+  alertTimeoutMs: opt.int({
+    flag: 'alert-timeout-ms', env: 'METRICS_ALERT_TIMEOUT_MS', default: 5_000, min: 100, max: 60_000,
+    doc: 'Bound on one webhook delivery of an alert, connection included.',
+  }),
+};
+
+export type MetricsConfig = ConfigOf<typeof metricsOptions>;
+
+/** Reads flags and environment once; throws a ConfigError listing every problem. */
+export function loadMetricsConfig(argv: string[], env: Record<string, string | undefined> = process.env): MetricsConfig {
+  const config = loadConfig(metricsOptions, { argv, env });
+  if (config.seriesPoints > config.seriesPointsMax) {
+    throw new ConfigError([`--series-points (${config.seriesPoints}) is above --series-points-max (${config.seriesPointsMax})`]);
+  }
+  return config;
+}

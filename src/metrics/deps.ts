@@ -1,0 +1,48 @@
+import { openDatabase, type Database } from '../core/storage/database.js';
+import { createAlertRouter, loadAlertRoutes, type AlertRouter } from './alerts/alert-router.js';
+import type { MetricsConfig } from './config.js';
+import type { MetricsStore } from './domain/metrics-store.js';
+import { createKyselyMetricsStore } from './storage/kysely-metrics-store.js';
+import { metricsMigrations } from './storage/migrations/index.js';
+import type { MetricsTables } from './storage/tables.js';
+
+/**
+ * Everything the metrics app talks to outside itself, created in one place
+ * so a deployment (or a test) can swap a piece: the database and store, the
+ * alert router, the clock.
+ */
+export interface MetricsDeps {
+  database: Database<MetricsTables>;
+  store: MetricsStore;
+  alertRouter: AlertRouter;
+  now: () => number;
+  /** Drains queued reports, then closes the database. */
+  close(): Promise<void>;
+}
+
+export async function createMetricsDeps(config: MetricsConfig, overrides: { now?: () => number } = {}): Promise<MetricsDeps> {
+  // Routes first: a bad routes file stops the start before the database is touched.
+  const routes = await loadAlertRoutes(config.alertRoutes);
+  const database = await openMetricsDatabase(config);
+  const store = createKyselyMetricsStore(database, { perHost: config.maxMetricsPerHost, perTenant: config.maxMetricsPerTenant });
+  return {
+    database,
+    store,
+    alertRouter: createAlertRouter(routes, { timeoutMs: config.alertTimeoutMs }),
+    now: overrides.now ?? Date.now,
+    async close() {
+      await store.close();
+      await database.close();
+    },
+  };
+}
+
+export function openMetricsDatabase(config: Pick<MetricsConfig, 'databaseUrl' | 'dbSchema' | 'dataDir'>): Promise<Database<MetricsTables>> {
+  return openDatabase<MetricsTables>({
+    databaseUrl: config.databaseUrl,
+    pgSchema: config.dbSchema,
+    dataDir: config.dataDir,
+    sqliteFile: 'metrics.db',
+    migrations: metricsMigrations,
+  });
+}

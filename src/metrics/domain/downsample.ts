@@ -1,0 +1,138 @@
+/**
+ * Downsampling: averaging raw points into equal-width time buckets. Pure
+ * functions over metric ids and values, shared by the host series and the
+ * tenant aggregate.
+ */
+
+/** One stored report, as read back: metric ids (the tenant's dictionary) and their values. */
+export interface SampleRow {
+  ts: number;
+  metricIds: ArrayLike<number>;
+  values: ArrayLike<number>;
+}
+
+export interface BucketPlan {
+  /** Start of the first bucket (the range's `from`). */
+  from: number;
+  /** Width of every bucket in ms; bucket i covers [from + i*width, from + (i+1)*width). */
+  width: number;
+  count: number;
+}
+
+/** Equal-width buckets covering the inclusive range [from, to] with at most `points` buckets, each at least `minWidth` ms. */
+export function planBuckets(from: number, to: number, points: number, minWidth = 1): BucketPlan {
+  const span = to - from + 1;
+  const width = Math.max(minWidth, Math.ceil(span / points));
+  return { from, width, count: Math.ceil(span / width) };
+}
+
+/**
+ * Per bucket and metric: the sum and count of raw values. `means()` turns them
+ * into the per-metric mean of each bucket (NaN where the bucket holds no value).
+ */
+export class BucketAccumulator {
+  private readonly sums = new Map<number, Float64Array>();
+  private readonly counts = new Map<number, Uint32Array>();
+
+  constructor(readonly plan: BucketPlan) {}
+
+  add(row: SampleRow): void {
+    const b = Math.floor((row.ts - this.plan.from) / this.plan.width);
+    if (b < 0 || b >= this.plan.count) return;
+    for (let i = 0; i < row.metricIds.length; i++) {
+      const id = row.metricIds[i]!;
+      let sums = this.sums.get(id);
+      let counts = this.counts.get(id);
+      if (!sums || !counts) {
+        sums = new Float64Array(this.plan.count);
+        counts = new Uint32Array(this.plan.count);
+        this.sums.set(id, sums);
+        this.counts.set(id, counts);
+      }
+      sums[b]! += row.values[i]!;
+      counts[b]! += 1;
+    }
+  }
+
+  /** Mean per metric per bucket; NaN for a bucket without a value of that metric. */
+  means(): Map<number, Float64Array> {
+    const out = new Map<number, Float64Array>();
+    for (const [id, sums] of this.sums) {
+      const counts = this.counts.get(id)!;
+      out.set(id, sums.map((s, b) => (counts[b] ? s / counts[b]! : Number.NaN)));
+    }
+    return out;
+  }
+}
+
+/**
+ * Averages hosts' bucket means per bucket, each host weighing the same
+ * whatever its report rate. Hosts are added one at a time, so memory holds
+ * one host's means plus the running totals, however many hosts there are.
+ */
+export class CrossHostAverager {
+  private readonly sums = new Map<number, Float64Array>();
+  private readonly counts = new Map<number, Uint32Array>();
+
+  constructor(readonly count: number) {}
+
+  add(hostMeans: Map<number, Float64Array>): void {
+    for (const [id, means] of hostMeans) {
+      let s = this.sums.get(id);
+      let c = this.counts.get(id);
+      if (!s || !c) {
+        s = new Float64Array(this.count);
+        c = new Uint32Array(this.count);
+        this.sums.set(id, s);
+        this.counts.set(id, c);
+      }
+      for (let b = 0; b < this.count; b++) {
+        if (!Number.isNaN(means[b]!)) { s[b]! += means[b]!; c[b]! += 1; }
+      }
+    }
+  }
+
+  /** Mean across hosts per metric per bucket; NaN where no host has a value. */
+  means(): Map<number, Float64Array> {
+    const out = new Map<number, Float64Array>();
+    for (const [id, s] of this.sums) {
+      const c = this.counts.get(id)!;
+      out.set(id, s.map((v, b) => (c[b] ? v / c[b]! : Number.NaN)));
+    }
+    return out;
+  }
+}
+
+/** Column-oriented series: one timestamp per point, one value (or null) per metric per point. */
+export interface Columns {
+  timestamps: number[];
+  metrics: Map<number, (number | null)[]>;
+}
+
+/** Drops buckets where no metric has a value; bucket timestamps are the bucket starts. */
+export function bucketColumns(plan: BucketPlan, means: Map<number, Float64Array>): Columns {
+  const keep: number[] = [];
+  for (let b = 0; b < plan.count; b++) {
+    for (const m of means.values()) if (!Number.isNaN(m[b]!)) { keep.push(b); break; }
+  }
+  const metrics = new Map<number, (number | null)[]>();
+  for (const [id, m] of means) metrics.set(id, keep.map((b) => (Number.isNaN(m[b]!) ? null : m[b]!)));
+  return { timestamps: keep.map((b) => plan.from + b * plan.width), metrics };
+}
+
+/** Raw rows as columns, one point per report, null where a report lacks a metric. */
+export function rawColumns(rows: SampleRow[]): Columns {
+  const metrics = new Map<number, (number | null)[]>();
+  rows.forEach((row, r) => {
+    for (let i = 0; i < row.metricIds.length; i++) {
+      const id = row.metricIds[i]!;
+      let col = metrics.get(id);
+      if (!col) {
+        col = new Array<number | null>(rows.length).fill(null);
+        metrics.set(id, col);
+      }
+      col[r] = row.values[i]!;
+    }
+  });
+  return { timestamps: rows.map((r) => r.ts), metrics };
+}

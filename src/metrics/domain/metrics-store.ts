@@ -1,0 +1,85 @@
+import type { SampleRow } from './downsample.js';
+
+/**
+ * Storage of the metrics service, in domain terms. Implemented over SQLite
+ * and PostgreSQL by storage/kysely-metrics-store.ts; every contract below is
+ * checked by test/metrics/store.test.ts on both.
+ */
+export interface MetricsStore {
+  /** Creates a tenant; `conflict` when the name is taken. */
+  createTenant(tenant: Tenant): Promise<void>;
+  findTenantByName(name: string): Promise<Tenant | undefined>;
+  insertToken(token: { id: string; tenantId: string; tokenHash: string; createdAt: number }): Promise<void>;
+  /** The tenant of a token hash that exists and is not revoked. */
+  findActiveToken(tokenHash: string): Promise<{ tokenId: string; tenantId: string; tenantName: string } | undefined>;
+  /** Every token, oldest first, without hashes. */
+  listTokens(): Promise<TokenInfo[]>;
+  /** Marks a token revoked; false when no such token or it already was. */
+  revokeToken(id: string, at: number): Promise<boolean>;
+
+  /**
+   * Stores one report. Concurrent calls are committed together in one
+   * transaction (group commit); the promise settles only after that commit,
+   * so a resolved `stored` is durable. Same (tenant, host, ts) again resolves
+   * `duplicate` and changes nothing. A report that would take its host past
+   * `limits.perHost` or its tenant past `limits.perTenant` distinct metric
+   * names resolves `limit_exceeded` and stores nothing; the others in the
+   * same batch are unaffected.
+   */
+  appendReport(report: NewReport): Promise<AppendOutcome>;
+  /** Host ids of a tenant, sorted. */
+  listHosts(tenantId: string): Promise<string[]>;
+  hostExists(tenantId: string, hostId: string): Promise<boolean>;
+  /** A host's reports with from <= ts <= to, ascending, in pages (a page never holds more than a few thousand rows). */
+  scanReports(tenantId: string, hostId: string, from: number, to: number): AsyncIterable<SampleRow[]>;
+  /** Names of the given metric ids of a tenant (ids of other tenants are absent from the result). */
+  metricNames(tenantId: string, ids: Iterable<number>): Promise<Map<number, string>>;
+  /** One row per host of the tenant with its latest report's headline numbers, sorted by hostname then host id. */
+  latestByHost(tenantId: string): Promise<HostLatest[]>;
+  /** Deletes reports with ts < cutoff, and hosts whose latest report is older than cutoff. */
+  deleteBefore(cutoff: number): Promise<{ reports: number; hosts: number }>;
+  /** Waits for queued reports to commit; later appends are refused. */
+  close(): Promise<void>;
+}
+
+export interface Tenant {
+  id: string;
+  name: string;
+  createdAt: number;
+}
+
+export interface TokenInfo {
+  id: string;
+  tenantId: string;
+  tenantName: string;
+  createdAt: number;
+  revokedAt: number | null;
+}
+
+export interface NewReport {
+  tenantId: string;
+  hostId: string;
+  hostname: string;
+  platform: string;
+  ts: number;
+  metrics: Map<string, number>;
+}
+
+export type AppendOutcome =
+  | { status: 'stored' }
+  | { status: 'duplicate' }
+  | { status: 'limit_exceeded'; details: string };
+
+export interface HostLatest {
+  hostId: string;
+  hostname: string;
+  platform: string;
+  lastTs: number;
+  cpuUsage: number | null;
+  memoryPercent: number | null;
+}
+
+export interface MetricLimits {
+  perHost: number;
+  perTenant: number;
+}

@@ -1,0 +1,48 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { parseBearer } from '../../core/auth/tokens.js';
+import { AppError } from '../../core/errors.js';
+import type { MetricsStore } from '../domain/metrics-store.js';
+import { resolveTenant, type ResolvedTenant } from '../domain/tenant-tokens.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Set by `authenticate`: the tenant the request's credentials resolve to. */
+    tenant?: ResolvedTenant;
+  }
+}
+
+/**
+ * The tenant of an `Authorization` header. Throws `unauthorized` when the
+ * header is missing, is not `Bearer <token>`, or names an unknown or revoked
+ * token; the three say which in `details` (the token is never echoed).
+ */
+export async function tenantFromAuthorization(store: MetricsStore, header: string | undefined): Promise<ResolvedTenant> {
+  if (!header) throw new AppError('unauthorized', 'missing Authorization: Bearer <token> header');
+  const token = parseBearer(header);
+  if (!token) throw new AppError('unauthorized', 'malformed Authorization header; expected Bearer <token>');
+  const tenant = await resolveTenant(store, token);
+  if (!tenant) throw new AppError('unauthorized', 'unknown or revoked token');
+  return tenant;
+}
+
+/**
+ * Hook for every data endpoint (usable as onRequest or preHandler): resolves
+ * the bearer token to `request.tenant`, or answers 401 with
+ * `WWW-Authenticate: Bearer` (RFC 6750).
+ */
+export function authenticate(store: MetricsStore) {
+  return async function authenticateBearer(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+    try {
+      request.tenant = await tenantFromAuthorization(store, request.headers.authorization);
+    } catch (e: unknown) {
+      reply.header('www-authenticate', 'Bearer realm="metrics"');
+      throw e;
+    }
+  };
+}
+
+/** The tenant `authenticate` resolved; a route without the hook is a programming error, not a client one. */
+export function requestTenant(request: FastifyRequest): ResolvedTenant {
+  if (!request.tenant) throw new Error(`route ${request.routeOptions.url ?? request.url} ran without authentication`);
+  return request.tenant;
+}

@@ -1,0 +1,64 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import type { App } from '../../core/http/create-app.js';
+import { ingestReport, type IngestDeps } from '../domain/ingest.js';
+import { ReportSchema } from '../domain/report-schema.js';
+import { authenticate, requestTenant } from '../http/authenticate.js';
+import { useSignedJsonParser } from '../http/signed-json-parser.js';
+import { AUTH_ERRORS, BEARER, errorResponses } from './schemas.js';
+
+const AlertResultSchema = Type.Object({
+  alert: Type.String({ description: 'Alert name.' }),
+  route: Type.String({ description: 'Route name from the routes file.' }),
+  outcome: Type.Union([Type.Literal('delivered'), Type.Literal('failed')]),
+  status: Type.Optional(Type.Integer({ description: 'HTTP status the receiver answered.' })),
+  error: Type.Optional(Type.String({ description: 'Why delivery failed.' })),
+});
+
+const IngestResponseSchema = Type.Object({
+  hostId: Type.String({ description: 'The host id: the report\'s agentId.' }),
+  ts: Type.Integer(),
+  metrics: Type.Integer({ description: 'Metrics stored from this report.' }),
+  duplicate: Type.Boolean({ description: 'True when this host already reported this ts; nothing changed and alerts were not routed again.' }),
+  alertResults: Type.Array(AlertResultSchema, { description: 'One entry per alert and matching route.' }),
+});
+
+/**
+ * POST /api/v1/ingest. In its own plugin scope, so its JSON parser (which
+ * checks the signature on the raw bytes) serves this route only. The token is
+ * checked in onRequest, before the body is even read.
+ */
+export async function registerIngestRoute(app: App, deps: IngestDeps & { secret: string | undefined }): Promise<void> {
+  await app.register(async (plugin) => {
+    const scope = plugin.withTypeProvider<TypeBoxTypeProvider>();
+    useSignedJsonParser(scope, deps.secret);
+    scope.post('/api/v1/ingest', {
+      onRequest: authenticate(deps.store),
+      schema: {
+        summary: 'Submit one agent report',
+        description: 'Stores the report (durably, before answering), then routes its alerts. When the server has a secret, `x-collector-signature` must be the hex HMAC-SHA256 of the raw body, optionally prefixed `sha256=`.',
+        tags: ['ingest'],
+        security: BEARER,
+        headers: Type.Object({ 'x-collector-signature': Type.Optional(Type.String({ description: 'hex HMAC-SHA256 of the body bytes; required when the server has --secret.' })) }),
+        body: ReportSchema,
+        response: {
+          200: { ...IngestResponseSchema, description: 'Stored (or a duplicate of a stored report); every alert delivered, or none to route.' },
+          202: { ...IngestResponseSchema, description: 'Stored, but at least one alert could not be delivered; see alertResults.' },
+          ...errorResponses({
+            invalid_request: 'Malformed JSON, a field of the wrong type or out of range (named in details), ts too far ahead or older than the retention.',
+            unauthorized: 'Bad bearer token, or signature missing or mismatched while the server has a secret.',
+            payload_too_large: 'Body over the configured limit (1 MiB by default).',
+            unsupported_media_type: 'Content-Type is not application/json.',
+            limit_exceeded: 'The report would take its host or tenant past the distinct metric name limit; nothing was stored.',
+            internal: AUTH_ERRORS.internal,
+            unavailable: 'The server is shutting down; retry.',
+          }),
+        },
+      },
+    }, async (request, reply) => {
+      const result = await ingestReport(deps, requestTenant(request), request.body);
+      const failed = result.alertResults.some((r) => r.outcome === 'failed');
+      return reply.code(failed ? 202 : 200).send(result);
+    });
+  });
+}

@@ -1,0 +1,50 @@
+import { Type, type TSchema } from 'typebox';
+import { ERROR_STATUS, type ErrorCode } from '../../core/errors.js';
+
+/** The one error body, `{"error": code, "details": text}`; some codes add fields (documented per route). */
+export const ErrorSchema = Type.Object({
+  error: Type.String({ description: 'Machine-readable code from the catalogue.' }),
+  details: Type.Optional(Type.String({ description: 'Human-readable explanation naming the offending field.' })),
+}, { additionalProperties: true });
+
+/** Response schemas of the given error codes, keyed by status, each with its meaning as description. */
+export function errorResponses(codes: Partial<Record<ErrorCode, string>>): Record<number, TSchema> {
+  const out: Record<number, TSchema> = {};
+  for (const [code, description] of Object.entries(codes) as [ErrorCode, string][]) {
+    out[ERROR_STATUS[code]] = { ...ErrorSchema, description };
+  }
+  return out;
+}
+
+/** What every bearer-protected route can answer besides its own errors. */
+export const AUTH_ERRORS = {
+  unauthorized: 'Missing, malformed, unknown or revoked bearer token.',
+  internal: 'Unexpected failure (logged; the body carries no detail).',
+} as const;
+
+export const BEARER = [{ bearerAuth: [] }];
+
+const Timestamp = Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, description: 'Epoch milliseconds.' });
+
+export const SeriesQuerySchema = Type.Object({
+  from: Type.Optional({ ...Timestamp, description: 'Range start, epoch ms, inclusive. Default: `to` minus one hour.' }),
+  to: Type.Optional({ ...Timestamp, description: 'Range end, epoch ms, inclusive. Default: now (or `from` when that is later).' }),
+  points: Type.Optional(Type.Integer({ minimum: 1, description: 'Point budget (default and cap configured; 500 and 10000 by default).' })),
+});
+
+const SeriesFields = {
+  from: Timestamp,
+  to: Timestamp,
+  points: Type.Integer({ description: 'The point budget applied.' }),
+  bucketMs: Type.Union([Type.Integer(), Type.Null()], { description: 'Bucket width when points were averaged into buckets; null when every point is one report.' }),
+  timestamps: Type.Array(Timestamp, { description: 'Report times, or bucket starts, ascending.' }),
+  metrics: Type.Record(Type.String(), Type.Array(Type.Union([Type.Number(), Type.Null()])), {
+    description: 'Metric name -> one value per timestamp (null where that point has no value for the metric).',
+  }),
+};
+
+export const HostSeriesSchema = Type.Object({ hostId: Type.String(), ...SeriesFields }, { description: 'One host\'s series.' });
+export const AggregateSeriesSchema = Type.Object({
+  hosts: Type.Integer({ description: 'Hosts with at least one report in the range.' }),
+  ...SeriesFields,
+}, { description: 'Per bucket, the mean across hosts of each host\'s mean.' });

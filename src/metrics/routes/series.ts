@@ -1,0 +1,74 @@
+import { Type } from 'typebox';
+import type { App } from '../../core/http/create-app.js';
+import type { MetricsStore } from '../domain/metrics-store.js';
+import { readAggregate, readHostSeries, resolveRange, type SeriesSettings } from '../domain/series.js';
+import { authenticate, requestTenant } from '../http/authenticate.js';
+import { AggregateSeriesSchema, AUTH_ERRORS, BEARER, HostSeriesSchema, SeriesQuerySchema, errorResponses } from './schemas.js';
+
+export interface SeriesRouteDeps {
+  store: MetricsStore;
+  settings: SeriesSettings;
+  now: () => number;
+}
+
+/** GET /api/v1/hosts, /api/v1/host/:id and /api/v1/aggregate: reads, always within the token's tenant. */
+export function registerSeriesRoutes(app: App, deps: SeriesRouteDeps): void {
+  const onRequest = authenticate(deps.store);
+
+  app.get('/api/v1/hosts', {
+    onRequest,
+    schema: {
+      summary: 'List the tenant\'s host ids',
+      tags: ['series'],
+      security: BEARER,
+      response: {
+        200: Type.Array(Type.String(), { description: 'Host ids (agentIds), sorted.' }),
+        ...errorResponses(AUTH_ERRORS),
+      },
+    },
+  }, async (request) => deps.store.listHosts(requestTenant(request).tenantId));
+
+  app.get('/api/v1/host/:id', {
+    onRequest,
+    schema: {
+      summary: 'One host\'s series',
+      description: 'Raw reports when they fit the point budget; otherwise per-metric means over equal-width buckets.',
+      tags: ['series'],
+      security: BEARER,
+      params: Type.Object({ id: Type.String({ description: 'Host id (the agentId).' }) }),
+      querystring: SeriesQuerySchema,
+      response: {
+        200: HostSeriesSchema,
+        ...errorResponses({
+          invalid_request: '`from`, `to` or `points` not an integer, `from` after `to`, or `points` above the cap.',
+          not_found: 'No such host in this tenant (identical whether it exists in another tenant or nowhere).',
+          ...AUTH_ERRORS,
+        }),
+      },
+    },
+  }, async (request) => {
+    const range = resolveRange(request.query, deps.settings, deps.now());
+    return readHostSeries(deps.store, requestTenant(request).tenantId, request.params.id, range);
+  });
+
+  app.get('/api/v1/aggregate', {
+    onRequest,
+    schema: {
+      summary: 'Average series across the tenant\'s hosts',
+      description: 'Always bucketed (buckets at least 10 s wide): per bucket and metric, each host\'s mean, then the mean across hosts.',
+      tags: ['series'],
+      security: BEARER,
+      querystring: SeriesQuerySchema,
+      response: {
+        200: AggregateSeriesSchema,
+        ...errorResponses({
+          invalid_request: '`from`, `to` or `points` not an integer, `from` after `to`, or `points` above the cap.',
+          ...AUTH_ERRORS,
+        }),
+      },
+    },
+  }, async (request) => {
+    const range = resolveRange(request.query, deps.settings, deps.now());
+    return readAggregate(deps.store, requestTenant(request).tenantId, range);
+  });
+}

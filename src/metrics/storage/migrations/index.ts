@@ -1,0 +1,17 @@
+import type { Migration } from 'kysely';
+import type { DialectName } from '../../../core/storage/database.js';
+import { metrics0001 } from './0001_metrics.js';
+import { metrics0002 } from './0002_dashboard_sessions.js';
+
+/**
+ * The metrics service's migrations, in the order they apply. Each entry gives
+ * one migration per dialect; add a new one at the end with the next number.
+ */
+const MIGRATIONS: Array<[name: string, perDialect: Record<DialectName, Migration>]> = [
+  ['0001_metrics', metrics0001],
+  ['0002_dashboard_sessions', metrics0002],
+];
+
+export function metricsMigrations(dialect: DialectName): Record<string, Migration> {
+  return Object.fromEntries(MIGRATIONS.map(([name, perDialect]) => [name, perDialect[dialect]]));
+}
