@@ -17,7 +17,7 @@ export type AlertRule = Static<typeof AlertRuleSchema>;
 
 /** The `--config` file: systemd units to watch and local threshold rules. */
 export const AgentConfigFileSchema = Type.Object({
-  services: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 256 }), { maxItems: 64 })),
+  services: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 128 }), { maxItems: 64 })),
   alerts: Type.Optional(Type.Array(AlertRuleSchema, { maxItems: 256 })),
 }, { additionalProperties: false });
 

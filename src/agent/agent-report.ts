@@ -6,9 +6,9 @@ import type { Memory } from './collect/parse-meminfo.js';
 /** One configured systemd unit in a report. */
 export interface ServiceReport {
   name: string;
-  /** `systemctl is-active` output (active, inactive, failed, activating, ...) or "unknown". */
-  state: string;
-  /** 1 when state is "active", else 0: the numeric form the service stores as a metric. */
+  /** `systemctl is-active` output (active, inactive, failed, activating, ...) or "unknown"; text, so not stored. */
+  status: string;
+  /** 1 when status is "active", else 0: the numeric form, stored by the service as `service.<name>.active`. */
   active: number;
 }
 

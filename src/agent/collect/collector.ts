@@ -8,7 +8,7 @@ import { parseMeminfo } from './parse-meminfo.js';
 import { parseMountinfo } from './parse-mountinfo.js';
 import { parseNetDev, type InterfaceCounters } from './parse-net-dev.js';
 import { cpuUsage, parseProcStat, type ProcStat } from './parse-proc-stat.js';
-import { selectFilesystems } from './select-filesystems.js';
+import { bindMountCandidates, selectFilesystems } from './select-filesystems.js';
 
 export interface CollectorOptions {
   source: HostSource;
@@ -39,7 +39,12 @@ export function createCollector(opts: CollectorOptions): Collector {
   let prevAt = 0;
 
   async function disks(): Promise<DiskReport[]> {
-    const mounts = selectFilesystems(parseMountinfo(await source.readProc('self/mountinfo')));
+    const all = parseMountinfo(await source.readProc('self/mountinfo'));
+    const fileMounts = new Set<string>();
+    for (const m of bindMountCandidates(all)) {
+      if (await source.isFile(m.mountPoint).catch(() => true)) fileMounts.add(m.mountPoint);
+    }
+    const mounts = selectFilesystems(all, fileMounts);
     const out: DiskReport[] = [];
     for (const m of mounts) {
       try {
@@ -77,7 +82,7 @@ export function createCollector(opts: CollectorOptions): Collector {
         memory: parseMeminfo(await source.readProc('meminfo')),
         disks: await disks(),
         network,
-        services: states.map((s) => ({ name: s.name, state: s.state, active: s.state === 'active' ? 1 : 0 })),
+        services: states.map((s) => ({ name: s.name, status: s.state, active: s.state === 'active' ? 1 : 0 })),
       };
     },
   };

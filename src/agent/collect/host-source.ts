@@ -1,4 +1,4 @@
-import { readFile, statfs } from 'node:fs/promises';
+import { readFile, stat, statfs } from 'node:fs/promises';
 import path from 'node:path';
 import type { StatfsResult } from './disk-usage.js';
 import { systemdServiceStates, type ServiceState } from './systemd-services.js';
@@ -12,6 +12,8 @@ export interface HostSource {
   /** Reads a file under the proc root, e.g. `stat`, `meminfo`, `self/mountinfo`, `net/dev`. */
   readProc(name: string): Promise<string>;
   statfs(mountPoint: string): Promise<StatfsResult>;
+  /** Whether a mount point is a regular file (a file bind mount), not a directory. */
+  isFile(mountPoint: string): Promise<boolean>;
   serviceStates(names: string[]): Promise<ServiceState[]>;
 }
 
@@ -20,6 +22,7 @@ export function linuxHostSource(opts: { procRoot?: string; serviceTimeoutMs?: nu
   return {
     readProc: (name) => readFile(path.join(root, name), 'utf8'),
     statfs: (mountPoint) => statfs(mountPoint),
+    isFile: async (mountPoint) => (await stat(mountPoint)).isFile(),
     serviceStates: (names) => systemdServiceStates(names, opts.serviceTimeoutMs ?? 5_000),
   };
 }

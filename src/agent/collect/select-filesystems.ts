@@ -23,16 +23,22 @@ function isRealFilesystem(m: MountEntry): boolean {
   return true;
 }
 
+/** Mounts that may be bind mounts of a single file (Docker's /etc/hosts): the caller checks these with stat. */
+export function bindMountCandidates(mounts: MountEntry[]): MountEntry[] {
+  return mounts.filter((m) => m.root !== '/' && isRealFilesystem(m));
+}
+
 /**
  * The mounts worth a statfs: real filesystems only, each device once. When a
  * device is mounted several times (bind mounts, Docker volumes), the mount of the
  * filesystem's own root wins over subdirectory binds, then the shortest mount
- * point. Result ordered by mount point.
+ * point. Bind mounts of single files (`fileMounts`) are never chosen. Result
+ * ordered by mount point.
  */
-export function selectFilesystems(mounts: MountEntry[]): MountEntry[] {
+export function selectFilesystems(mounts: MountEntry[], fileMounts: ReadonlySet<string> = new Set()): MountEntry[] {
   const byDevice = new Map<string, MountEntry>();
   for (const m of mounts) {
-    if (!isRealFilesystem(m)) continue;
+    if (!isRealFilesystem(m) || fileMounts.has(m.mountPoint)) continue;
     const seen = byDevice.get(m.device);
     if (!seen || better(m, seen)) byDevice.set(m.device, m);
   }

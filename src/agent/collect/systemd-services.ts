@@ -7,7 +7,7 @@ export interface ServiceState {
 }
 
 /** A unit name as systemd accepts it; anything else never reaches the command line. */
-const UNIT_NAME = /^[A-Za-z0-9:_.\\@-]{1,256}$/;
+const UNIT_NAME = /^[A-Za-z0-9:_.\\@-]{1,128}$/;
 
 export function isValidUnitName(name: string): boolean {
   return UNIT_NAME.test(name) && !name.startsWith('-');

@@ -1,0 +1,90 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { parseLoadavg } from '../../src/agent/collect/parse-loadavg.js';
+import { parseMeminfo } from '../../src/agent/collect/parse-meminfo.js';
+import { parseNetDev } from '../../src/agent/collect/parse-net-dev.js';
+import { cpuUsage, parseProcStat } from '../../src/agent/collect/parse-proc-stat.js';
+import { networkReport } from '../../src/agent/collect/network-rates.js';
+import { diskUsage } from '../../src/agent/collect/disk-usage.js';
+import { fixture } from './fixtures.js';
+
+test('parses /proc/stat: idle includes iowait, guest time is not counted twice', () => {
+  const s = parseProcStat(fixture('proc-stat-b.txt'));
+  // user 1300 + system 600 + idle 8500 + iowait 600 + irq 50 + softirq 50; guest 200 is inside user already.
+  assert.deepEqual(s.overall, { idle: 9100, total: 11100 });
+  assert.deepEqual([...s.cores.keys()], [0, 1, 3]);
+});
+
+test('CPU usage is the busy share of the ticks between two samples, overall and per core', () => {
+  const u = cpuUsage(parseProcStat(fixture('proc-stat-a.txt')), parseProcStat(fixture('proc-stat-b.txt')));
+  // overall: total 10000 -> 11100, idle 8500 -> 9100: busy 500 of 1100.
+  assert.equal(u.usage, 45.45);
+  // cpu0 spent all 100 ticks idle; cpu1 busy 500 of 1000; cpu3 came online (hotplug) so has no delta yet.
+  assert.deepEqual(u.perCore, [0, 50]);
+});
+
+test('CPU usage is 0, not NaN or negative, when no time elapsed or counters went backwards', () => {
+  const a = parseProcStat(fixture('proc-stat-a.txt'));
+  const b = parseProcStat(fixture('proc-stat-b.txt'));
+  assert.deepEqual(cpuUsage(a, a), { usage: 0, perCore: [0, 0] });
+  assert.deepEqual(cpuUsage(b, a), { usage: 0, perCore: [0, 0] });
+});
+
+test('old kernels print fewer /proc/stat columns; missing ones count as zero', () => {
+  const s = parseProcStat(fixture('proc-stat-old-kernel.txt'));
+  assert.deepEqual(s.overall, { idle: 820, total: 978 });
+});
+
+test('a /proc/stat without the aggregate cpu line is an error, not a report of zeros', () => {
+  assert.throws(() => parseProcStat('intr 1 2 3\n'), /no aggregate "cpu" line/);
+});
+
+test('parses the three load averages', () => {
+  assert.deepEqual(parseLoadavg(fixture('loadavg.txt')), [0.52, 0.58, 0.59]);
+  assert.throws(() => parseLoadavg('0.1 x\n'), /unreadable/);
+});
+
+test('memory is in bytes and "used" is MemTotal - MemAvailable', () => {
+  assert.deepEqual(parseMeminfo(fixture('meminfo.txt')), {
+    total: 8_000_000 * 1024,
+    used: 2_000_000 * 1024,
+    free: 500_000 * 1024,
+    available: 6_000_000 * 1024,
+    percent: 25,
+  });
+});
+
+test('without MemAvailable (Linux < 3.14) available is estimated from free, buffers, cache and reclaimable slab', () => {
+  const m = parseMeminfo(fixture('meminfo-no-available.txt'));
+  assert.equal(m.available, 2_000_000 * 1024);
+  assert.equal(m.used, 2_000_000 * 1024);
+  assert.equal(m.percent, 50);
+});
+
+test('a meminfo without MemTotal is an error', () => {
+  assert.throws(() => parseMeminfo('MemFree: 10 kB\n'), /MemTotal/);
+});
+
+test('parses /proc/net/dev counters and skips malformed lines', () => {
+  const n = parseNetDev(fixture('net-dev-b.txt'));
+  assert.deepEqual([...n.keys()], ['lo', 'eth0', 'docker0', 'wlan0', 'eth1']);
+  assert.deepEqual(n.get('eth0'), { rxBytes: 3_000_000, rxPackets: 1500, rxErrors: 1, rxDropped: 2, txBytes: 900_000, txPackets: 1000, txErrors: 3, txDropped: 4 });
+});
+
+test('network report: loopback and veth skipped, per-second rates, no rate across a counter reset or for a new interface', () => {
+  const r = networkReport(parseNetDev(fixture('net-dev-a.txt')), parseNetDev(fixture('net-dev-b.txt')), 10);
+  assert.deepEqual(Object.keys(r), ['docker0', 'eth0', 'eth1', 'wlan0']);
+  assert.equal(r['eth0']!.rxBytesPerSec, 200_000);
+  assert.equal(r['eth0']!.txBytesPerSec, 40_000);
+  assert.equal(r['eth0']!.rxPacketsPerSec, 50);
+  assert.equal(r['wlan0']!.rxBytesPerSec, 0, 'wlan0 rx went backwards');
+  assert.equal(r['wlan0']!.txBytesPerSec, 50);
+  assert.equal(r['eth1']!.rxBytesPerSec, 0, 'eth1 appeared in the second sample');
+  assert.equal(r['eth1']!.rxBytes, 42);
+});
+
+test('disk usage in bytes; percent as df computes it, counting the root reserve as unavailable', () => {
+  const d = diskUsage('/data', { bsize: 4096, blocks: 1000, bfree: 300, bavail: 250 });
+  assert.deepEqual(d, { path: '/data', total: 4_096_000, used: 2_867_200, available: 1_024_000, percent: 73.68 });
+  assert.equal(diskUsage('/empty', { bsize: 4096, blocks: 0, bfree: 0, bavail: 0 }), undefined);
+});
