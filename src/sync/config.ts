@@ -1,4 +1,4 @@
-import { ConfigError, helpText, httpOptions, loadConfig, opt, type ConfigOf } from '../core/config.js';
+import { ConfigError, helpText, httpOptions, loadConfig, opsOptions, opt, type ConfigOf } from '../core/config.js';
 
 /**
  * Every option of the sync service. Defaults are the documented production
@@ -7,6 +7,7 @@ import { ConfigError, helpText, httpOptions, loadConfig, opt, type ConfigOf } fr
  */
 export const syncOptions = {
   ...httpOptions('SYNC', 8081),
+  ...opsOptions('SYNC'),
   accessTokenTtlSeconds: opt.int({
     flag: 'access-token-ttl', env: 'SYNC_ACCESS_TOKEN_TTL', default: 900, min: 10, max: 86_400,
     doc: 'Lifetime of user and business access tokens, in seconds. Short, because a leaked bearer token is usable until it expires.',
