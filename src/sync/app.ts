@@ -4,6 +4,9 @@ import type { SyncDeps } from './deps.js';
 import { dummyHash } from './accounts/password-hash.js';
 import { registerAuthRoutes } from './http/auth-routes.js';
 import { registerBusinessRoutes } from './http/business-routes.js';
+import { registerChangeRoutes } from './changes/change-routes.js';
+import { registerAttachmentRoutes } from './attachments/attachment-routes.js';
+import { registerFeedRoutes } from './feed/feed-routes.js';
 
 export interface BuildSyncAppOptions {
   /** Log destination (tests); stdout by default. */
@@ -40,7 +43,9 @@ export async function buildSyncApp(deps: SyncDeps, options: BuildSyncAppOptions 
   registerAuthRoutes(app, deps);
   registerBusinessRoutes(app, deps);
 
-  // Sync engine routes (push/pull/status/conflicts, attachments, WebSocket feed) are registered here.
+  registerChangeRoutes(app, deps);
+  registerAttachmentRoutes(app, deps);
+  registerFeedRoutes(app, deps);
 
   return app;
 }

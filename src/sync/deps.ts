@@ -12,9 +12,17 @@ import type { BusinessTables } from './businesses/tables.js';
 import type { BusinessStore } from './businesses/business-store.js';
 import { createKyselyBusinessStore } from './businesses/kysely-business-store.js';
 import { syncMigrations } from './storage/migrations/index.js';
+import path from 'node:path';
+import type { ChangeTables } from './changes/change-tables.js';
+import type { ChangeStore } from './changes/change-store.js';
+import { createKyselyChangeStore } from './changes/kysely-change-store.js';
+import type { AttachmentTables } from './attachments/attachment-tables.js';
+import { createKyselyAttachmentStore, type AttachmentStore } from './attachments/attachment-store.js';
+import type { BlobStore } from './attachments/blob-store.js';
+import { createLocalBlobStore } from './attachments/local-blob-store.js';
 
 /** Every table of the sync database; each feature adds its own table interfaces here. */
-export type SyncTables = AccountTables & BusinessTables;
+export type SyncTables = AccountTables & BusinessTables & ChangeTables & AttachmentTables;
 
 /**
  * Everything the sync service's routes and domain functions depend on, built
@@ -26,6 +34,11 @@ export interface SyncDeps {
   database: Database<SyncTables>;
   accounts: AccountStore;
   businesses: BusinessStore;
+  /** Changes, record states, server versions and conflicts (push, pull, status, resolve). */
+  changes: ChangeStore;
+  /** Attachment metadata; the bytes are in `blobs` (local disk by default). */
+  attachments: AttachmentStore;
+  blobs: BlobStore;
   /** Per-user and per-IP request limits and login lockouts; shared by all instances when backed by Redis. */
   rateLimiter: RateLimiter;
   /** Change notifications between instances (the WebSocket feed). */
@@ -73,6 +86,9 @@ export async function createSyncDeps(config: SyncConfig, options: SyncDepsOption
     database,
     accounts: createKyselyAccountStore(database.db),
     businesses: createKyselyBusinessStore(database.db, database.dialect),
+    changes: createKyselyChangeStore(database.db),
+    attachments: createKyselyAttachmentStore(database.db),
+    blobs: await createLocalBlobStore(config.attachmentDir ?? path.join(config.dataDir, 'attachments')),
     rateLimiter: shared.rateLimiter,
     pubsub: shared.pubsub,
     now,

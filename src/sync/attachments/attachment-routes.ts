@@ -1,5 +1,6 @@
 import multipart from '@fastify/multipart';
 import { Type } from 'typebox';
+import type { Readable } from 'node:stream';
 import type { FastifyRequest } from 'fastify';
 import type { App } from '../../core/http/create-app.js';
 import type { SyncDeps } from '../deps.js';
@@ -56,7 +57,8 @@ export function registerAttachmentRoutes(app: App, deps: SyncDeps): void {
     schema: {
       tags: ['attachments'], summary: 'Download the exact bytes of an attachment (application/octet-stream)', security: BearerSecurity,
       headers: BusinessHeader, params: AttachmentParamsSchema,
-      response: { 200: Type.String({ format: 'binary', description: 'The file; Content-Disposition carries its name (RFC 6266).' }), ...errors(400, 401, 404) },
+      // Unsafe: the reply is a byte stream, never serialised; the schema only documents it.
+      response: { 200: Type.Unsafe<Readable>({ type: 'string', format: 'binary', description: 'The file; Content-Disposition carries its name (RFC 6266).' }), ...errors(400, 401, 404) },
     },
   }, async (req, reply) => {
     const { attachment, stream, size } = await openAttachment(attachmentDeps, req.params.uuid, (businessId) => mayRead(req, deps, businessId));

@@ -1,5 +1,5 @@
 import websocket from '@fastify/websocket';
-import { Type } from 'typebox';
+import { Type, type Static } from 'typebox';
 import type { App } from '../../core/http/create-app.js';
 import { AppError } from '../../core/errors.js';
 import { parseBearer } from '../../core/auth/tokens.js';
@@ -35,15 +35,16 @@ export function registerFeedRoutes(app: App, deps: SyncDeps, options: FeedOption
       websocket: true,
       schema: { querystring: FeedQuery },
       preHandler: async (req) => {
-        const token = parseBearer(req.headers.authorization) ?? queryToken(req.query.token);
+        const query = req.query as Static<typeof FeedQuery>;
+        const token = parseBearer(req.headers.authorization) ?? queryToken(query.token);
         const caller = token ? await authenticateAccessToken(deps, token) : undefined;
         if (!caller) {
           await limitIp(deps, req.ip);
           throw new AppError('unauthorized', 'a valid access token is required (Authorization: Bearer, or the token query parameter)');
         }
         await limitUser(deps, caller.userId);
-        const businessId = req.query.business_id.toLowerCase();
-        if (caller.userId !== req.query.user_id.toLowerCase()) throw new AppError('forbidden', 'user_id is not the user of the token');
+        const businessId = query.business_id.toLowerCase();
+        if (caller.userId !== query.user_id.toLowerCase()) throw new AppError('forbidden', 'user_id is not the user of the token');
         if (caller.businessId !== undefined && caller.businessId !== businessId) throw new AppError('forbidden', 'the business token is for another business');
         if (!(await isMember(deps, caller.userId, businessId))) throw new AppError('forbidden', 'you are not a member of this business');
       },
@@ -51,7 +52,7 @@ export function registerFeedRoutes(app: App, deps: SyncDeps, options: FeedOption
       // Nothing is expected from the client; a message is ignored rather than answered.
       socket.on('message', () => undefined);
       try {
-        await hub.add(req.query.business_id.toLowerCase(), socket);
+        await hub.add((req.query as Static<typeof FeedQuery>).business_id.toLowerCase(), socket);
       } catch (e: unknown) {
         req.log.error({ err: e }, 'feed subscription failed');
         socket.close(1011, 'subscription failed');

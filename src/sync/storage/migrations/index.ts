@@ -1,6 +1,7 @@
 import type { Migration } from 'kysely';
 import type { DialectName } from '../../../core/storage/database.js';
 import { accountsMigration } from './0001_accounts.js';
+import { changesMigration } from './0002_changes.js';
 
 /**
  * The sync service's migrations, in the order they apply. Names sort in that
@@ -10,6 +11,7 @@ import { accountsMigration } from './0001_accounts.js';
  */
 const MIGRATIONS: ReadonlyArray<readonly [name: string, build: (dialect: DialectName) => Migration]> = [
   ['0001_accounts', () => accountsMigration],
+  ['0002_changes', changesMigration],
 ];
 
 export function syncMigrations(dialect: DialectName): Record<string, Migration> {
