@@ -4,10 +4,11 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Kysely } from 'kysely';
 import { Type } from 'typebox';
-import { hashToken, parseBearer } from '../../core/auth/tokens.js';
 import { AppError, isAppError } from '../../core/errors.js';
 import type { App } from '../../core/http/create-app.js';
 import type { MetricsStore } from '../domain/metrics-store.js';
+import { tenantFromAuthorization } from '../http/authenticate.js';
+import type { MetricsTables } from '../storage/tables.js';
 import { renderDashboard } from './dashboard-page.js';
 import { isSameOriginPost } from './same-origin.js';
 import { createSessionStore, type DashboardSessionTables } from './session-store.js';
@@ -20,8 +21,8 @@ export const SESSION_COOKIE = 'metrics_session';
 
 export interface DashboardDeps {
   store: MetricsStore;
-  /** The service's database; the sessions table comes from migration 0002_dashboard_sessions. */
-  db: Kysely<DashboardSessionTables>;
+  /** The service's database; its dashboard_sessions table comes from migration 0002_dashboard_sessions. */
+  db: Kysely<MetricsTables>;
   now?: () => number;
 }
 
@@ -41,7 +42,7 @@ const errorResponse = (description: string) => ({
  */
 export async function registerDashboard(app: App, deps: DashboardDeps): Promise<void> {
   const assets = await loadStaticAssets();
-  const sessionDeps: SessionDeps = { sessions: createSessionStore(deps.db), tokens: deps.store, now: deps.now ?? Date.now };
+  const sessionDeps: SessionDeps = { sessions: createSessionStore(deps.db.withTables<DashboardSessionTables>()), tokens: deps.store, now: deps.now ?? Date.now };
 
   await app.register(async (plugin) => {
     await plugin.register(fastifyCookie);
@@ -148,21 +149,21 @@ interface Viewer extends SessionTenant {
  */
 async function authenticate(req: FastifyRequest, reply: FastifyReply, store: MetricsStore, sessionDeps: SessionDeps): Promise<Viewer | undefined> {
   const header = req.headers.authorization;
-  if (header !== undefined) {
-    const token = parseBearer(header);
-    if (!token) throw new AppError('unauthorized', 'Authorization must be "Bearer <token>"');
-    const active = await store.findActiveToken(hashToken(token));
-    if (!active) throw new AppError('unauthorized', 'unknown or revoked token');
-    return { tenantId: active.tenantId, tenantName: active.tenantName, session: false };
+  if (header === undefined) {
+    const id = req.cookies[SESSION_COOKIE];
+    if (id !== undefined) {
+      const tenant = await resolveSession(sessionDeps, id);
+      if (tenant) return { ...tenant, session: true };
+      clearSessionCookie(req, reply);
+    }
+    if (acceptsHtml(req)) return undefined;
   }
-  const id = req.cookies[SESSION_COOKIE];
-  if (id !== undefined) {
-    const tenant = await resolveSession(sessionDeps, id);
-    if (tenant) return { ...tenant, session: true };
-    clearSessionCookie(req, reply);
+  try {
+    return { ...(await tenantFromAuthorization(store, header)), session: false };
+  } catch (e: unknown) {
+    reply.header('www-authenticate', 'Bearer realm="metrics"');
+    throw e;
   }
-  if (acceptsHtml(req)) return undefined;
-  throw new AppError('unauthorized', 'missing bearer token');
 }
 
 function acceptsHtml(req: FastifyRequest): boolean {

@@ -1,14 +1,14 @@
 import type { Kysely } from 'kysely';
 
 /** The table behind `SessionStore`, created by migration 0002_dashboard_sessions. */
-export interface DashboardSessionTables {
+export type DashboardSessionTables = {
   dashboard_sessions: {
     id_hash: string;
     token_hash: string;
     created_at: number;
     expires_at: number;
   };
-}
+};
 
 export interface StoredSession {
   /** SHA-256 of the cookie value; the cookie value itself is never stored. */

@@ -1,0 +1,286 @@
+import { describe, test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { request as httpRequest } from 'node:http';
+import { hashToken } from '../../src/core/auth/tokens.js';
+import { buildMetricsApp } from '../../src/metrics/app.js';
+import { loadMetricsConfig } from '../../src/metrics/config.js';
+import { createMetricsDeps, type MetricsDeps } from '../../src/metrics/deps.js';
+import { issueToken, revokeToken } from '../../src/metrics/domain/tenant-tokens.js';
+import { SESSION_COOKIE } from '../../src/metrics/dashboard/dashboard-routes.js';
+import { SESSION_TTL_MS } from '../../src/metrics/dashboard/sessions.js';
+import type { DashboardSessionTables } from '../../src/metrics/dashboard/session-store.js';
+import { BACKENDS, freshStorage, type TestStorage } from '../helpers/backends.js';
+import { call, listen } from '../helpers/http.js';
+import type { App } from '../../src/core/http/create-app.js';
+
+const HOSTILE = '<img src=x onerror=alert(1)>';
+const HTML_ACCEPT = 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8';
+
+function report(agentId: string, hostname: string, ts: number, over: Record<string, unknown> = {}) {
+  return {
+    agentId, hostname, platform: 'linux', ts,
+    cpu: { usage: 12.5 }, memory: { total: 8e9, used: 2e9, free: 6e9, percent: 25 },
+    ...over,
+  };
+}
+
+/** The session cookie's value from a Set-Cookie header. */
+function sessionFrom(res: { headers: Headers }): string {
+  const m = new RegExp(`${SESSION_COOKIE}=([^;]*)`).exec(res.headers.get('set-cookie') ?? '');
+  assert.ok(m, 'a session cookie is set');
+  return m[1]!;
+}
+
+for (const backend of BACKENDS) {
+  describe(`dashboard on ${backend}`, () => {
+    let storage: TestStorage;
+    let deps: MetricsDeps;
+    let app: App;
+    let base: string;
+    let origin: string;
+    let clock = Date.now();
+    const tokens: Record<'a' | 'a2' | 'b', { token: string; tokenId: string }> = {} as never;
+
+    before(async () => {
+      storage = await freshStorage(backend);
+      const config = loadMetricsConfig([], {
+        DATA_DIR: storage.dataDir,
+        DATABASE_URL: storage.databaseUrl,
+        METRICS_DB_SCHEMA: storage.pgSchema,
+        LOG_LEVEL: 'silent',
+        // Loopback is the "proxy" so a test can claim HTTPS with X-Forwarded-Proto.
+        TRUST_PROXY: '127.0.0.1',
+      });
+      deps = await createMetricsDeps(config, { now: () => clock });
+      app = await buildMetricsApp(config, deps);
+      base = await listen(app);
+      origin = base;
+      tokens.a = await issueToken(deps.store, 'acme');
+      tokens.a2 = await issueToken(deps.store, 'acme');
+      tokens.b = await issueToken(deps.store, 'globex');
+      const ts = clock - 20_000;
+      for (const [tok, body] of [
+        [tokens.a.token, report('web-1', 'web-1.acme', ts, { cpu: { usage: 42.25 }, memory: { total: 8e9, used: 5e9, free: 3e9, percent: 61.04 } })],
+        [tokens.a.token, report('evil', HOSTILE, ts, { platform: `Tom & Jerry's "OS"` })],
+        [tokens.b.token, report('b-secret-host', 'globex-db', ts)],
+      ] as const) {
+        const r = await call(base, 'POST', '/api/v1/ingest', { token: tok, json: body });
+        assert.equal(r.status, 200, r.text);
+      }
+    });
+
+    after(async () => {
+      await app.close();
+      await deps.close();
+      await storage.cleanup();
+    });
+
+    async function signIn(token: string, headers: Record<string, string> = {}) {
+      return fetch(`${base}/signin`, {
+        method: 'POST', redirect: 'manual',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', origin, ...headers },
+        body: new URLSearchParams({ token }).toString(),
+      });
+    }
+
+    const page = (headers: Record<string, string>) => fetch(`${base}/`, { redirect: 'manual', headers });
+
+    test('a bearer token shows its tenant hosts with CPU, memory and last report, agent text escaped', async () => {
+      const r = await page({ authorization: `Bearer ${tokens.a.token}` });
+      assert.equal(r.status, 200);
+      assert.equal(r.headers.get('content-type'), 'text/html; charset=utf-8');
+      assert.equal(r.headers.get('cache-control'), 'no-store');
+      assert.equal(r.headers.get('content-security-policy'), "default-src 'self'");
+      const body = await r.text();
+      assert.match(body, /web-1\.acme/);
+      assert.match(body, /42\.3 %/);
+      assert.match(body, /61\.0 %/);
+      assert.match(body, /20 s ago/);
+      assert.match(body, /Tenant <strong>acme<\/strong>/);
+      assert.match(body, /&lt;img src=x onerror=alert\(1\)&gt;/);
+      assert.match(body, /Tom &amp; Jerry&#39;s &quot;OS&quot;/);
+      assert.ok(!body.includes('<img'));
+      assert.doesNotMatch(body, /globex|b-secret-host/, 'tenant B is invisible to tenant A');
+      assert.doesNotMatch(body, /signout/, 'no session, nothing to sign out of');
+    });
+
+    test('a browser without credentials is redirected to sign in; other clients get 401 JSON', async () => {
+      let r = await page({ accept: HTML_ACCEPT });
+      assert.equal(r.status, 303);
+      assert.equal(r.headers.get('location'), '/signin');
+      for (const accept of ['*/*', 'application/json']) {
+        r = await page({ accept });
+        assert.equal(r.status, 401);
+        assert.equal(r.headers.get('www-authenticate'), 'Bearer realm="metrics"');
+        assert.equal((await r.json() as { error: string }).error, 'unauthorized');
+      }
+    });
+
+    test('a wrong or malformed bearer token is a 401 JSON even for a browser', async () => {
+      for (const authorization of ['Bearer mtk_not-a-real-token-at-all', 'Basic abc', `Bearer ${tokens.a.token}x`]) {
+        const r = await page({ authorization, accept: HTML_ACCEPT });
+        assert.equal(r.status, 401, authorization);
+        assert.deepEqual(Object.keys(await r.json() as object).sort(), ['details', 'error']);
+      }
+    });
+
+    test('GET /signin serves the form', async () => {
+      const r = await fetch(`${base}/signin`);
+      assert.equal(r.status, 200);
+      assert.match(await r.text(), /<form method="post" action="\/signin">/);
+    });
+
+    test('signing in with a wrong token re-shows the form with an error and 401, and sets no cookie', async () => {
+      const r = await signIn('mtk_wrong');
+      assert.equal(r.status, 401);
+      assert.equal(r.headers.get('content-type'), 'text/html; charset=utf-8');
+      assert.equal(r.headers.get('set-cookie'), null);
+      const body = await r.text();
+      assert.match(body, /That token is not valid/);
+      assert.doesNotMatch(body, /mtk_wrong/, 'the submitted token is not echoed');
+    });
+
+    test('signing in sets an HttpOnly SameSite=Strict cookie, redirects to /, and the session shows only its tenant', async () => {
+      const r = await signIn(`  ${tokens.a.token}\n`);
+      assert.equal(r.status, 303);
+      assert.equal(r.headers.get('location'), '/');
+      const setCookie = r.headers.get('set-cookie')!;
+      assert.match(setCookie, /HttpOnly/);
+      assert.match(setCookie, /SameSite=Strict/);
+      assert.match(setCookie, /Path=\//);
+      assert.doesNotMatch(setCookie, /Secure/, 'plain HTTP: a Secure cookie would never come back');
+      const expires = Date.parse(/Expires=([^;]+)/.exec(setCookie)![1]!);
+      assert.ok(Math.abs(expires - (clock + SESSION_TTL_MS)) < 2000, 'expires with the session');
+      const sid = sessionFrom(r);
+
+      const dash = await page({ cookie: `${SESSION_COOKIE}=${sid}`, accept: HTML_ACCEPT });
+      assert.equal(dash.status, 200);
+      const body = await dash.text();
+      assert.match(body, /web-1\.acme/);
+      assert.match(body, /<form class="signout" method="post" action="\/signout">/);
+      assert.doesNotMatch(body, /globex/);
+
+      const b = await signIn(tokens.b.token);
+      const bBody = await (await page({ cookie: `${SESSION_COOKIE}=${sessionFrom(b)}` })).text();
+      assert.match(bBody, /globex-db/);
+      assert.doesNotMatch(bBody, /web-1\.acme|onerror/);
+    });
+
+    test('only a hash of the session id is stored', async () => {
+      const sid = sessionFrom(await signIn(tokens.a.token));
+      const db = deps.database.db.withTables<DashboardSessionTables>();
+      const rows = await db.selectFrom('dashboard_sessions').select(['id_hash', 'token_hash']).execute();
+      assert.ok(rows.some((row) => row.id_hash === hashToken(sid) && row.token_hash === hashToken(tokens.a.token)));
+      assert.ok(!rows.some((row) => row.id_hash === sid));
+    });
+
+    test('the cookie is Secure when the request came over HTTPS through a trusted proxy', async () => {
+      const r = await signIn(tokens.a.token, { 'x-forwarded-proto': 'https', origin: base.replace('http:', 'https:') });
+      assert.equal(r.status, 303);
+      assert.match(r.headers.get('set-cookie')!, /Secure/);
+    });
+
+    test('a bearer header takes precedence over a session cookie', async () => {
+      const sid = sessionFrom(await signIn(tokens.a.token));
+      const body = await (await page({ cookie: `${SESSION_COOKIE}=${sid}`, authorization: `Bearer ${tokens.b.token}` })).text();
+      assert.match(body, /globex-db/);
+      assert.doesNotMatch(body, /web-1\.acme/);
+    });
+
+    test('sign-in and sign-out posted from another origin are refused with 403', async () => {
+      for (const headers of [{ origin: 'http://evil.example' }, { origin: 'null' }, { origin: '', 'sec-fetch-site': 'cross-site' }]) {
+        const init = { ...headers } as Record<string, string>;
+        if (init['origin'] === '') delete init['origin'];
+        const r = await fetch(`${base}/signin`, {
+          method: 'POST', redirect: 'manual',
+          headers: { 'content-type': 'application/x-www-form-urlencoded', ...init },
+          body: new URLSearchParams({ token: tokens.a.token }).toString(),
+        });
+        assert.equal(r.status, 403, JSON.stringify(headers));
+        assert.equal(r.headers.get('set-cookie'), null);
+      }
+      const sid = sessionFrom(await signIn(tokens.a.token));
+      const out = await fetch(`${base}/signout`, { method: 'POST', redirect: 'manual', headers: { cookie: `${SESSION_COOKIE}=${sid}`, origin: 'http://evil.example' } });
+      assert.equal(out.status, 403);
+      assert.equal((await page({ cookie: `${SESSION_COOKIE}=${sid}` })).status, 200, 'the session survives a forged sign-out');
+    });
+
+    test('signing out ends the session server-side and clears the cookie', async () => {
+      const sid = sessionFrom(await signIn(tokens.a.token));
+      const out = await fetch(`${base}/signout`, { method: 'POST', redirect: 'manual', headers: { cookie: `${SESSION_COOKIE}=${sid}`, origin } });
+      assert.equal(out.status, 303);
+      assert.equal(out.headers.get('location'), '/signin');
+      assert.match(out.headers.get('set-cookie')!, new RegExp(`${SESSION_COOKIE}=;.*Expires=Thu, 01 Jan 1970`));
+      const again = await page({ cookie: `${SESSION_COOKIE}=${sid}`, accept: HTML_ACCEPT });
+      assert.equal(again.status, 303, 'a replayed cookie no longer works');
+      assert.equal((await page({ cookie: `${SESSION_COOKIE}=${sid}` })).status, 401);
+      const twice = await fetch(`${base}/signout`, { method: 'POST', redirect: 'manual', headers: { origin } });
+      assert.equal(twice.status, 303, 'signing out without a session is harmless');
+    });
+
+    test('revoking the token ends the sessions it opened, at once', async () => {
+      const sid = sessionFrom(await signIn(tokens.a2.token));
+      assert.equal((await page({ cookie: `${SESSION_COOKIE}=${sid}` })).status, 200);
+      await revokeToken(deps.store, tokens.a2.tokenId);
+      const r = await page({ cookie: `${SESSION_COOKIE}=${sid}`, accept: HTML_ACCEPT });
+      assert.equal(r.status, 303);
+      assert.match(r.headers.get('set-cookie')!, /Expires=Thu, 01 Jan 1970/, 'the dead cookie is cleared');
+      assert.equal((await signIn(tokens.a2.token)).status, 401, 'a revoked token cannot sign in');
+    });
+
+    test('a session expires after the documented lifetime; garbage cookies are ignored', async () => {
+      const sid = sessionFrom(await signIn(tokens.a.token));
+      clock += SESSION_TTL_MS - 1000;
+      assert.equal((await page({ cookie: `${SESSION_COOKIE}=${sid}` })).status, 200);
+      clock += 1000;
+      assert.equal((await page({ cookie: `${SESSION_COOKIE}=${sid}`, accept: HTML_ACCEPT })).status, 303);
+      for (const bad of ['x', 'A'.repeat(43), "'; DROP TABLE dashboard_sessions; --"]) {
+        assert.equal((await page({ cookie: `${SESSION_COOKIE}=${encodeURIComponent(bad)}`, accept: HTML_ACCEPT })).status, 303);
+      }
+    });
+
+    test('sign-in rejects a body without a token (400) and a non-form body (415) with JSON errors', async () => {
+      let r = await fetch(`${base}/signin`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', origin }, body: 'nottoken=1' });
+      assert.equal(r.status, 400);
+      assert.match((await r.json() as { details: string }).details, /token/);
+      r = await fetch(`${base}/signin`, { method: 'POST', headers: { 'content-type': 'text/plain', origin }, body: 'token=x' });
+      assert.equal(r.status, 415);
+      assert.equal((await r.json() as { error: string }).error, 'unsupported_media_type');
+    });
+
+    test('static assets are served from the allow-list with validators; anything else is 404', async () => {
+      const css = await fetch(`${base}/static/dashboard.css`);
+      assert.equal(css.status, 200);
+      assert.equal(css.headers.get('content-type'), 'text/css; charset=utf-8');
+      const etag = css.headers.get('etag')!;
+      assert.match(await css.text(), /\.hosts/);
+      assert.equal((await fetch(`${base}/static/dashboard.css`, { headers: { 'if-none-match': etag } })).status, 304);
+      assert.equal((await fetch(`${base}/static/favicon.svg`)).headers.get('content-type'), 'image/svg+xml');
+      const missing = await fetch(`${base}/static/nope.css`);
+      assert.equal(missing.status, 404);
+      assert.equal((await missing.json() as { error: string }).error, 'not_found');
+    });
+
+    test('directory traversal through the static route reaches nothing', async () => {
+      for (const rawPath of ['/static/../package.json', '/static/..%2f..%2fpackage.json', '/static/%2e%2e/%2e%2e/package.json', '/static/..%5c..%5cpackage.json', '/static/%2fetc%2fpasswd']) {
+        const { status, body } = await rawGet(base, rawPath);
+        assert.equal(status, 404, rawPath);
+        assert.doesNotMatch(body, /fleetsync|root:/, rawPath);
+      }
+    });
+  });
+}
+
+/** GET with the path sent byte-for-byte (fetch would normalise the dot segments away). */
+function rawGet(base: string, rawPath: string): Promise<{ status: number; body: string }> {
+  const { hostname, port } = new URL(base);
+  return new Promise((resolve, reject) => {
+    const req = httpRequest({ host: hostname, port, path: rawPath, method: 'GET' }, (res) => {
+      let body = '';
+      res.on('data', (c: Buffer) => { body += c.toString('utf8'); });
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
