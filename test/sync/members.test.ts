@@ -1,0 +1,134 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { BACKENDS } from '../helpers/backends.js';
+import { call } from '../helpers/http.js';
+import { addMember, businessToken, newBusiness, newUser, startSync, type SyncUnderTest } from '../helpers/sync.js';
+
+const UNKNOWN = '00000000-0000-4000-8000-000000000000';
+
+for (const backend of BACKENDS) {
+  describe(`sync business members on ${backend}`, () => {
+    let s: SyncUnderTest;
+    before(async () => { s = await startSync(backend); });
+    after(() => s.close());
+
+    test('an owner adds a registered user by e-mail (201); the new member sees the business', async () => {
+      const owner = await newUser(s);
+      const bob = await newUser(s, { name: 'Bob' });
+      const biz = await newBusiness(s, owner);
+      const r = await call(s.url, 'POST', `/api/business/${biz.id}/members`, { token: owner.token, json: { email: bob.email.toUpperCase() } });
+      assert.equal(r.status, 201, r.text);
+      assert.deepEqual({ ...r.body, added_at: undefined }, { user_id: bob.id, email: bob.email, name: 'Bob', role: 'member', added_at: undefined });
+      const list = await call(s.url, 'GET', '/api/business', { token: bob.token });
+      assert.deepEqual(list.body.map((b: { id: string; role: string }) => [b.id, b.role]), [[biz.id, 'member']]);
+      assert.equal((await call(s.url, 'GET', `/api/business/${biz.id}`, { token: bob.token })).status, 200);
+      assert.equal((await call(s.url, 'POST', '/api/auth/token', { token: bob.token, json: { business_id: biz.id } })).status, 200);
+    });
+
+    test('any member lists the members in joining order; outsiders get 403, unknown business 404', async () => {
+      const owner = await newUser(s);
+      const m1 = await newUser(s);
+      const outsider = await newUser(s);
+      const biz = await newBusiness(s, owner);
+      await addMember(s, owner, biz.id, m1);
+      const r = await call(s.url, 'GET', `/api/business/${biz.id}/members`, { token: m1.token });
+      assert.equal(r.status, 200);
+      assert.deepEqual(r.body.map((m: { user_id: string; role: string }) => [m.user_id, m.role]), [[owner.id, 'owner'], [m1.id, 'member']]);
+      assert.deepEqual(Object.keys(r.body[0]).sort(), ['added_at', 'email', 'name', 'role', 'user_id']);
+      assert.equal((await call(s.url, 'GET', `/api/business/${biz.id}/members`, { token: outsider.token })).status, 403);
+      assert.equal((await call(s.url, 'GET', `/api/business/${UNKNOWN}/members`, { token: outsider.token })).status, 404);
+      assert.equal((await call(s.url, 'GET', '/api/business/nope/members', { token: outsider.token })).status, 400);
+    });
+
+    test('adding: unknown e-mail 404, already a member 409, invalid e-mail or role 400', async () => {
+      const owner = await newUser(s);
+      const m = await newUser(s);
+      const biz = await newBusiness(s, owner);
+      await addMember(s, owner, biz.id, m);
+      const unknown = await call(s.url, 'POST', `/api/business/${biz.id}/members`, { token: owner.token, json: { email: 'no-such-user@example.com' } });
+      assert.equal(unknown.status, 404);
+      assert.match(unknown.body.details, /register/);
+      const dup = await call(s.url, 'POST', `/api/business/${biz.id}/members`, { token: owner.token, json: { email: m.email } });
+      assert.equal(dup.status, 409);
+      assert.equal(dup.body.error, 'conflict');
+      assert.equal((await call(s.url, 'POST', `/api/business/${biz.id}/members`, { token: owner.token, json: { email: 'bad' } })).status, 400);
+      assert.equal((await call(s.url, 'POST', `/api/business/${biz.id}/members`, { token: owner.token, json: { email: m.email, role: 'admin' } })).status, 400);
+      assert.equal((await call(s.url, 'POST', `/api/business/${biz.id}/members`, { token: owner.token, json: {} })).status, 400);
+    });
+
+    test('only owners add members: a member gets 403, an outsider 403, and nothing changes', async () => {
+      const owner = await newUser(s);
+      const member = await newUser(s);
+      const outsider = await newUser(s);
+      const target = await newUser(s);
+      const biz = await newBusiness(s, owner);
+      await addMember(s, owner, biz.id, member);
+      for (const caller of [member, outsider]) {
+        const r = await call(s.url, 'POST', `/api/business/${biz.id}/members`, { token: caller.token, json: { email: target.email } });
+        assert.equal(r.status, 403);
+      }
+      assert.equal((await call(s.url, 'POST', `/api/business/${biz.id}/members`, { token: outsider.token, json: { email: outsider.email } })).status, 403, 'no self-invite');
+      const list = await call(s.url, 'GET', `/api/business/${biz.id}/members`, { token: owner.token });
+      assert.equal(list.body.length, 2);
+    });
+
+    test('an owner removes a member (204); the removed user loses access at once, business token included', async () => {
+      const owner = await newUser(s);
+      const m = await newUser(s);
+      const biz = await newBusiness(s, owner);
+      await addMember(s, owner, biz.id, m);
+      const bizToken = await businessToken(s, m, biz.id);
+      const r = await call(s.url, 'DELETE', `/api/business/${biz.id}/members/${m.id}`, { token: owner.token });
+      assert.equal(r.status, 204);
+      assert.equal(r.text, '');
+      assert.equal((await call(s.url, 'GET', `/api/business/${biz.id}`, { token: m.token })).status, 403);
+      assert.equal((await call(s.url, 'POST', '/api/auth/token', { token: m.token, json: { business_id: biz.id } })).status, 403);
+      assert.deepEqual((await call(s.url, 'GET', '/api/business', { token: m.token })).body, []);
+      assert.ok(bizToken);
+      const again = await call(s.url, 'DELETE', `/api/business/${biz.id}/members/${m.id}`, { token: owner.token });
+      assert.equal(again.status, 404);
+    });
+
+    test('the last owner cannot be removed (409); with a second owner one may go', async () => {
+      const owner = await newUser(s);
+      const second = await newUser(s);
+      const biz = await newBusiness(s, owner);
+      const r = await call(s.url, 'DELETE', `/api/business/${biz.id}/members/${owner.id}`, { token: owner.token });
+      assert.equal(r.status, 409);
+      assert.match(r.body.details, /last owner/);
+      await addMember(s, owner, biz.id, second, 'owner');
+      assert.equal((await call(s.url, 'DELETE', `/api/business/${biz.id}/members/${owner.id}`, { token: second.token })).status, 204);
+      assert.equal((await call(s.url, 'DELETE', `/api/business/${biz.id}/members/${second.id}`, { token: second.token })).status, 409);
+    });
+
+    test('two owners removing each other at once leave one owner', async () => {
+      const a = await newUser(s);
+      const b = await newUser(s);
+      const biz = await newBusiness(s, a);
+      await addMember(s, a, biz.id, b, 'owner');
+      const rs = await Promise.all([
+        call(s.url, 'DELETE', `/api/business/${biz.id}/members/${b.id}`, { token: a.token }),
+        call(s.url, 'DELETE', `/api/business/${biz.id}/members/${a.id}`, { token: b.token }),
+      ]);
+      const statuses = rs.map((r) => r.status);
+      assert.equal(statuses.filter((x) => x === 204).length, 1, `statuses ${statuses}`);
+      const owners = await s.deps.database.db.selectFrom('memberships').select('user_id').where('business_id', '=', biz.id).where('role', '=', 'owner').execute();
+      assert.equal(owners.length, 1);
+    });
+
+    test('a member may leave; a member cannot remove others (403); outsiders get 403', async () => {
+      const owner = await newUser(s);
+      const m1 = await newUser(s);
+      const m2 = await newUser(s);
+      const outsider = await newUser(s);
+      const biz = await newBusiness(s, owner);
+      await addMember(s, owner, biz.id, m1);
+      await addMember(s, owner, biz.id, m2);
+      assert.equal((await call(s.url, 'DELETE', `/api/business/${biz.id}/members/${m2.id}`, { token: m1.token })).status, 403);
+      assert.equal((await call(s.url, 'DELETE', `/api/business/${biz.id}/members/${m2.id}`, { token: outsider.token })).status, 403);
+      assert.equal((await call(s.url, 'DELETE', `/api/business/${biz.id}/members/${m1.id}`, { token: m1.token })).status, 204);
+      assert.equal((await call(s.url, 'DELETE', `/api/business/${biz.id}/members/not-a-uuid`, { token: owner.token })).status, 400);
+      assert.equal((await call(s.url, 'DELETE', `/api/business/${UNKNOWN}/members/${m2.id}`, { token: owner.token })).status, 404);
+    });
+  });
+}
