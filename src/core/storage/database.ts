@@ -39,7 +39,7 @@ const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
 export async function openDatabase<DB>(opts: OpenDatabaseOptions): Promise<Database<DB>> {
   const database = opts.databaseUrl ? await openPostgres<DB>(opts, opts.databaseUrl) : openSqlite<DB>(opts);
   try {
-    await migrate(database.db, opts.migrations(database.dialect));
+    await migrate(database.db, opts.migrations(database.dialect), database.dialect === 'postgres' ? opts.pgSchema : undefined);
   } catch (e) {
     await database.close();
     throw e;
@@ -88,13 +88,19 @@ async function ensureSchema(url: string, schema: string): Promise<void> {
   }
 }
 
-/** Applies pending migrations under Kysely's migration lock; any failure stops the start. */
-async function migrate<DB>(db: Kysely<DB>, migrations: Record<string, Migration>): Promise<void> {
+/**
+ * Applies pending migrations under Kysely's migration lock; any failure stops the start.
+ * On PostgreSQL the bookkeeping tables are named with their schema: unqualified, Kysely
+ * would find another schema's `schema_migrations_lock` in the same database, skip
+ * creating this one's, and fail.
+ */
+async function migrate<DB>(db: Kysely<DB>, migrations: Record<string, Migration>, pgSchema: string | undefined): Promise<void> {
   const migrator = new Migrator({
     db,
     provider: { getMigrations: async () => migrations },
     migrationTableName: 'schema_migrations',
     migrationLockTableName: 'schema_migrations_lock',
+    ...(pgSchema ? { migrationTableSchema: pgSchema } : {}),
   });
   const { error, results } = await migrator.migrateToLatest();
   if (error) {
