@@ -59,7 +59,7 @@ export class BucketAccumulator {
     const out = new Map<number, Float64Array>();
     for (const [id, sums] of this.sums) {
       const counts = this.counts.get(id)!;
-      out.set(id, sums.map((s, b) => (counts[b] ? s / counts[b]! : Number.NaN)));
+      out.set(id, sums.map((s, b) => (counts[b] ? tidy(s / counts[b]!) : Number.NaN)));
     }
     return out;
   }
@@ -97,7 +97,7 @@ export class CrossHostAverager {
     const out = new Map<number, Float64Array>();
     for (const [id, s] of this.sums) {
       const c = this.counts.get(id)!;
-      out.set(id, s.map((v, b) => (c[b] ? v / c[b]! : Number.NaN)));
+      out.set(id, s.map((v, b) => (c[b] ? tidy(v / c[b]!) : Number.NaN)));
     }
     return out;
   }
@@ -135,4 +135,9 @@ export function rawColumns(rows: SampleRow[]): Columns {
     }
   });
   return { timestamps: rows.map((r) => r.ts), metrics };
+}
+
+/** Rounds away summation noise (the mean of 0.4 and 0.4 is 0.4, not 0.4000000000000001); 15 digits is float64's exact decimal precision. */
+function tidy(x: number): number {
+  return Number(x.toPrecision(15));
 }

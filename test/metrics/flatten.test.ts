@@ -1,0 +1,65 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { flattenReport, MAX_FLATTEN_DEPTH } from '../../src/metrics/domain/flatten.js';
+import type { Report } from '../../src/metrics/domain/report-schema.js';
+import { AppError } from '../../src/core/errors.js';
+import { makeReport } from '../helpers/metrics.js';
+
+const invalid = (pattern: RegExp) => (e: unknown) => e instanceof AppError && e.code === 'invalid_request' && pattern.test(e.details ?? '');
+
+test('every numeric leaf of the known sections becomes a dotted name', () => {
+  const m = flattenReport(makeReport());
+  assert.deepEqual([...m.keys()], [
+    'cpu.usage', ...Array.from({ length: 8 }, (_, i) => `cpu.perCore.${i}`), 'cpu.loadAverage.0', 'cpu.loadAverage.1', 'cpu.loadAverage.2',
+    'memory.total', 'memory.used', 'memory.free', 'memory.percent',
+    'disk./.total', 'disk./.used', 'disk./.available', 'disk./.percent',
+    'disk./data.total', 'disk./data.used', 'disk./data.available', 'disk./data.percent',
+    'network.rxBytes', 'network.txBytes', 'network.rxPackets', 'network.txPackets',
+  ]);
+  assert.equal(m.get('cpu.perCore.3'), 14);
+  assert.equal(m.get('disk./data.percent'), 10);
+});
+
+test('nested network objects, arrays and services flatten; strings and booleans never do', () => {
+  const m = flattenReport(makeReport({
+    network: { eth0: { rxBytes: 5, up: true, name: 'eth0' }, errors: [1, 2] },
+    services: [{ name: 'nginx', status: 'active', restarts: 3, memory: { rss: 1024 } }, { name: 'cron', status: 'failed' }],
+    extra: { ignored: 1 },
+  }));
+  assert.equal(m.get('network.eth0.rxBytes'), 5);
+  assert.equal(m.get('network.errors.1'), 2);
+  assert.equal(m.get('service.nginx.restarts'), 3);
+  assert.equal(m.get('service.nginx.memory.rss'), 1024);
+  assert.ok(![...m.keys()].some((k) => k.includes('status') || k.includes('name') || k.includes('up') || k.startsWith('extra') || k.startsWith('service.cron')));
+});
+
+test('a non-finite number (JSON 1e400 parses to Infinity) is refused, naming the field', () => {
+  const r = makeReport();
+  (r.network as Record<string, unknown>)['rxBytes'] = Infinity;
+  assert.throws(() => flattenReport(r), invalid(/^body network\.rxBytes: must be a finite number/));
+  const r2 = makeReport({ cpu: { usage: 1, perCore: [1, Number.NaN] } });
+  assert.throws(() => flattenReport(r2), invalid(/cpu\.perCore\.1: must be a finite number/));
+});
+
+test('nesting deeper than the bound is refused', () => {
+  let deep: Record<string, unknown> = { v: 1 };
+  for (let i = 0; i < MAX_FLATTEN_DEPTH + 2; i++) deep = { d: deep };
+  assert.throws(() => flattenReport(makeReport({ network: deep })), invalid(/nested deeper than/));
+});
+
+test('two disks with the same path are refused rather than merged', () => {
+  const d = { path: '/', total: 1, used: 1, available: 0, percent: 100 };
+  assert.throws(() => flattenReport(makeReport({ disks: [d, d] })), invalid(/disks\.1\.total: metric disk\.\/\.total is reported twice/));
+});
+
+test('overlong metric names are refused', () => {
+  assert.throws(() => flattenReport(makeReport({ network: { ['k'.repeat(300)]: 1 } })), invalid(/longer than/));
+});
+
+test('a "__proto__" key is an ordinary name and pollutes nothing', () => {
+  const r = JSON.parse('{"network": {"__proto__": {"polluted": 1}, "constructor": {"prototype": 2}}}') as Partial<Report>;
+  const m = flattenReport(makeReport(r));
+  assert.equal(m.get('network.__proto__.polluted'), 1);
+  assert.equal(m.get('network.constructor.prototype'), 2);
+  assert.equal(({} as Record<string, unknown>)['polluted'], undefined);
+});

@@ -1,0 +1,150 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { Database } from '../../src/core/storage/database.js';
+import { openMetricsDatabase } from '../../src/metrics/deps.js';
+import type { MetricsStore, NewReport } from '../../src/metrics/domain/metrics-store.js';
+import { startRetentionSweep } from '../../src/metrics/domain/retention.js';
+import { createKyselyMetricsStore } from '../../src/metrics/storage/kysely-metrics-store.js';
+import type { MetricsTables } from '../../src/metrics/storage/tables.js';
+import { BACKENDS, freshStorage, type TestStorage } from '../helpers/backends.js';
+import { newTenant } from '../helpers/metrics.js';
+
+const LIMITS = { perHost: 40, perTenant: 60 };
+
+function report(tenantId: string, hostId: string, ts: number, metrics: Record<string, number> = { 'cpu.usage': ts % 100, 'memory.percent': 50 }): NewReport {
+  return { tenantId, hostId, hostname: `${hostId}.example`, platform: 'linux', ts, metrics: new Map(Object.entries(metrics)) };
+}
+
+async function collect(store: MetricsStore, tenantId: string, hostId: string, from: number, to: number) {
+  const rows = [];
+  for await (const page of store.scanReports(tenantId, hostId, from, to)) rows.push(...page);
+  return rows;
+}
+
+for (const backend of BACKENDS) {
+  describe(`metrics store on ${backend}`, () => {
+    let storage: TestStorage;
+    let database: Database<MetricsTables>;
+    let store: MetricsStore;
+    before(async () => {
+      storage = await freshStorage(backend);
+      database = await openMetricsDatabase({ databaseUrl: storage.databaseUrl, dbSchema: storage.pgSchema, dataDir: storage.dataDir });
+      store = createKyselyMetricsStore(database, LIMITS);
+    });
+    after(async () => {
+      await store.close();
+      await database.close();
+      await storage.cleanup();
+    });
+
+    test('stores a report once; the same host and ts again is a duplicate that changes nothing', async () => {
+      const t = await newTenant(store);
+      assert.deepEqual(await store.appendReport(report(t.tenantId, 'h1', 1000, { 'cpu.usage': 1 })), { status: 'stored' });
+      assert.deepEqual(await store.appendReport(report(t.tenantId, 'h1', 1000, { 'cpu.usage': 2 })), { status: 'duplicate' });
+      const rows = await collect(store, t.tenantId, 'h1', 0, 5000);
+      assert.equal(rows.length, 1);
+      assert.deepEqual([...rows[0]!.values], [1]);
+    });
+
+    test('concurrent appends are all stored, duplicates within one batch counted once', async () => {
+      const t = await newTenant(store);
+      const outcomes = await Promise.all([
+        ...Array.from({ length: 300 }, (_, i) => store.appendReport(report(t.tenantId, `h${i % 7}`, 10_000 + i))),
+        store.appendReport(report(t.tenantId, 'h0', 10_000)),
+      ]);
+      assert.equal(outcomes.filter((o) => o.status === 'stored').length, 300);
+      assert.equal(outcomes.filter((o) => o.status === 'duplicate').length, 1);
+      let total = 0;
+      for (let h = 0; h < 7; h++) total += (await collect(store, t.tenantId, `h${h}`, 0, 1e6)).length;
+      assert.equal(total, 300);
+      assert.deepEqual(await store.listHosts(t.tenantId), ['h0', 'h1', 'h2', 'h3', 'h4', 'h5', 'h6']);
+    });
+
+    test('range scans are inclusive, ascending and page through long ranges', async () => {
+      const t = await newTenant(store);
+      await Promise.all(Array.from({ length: 4_500 }, (_, i) => store.appendReport(report(t.tenantId, 'h', i * 10))));
+      const all = await collect(store, t.tenantId, 'h', 0, 45_000);
+      assert.equal(all.length, 4_500);
+      assert.ok(all.every((r, i) => r.ts === i * 10));
+      const some = await collect(store, t.tenantId, 'h', 100, 200);
+      assert.deepEqual(some.map((r) => r.ts), [100, 110, 120, 130, 140, 150, 160, 170, 180, 190, 200]);
+      assert.deepEqual(await collect(store, t.tenantId, 'nope', 0, 1e9), []);
+    });
+
+    test('metric names resolve per tenant only', async () => {
+      const a = await newTenant(store);
+      const b = await newTenant(store);
+      await store.appendReport(report(a.tenantId, 'h', 1, { 'secret.metric': 1 }));
+      const [row] = await collect(store, a.tenantId, 'h', 0, 10);
+      const ids = [...row!.metricIds];
+      assert.deepEqual([...(await store.metricNames(a.tenantId, ids)).values()], ['secret.metric']);
+      assert.equal((await store.metricNames(b.tenantId, ids)).size, 0);
+      assert.deepEqual(await collect(store, b.tenantId, 'h', 0, 10), []);
+      assert.equal(await store.hostExists(b.tenantId, 'h'), false);
+    });
+
+    test('past the per-host name limit a report is refused whole; others in its batch are unaffected', async () => {
+      const t = await newTenant(store);
+      const names = (n: number, prefix: string) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`${prefix}.${i}`, i]));
+      assert.deepEqual(await store.appendReport(report(t.tenantId, 'h', 1, names(30, 'a'))), { status: 'stored' });
+      const [over, ok] = await Promise.all([
+        store.appendReport(report(t.tenantId, 'h', 2, { ...names(30, 'a'), ...names(11, 'b') })),
+        store.appendReport(report(t.tenantId, 'h', 3, { ...names(30, 'a'), ...names(10, 'b') })),
+      ]);
+      assert.equal(over!.status, 'limit_exceeded');
+      assert.match((over as { details: string }).details, /host h to 41 distinct metric names; the limit is 40/);
+      assert.deepEqual(ok, { status: 'stored' });
+      assert.deepEqual((await collect(store, t.tenantId, 'h', 0, 10)).map((r) => r.ts), [1, 3]);
+      assert.deepEqual(await store.appendReport(report(t.tenantId, 'h', 4, names(40, 'a'))), { status: 'limit_exceeded', details: 'the report would take host h to 50 distinct metric names; the limit is 40' });
+    });
+
+    test('past the per-tenant name limit a report is refused and no name is added', async () => {
+      const t = await newTenant(store);
+      const names = (prefix: string, n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`${prefix}.${i}`, i]));
+      assert.equal((await store.appendReport(report(t.tenantId, 'h1', 1, names('x', 35)))).status, 'stored');
+      const refused = await store.appendReport(report(t.tenantId, 'h2', 1, names('y', 26)));
+      assert.equal(refused.status, 'limit_exceeded');
+      assert.match((refused as { details: string }).details, /tenant to 61 distinct metric names; the limit is 60/);
+      assert.equal(await store.hostExists(t.tenantId, 'h2'), false);
+      assert.equal((await store.appendReport(report(t.tenantId, 'h2', 1, names('y', 25)))).status, 'stored');
+    });
+
+    test('latestByHost keeps the newest report even when an older one arrives later', async () => {
+      const t = await newTenant(store);
+      await store.appendReport({ ...report(t.tenantId, 'b', 2000, { 'cpu.usage': 20, 'memory.percent': 40 }), hostname: 'beta' });
+      await store.appendReport({ ...report(t.tenantId, 'b', 1000, { 'cpu.usage': 10, 'memory.percent': 30 }), hostname: 'old-name' });
+      await store.appendReport({ ...report(t.tenantId, 'a', 500, { 'disk./.percent': 3 }), hostname: 'alpha' });
+      assert.deepEqual(await store.latestByHost(t.tenantId), [
+        { hostId: 'a', hostname: 'alpha', platform: 'linux', lastTs: 500, cpuUsage: null, memoryPercent: null },
+        { hostId: 'b', hostname: 'beta', platform: 'linux', lastTs: 2000, cpuUsage: 20, memoryPercent: 40 },
+      ]);
+    });
+
+    test('retention deletes older reports and hosts left with none; the sweep reports what it removed', async () => {
+      const t = await newTenant(store);
+      const day = 86_400_000;
+      const now = 100 * day;
+      await store.appendReport(report(t.tenantId, 'stale', now - 40 * day));
+      await store.appendReport(report(t.tenantId, 'live', now - 31 * day));
+      await store.appendReport(report(t.tenantId, 'live', now - 29 * day));
+      const result = await new Promise<unknown>((resolve) => {
+        const stop = startRetentionSweep(store, { retentionMs: 30 * day, intervalMs: 60_000, now: () => now, onSweep: (r) => { void stop().then(() => resolve(r)); } });
+      });
+      assert.ok(typeof result === 'object' && result !== null && 'reports' in result && (result as { reports: number }).reports >= 2);
+      assert.deepEqual(await store.listHosts(t.tenantId), ['live']);
+      assert.deepEqual((await collect(store, t.tenantId, 'live', 0, now)).map((r) => r.ts), [now - 29 * day]);
+      assert.equal((await store.appendReport(report(t.tenantId, 'stale', now))).status, 'stored');
+    });
+
+    test('tokens: listed without secrets, found by hash while active, revoked once', async () => {
+      const t = await newTenant(store, `acme-${backend}`);
+      const list = await store.listTokens();
+      const mine = list.find((x) => x.id === t.tokenId);
+      assert.deepEqual(Object.keys(mine!).sort(), ['createdAt', 'id', 'revokedAt', 'tenantId', 'tenantName']);
+      assert.equal(await store.revokeToken(t.tokenId, 5), true);
+      assert.equal(await store.revokeToken(t.tokenId, 6), false);
+      assert.equal((await store.listTokens()).find((x) => x.id === t.tokenId)!.revokedAt, 5);
+      await assert.rejects(store.createTenant({ id: 'other', name: `acme-${backend}`, createdAt: 1 }), /conflict/);
+    });
+  });
+}
