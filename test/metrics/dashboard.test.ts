@@ -2,27 +2,16 @@ import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { request as httpRequest } from 'node:http';
 import { hashToken } from '../../src/core/auth/tokens.js';
-import { buildMetricsApp } from '../../src/metrics/app.js';
-import { loadMetricsConfig } from '../../src/metrics/config.js';
-import { createMetricsDeps, type MetricsDeps } from '../../src/metrics/deps.js';
+import type { MetricsDeps } from '../../src/metrics/deps.js';
 import { issueToken, revokeToken } from '../../src/metrics/domain/tenant-tokens.js';
 import { SESSION_COOKIE } from '../../src/metrics/dashboard/dashboard-routes.js';
 import { SESSION_TTL_MS } from '../../src/metrics/dashboard/sessions.js';
 import type { DashboardSessionTables } from '../../src/metrics/dashboard/session-store.js';
-import { BACKENDS, freshStorage, type TestStorage } from '../helpers/backends.js';
-import { call, listen } from '../helpers/http.js';
-import type { App } from '../../src/core/http/create-app.js';
+import { BACKENDS } from '../helpers/backends.js';
+import { ingest, makeReport, startMetrics, type MetricsHarness } from '../helpers/metrics.js';
 
 const HOSTILE = '<img src=x onerror=alert(1)>';
 const HTML_ACCEPT = 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8';
-
-function report(agentId: string, hostname: string, ts: number, over: Record<string, unknown> = {}) {
-  return {
-    agentId, hostname, platform: 'linux', ts,
-    cpu: { usage: 12.5 }, memory: { total: 8e9, used: 2e9, free: 6e9, percent: 25 },
-    ...over,
-  };
-}
 
 /** The session cookie's value from a Set-Cookie header. */
 function sessionFrom(res: { headers: Headers }): string {
@@ -33,47 +22,33 @@ function sessionFrom(res: { headers: Headers }): string {
 
 for (const backend of BACKENDS) {
   describe(`dashboard on ${backend}`, () => {
-    let storage: TestStorage;
+    let h: MetricsHarness;
     let deps: MetricsDeps;
-    let app: App;
     let base: string;
     let origin: string;
     let clock = Date.now();
     const tokens: Record<'a' | 'a2' | 'b', { token: string; tokenId: string }> = {} as never;
 
     before(async () => {
-      storage = await freshStorage(backend);
-      const config = loadMetricsConfig([], {
-        DATA_DIR: storage.dataDir,
-        DATABASE_URL: storage.databaseUrl,
-        METRICS_DB_SCHEMA: storage.pgSchema,
-        LOG_LEVEL: 'silent',
-        // Loopback is the "proxy" so a test can claim HTTPS with X-Forwarded-Proto.
-        TRUST_PROXY: '127.0.0.1',
-      });
-      deps = await createMetricsDeps(config, { now: () => clock });
-      app = await buildMetricsApp(config, deps);
-      base = await listen(app);
+      // Loopback is the "proxy" so a test can claim HTTPS with X-Forwarded-Proto.
+      h = await startMetrics(backend, { trustProxy: ['127.0.0.1'], now: () => clock });
+      ({ deps, url: base } = h);
       origin = base;
       tokens.a = await issueToken(deps.store, 'acme');
       tokens.a2 = await issueToken(deps.store, 'acme');
       tokens.b = await issueToken(deps.store, 'globex');
       const ts = clock - 20_000;
       for (const [tok, body] of [
-        [tokens.a.token, report('web-1', 'web-1.acme', ts, { cpu: { usage: 42.25 }, memory: { total: 8e9, used: 5e9, free: 3e9, percent: 61.04 } })],
-        [tokens.a.token, report('evil', HOSTILE, ts, { platform: `Tom & Jerry's "OS"` })],
-        [tokens.b.token, report('b-secret-host', 'globex-db', ts)],
+        [tokens.a.token, makeReport({ agentId: 'web-1', hostname: 'web-1.acme', ts, cpu: { usage: 42.25 }, memory: { total: 8e9, used: 5e9, free: 3e9, percent: 61.04 } })],
+        [tokens.a.token, makeReport({ agentId: 'evil', hostname: HOSTILE, ts, platform: `Tom & Jerry's "OS"` })],
+        [tokens.b.token, makeReport({ agentId: 'b-secret-host', hostname: 'globex-db', ts })],
       ] as const) {
-        const r = await call(base, 'POST', '/api/v1/ingest', { token: tok, json: body });
+        const r = await ingest(base, tok, body);
         assert.equal(r.status, 200, r.text);
       }
     });
 
-    after(async () => {
-      await app.close();
-      await deps.close();
-      await storage.cleanup();
-    });
+    after(() => h.close());
 
     async function signIn(token: string, headers: Record<string, string> = {}) {
       return fetch(`${base}/signin`, {
