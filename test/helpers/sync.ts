@@ -11,6 +11,9 @@ import { call, listen } from './http.js';
 export interface TestClock {
   now(): number;
   advance(ms: number): void;
+  /** Stops time (until `resume`), so two answers computed moments apart can be compared exactly. */
+  freeze(): void;
+  resume(): void;
 }
 
 export interface SyncUnderTest {
@@ -47,7 +50,13 @@ export async function startSync(backend: BackendName, overrides: Partial<SyncCon
     ...overrides,
   };
   let offset = 0;
-  const clock: TestClock = { now: () => Date.now() + offset, advance: (ms) => { offset += ms; } };
+  let frozenAt: number | undefined;
+  const clock: TestClock = {
+    now: () => frozenAt ?? Date.now() + offset,
+    advance: (ms) => { offset += ms; if (frozenAt !== undefined) frozenAt += ms; },
+    freeze: () => { frozenAt = Date.now() + offset; },
+    resume: () => { frozenAt = undefined; },
+  };
   const logs: string[] = [];
   const logStream = new Writable({ write(chunk, _enc, cb) { logs.push(String(chunk)); cb(); } });
   const deps = await createSyncDeps(config, { now: clock.now });
