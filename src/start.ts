@@ -1,0 +1,129 @@
+#!/usr/bin/env node
+/**
+ * `npm start`: the quick start on one machine. Runs the metrics service, the
+ * sync service and a host agent reporting this machine, each its own process,
+ * on the embedded SQLite default. On the first run it creates the tenant
+ * "default" and a token, prints the token, and keeps it in
+ * `<data-dir>/quickstart.json` (mode 0600) because the local agent needs it
+ * on every start, as an agent's own config file would.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ConfigError, helpText, loadConfig, opt } from './core/config.js';
+import { loadMetricsConfig } from './metrics/config.js';
+import { openMetricsDatabase } from './metrics/deps.js';
+import { issueToken } from './metrics/domain/tenant-tokens.js';
+import { createKyselyMetricsStore } from './metrics/storage/kysely-metrics-store.js';
+
+const startOptions = {
+  dataDir: opt.string({ flag: 'data-dir', env: 'DATA_DIR', default: './data', doc: 'Directory for both services\' SQLite files, the agent spool and quickstart.json.' }),
+  metricsPort: opt.int({ flag: 'metrics-port', env: 'METRICS_PORT', default: 8080, min: 1, max: 65535, doc: 'Port of the metrics service.' }),
+  syncPort: opt.int({ flag: 'sync-port', env: 'SYNC_PORT', default: 8081, min: 1, max: 65535, doc: 'Port of the sync service.' }),
+  agent: opt.bool({ flag: 'agent', env: 'QUICKSTART_AGENT', default: true, doc: 'Run a host agent reporting this machine (--agent=false to skip).' }),
+};
+
+interface Quickstart { tenant: string; tokenId: string; token: string }
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const children: ChildProcess[] = [];
+
+async function firstToken(dataDir: string): Promise<{ qs: Quickstart; created: boolean }> {
+  const file = path.join(dataDir, 'quickstart.json');
+  if (existsSync(file)) return { qs: JSON.parse(readFileSync(file, 'utf8')) as Quickstart, created: false };
+  const config = loadMetricsConfig(['--data-dir', dataDir], {});
+  const database = await openMetricsDatabase(config);
+  const store = createKyselyMetricsStore(database, { perHost: config.maxMetricsPerHost, perTenant: config.maxMetricsPerTenant });
+  try {
+    const t = await issueToken(store, 'default');
+    const qs = { tenant: t.tenantName, tokenId: t.tokenId, token: t.token };
+    writeFileSync(file, JSON.stringify(qs, null, 2) + '\n', { mode: 0o600 });
+    return { qs, created: true };
+  } finally {
+    await store.close();
+    await database.close();
+  }
+}
+
+function run(name: string, script: string, args: string[], env: Record<string, string>): ChildProcess {
+  const child = spawn(process.execPath, [path.join(here, script), ...args], { stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, ...env } });
+  child.on('exit', (code, signal) => {
+    if (!stopping) {
+      console.error(`${name} exited (${signal ?? code}); stopping the others`);
+      stop(1);
+    }
+  });
+  children.push(child);
+  return child;
+}
+
+async function waitUntilServing(url: string, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      await fetch(url);
+      return;
+    } catch {
+      if (Date.now() > deadline) throw new Error(`${url} did not answer within ${timeoutMs} ms`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+}
+
+let stopping = false;
+function stop(code: number): void {
+  if (stopping) return;
+  stopping = true;
+  for (const c of children) c.kill('SIGTERM');
+  let left = children.length;
+  if (!left) process.exit(code);
+  for (const c of children) c.once('exit', () => { if (--left === 0) process.exit(code); });
+  setTimeout(() => process.exit(code), 15_000).unref();
+}
+
+async function main(): Promise<void> {
+  if (process.argv.includes('--help')) {
+    console.log(helpText('npm start: both services and a local agent on the embedded default', startOptions));
+    return;
+  }
+  const o = loadConfig(startOptions, { argv: process.argv.slice(2), env: process.env });
+  const dataDir = path.resolve(o.dataDir);
+  mkdirSync(dataDir, { recursive: true });
+  const { qs, created } = await firstToken(dataDir);
+
+  const metricsUrl = `http://127.0.0.1:${o.metricsPort}`;
+  const syncUrl = `http://127.0.0.1:${o.syncPort}`;
+  run('metrics service', 'metrics/cli.js', ['serve'], { DATA_DIR: dataDir, METRICS_PORT: String(o.metricsPort) });
+  run('sync service', 'sync/cli.js', ['serve'], { DATA_DIR: dataDir, SYNC_PORT: String(o.syncPort) });
+  await Promise.all([waitUntilServing(`${metricsUrl}/healthz`), waitUntilServing(`${syncUrl}/healthz`)]);
+  if (o.agent) {
+    run('host agent', 'agent/cli.js', [], {
+      HOST_AGENT_URL: metricsUrl,
+      HOST_AGENT_TOKEN: qs.token,
+      HOST_AGENT_SPOOL_DIR: path.join(dataDir, 'agent-spool'),
+    });
+  }
+
+  console.log(`
+  metrics service  ${metricsUrl}   dashboard: ${metricsUrl}/signin
+  sync service     ${syncUrl}
+  tenant "${qs.tenant}" token${created ? ' (new; also kept in ' + path.join(dataDir, 'quickstart.json') + ')' : ''}:
+
+      ${qs.token}
+
+  try:
+      curl -s -H "Authorization: Bearer ${qs.token}" ${metricsUrl}/api/v1/hosts
+      curl -s -X POST ${syncUrl}/api/auth/register -H 'content-type: application/json' \\
+           -d '{"email":"me@example.com","name":"Me","password":"correct horse battery"}'
+${o.agent ? '  an agent reports this machine every 10 s; the dashboard shows it after the first report.\n' : ''}  Ctrl-C stops everything.
+`);
+  process.once('SIGINT', () => stop(0));
+  process.once('SIGTERM', () => stop(0));
+}
+
+main().catch((e: unknown) => {
+  console.error(e instanceof ConfigError ? e.message : e);
+  stop(1);
+  if (!children.length) process.exit(1);
+});
