@@ -1,10 +1,9 @@
 import os from 'node:os';
 import { agentOptions, type AgentOptions } from './agent-options.js';
 import { loadAgentConfigFile, type AgentConfigFile } from './agent-config-file.js';
-import type { AgentReport } from './agent-report.js';
 import { persistentAgentId } from './agent-id.js';
-import { reportMetrics } from './alerts/report-metrics.js';
-import { compileRules, evaluateRules } from './alerts/threshold-alerts.js';
+import { compileRules } from './alerts/threshold-alerts.js';
+import { reportBuilder } from './build-report.js';
 import { createCollector, type Collector } from './collect/collector.js';
 import { linuxHostSource, type HostSource } from './collect/host-source.js';
 import { drainSpool, startDeliveryLoop, type DeliveryOptions } from './delivery/delivery-loop.js';
@@ -54,11 +53,8 @@ async function prepare(config: AgentConfig): Promise<Prepared> {
     source: config.source ?? linuxHostSource({ serviceTimeoutMs: c.serviceTimeoutMs }),
     agentId, hostname: config.hostname ?? os.hostname(), services: file.services, log,
   });
-  const report = async (now: number) => {
-    const r = await collector.collect(now);
-    const full: AgentReport = { ...r, alerts: evaluateRules(rules, reportMetrics(r)) };
-    return Buffer.from(JSON.stringify(full));
-  };
+  const build = reportBuilder(collector, rules);
+  const report = async (now: number) => Buffer.from(JSON.stringify(await build(now)));
   const target = { url: c.url, token: c.token, secret: c.secret, timeoutMs: c.requestTimeoutMs };
   const delivery: DeliveryOptions = {
     spool, log, retryBaseMs: c.retryBaseMs, retryMaxMs: c.retryMaxMs,
@@ -95,6 +91,7 @@ export async function startAgent(config: AgentConfig): Promise<AgentHandle> {
     try {
       const body = await report(now);
       await spool.append(body, now);
+      log.debug('report collected', { reportTs: now, spooled: spool.length });
       loop.notify();
     } catch (e: unknown) {
       log.error('collection failed, no report for this interval', { error: e instanceof Error ? e.message : String(e) });

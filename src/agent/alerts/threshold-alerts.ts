@@ -6,7 +6,7 @@ export function metricPattern(glob: string): RegExp {
   return new RegExp(`^${glob.split('*').map((p) => p.replace(/[.+?^${}()|[\]\\/]/g, '\\$&')).join('.*')}$`);
 }
 
-interface CompiledRule extends AlertRule { re: RegExp }
+export interface CompiledRule extends AlertRule { re: RegExp }
 
 export function compileRules(rules: AlertRule[]): CompiledRule[] {
   return rules.map((r) => ({ ...r, re: metricPattern(r.metric) }));

@@ -47,6 +47,7 @@ function attempter(opts: DeliveryOptions): Attempt {
       return 0;
     }
     await spool.remove(entry, 'delivered');
+    log.debug('report delivered', { reportTs: entry.ts, status: outcome.status, spooled: spool.length });
     if (outcome.status === 202) log.warn('report stored but routing of some alerts failed', { alertResults: outcome.alertResults, reportTs: entry.ts });
     return 0;
   };
