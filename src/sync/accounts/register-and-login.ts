@@ -5,6 +5,7 @@ import type { User } from './account-store.js';
 import { normalizeEmail } from './email.js';
 import { dummyHash, hashPassword, verifyPassword } from './password-hash.js';
 import { passwordProblem } from './password-policy.js';
+import { parseDisplayName } from './display-name.js';
 import { startSession, type SessionTokens } from './sessions.js';
 import { assertNotLocked, clearLoginFailures, recordLoginFailure } from './login-lockout.js';
 
@@ -19,9 +20,7 @@ export const NAME_MAX_LENGTH = 200;
 export async function registerUser(ctx: AccountsContext, input: { email: string; name: string; password: string }): Promise<SignedIn> {
   const email = normalizeEmail(input.email);
   if (!email) throw new AppError('invalid_request', 'email: is not a valid e-mail address');
-  const name = input.name.trim();
-  if (!name) throw new AppError('invalid_request', 'name: must not be empty');
-  if (name.length > NAME_MAX_LENGTH) throw new AppError('invalid_request', `name: must be at most ${NAME_MAX_LENGTH} characters`);
+  const name = parseDisplayName(input.name, 'name', NAME_MAX_LENGTH);
   const problem = passwordProblem(input.password, email);
   if (problem) throw new AppError('invalid_request', problem);
   const user: User = { id: randomUUID(), email, name, passwordHash: await hashPassword(input.password, ctx.config.scryptLog2N), createdAt: ctx.now() };
@@ -38,9 +37,11 @@ const BAD_CREDENTIALS = 'the e-mail address or the password is incorrect';
  * whether an account exists.
  */
 export async function loginUser(ctx: AccountsContext, input: { email: string; password: string }): Promise<SignedIn> {
-  const email = normalizeEmail(input.email) ?? input.email.trim().toLowerCase();
+  const valid = normalizeEmail(input.email);
+  // A string that is no e-mail address cannot name an account, but it gets the same answer, work and lockout as one.
+  const email = valid ?? input.email.trim().toLowerCase();
   await assertNotLocked(ctx, email);
-  const user = await ctx.accounts.findUserByEmail(email);
+  const user = valid ? await ctx.accounts.findUserByEmail(valid) : undefined;
   const ok = await verifyPassword(input.password, user?.passwordHash ?? (await dummyHash(ctx.config.scryptLog2N)));
   if (!user || !ok) {
     await recordLoginFailure(ctx, email);

@@ -4,6 +4,7 @@ import type { Business } from './business-store.js';
 import type { BusinessesContext } from './businesses-context.js';
 import type { Role } from './role.js';
 import { parseAbn } from './abn.js';
+import { parseDisplayName } from '../accounts/display-name.js';
 
 export const BUSINESS_NAME_MAX_LENGTH = 200;
 
@@ -11,9 +12,7 @@ export type BusinessView = Business & { role: Role };
 
 /** Creates a business owned by its creator. ABNs are not unique: one entity may run several businesses. */
 export async function createBusiness(ctx: BusinessesContext, userId: string, input: { name: string; abn: string }): Promise<BusinessView> {
-  const name = input.name.trim();
-  if (!name) throw new AppError('invalid_request', 'name: must not be empty');
-  if (name.length > BUSINESS_NAME_MAX_LENGTH) throw new AppError('invalid_request', `name: must be at most ${BUSINESS_NAME_MAX_LENGTH} characters`);
+  const name = parseDisplayName(input.name, 'name', BUSINESS_NAME_MAX_LENGTH);
   const parsed = parseAbn(input.abn);
   if ('problem' in parsed) throw new AppError('invalid_request', parsed.problem);
   const business: Business = { id: randomUUID(), name, abn: parsed.abn, createdBy: userId, createdAt: ctx.now() };
