@@ -1,0 +1,125 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { BACKENDS } from '../helpers/backends.js';
+import { call } from '../helpers/http.js';
+import { businessToken, newBusiness, newUser, startSync, type SyncUnderTest } from '../helpers/sync.js';
+import { change, device, type PulledChange } from './push-client.js';
+
+for (const backend of BACKENDS) {
+  describe(`sync pull on ${backend}`, () => {
+    let s: SyncUnderTest;
+    before(async () => { s = await startSync(backend, { pullPageSize: 3, pullPageMax: 4 }); });
+    after(() => s.close());
+
+    async function setup() {
+      const u = await newUser(s);
+      const b = await newBusiness(s, u);
+      return { u, b, dev: device(s.url, u.token, b.id) };
+    }
+
+    test('an empty business pulls nothing at version 0', async () => {
+      const { dev } = await setup();
+      const r = await dev.pull(0);
+      assert.equal(r.status, 200);
+      assert.deepEqual(r.body, { changes: [], version: 0, has_more: false });
+    });
+
+    test('pages in version order; version is the last change of a page while has_more, then the server version', async () => {
+      const { dev } = await setup();
+      await dev.push({ changes: Array.from({ length: 5 }, () => change(randomUUID(), 1)) });
+      let r = await dev.pull(0, 2);
+      assert.deepEqual(r.body.changes.map((c: PulledChange) => c.version), [1, 2]);
+      assert.equal(r.body.has_more, true);
+      assert.equal(r.body.version, 2);
+      r = await dev.pull(2, 2);
+      assert.deepEqual([r.body.changes.map((c: PulledChange) => c.version), r.body.has_more, r.body.version], [[3, 4], true, 4]);
+      r = await dev.pull(4, 2);
+      assert.deepEqual([r.body.changes.map((c: PulledChange) => c.version), r.body.has_more, r.body.version], [[5], false, 5]);
+      r = await dev.pull(3, 2);
+      assert.deepEqual([r.body.changes.map((c: PulledChange) => c.version), r.body.has_more, r.body.version], [[4, 5], false, 5], 'a page that ends exactly at the server version has no more');
+      r = await dev.pull(5);
+      assert.deepEqual(r.body, { changes: [], version: 5, has_more: false });
+    });
+
+    test('the page size defaults to --pull-page-size and a larger limit is reduced to --pull-page-max', async () => {
+      const { dev } = await setup();
+      await dev.push({ changes: Array.from({ length: 6 }, () => change(randomUUID(), 1)) });
+      let r = await dev.pull(0);
+      assert.equal(r.body.changes.length, 3);
+      r = await dev.pull(0, 100);
+      assert.equal(r.body.changes.length, 4);
+      assert.equal(r.body.version, 4);
+    });
+
+    test('a since_version above the server version returns no changes and the server version', async () => {
+      const { dev } = await setup();
+      await dev.push({ changes: [change(randomUUID(), 1)] });
+      const r = await dev.pull(99);
+      assert.deepEqual(r.body, { changes: [], version: 1, has_more: false });
+    });
+
+    test('every change is pulled exactly once and in order while several devices push concurrently', async () => {
+      const { u, b } = await setup();
+      const devices = Array.from({ length: 4 }, () => device(s.url, u.token, b.id));
+      const reader = device(s.url, u.token, b.id);
+      const PUSHES = 12;
+      const PER_PUSH = 3;
+      let done = false;
+      const pushing = Promise.all(devices.map(async (d) => {
+        for (let i = 0; i < PUSHES; i++) {
+          const r = await d.push({ changes: Array.from({ length: PER_PUSH }, (_, k) => change(randomUUID(), 1, { i, k })) });
+          assert.equal(r.body.accepted, PER_PUSH);
+        }
+      })).finally(() => { done = true; });
+      const total = devices.length * PUSHES * PER_PUSH;
+      const seen: PulledChange[] = [];
+      let version = 0;
+      let pulls = 0;
+      while (!done || version < total) {
+        const r = await reader.pull(version, 4);
+        assert.equal(r.status, 200);
+        const page = r.body.changes as PulledChange[];
+        for (const c of page) assert.ok(c.version > version, `version ${c.version} after cursor ${version}`);
+        seen.push(...page);
+        assert.ok(r.body.version >= version, 'the cursor never moves back');
+        version = r.body.version;
+        pulls++;
+      }
+      await pushing;
+      assert.ok(pulls > 1);
+      assert.deepEqual(seen.map((c) => c.version), Array.from({ length: total }, (_, i) => i + 1), 'versions 1..N, each once, in order, no gaps');
+      assert.equal(new Set(seen.map((c) => c.record_uuid)).size, total);
+      const status = await call(s.url, 'GET', '/api/sync/status', { token: u.token, headers: { 'x-business-id': b.id } });
+      assert.equal(status.body.server_version, total);
+    });
+
+    test('bad cursors get 400', async () => {
+      const { u, b } = await setup();
+      for (const json of [{}, { since_version: -1 }, { since_version: '3' }, { since_version: 1.5 }, { since_version: 0, limit: 0 }, { since_version: 0, other: 1 }]) {
+        const r = await call(s.url, 'POST', '/api/sync/pull', { token: u.token, headers: { 'x-business-id': b.id }, json });
+        assert.equal(r.status, 400, JSON.stringify(json));
+        assert.equal(r.body.error, 'invalid_request');
+      }
+    });
+
+    test('cross-business: nobody pulls another business\'s changes', async () => {
+      const { u, b, dev } = await setup();
+      await dev.push({ changes: [change(randomUUID(), 1, { secret: 'A' })] });
+      const outsider = await newUser(s);
+      const own = await newBusiness(s, outsider);
+      let r = await call(s.url, 'POST', '/api/sync/pull', { token: outsider.token, headers: { 'x-business-id': b.id }, json: { since_version: 0 } });
+      assert.equal(r.status, 403);
+      const tokenOwn = await businessToken(s, outsider, own.id);
+      r = await call(s.url, 'POST', '/api/sync/pull', { token: tokenOwn, headers: { 'x-business-id': b.id }, json: { since_version: 0 } });
+      assert.equal(r.status, 400);
+      r = await call(s.url, 'POST', '/api/sync/pull', { token: tokenOwn, json: { since_version: 0, business_id: b.id } });
+      assert.equal(r.status, 400);
+      r = await call(s.url, 'POST', '/api/sync/pull', { token: tokenOwn, json: { since_version: 0 } });
+      assert.deepEqual(r.body, { changes: [], version: 0, has_more: false }, 'the business token pulls its own, empty, business');
+      r = await call(s.url, 'POST', '/api/sync/pull', { headers: { 'x-business-id': b.id }, json: { since_version: 0 } });
+      assert.equal(r.status, 401);
+      assert.ok(u);
+    });
+  });
+}
