@@ -1,0 +1,140 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { BACKENDS } from '../helpers/backends.js';
+import { call } from '../helpers/http.js';
+import { ingest, makeReport, startMetrics, type MetricsHarness } from '../helpers/metrics.js';
+
+const NOW = Date.UTC(2026, 10, 21, 12);
+const T0 = NOW - 3_600_000;
+
+for (const backend of BACKENDS) {
+  describe(`series reads on ${backend}`, () => {
+    let m: MetricsHarness;
+    let a: { token: string; tenantId: string };
+    let b: { token: string; tenantId: string };
+    const get = (token: string, path: string) => call(m.url, 'GET', path, { token });
+
+    before(async () => {
+      m = await startMetrics(backend, { now: () => NOW, seriesPoints: 100, seriesPointsMax: 1000 });
+      a = await m.newTenant();
+      b = await m.newTenant();
+      // Tenant A: host h1 reports cpu.usage = i every 10 s for 360 reports (one hour); host h2 reports 50 with a phase of 3 s.
+      const sends = [];
+      for (let i = 0; i < 360; i++) {
+        sends.push(ingest(m.url, a.token, makeReport({ agentId: 'h1', ts: T0 + i * 10_000, cpu: { usage: i % 100 } })));
+        sends.push(ingest(m.url, a.token, makeReport({ agentId: 'h2', ts: T0 + 3_000 + i * 10_000, cpu: { usage: 50 }, disks: [] })));
+      }
+      sends.push(ingest(m.url, b.token, makeReport({ agentId: 'hb', ts: T0, cpu: { usage: 99 } })));
+      const results = await Promise.all(sends);
+      assert.ok(results.every((r) => r.status === 200));
+    });
+    after(() => m.close());
+
+    test('GET /api/v1/hosts lists only the token\'s tenant hosts', async () => {
+      assert.deepEqual((await get(a.token, '/api/v1/hosts')).body, ['h1', 'h2']);
+      assert.deepEqual((await get(b.token, '/api/v1/hosts')).body, ['hb']);
+    });
+
+    test('a range within the budget returns raw reports, inclusive at both ends', async () => {
+      const r = await get(a.token, `/api/v1/host/h1?from=${T0 + 10_000}&to=${T0 + 50_000}`);
+      assert.equal(r.status, 200);
+      assert.deepEqual(r.body.timestamps, [T0 + 10_000, T0 + 20_000, T0 + 30_000, T0 + 40_000, T0 + 50_000]);
+      assert.deepEqual(r.body.metrics['cpu.usage'], [1, 2, 3, 4, 5]);
+      assert.equal(r.body.bucketMs, null);
+      assert.equal(r.body.hostId, 'h1');
+      assert.equal(Object.keys(r.body.metrics).length, 17, 'cpu.usage, memory.*, 8 disk and 4 network metrics');
+    });
+
+    test('past the budget, points are per-metric means of equal-width buckets', async () => {
+      const r = await get(a.token, `/api/v1/host/h1?from=${T0}&to=${T0 + 999_999}&points=10`);
+      assert.equal(r.body.bucketMs, 100_000);
+      assert.equal(r.body.points, 10);
+      assert.deepEqual(r.body.timestamps, Array.from({ length: 10 }, (_, i) => T0 + i * 100_000));
+      assert.deepEqual(r.body.metrics['cpu.usage'], Array.from({ length: 10 }, (_, i) => i * 10 + 4.5));
+      assert.deepEqual(r.body.metrics['memory.percent'], Array.from({ length: 10 }, () => 50));
+    });
+
+    test('without from/to the last hour is served, with the configured budget', async () => {
+      const r = await get(a.token, '/api/v1/host/h1');
+      assert.equal(r.body.to, NOW);
+      assert.equal(r.body.from, NOW - 3_600_000);
+      assert.equal(r.body.points, 100);
+      assert.ok(r.body.timestamps.length <= 100 && r.body.timestamps.length > 0);
+      assert.equal(r.body.bucketMs, 36_001);
+    });
+
+    test('an empty range is an empty series, not an error', async () => {
+      const r = await get(a.token, `/api/v1/host/h1?from=0&to=1000`);
+      assert.equal(r.status, 200);
+      assert.deepEqual([r.body.timestamps, r.body.metrics], [[], {}]);
+    });
+
+    test('400 for non-integer bounds, from after to, or points beyond the cap', async () => {
+      const cases: Array<[string, RegExp]> = [
+        ['from=abc', /querystring from: must be integer/],
+        ['to=1.5', /querystring to: must be integer/],
+        ['from=-1', /querystring from: must be >= 0/],
+        [`from=${T0 + 1}&to=${T0}`, /querystring from: .* is after to/],
+        ['points=0', /querystring points: must be >= 1/],
+        ['points=1001', /querystring points: 1001 is above the maximum of 1000/],
+      ];
+      for (const path of ['/api/v1/host/h1', '/api/v1/aggregate']) {
+        for (const [q, details] of cases) {
+          const r = await get(a.token, `${path}?${q}`);
+          assert.equal(r.status, 400, `${path}?${q}`);
+          assert.deepEqual(r.body.error, 'invalid_request');
+          assert.match(r.body.details, details);
+        }
+      }
+    });
+
+    test('another tenant\'s host answers 404 exactly like a host that does not exist', async () => {
+      const other = await get(b.token, '/api/v1/host/h1');
+      const none = await get(b.token, '/api/v1/host/zz');
+      assert.equal(other.status, 404);
+      assert.deepEqual(other.body, { error: 'not_found', details: 'no host h1' });
+      assert.deepEqual(none.body, { error: 'not_found', details: 'no host zz' });
+      assert.equal((await get(a.token, '/api/v1/host/hb')).status, 404);
+    });
+
+    test('the aggregate averages each host\'s bucket mean across the tenant\'s hosts only', async () => {
+      const r = await get(a.token, `/api/v1/aggregate?from=${T0}&to=${T0 + 99_999}&points=1`);
+      assert.equal(r.status, 200);
+      assert.equal(r.body.hosts, 2);
+      assert.deepEqual(r.body.timestamps, [T0]);
+      // h1's mean over its first 10 reports is 4.5, h2's is 50: each host counts once.
+      assert.deepEqual(r.body.metrics['cpu.usage'], [27.25]);
+      // Only h1 has disks: the fleet value is h1's own.
+      assert.deepEqual(r.body.metrics['disk./.percent'], [50]);
+      const rb = await get(b.token, `/api/v1/aggregate?from=${T0}&to=${T0 + 99_999}&points=1`);
+      assert.equal(rb.body.hosts, 1);
+      assert.deepEqual(rb.body.metrics['cpu.usage'], [99]);
+    });
+
+    test('aggregate buckets are never narrower than the 10 s report interval', async () => {
+      const r = await get(a.token, `/api/v1/aggregate?from=${T0}&to=${T0 + 59_999}&points=1000`);
+      assert.equal(r.body.bucketMs, 10_000);
+      assert.deepEqual(r.body.timestamps, Array.from({ length: 6 }, (_, i) => T0 + i * 10_000));
+      assert.deepEqual(r.body.metrics['cpu.usage'], [25, 25.5, 26, 26.5, 27, 27.5]);
+    });
+
+    test('every read path answers 401 without a valid token', async () => {
+      for (const path of ['/api/v1/hosts', '/api/v1/host/h1', '/api/v1/aggregate']) {
+        for (const token of [undefined, 'mtk_notarealtokennotarealtoken']) {
+          const r = await call(m.url, 'GET', path, token ? { token } : {});
+          assert.equal(r.status, 401, path);
+          assert.equal(r.body.error, 'unauthorized');
+        }
+      }
+    });
+
+    test('unknown routes and methods get JSON 404s', async () => {
+      const r = await get(a.token, '/api/v1/nope');
+      assert.equal(r.status, 404);
+      assert.equal(r.body.error, 'not_found');
+      const d = await call(m.url, 'DELETE', '/api/v1/hosts', { token: a.token });
+      assert.equal(d.status, 404);
+      assert.equal(d.body.error, 'not_found');
+    });
+  });
+}
