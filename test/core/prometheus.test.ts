@@ -5,6 +5,7 @@ import { createHttpApp } from '../../src/core/http/create-app.js';
 import { createSelfMetrics, registerSelfMonitoring } from '../../src/core/ops/self-metrics.js';
 import { isRateLimitExempt } from '../../src/core/http/rate-limit-exempt.js';
 import { bindLogContext } from '../../src/core/http/log-context.js';
+import { AppError } from '../../src/core/errors.js';
 
 const TOKEN = 'metrics-token-0123456789abcdef';
 
@@ -85,14 +86,24 @@ test('service counters and gauges appear in the same registry; two apps never sh
   const feeds = one.metrics.gauge('sync_feed_connections', 'Open feed sockets.');
   pushes.inc({ outcome: 'ok' }, 3);
   feeds.inc();
-  one.metrics.rateLimitRejections.inc({ limit: 'user' });
   const body = (await scrape(one.app)).body;
   assert.equal(sample(body, 'sync_pushes_total', { outcome: 'ok', service: 'test' }), 3);
   assert.equal(sample(body, 'sync_feed_connections', { service: 'test' }), 1);
-  assert.equal(sample(body, 'rate_limit_rejections_total', { limit: 'user' }), 1);
   const other = (await scrape(two.app)).body;
   assert.doesNotMatch(other, /sync_pushes_total/);
-  assert.doesNotMatch(other, /rate_limit_rejections_total\{/);
+});
+
+test('every 429 counts as a rate-limit rejection of its route', async (t) => {
+  const { app, metrics } = build();
+  t.after(() => app.close());
+  app.get('/limited/:id', async () => { throw new AppError('rate_limited', 'slow down', { retry_after: 3 }); });
+  await app.inject({ url: '/limited/1' });
+  await app.inject({ url: '/limited/2' });
+  await app.inject({ url: '/api/item/1' });
+  const body = (await scrape(app)).body;
+  assert.equal(sample(body, 'rate_limit_rejections_total', { route: '/limited/:id' }), 2);
+  assert.equal(sample(body, 'rate_limit_rejections_total', { route: '/api/item/:id' }), undefined);
+  assert.ok(metrics.registry.getSingleMetric('rate_limit_rejections_total'));
 });
 
 test('/metrics is exempt from rate limits', async (t) => {

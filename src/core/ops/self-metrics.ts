@@ -13,8 +13,8 @@ import '../http/rate-limit-exempt.js';
  */
 export interface SelfMetrics {
   readonly registry: Registry;
-  /** Requests refused by a rate limit or a lockout, by which limit (`user`, `ip`, `login`...). */
-  readonly rateLimitRejections: Counter<'limit'>;
+  /** Requests refused with 429 (a rate limit or a lockout), by route pattern; counted by `registerSelfMonitoring`. */
+  readonly rateLimitRejections: Counter<'route'>;
   counter<L extends string = never>(name: string, help: string, labelNames?: readonly L[]): Counter<L>;
   gauge<L extends string = never>(name: string, help: string, labelNames?: readonly L[]): Gauge<L>;
 }
@@ -32,7 +32,7 @@ export function createSelfMetrics(service: string): SelfMetrics {
     new Gauge<L>({ name, help, labelNames, registers: [registry] });
   return {
     registry,
-    rateLimitRejections: counter('rate_limit_rejections_total', 'Requests refused with 429 by a rate limit or lockout.', ['limit']),
+    rateLimitRejections: counter('rate_limit_rejections_total', 'Requests refused with 429 by a rate limit or a login lockout, by route pattern.', ['route']),
     counter,
     gauge,
   };
@@ -44,7 +44,8 @@ export interface SelfMonitoringOptions {
 }
 
 /**
- * Counts every request by method, route pattern and status, and serves the
+ * Counts every request by method, route pattern and status (and every 429
+ * as a rate-limit rejection, whichever limit or lockout refused it), and serves the
  * registry as Prometheus text at `/metrics` to holders of the metrics token.
  * The route label is the route's pattern (`/api/v1/host/:id`), never the raw
  * URL: ids in paths would make the series unbounded. Unmatched requests are
@@ -69,6 +70,7 @@ export function registerSelfMonitoring(app: FastifyInstance, metrics: SelfMetric
     const labels = { method: req.method, route: routeLabel(req), status: String(reply.statusCode) };
     requests.inc(labels);
     latency.observe(labels, reply.elapsedTime / 1000);
+    if (reply.statusCode === 429) metrics.rateLimitRejections.inc({ route: labels.route });
   });
 
   const token = opts.token;
