@@ -1,13 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import { call, type Reply } from '../helpers/http.js';
 
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- tests read loosely shaped JSON bodies, like call()
+type JsonReply = Reply<any>;
+
 /** A device as the sync tests drive it: one instance id, one business, a bearer token. */
 export interface Device {
   instanceId: string;
   businessId: string;
   token: string;
-  push(body: { changes?: unknown[]; tombstones?: unknown[]; branch?: string }): Promise<Reply>;
-  pull(sinceVersion: number, limit?: number): Promise<Reply>;
+  push(body: { changes?: unknown[]; tombstones?: unknown[]; branch?: string }): Promise<JsonReply>;
+  pull(sinceVersion: number, limit?: number): Promise<JsonReply>;
   /** Pulls page after page from `sinceVersion` until has_more is false; returns every change and the final version. */
   pullAll(sinceVersion: number, limit?: number): Promise<{ changes: PulledChange[]; version: number }>;
 }
