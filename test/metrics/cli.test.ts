@@ -1,0 +1,69 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { runCli } from '../../src/metrics/cli.js';
+import { hashToken } from '../../src/core/auth/tokens.js';
+import { BACKENDS } from '../helpers/backends.js';
+import { call } from '../helpers/http.js';
+import { startMetrics, type MetricsHarness } from '../helpers/metrics.js';
+
+for (const backend of BACKENDS) {
+  describe(`metrics-service token commands on ${backend}`, () => {
+    let m: MetricsHarness;
+    let env: Record<string, string | undefined>;
+    before(async () => {
+      m = await startMetrics(backend);
+      env = { DATA_DIR: m.storage.dataDir, METRICS_DB_SCHEMA: m.storage.pgSchema, DATABASE_URL: m.storage.databaseUrl };
+    });
+    after(() => m.close());
+
+    async function cli(...argv: string[]) {
+      const out: string[] = [];
+      const err: string[] = [];
+      const code = await runCli(argv, env, { print: (l) => out.push(l), fail: (l) => err.push(l) });
+      return { code, out: out.join('\n'), err: err.join('\n') };
+    }
+
+    test('token create prints a working token once; list never shows it; revoke locks it out', async () => {
+      const created = await cli('token', 'create', 'acme');
+      assert.equal(created.code, 0);
+      assert.match(created.out, /tenant: +acme \(created\)/);
+      const token = /token: +(mtk_[A-Za-z0-9_-]{43})/.exec(created.out)![1]!;
+      const tokenId = /token id: +(tok_[0-9a-f]+)/.exec(created.out)![1]!;
+      assert.equal((await call(m.url, 'GET', '/api/v1/hosts', { token })).status, 200);
+
+      const second = await cli('token', 'create', 'acme');
+      assert.doesNotMatch(second.out, /created/, 'the existing tenant gets another token');
+
+      const list = await cli('token', 'list');
+      assert.equal(list.code, 0);
+      assert.match(list.out, new RegExp(`${tokenId}\\tacme\\t\\S+\\tactive`));
+      assert.ok(!list.out.includes(token) && !list.out.includes(hashToken(token)), 'neither the token nor its hash is listed');
+
+      assert.equal((await cli('token', 'revoke', tokenId)).code, 0);
+      assert.match((await cli('token', 'list')).out, new RegExp(`${tokenId}\\tacme\\t\\S+\\trevoked `));
+      assert.equal((await call(m.url, 'GET', '/api/v1/hosts', { token })).status, 401);
+      const again = await cli('token', 'revoke', tokenId);
+      assert.equal(again.code, 1);
+      assert.match(again.err, /no active token/);
+    });
+
+    test('bad tenant names, unknown commands and bad options fail with usage, not a stack', async () => {
+      const bad = await cli('token', 'create', '<script>');
+      assert.equal(bad.code, 1);
+      assert.match(bad.err, /tenant name/);
+      const unknown = await cli('token', 'explode');
+      assert.equal(unknown.code, 2);
+      assert.match(unknown.err, /Usage:/);
+      const option = await cli('token', 'list', '--retention-days', 'x');
+      assert.equal(option.code, 2);
+      assert.match(option.err, /--retention-days/);
+    });
+  });
+}
+
+test('--help lists the commands and every option', async () => {
+  const out: string[] = [];
+  assert.equal(await runCli(['--help'], {}, { print: (l) => out.push(l), fail: (l) => out.push(l) }), 0);
+  const text = out.join('\n');
+  for (const s of ['token create <tenant>', '--secret', 'METRICS_SECRET', '--retention-days', '--alert-routes', '--series-points']) assert.ok(text.includes(s), s);
+});
