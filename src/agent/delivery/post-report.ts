@@ -65,11 +65,14 @@ export function postReport(target: PostTarget, body: Buffer, signal?: AbortSigna
 }
 
 function classify(status: number, retryAfter: string | undefined, text: string): PostOutcome {
-  let json: { error?: unknown; details?: unknown; alertResults?: unknown } = {};
-  try { json = JSON.parse(text) as typeof json; } catch { /* a proxy's HTML error page: keep the raw text below */ }
-  if (status >= 200 && status < 300) return { kind: 'delivered', status, alertResults: json.alertResults };
-  const error = typeof json.error === 'string' ? json.error : `http_${status}`;
-  const details = typeof json.details === 'string' ? json.details : text.slice(0, 500);
+  let json: { error?: unknown; details?: unknown; alertResults?: unknown } | undefined;
+  try {
+    const parsed: unknown = JSON.parse(text);
+    if (parsed && typeof parsed === 'object') json = parsed;
+  } catch { /* not JSON (a proxy's HTML error page): its text stands in for details */ }
+  if (status >= 200 && status < 300) return { kind: 'delivered', status, alertResults: json?.alertResults };
+  const error = typeof json?.error === 'string' ? json.error : `http_${status}`;
+  const details = typeof json?.details === 'string' ? json.details : json ? '' : text.slice(0, 500);
   if (status >= 500 || status === 429 || status === 408 || status < 200) {
     return { kind: 'retry', status, reason: `${status} ${error}${details ? `: ${details}` : ''}`, retryAfterMs: parseRetryAfter(retryAfter, Date.now()) };
   }

@@ -1,0 +1,113 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { Value } from 'typebox/value';
+import { parseAgentConfigFile } from '../../src/agent/agent-config-file.js';
+import { loadAgentOptions } from '../../src/agent/agent-options.js';
+import { compileRules, evaluateRules, metricPattern } from '../../src/agent/alerts/threshold-alerts.js';
+import { reportBuilder } from '../../src/agent/build-report.js';
+import { createCollector } from '../../src/agent/collect/collector.js';
+import { linuxHostSource, type HostSource } from '../../src/agent/collect/host-source.js';
+import { parseIsActive, isValidUnitName } from '../../src/agent/collect/systemd-services.js';
+import { ConfigError } from '../../src/core/config.js';
+import { ALERT_LIMITS } from '../../src/metrics/alerts/alert.js';
+import { ReportSchema } from '../../src/metrics/domain/report-schema.js';
+import { captureLog } from './agent-harness.js';
+import { FIXTURES } from './fixtures.js';
+
+/** A host made of fixture files: the second /proc/stat and /proc/net/dev reading differs from the first. */
+function fixtureHost(): HostSource {
+  const reads = new Map<string, number>();
+  const files: Record<string, string[]> = {
+    stat: ['proc-stat-a.txt', 'proc-stat-b.txt'], 'net/dev': ['net-dev-a.txt', 'net-dev-b.txt'],
+    loadavg: ['loadavg.txt'], meminfo: ['meminfo.txt'], 'self/mountinfo': ['mountinfo-host.txt'],
+  };
+  return {
+    readProc: (name) => {
+      const n = reads.get(name) ?? 0;
+      reads.set(name, n + 1);
+      const list = files[name]!;
+      return readFile(path.join(FIXTURES, list[Math.min(n, list.length - 1)]!), 'utf8');
+    },
+    statfs: async (p) => (p === '/boot/efi' ? { bsize: 4096, blocks: 1000, bfree: 50, bavail: 50 } : { bsize: 4096, blocks: 1000, bfree: 500, bavail: 450 }),
+    isFile: async () => false,
+    serviceStates: async (names) => names.map((name) => ({ name, state: name === 'nginx.service' ? 'active' : 'failed' })),
+  };
+}
+
+test('a report built from fixture files has every section, in bytes and percent, and fires the configured alerts', async () => {
+  const config = parseAgentConfigFile({
+    services: ['nginx.service', 'worker@1.service'],
+    alerts: [
+      { name: 'DiskAlmostFull', metric: 'disk.*.percent', above: 90, severity: 'critical' },
+      { name: 'ServiceDown', metric: 'service.*.active', below: 1, severity: 'warning', message: 'a watched unit is not active' },
+      { name: 'MemoryHigh', metric: 'memory.percent', above: 80, severity: 'warning' },
+    ],
+  });
+  const collector = createCollector({ source: fixtureHost(), agentId: 'a-1', hostname: 'h', services: config.services, log: captureLog().log });
+  await collector.prime(0);
+  const r = await reportBuilder(collector, compileRules(config.alerts))(10_000);
+  assert.deepEqual(r.cpu, { usage: 45.45, perCore: [0, 50], loadAverage: [0.52, 0.58, 0.59] });
+  assert.equal(r.memory.used, 2_000_000 * 1024);
+  assert.deepEqual(r.disks.map((d) => [d.path, d.percent]), [['/', 52.63], ['/boot/efi', 95], ['/media/usb\ttab\\back', 52.63], ['/mnt/backup disk', 52.63]]);
+  assert.equal(r.network['eth0']!.rxBytesPerSec, 200_000);
+  assert.deepEqual(r.services, [{ name: 'nginx.service', status: 'active', active: 1 }, { name: 'worker@1.service', status: 'failed', active: 0 }]);
+  assert.deepEqual(r.alerts, [
+    { name: 'DiskAlmostFull', severity: 'critical', message: 'disk./boot/efi.percent is 95, above 90', labels: { metric: 'disk./boot/efi.percent' }, value: 95, threshold: 90 },
+    { name: 'ServiceDown', severity: 'warning', message: 'a watched unit is not active', labels: { metric: 'service.worker@1.service.active' }, value: 0, threshold: 1 },
+  ]);
+  assert.ok(Value.Check(ReportSchema, JSON.parse(JSON.stringify(r))), JSON.stringify([...Value.Errors(ReportSchema, r)]));
+});
+
+test('a report of the machine running the tests is valid against the service\'s published schema', async () => {
+  const collector = createCollector({ source: linuxHostSource(), agentId: 'self', hostname: 'self', services: [], log: captureLog().log });
+  await collector.prime(Date.now());
+  const r = await reportBuilder(collector, compileRules([{ name: 'Always', metric: 'cpu.usage', above: -1, severity: 'info' }]))(Date.now());
+  assert.ok(Value.Check(ReportSchema, JSON.parse(JSON.stringify(r))), JSON.stringify([...Value.Errors(ReportSchema, r)]));
+  assert.equal(r.alerts.length, 1);
+  assert.ok(r.memory.total > 0 && r.memory.percent >= 0 && r.memory.percent <= 100);
+});
+
+test('alerts are capped at the service\'s per-report limit', () => {
+  const metrics = new Map(Array.from({ length: 100 }, (_, i) => [`cpu.perCore.${i}`, 99] as const));
+  const alerts = evaluateRules(compileRules([{ name: 'HotCore', metric: 'cpu.perCore.*', above: 90, severity: 'warning' }]), metrics);
+  assert.equal(alerts.length, ALERT_LIMITS.maxAlerts);
+});
+
+test('metric patterns: * spans dots and slashes, everything else is literal', () => {
+  assert.ok(metricPattern('disk.*.percent').test('disk./var/lib.percent'));
+  assert.ok(!metricPattern('disk.*.percent').test('disk./var.used'));
+  assert.ok(!metricPattern('cpu.usage').test('cpuXusage'));
+});
+
+test('the config file is validated: unknown keys, rules without exactly one threshold, bad unit names', () => {
+  assert.throws(() => parseAgentConfigFile({ alert: [] }), /additional properties/);
+  assert.throws(() => parseAgentConfigFile({ alerts: [{ name: 'x', metric: 'cpu.usage', severity: 'warning' }] }), /exactly one of "above" or "below"/);
+  assert.throws(() => parseAgentConfigFile({ alerts: [{ name: 'x', metric: 'cpu.usage', above: 1, below: 2, severity: 'warning' }] }), /exactly one/);
+  assert.throws(() => parseAgentConfigFile({ alerts: [{ name: 'x', metric: 'cpu.usage', above: 1, severity: 'page-me' }] }), /severity/);
+  assert.throws(() => parseAgentConfigFile({ services: ['nginx; rm -rf /'] }), /not a systemd unit name/);
+  assert.deepEqual(parseAgentConfigFile({}), { services: [], alerts: [] });
+});
+
+test('systemctl is-active output maps to units in order; missing lines are unknown; option-like names are refused', () => {
+  assert.deepEqual(parseIsActive(['a.service', 'b.service', 'c.service'], 'active\ninactive\n'), [
+    { name: 'a.service', state: 'active' }, { name: 'b.service', state: 'inactive' }, { name: 'c.service', state: 'unknown' },
+  ]);
+  assert.equal(isValidUnitName('--now'), false);
+  assert.equal(isValidUnitName('getty@tty1.service'), true);
+});
+
+test('options: url and token required, every problem listed, secrets never echoed', () => {
+  try {
+    loadAgentOptions(['--interval-ms', '5', '--url', 'ftp://x'], { HOST_AGENT_SECRET: '' });
+    assert.fail('expected ConfigError');
+  } catch (e) {
+    assert.ok(e instanceof ConfigError);
+    assert.equal(e.problems.length, 3, e.message);
+  }
+  const o = loadAgentOptions(['--url', 'http://m:8080'], { HOST_AGENT_TOKEN: 'hunter2' });
+  assert.equal(o.intervalMs, 10_000);
+  assert.equal(o.token, 'hunter2');
+  assert.throws(() => loadAgentOptions(['--url', 'http://m', '--retry-base-ms', '5000', '--retry-max-ms', '10'], { HOST_AGENT_TOKEN: 't' }), /retry-base-ms/);
+});

@@ -1,0 +1,63 @@
+import { after, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readdirSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { Spool } from '../../src/agent/delivery/spool.js';
+import { captureLog, tempDir } from './agent-harness.js';
+
+const dirs: string[] = [];
+after(() => { for (const d of dirs) rmSync(d, { recursive: true, force: true }); });
+function dir() { const d = tempDir(); dirs.push(d); return d; }
+
+test('reports survive a reopen, in order, and new ones continue the sequence', async () => {
+  const d = dir();
+  const cap = captureLog();
+  const a = await Spool.open({ dir: d, maxBytes: 1e6, maxAgeMs: 1e9, log: cap.log, now: () => 2_000 });
+  await a.append(Buffer.from('one'), 1_000);
+  await a.append(Buffer.from('two'), 2_000);
+  const b = await Spool.open({ dir: d, maxBytes: 1e6, maxAgeMs: 1e9, log: cap.log, now: () => 3_000 });
+  assert.equal(b.length, 2);
+  assert.equal((await b.read(b.peek()!)).toString(), 'one');
+  const third = await b.append(Buffer.from('three'), 3_000);
+  assert.equal(third.seq, 3);
+  await b.remove(b.peek()!, 'delivered');
+  assert.equal((await b.read(b.peek()!)).toString(), 'two');
+  assert.equal(b.bytes, 8);
+});
+
+test('half-written files from a crash are removed at open, never sent', async () => {
+  const d = dir();
+  writeFileSync(path.join(d, 'r-0000000000000001-1000.json.tmp'), '{"trunc');
+  const s = await Spool.open({ dir: d, maxBytes: 1e6, maxAgeMs: 1e9, log: captureLog().log, now: () => 1_000 });
+  assert.equal(s.length, 0);
+  assert.deepEqual(readdirSync(d), []);
+});
+
+test('past the size bound the oldest reports are dropped first, counted persistently, and logged', async () => {
+  const d = dir();
+  const cap = captureLog();
+  const s = await Spool.open({ dir: d, maxBytes: 25, maxAgeMs: 1e9, log: cap.log, now: () => 10 });
+  for (let i = 1; i <= 5; i++) await s.append(Buffer.from(`report-${i}..`), i);
+  assert.equal(s.length, 2);
+  assert.equal((await s.read(s.peek()!)).toString(), 'report-4..');
+  assert.equal(s.counters.dropped, 3);
+  assert.ok(cap.find('spool bound reached, dropped oldest reports unsent').length >= 1);
+  const again = await Spool.open({ dir: d, maxBytes: 25, maxAgeMs: 1e9, log: cap.log, now: () => 10 });
+  assert.equal(again.counters.dropped, 3);
+});
+
+test('reports older than the age bound are dropped at open and on append', async () => {
+  const d = dir();
+  let now = 1_000;
+  const cap = captureLog();
+  const s = await Spool.open({ dir: d, maxBytes: 1e6, maxAgeMs: 500, log: cap.log, now: () => now });
+  await s.append(Buffer.from('old'), 900);
+  now = 1_600;
+  await s.append(Buffer.from('new'), 1_600);
+  assert.equal(s.length, 1);
+  assert.equal((await s.read(s.peek()!)).toString(), 'new');
+  now = 5_000;
+  const reopened = await Spool.open({ dir: d, maxBytes: 1e6, maxAgeMs: 500, log: cap.log, now: () => now });
+  assert.equal(reopened.length, 0);
+  assert.equal(reopened.counters.dropped, 2);
+});
