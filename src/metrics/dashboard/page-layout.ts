@@ -20,8 +20,7 @@ export function pageLayout(o: LayoutOptions): SafeHtml {
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-${o.refreshSeconds ? html`<meta http-equiv="refresh" content="${o.refreshSeconds}">\n` : ''}<meta name="referrer" content="no-referrer">
-<title>${o.title}</title>
+${o.refreshSeconds ? html`<meta http-equiv="refresh" content="${o.refreshSeconds}">\n` : ''}<title>${o.title}</title>
 <link rel="stylesheet" href="${STYLESHEET_URL}">
 <link rel="icon" href="${FAVICON_URL}" type="image/svg+xml">
 </head>
