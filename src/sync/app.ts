@@ -7,6 +7,7 @@ import { registerBusinessRoutes } from './http/business-routes.js';
 import { registerChangeRoutes } from './changes/change-routes.js';
 import { registerAttachmentRoutes } from './attachments/attachment-routes.js';
 import { registerFeedRoutes } from './feed/feed-routes.js';
+import { registerOperations } from '../core/ops/register-operations.js';
 
 export interface BuildSyncAppOptions {
   /** Log destination (tests); stdout by default. */
@@ -36,6 +37,8 @@ export async function buildSyncApp(deps: SyncDeps, options: BuildSyncAppOptions 
     },
   });
   app.get('/api/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  // /healthz, /readyz, /metrics and per-route request metrics (docs/deployment.md).
+  registerOperations(app, { selfMetrics: deps.selfMetrics, metricsToken: config.metricsToken, db: deps.database.db, redis: deps.redis });
 
   // Logins for unknown e-mails verify against this hash; computing it now keeps the first such login as slow as any other.
   await dummyHash(config.scryptLog2N);

@@ -4,6 +4,7 @@ import { createMemoryPubSub } from '../core/pubsub/memory-pubsub.js';
 import { openSharedState, type SharedState } from '../core/ops/shared-state.js';
 import type { RateLimiter } from '../core/rate-limit/rate-limiter.js';
 import type { PubSub } from '../core/pubsub/pubsub.js';
+import type { Redis } from 'ioredis';
 import type { SyncConfig } from './config.js';
 import type { AccountTables } from './accounts/tables.js';
 import type { AccountStore } from './accounts/account-store.js';
@@ -20,6 +21,8 @@ import type { AttachmentTables } from './attachments/attachment-tables.js';
 import { createKyselyAttachmentStore, type AttachmentStore } from './attachments/attachment-store.js';
 import type { BlobStore } from './attachments/blob-store.js';
 import { createLocalBlobStore } from './attachments/local-blob-store.js';
+import { createPgBlobStore } from './attachments/pg-blob-store.js';
+import { createSyncSelfMetrics, type SyncSelfMetrics } from './self-metrics.js';
 
 /** Every table of the sync database; each feature adds its own table interfaces here. */
 export type SyncTables = AccountTables & BusinessTables & ChangeTables & AttachmentTables;
@@ -38,11 +41,20 @@ export interface SyncDeps {
   changes: ChangeStore;
   /** Attachment metadata; the bytes are in `blobs` (local disk by default). */
   attachments: AttachmentStore;
+  /**
+   * Attachment bytes: in PostgreSQL when the service runs on it (every instance
+   * reads what any stored), unless `--attachment-dir` names a directory (which
+   * several instances may share); otherwise `<data-dir>/attachments`.
+   */
   blobs: BlobStore;
+  /** This instance's Prometheus metrics (`/metrics`). */
+  selfMetrics: SyncSelfMetrics;
   /** Per-user and per-IP request limits and login lockouts; shared by all instances when backed by Redis. */
   rateLimiter: RateLimiter;
   /** Change notifications between instances (the WebSocket feed). */
   pubsub: PubSub;
+  /** The Redis connection behind the limiter and pub/sub when REDIS_URL is set (`/readyz` checks it). */
+  redis: Redis | undefined;
   /** Epoch milliseconds; token expiry and lockouts read it, tests move it. */
   now: () => number;
   /** Closes the limiter, the pub/sub (and Redis), then the database. */
@@ -67,7 +79,7 @@ export async function createSyncDeps(config: SyncConfig, options: SyncDepsOption
   const now = options.now ?? Date.now;
   const shared = options.now
     ? inMemoryState(now)
-    : await openSharedState({ redisUrl: config.redisUrl, prefix: 'sync:', connectionName: 'sync-service' });
+    : await openSharedState({ redisUrl: config.redisUrl, prefix: config.redisPrefix, connectionName: 'sync-service' });
   let database: Database<SyncTables>;
   try {
     database = await openDatabase<SyncTables>({
@@ -88,9 +100,13 @@ export async function createSyncDeps(config: SyncConfig, options: SyncDepsOption
     businesses: createKyselyBusinessStore(database.db, database.dialect),
     changes: createKyselyChangeStore(database.db),
     attachments: createKyselyAttachmentStore(database.db),
-    blobs: await createLocalBlobStore(config.attachmentDir ?? path.join(config.dataDir, 'attachments')),
+    blobs: database.pgPool && config.attachmentDir === undefined
+      ? await createPgBlobStore(database.pgPool)
+      : await createLocalBlobStore(config.attachmentDir ?? path.join(config.dataDir, 'attachments')),
+    selfMetrics: createSyncSelfMetrics(),
     rateLimiter: shared.rateLimiter,
     pubsub: shared.pubsub,
+    redis: shared.redis,
     now,
     async close() {
       await shared.close();

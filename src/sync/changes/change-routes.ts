@@ -36,12 +36,17 @@ export function registerChangeRoutes(app: App, deps: SyncDeps): void {
     },
   }, async (req) => {
     const businessId = await resolveBusiness(req, deps, req.body.business_id);
-    return pushChanges(changeDeps, businessId, {
+    const result = await pushChanges(changeDeps, businessId, {
       instanceId: req.body.instance_id,
       branch: req.body.branch,
       changes: req.body.changes ?? [],
       tombstones: req.body.tombstones ?? [],
     });
+    deps.selfMetrics.pushes.inc();
+    deps.selfMetrics.pushedItems.inc({ outcome: 'accepted' }, result.accepted);
+    deps.selfMetrics.pushedItems.inc({ outcome: 'rejected' }, result.rejected);
+    deps.selfMetrics.pushedItems.inc({ outcome: 'conflict' }, result.conflicts.length);
+    return result;
   });
 
   app.post('/api/sync/pull', {
@@ -53,7 +58,9 @@ export function registerChangeRoutes(app: App, deps: SyncDeps): void {
     },
   }, async (req) => {
     const businessId = await resolveBusiness(req, deps, req.body.business_id);
-    return pullChanges(changeDeps, businessId, req.body.since_version, req.body.limit);
+    const page = await pullChanges(changeDeps, businessId, req.body.since_version, req.body.limit);
+    deps.selfMetrics.pulledChanges.inc(page.changes.length);
+    return page;
   });
 
   app.get('/api/sync/status', {

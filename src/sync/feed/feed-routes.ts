@@ -53,6 +53,10 @@ export function registerFeedRoutes(app: App, deps: SyncDeps, options: FeedOption
       socket.on('message', () => undefined);
       try {
         await hub.add((req.query as Static<typeof FeedQuery>).business_id.toLowerCase(), socket);
+        if (socket.readyState !== socket.CLOSED) {
+          deps.selfMetrics.feedConnections.inc();
+          socket.once('close', () => deps.selfMetrics.feedConnections.dec());
+        }
       } catch (e: unknown) {
         req.log.error({ err: e }, 'feed subscription failed');
         socket.close(1011, 'subscription failed');
