@@ -3,7 +3,8 @@ import { AppError } from '../../core/errors.js';
 import type { BlobStore, StoredBlob } from './blob-store.js';
 
 /** Multipart bounds besides the file size: the form has one file and two short text fields. */
-export const UPLOAD_FORM_LIMITS = { fields: 10, fieldSize: 1024, parts: 20, files: 1 } as const;
+// files: 2 so that a second file part reaches the handler and gets a clear 400, not the plugin's generic limit error.
+export const UPLOAD_FORM_LIMITS = { fields: 10, fieldSize: 1024, parts: 20, files: 2 } as const;
 
 export interface Upload {
   fields: Record<string, string>;

@@ -1,0 +1,188 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { BACKENDS } from '../helpers/backends.js';
+import { call } from '../helpers/http.js';
+import { addMember, businessToken, newBusiness, newUser, startSync, type SyncUnderTest, type TestUser } from '../helpers/sync.js';
+
+const MAX = 64 * 1024;
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+interface Part { name: string; filename?: string; content: Buffer | string }
+
+/** A hand-built multipart body, so file names reach the server byte for byte (no client-side escaping). */
+function multipart(parts: Part[]): { body: Buffer; contentType: string } {
+  const boundary = `----b${randomBytes(8).toString('hex')}`;
+  const chunks: Buffer[] = [];
+  for (const p of parts) {
+    const disposition = `form-data; name="${p.name}"${p.filename !== undefined ? `; filename="${p.filename}"` : ''}`;
+    const type = p.filename !== undefined ? '\r\nContent-Type: application/octet-stream' : '';
+    chunks.push(Buffer.from(`--${boundary}\r\nContent-Disposition: ${disposition}${type}\r\n\r\n`, 'utf8'), Buffer.from(p.content), Buffer.from('\r\n'));
+  }
+  chunks.push(Buffer.from(`--${boundary}--\r\n`));
+  return { body: Buffer.concat(chunks), contentType: `multipart/form-data; boundary=${boundary}` };
+}
+
+for (const backend of BACKENDS) {
+  describe(`sync attachments on ${backend}`, () => {
+    let s: SyncUnderTest;
+    let dir: string;
+    before(async () => {
+      // The local-disk blob store on both backends, so the files themselves can be inspected
+      // (the PostgreSQL blob store has its own tests in test/scale).
+      dir = mkdtempSync(path.join(os.tmpdir(), 'fs-attach-'));
+      s = await startSync(backend, { attachmentMaxBytes: MAX, attachmentDir: dir });
+    });
+    after(async () => {
+      await s.close();
+      rmSync(dir, { recursive: true, force: true });
+    });
+
+    function upload(token: string, businessId: string | undefined, parts: Part[]) {
+      const { body, contentType } = multipart(parts);
+      return call(s.url, 'POST', '/api/sync/attachment', { token, body, headers: { 'content-type': contentType, ...(businessId ? { 'x-business-id': businessId } : {}) } });
+    }
+    const fields = (recordUuid: string, recordType = 'invoice'): Part[] => [{ name: 'record_type', content: recordType }, { name: 'record_uuid', content: recordUuid }];
+    const storedFiles = () => readdirSync(dir).filter((f) => f !== '.incoming');
+    const incoming = () => readdirSync(path.join(dir, '.incoming'));
+
+    async function member(): Promise<{ u: TestUser; businessId: string }> {
+      const u = await newUser(s);
+      return { u, businessId: (await newBusiness(s, u)).id };
+    }
+
+    test('upload answers 201 with uuid, filename, stored_name, size and sha256; download streams the exact bytes; list finds it', async () => {
+      const { u, businessId } = await member();
+      const rec = randomUUID();
+      const bytes = Buffer.concat([Buffer.from(Array.from({ length: 256 }, (_, i) => i)), randomBytes(MAX - 256)]);
+      // The file part first and the fields after it: order does not matter.
+      const r = await upload(u.token, businessId, [{ name: 'file', filename: 'Invoice 42.pdf', content: bytes }, ...fields(rec)]);
+      assert.equal(r.status, 201, r.text);
+      assert.match(r.body.uuid, UUID_RE);
+      assert.equal(r.body.filename, 'Invoice 42.pdf');
+      assert.match(r.body.stored_name, UUID_RE);
+      assert.equal(r.body.size, MAX, 'exactly the maximum is allowed');
+      assert.equal(r.body.sha256, createHash('sha256').update(bytes).digest('hex'));
+      const d = await fetch(`${s.url}/api/sync/attachment/${r.body.uuid}`, { headers: { authorization: `Bearer ${u.token}` } });
+      assert.equal(d.status, 200);
+      assert.equal(d.headers.get('content-type'), 'application/octet-stream');
+      assert.equal(d.headers.get('content-disposition'), `attachment; filename="Invoice 42.pdf"; filename*=UTF-8''Invoice%2042.pdf`);
+      assert.equal(d.headers.get('x-content-type-options'), 'nosniff');
+      assert.ok(Buffer.from(await d.arrayBuffer()).equals(bytes));
+      const l = await call(s.url, 'GET', `/api/sync/attachments?record_type=invoice&record_uuid=${rec}`, { token: u.token, headers: { 'x-business-id': businessId } });
+      assert.deepEqual(l.body, [r.body]);
+      const none = await call(s.url, 'GET', `/api/sync/attachments?record_type=receipt&record_uuid=${rec}`, { token: u.token, headers: { 'x-business-id': businessId } });
+      assert.deepEqual(none.body, []);
+    });
+
+    test('traversal and hostile file names never reach a path and come back sanitised in a safe Content-Disposition', async () => {
+      const { u, businessId } = await member();
+      const cases: [string, string][] = [
+        ['../../etc/passwd', 'passwd'],
+        ['..\\x', 'x'],
+        ['..', 'file'],
+        ['a\u0000b.txt', 'ab.txt'],
+        ['evil\u0007\u001b[31m.txt', 'evil[31m.txt'],
+        ['résumé 📄.pdf', 'résumé 📄.pdf'],
+        ['quo\\"te.txt', 'quo"te.txt'],
+        ['x'.repeat(1000), 'x'.repeat(255)],
+      ];
+      const before = new Set(storedFiles());
+      for (const [raw, shown] of cases) {
+        const r = await upload(u.token, businessId, [...fields(randomUUID()), { name: 'file', filename: raw, content: 'data' }]);
+        assert.equal(r.status, 201, `${JSON.stringify(raw)}: ${r.text}`);
+        assert.equal(r.body.filename, shown, JSON.stringify(raw));
+        assert.match(r.body.stored_name, UUID_RE);
+        const d = await fetch(`${s.url}/api/sync/attachment/${r.body.uuid}`, { headers: { authorization: `Bearer ${u.token}` } });
+        const cd = d.headers.get('content-disposition') ?? '';
+        assert.match(cd, /^attachment; filename="[\x20-\x21\x23-\x5b\x5d-\x7e]*"; filename\*=UTF-8''[A-Za-z0-9%!._~-]+$/, cd);
+        assert.equal(await d.text(), 'data');
+      }
+      const added = storedFiles().filter((f) => !before.has(f));
+      assert.equal(added.length, cases.length);
+      for (const f of added) assert.match(f, UUID_RE, 'only generated names on disk');
+      const unicode = await upload(u.token, businessId, [...fields(randomUUID()), { name: 'file', filename: 'résumé.pdf', content: 'x' }]);
+      const d = await fetch(`${s.url}/api/sync/attachment/${unicode.body.uuid}`, { headers: { authorization: `Bearer ${u.token}` } });
+      assert.equal(d.headers.get('content-disposition'), `attachment; filename="r_sum_.pdf"; filename*=UTF-8''r%C3%A9sum%C3%A9.pdf`);
+    });
+
+    test('a file over the maximum gets 413 and leaves nothing behind, on disk or in the list', async () => {
+      const { u, businessId } = await member();
+      const rec = randomUUID();
+      const before = storedFiles().length;
+      const r = await upload(u.token, businessId, [...fields(rec), { name: 'file', filename: 'big.bin', content: randomBytes(MAX + 1) }]);
+      assert.equal(r.status, 413);
+      assert.equal(r.body.error, 'payload_too_large');
+      assert.equal(storedFiles().length, before);
+      assert.deepEqual(incoming(), []);
+      const l = await call(s.url, 'GET', `/api/sync/attachments?record_type=invoice&record_uuid=${rec}`, { token: u.token, headers: { 'x-business-id': businessId } });
+      assert.deepEqual(l.body, []);
+    });
+
+    test('bad forms get 400 or 415 and store nothing', async () => {
+      const { u, businessId } = await member();
+      const before = storedFiles().length;
+      const file: Part = { name: 'file', filename: 'a.txt', content: 'abc' };
+      const bad: [Part[], RegExp][] = [
+        [fields(randomUUID()), /no "file" part/],
+        [[...fields('not-a-uuid'), file], /record_uuid must be a UUID/],
+        [[...fields(randomUUID(), '../x'), file], /record_type/],
+        [[{ name: 'record_uuid', content: randomUUID() }, file], /record_type/],
+        [[...fields(randomUUID()), file, { ...file, filename: 'b.txt' }], /exactly one file part/],
+        [[...fields(randomUUID()), { ...file, name: 'upload' }], /exactly one file part/],
+        [[...fields(randomUUID()), { name: 'note', content: 'x'.repeat(2000) }, file], /longer than/],
+      ];
+      for (const [parts, details] of bad) {
+        const r = await upload(u.token, businessId, parts);
+        assert.equal(r.status, 400, r.text);
+        assert.match(r.body.details, details);
+      }
+      const json = await call(s.url, 'POST', '/api/sync/attachment', { token: u.token, headers: { 'x-business-id': businessId }, json: { file: 'abc' } });
+      assert.equal(json.status, 415);
+      assert.equal(storedFiles().length, before);
+      assert.deepEqual(incoming(), []);
+    });
+
+    test('upload needs a token (401), membership (403) and a known business (404)', async () => {
+      const { businessId } = await member();
+      const outsider = await newUser(s);
+      const before = storedFiles().length;
+      const parts = [...fields(randomUUID()), { name: 'file', filename: 'a.txt', content: 'abc' }];
+      const { body, contentType } = multipart(parts);
+      assert.equal((await call(s.url, 'POST', '/api/sync/attachment', { body, headers: { 'content-type': contentType, 'x-business-id': businessId } })).status, 401);
+      assert.equal((await upload(outsider.token, businessId, parts)).status, 403);
+      assert.equal((await upload(outsider.token, '00000000-0000-4000-8000-000000000000', parts)).status, 404);
+      assert.equal((await upload(outsider.token, undefined, parts)).status, 400);
+      assert.equal(storedFiles().length, before);
+    });
+
+    test('cross-business: another business\'s attachment is 404 to download, and its list is 403', async () => {
+      const { u: ownerA, businessId: a } = await member();
+      const rec = randomUUID();
+      const up = await upload(ownerA.token, a, [...fields(rec), { name: 'file', filename: 'secret.txt', content: 'A only' }]);
+      const { u: ownerB, businessId: b } = await member();
+      const get = (token: string, headers: Record<string, string> = {}) => call(s.url, 'GET', `/api/sync/attachment/${up.body.uuid}`, { token, headers });
+      assert.equal((await get(ownerB.token)).status, 404);
+      assert.equal((await get(ownerB.token, { 'x-business-id': a })).status, 404);
+      // A member of both, through B's token or header, still cannot reach A's file via B.
+      await addMember(s, ownerA, a, ownerB);
+      assert.equal((await get(ownerB.token)).status, 200, 'member of A now');
+      assert.equal((await get(await businessToken(s, ownerB, b))).status, 404);
+      assert.equal((await get(ownerB.token, { 'x-business-id': b })).status, 404);
+      assert.equal((await get(ownerA.token, { 'x-business-id': a })).status, 200);
+      const outsider = await newUser(s);
+      const list = await call(s.url, 'GET', `/api/sync/attachments?record_type=invoice&record_uuid=${rec}`, { token: outsider.token, headers: { 'x-business-id': a } });
+      assert.equal(list.status, 403);
+      const listViaB = await call(s.url, 'GET', `/api/sync/attachments?record_type=invoice&record_uuid=${rec}`, { token: await businessToken(s, ownerB, b) });
+      assert.deepEqual(listViaB.body, []);
+      assert.equal((await get(outsider.token)).status, 404);
+      assert.equal((await call(s.url, 'GET', `/api/sync/attachment/${randomUUID()}`, { token: ownerA.token })).status, 404);
+      assert.equal((await call(s.url, 'GET', '/api/sync/attachment/..%2F..%2Fetc%2Fpasswd', { token: ownerA.token })).status, 400);
+      assert.equal((await call(s.url, 'GET', `/api/sync/attachment/${up.body.uuid}`)).status, 401);
+      assert.equal((await call(s.url, 'GET', '/api/sync/attachments?record_type=invoice', { token: ownerA.token, headers: { 'x-business-id': a } })).status, 400);
+    });
+  });
+}
