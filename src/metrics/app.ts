@@ -1,5 +1,6 @@
 import swagger from '@fastify/swagger';
 import { createHttpApp, type App } from '../core/http/create-app.js';
+import { registerOperations } from '../core/ops/register-operations.js';
 import type { MetricsConfig } from './config.js';
 import type { MetricsDeps } from './deps.js';
 import { registerDashboard } from './dashboard/dashboard-routes.js';
@@ -32,8 +33,10 @@ export async function buildMetricsApp(config: MetricsConfig, deps: MetricsDeps, 
     },
   });
   registerOpenApiRoute(app);
+  // /healthz, /readyz, /metrics and per-route request metrics (docs/deployment.md). The metrics service needs no Redis.
+  registerOperations(app, { selfMetrics: deps.selfMetrics, metricsToken: config.metricsToken, db: deps.database.db, redis: undefined });
   const retentionMs = config.retentionDays * DAY_MS;
-  await registerIngestRoute(app, { store: deps.store, alertRouter: deps.alertRouter, now: deps.now, maxFutureMs: config.maxFutureMs, retentionMs, secret: config.secret });
+  await registerIngestRoute(app, { store: deps.store, alertRouter: deps.alertRouter, now: deps.now, maxFutureMs: config.maxFutureMs, retentionMs, secret: config.secret, selfMetrics: deps.selfMetrics });
   registerSeriesRoutes(app, { store: deps.store, now: deps.now, settings: { defaultPoints: config.seriesPoints, maxPoints: config.seriesPointsMax } });
   await registerDashboard(app, { store: deps.store, db: deps.database.db, now: deps.now });
 

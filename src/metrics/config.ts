@@ -1,4 +1,4 @@
-import { ConfigError, httpOptions, loadConfig, opt, type ConfigOf } from '../core/config.js';
+import { ConfigError, httpOptions, loadConfig, opsOptions, opt, type ConfigOf } from '../core/config.js';
 
 /**
  * Every option of the metrics service. Read once at start by `loadMetricsConfig`;
@@ -6,6 +6,7 @@ import { ConfigError, httpOptions, loadConfig, opt, type ConfigOf } from '../cor
  */
 export const metricsOptions = {
   ...httpOptions('METRICS', 8080),
+  ...opsOptions('METRICS'),
   secret: opt.optionalString({
     flag: 'secret', env: 'METRICS_SECRET', secret: true,
     doc: 'HMAC-SHA256 key for ingest signatures; when set, POST /api/v1/ingest needs a valid x-collector-signature header.',

@@ -4,6 +4,7 @@ import type { MetricsConfig } from './config.js';
 import type { MetricsStore } from './domain/metrics-store.js';
 import { createKyselyMetricsStore } from './storage/kysely-metrics-store.js';
 import { metricsMigrations } from './storage/migrations/index.js';
+import { createMetricsSelfMetrics, type MetricsSelfMetrics } from './self-metrics.js';
 import type { MetricsTables } from './storage/tables.js';
 
 /**
@@ -15,6 +16,8 @@ export interface MetricsDeps {
   database: Database<MetricsTables>;
   store: MetricsStore;
   alertRouter: AlertRouter;
+  /** This instance's Prometheus metrics (`/metrics`). */
+  selfMetrics: MetricsSelfMetrics;
   now: () => number;
   /** Drains queued reports, then closes the database. */
   close(): Promise<void>;
@@ -29,6 +32,7 @@ export async function createMetricsDeps(config: MetricsConfig, overrides: { now?
     database,
     store,
     alertRouter: createAlertRouter(routes, { timeoutMs: config.alertTimeoutMs }),
+    selfMetrics: createMetricsSelfMetrics(),
     now: overrides.now ?? Date.now,
     async close() {
       await store.close();

@@ -6,6 +6,7 @@ import { ReportSchema } from '../domain/report-schema.js';
 import { authenticate, requestTenant } from '../http/authenticate.js';
 import { useSignedJsonParser } from '../http/signed-json-parser.js';
 import { AUTH_ERRORS, BEARER, errorResponses } from './schemas.js';
+import type { MetricsSelfMetrics } from '../self-metrics.js';
 
 const AlertResultSchema = Type.Object({
   alert: Type.String({ description: 'Alert name.' }),
@@ -28,7 +29,7 @@ const IngestResponseSchema = Type.Object({
  * checks the signature on the raw bytes) serves this route only. The token is
  * checked in onRequest, before the body is even read.
  */
-export async function registerIngestRoute(app: App, deps: IngestDeps & { secret: string | undefined }): Promise<void> {
+export async function registerIngestRoute(app: App, deps: IngestDeps & { secret: string | undefined; selfMetrics: MetricsSelfMetrics }): Promise<void> {
   await app.register(async (plugin) => {
     const scope = plugin.withTypeProvider<TypeBoxTypeProvider>();
     useSignedJsonParser(scope, deps.secret);
@@ -57,6 +58,8 @@ export async function registerIngestRoute(app: App, deps: IngestDeps & { secret:
       },
     }, async (request, reply) => {
       const result = await ingestReport(deps, requestTenant(request), request.body);
+      deps.selfMetrics.ingestedReports.inc({ result: result.duplicate ? 'duplicate' : 'stored' });
+      if (!result.duplicate) deps.selfMetrics.ingestedSamples.inc(result.metrics);
       const failed = result.alertResults.some((r) => r.outcome === 'failed');
       return reply.code(failed ? 202 : 200).send(result);
     });
