@@ -90,7 +90,7 @@ for (const backend of BACKENDS) {
     test('hostile headers and paths get clean 4xx errors', async () => {
       const attempts: Array<[string, string, Record<string, string>]> = [
         ['GET', '/api/business', { authorization: 'Bearer ' + 'A'.repeat(4000) }],
-        ['GET', '/api/business', { authorization: 'Bearer syu_\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9'.normalize('NFD').replace(/[^\x00-\xff]/g, '') }],
+        ['GET', '/api/business', { authorization: 'Bearer syu_\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9' }],
         ['GET', '/api/business', { authorization: 'Bearer a b c d e f g h' }],
         ['GET', `/api/business/${biz.id}%00`, { authorization: `Bearer ${owner.token}` }],
         ['GET', '/api/business/%E0%A4%A', { authorization: `Bearer ${owner.token}` }],
