@@ -229,7 +229,9 @@ for (const backend of BACKENDS) {
       assert.equal(css.headers.get('content-type'), 'text/css; charset=utf-8');
       const etag = css.headers.get('etag')!;
       assert.match(await css.text(), /\.hosts/);
-      assert.equal((await fetch(`${base}/static/dashboard.css`, { headers: { 'if-none-match': etag } })).status, 304);
+      const notModified = await fetch(`${base}/static/dashboard.css`, { headers: { 'if-none-match': etag } });
+      assert.equal(notModified.status, 304);
+      assert.equal(await notModified.text(), '');
       assert.equal((await fetch(`${base}/static/favicon.svg`)).headers.get('content-type'), 'image/svg+xml');
       const missing = await fetch(`${base}/static/nope.css`);
       assert.equal(missing.status, 404);
@@ -245,6 +247,18 @@ for (const backend of BACKENDS) {
     });
   });
 }
+
+test('the OpenAPI document lists every status of the dashboard routes', async (t) => {
+  const h = await startMetrics('sqlite');
+  t.after(() => h.close());
+  const doc = await (await fetch(`${h.url}/api/v1/openapi.json`)).json() as { paths: Record<string, Record<string, { responses: object }>> };
+  const codes = (p: string, method: string) => Object.keys(doc.paths[p]![method]!.responses).sort();
+  assert.deepEqual(codes('/', 'get'), ['200', '303', '401', '500']);
+  assert.deepEqual(codes('/signin', 'get'), ['200']);
+  assert.deepEqual(codes('/signin', 'post'), ['303', '400', '401', '403', '500']);
+  assert.deepEqual(codes('/signout', 'post'), ['303', '403', '500']);
+  assert.deepEqual(codes('/static/{file}', 'get'), ['200', '304', '404']);
+});
 
 /** GET with the path sent byte-for-byte (fetch would normalise the dot segments away). */
 function rawGet(base: string, rawPath: string): Promise<{ status: number; body: string }> {

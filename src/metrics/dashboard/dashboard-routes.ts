@@ -33,6 +33,7 @@ const errorResponse = (description: string) => ({
   description,
   content: { 'application/json': { schema: Type.Object({ error: Type.String(), details: Type.Optional(Type.String()) }) } },
 });
+const internalError = errorResponse('Unexpected failure; logged, details never sent.');
 
 /**
  * GET / (the dashboard), the sign-in and sign-out forms, and the dashboard's
@@ -53,6 +54,7 @@ export async function registerDashboard(app: App, deps: DashboardDeps): Promise<
       schema: {
         tags: ['dashboard'],
         summary: 'Per-tenant dashboard',
+        security: [{ bearerAuth: [] }],
         description: 'HTML list of the tenant\'s hosts with latest CPU usage, memory percent and last report time. ' +
           'Accepts `Authorization: Bearer <token>` or the session cookie from POST /signin. Without either, a browser ' +
           '(Accept includes text/html) is redirected to /signin; any other client gets 401 JSON.',
@@ -60,6 +62,7 @@ export async function registerDashboard(app: App, deps: DashboardDeps): Promise<
           200: htmlResponse('The dashboard page.'),
           303: redirectResponse('No credentials, or an expired or revoked session, from a browser: go to /signin.'),
           401: errorResponse('Missing, malformed, unknown or revoked bearer token (or no credentials from a non-browser client).'),
+          500: internalError,
         },
       },
     }, async (req, reply) => {
@@ -88,6 +91,7 @@ export async function registerDashboard(app: App, deps: DashboardDeps): Promise<
           400: errorResponse('No token field, or a body that is not a form.'),
           401: htmlResponse('Unknown or revoked token: the form again, with an error.'),
           403: errorResponse('The form was posted from another origin.'),
+          500: internalError,
         },
       },
     }, async (req, reply) => {
@@ -109,7 +113,7 @@ export async function registerDashboard(app: App, deps: DashboardDeps): Promise<
         tags: ['dashboard'],
         summary: 'End the browser session',
         description: 'Deletes the session server-side, clears the cookie and redirects to /signin. Idempotent. A post from another origin is refused.',
-        response: { 303: redirectResponse('Signed out: go to /signin.'), 403: errorResponse('The form was posted from another origin.') },
+        response: { 303: redirectResponse('Signed out: go to /signin.'), 403: errorResponse('The form was posted from another origin.'), 500: internalError },
       },
     }, async (req, reply) => {
       assertSameOrigin(req);
@@ -124,13 +128,17 @@ export async function registerDashboard(app: App, deps: DashboardDeps): Promise<
         tags: ['dashboard'],
         summary: 'Dashboard stylesheet and icon',
         params: Type.Object({ file: Type.String({ maxLength: 64 }) }),
-        response: { 200: { description: 'The asset.' }, 304: { description: 'Not modified (If-None-Match).' }, 404: errorResponse('Not one of the dashboard\'s assets.') },
+        response: {
+          200: { description: 'The asset.', content: { 'text/css': { schema: Type.String() }, 'image/svg+xml': { schema: Type.String() } } },
+          304: { description: 'Not modified (If-None-Match matched the ETag).', type: 'null' },
+          404: errorResponse('Not one of the dashboard\'s assets (the only ones are dashboard.css and favicon.svg).'),
+        },
       },
     }, async (req, reply) => {
       const asset = assets.get(req.params.file);
       if (!asset) throw new AppError('not_found', 'no such dashboard asset');
       reply.header('etag', asset.etag).header('cache-control', 'public, max-age=3600');
-      if (req.headers['if-none-match'] === asset.etag) return reply.code(304).send();
+      if (req.headers['if-none-match'] === asset.etag) return reply.code(304).send(null);
       return reply.type(asset.contentType).send(asset.body);
     });
   });

@@ -14,7 +14,8 @@ const ASSET_TYPES: Readonly<Record<string, string>> = {
 };
 
 export interface StaticAsset {
-  body: Buffer;
+  /** Every asset is text (CSS, SVG). */
+  body: string;
   contentType: string;
   /** Strong validator for conditional GETs. */
   etag: string;
@@ -23,7 +24,7 @@ export interface StaticAsset {
 export async function loadStaticAssets(dir: string = staticDir('metrics')): Promise<ReadonlyMap<string, StaticAsset>> {
   const assets = new Map<string, StaticAsset>();
   for (const [name, contentType] of Object.entries(ASSET_TYPES)) {
-    const body = await readFile(path.join(dir, name));
+    const body = await readFile(path.join(dir, name), 'utf8');
     const etag = `"${createHash('sha256').update(body).digest('base64url').slice(0, 22)}"`;
     assets.set(name, { body, contentType, etag });
   }
