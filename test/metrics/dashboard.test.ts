@@ -214,10 +214,13 @@ for (const backend of BACKENDS) {
       }
     });
 
-    test('sign-in rejects a body without a token (400) and a non-form body (415) with JSON errors', async () => {
+    test('sign-in rejects a body without a token (400), an oversize form (413) and a non-form body (415) with JSON errors', async () => {
       let r = await fetch(`${base}/signin`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', origin }, body: 'nottoken=1' });
       assert.equal(r.status, 400);
       assert.match((await r.json() as { details: string }).details, /token/);
+      r = await fetch(`${base}/signin`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', origin }, body: `token=${'x'.repeat(5000)}` });
+      assert.equal(r.status, 413);
+      assert.equal((await r.json() as { error: string }).error, 'payload_too_large');
       r = await fetch(`${base}/signin`, { method: 'POST', headers: { 'content-type': 'text/plain', origin }, body: 'token=x' });
       assert.equal(r.status, 415);
       assert.equal((await r.json() as { error: string }).error, 'unsupported_media_type');
@@ -255,7 +258,7 @@ test('the OpenAPI document lists every status of the dashboard routes', async (t
   const codes = (p: string, method: string) => Object.keys(doc.paths[p]![method]!.responses).sort();
   assert.deepEqual(codes('/', 'get'), ['200', '303', '401', '500']);
   assert.deepEqual(codes('/signin', 'get'), ['200']);
-  assert.deepEqual(codes('/signin', 'post'), ['303', '400', '401', '403', '500']);
+  assert.deepEqual(codes('/signin', 'post'), ['303', '400', '401', '403', '413', '415', '500']);
   assert.deepEqual(codes('/signout', 'post'), ['303', '403', '500']);
   assert.deepEqual(codes('/static/{file}', 'get'), ['200', '304', '404']);
 });

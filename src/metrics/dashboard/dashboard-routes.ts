@@ -91,6 +91,8 @@ export async function registerDashboard(app: App, deps: DashboardDeps): Promise<
           400: errorResponse('No token field, or a body that is not a form.'),
           401: htmlResponse('Unknown or revoked token: the form again, with an error.'),
           403: errorResponse('The form was posted from another origin.'),
+          413: errorResponse('The form is larger than 4 KiB.'),
+          415: errorResponse('The body is not application/x-www-form-urlencoded (or JSON).'),
           500: internalError,
         },
       },
