@@ -226,6 +226,16 @@ for (const backend of BACKENDS) {
       assert.equal((await r.json() as { error: string }).error, 'unsupported_media_type');
     });
 
+    test('the form parser and the session cookie are confined to the dashboard routes', async () => {
+      const form = await fetch(`${base}/api/v1/ingest`, {
+        method: 'POST', headers: { authorization: `Bearer ${tokens.a.token}`, 'content-type': 'application/x-www-form-urlencoded' }, body: 'agentId=x',
+      });
+      assert.equal(form.status, 415);
+      const sid = sessionFrom(await signIn(tokens.a.token));
+      const hosts = await fetch(`${base}/api/v1/hosts`, { headers: { cookie: `${SESSION_COOKIE}=${sid}` } });
+      assert.equal(hosts.status, 401, 'the data API accepts only the bearer header');
+    });
+
     test('static assets are served from the allow-list with validators; anything else is 404', async () => {
       const css = await fetch(`${base}/static/dashboard.css`);
       assert.equal(css.status, 200);
