@@ -11,7 +11,8 @@ import { createCollector } from '../../src/agent/collect/collector.js';
 import { linuxHostSource, type HostSource } from '../../src/agent/collect/host-source.js';
 import { parseIsActive, isValidUnitName } from '../../src/agent/collect/systemd-services.js';
 import { ConfigError } from '../../src/core/config.js';
-import { ALERT_LIMITS } from '../../src/metrics/alerts/alert.js';
+import { ALERT_LIMITS, SEVERITIES } from '../../src/metrics/alerts/alert.js';
+import { AGENT_ALERT_LIMITS, AGENT_SEVERITIES } from '../../src/agent/alerts/alert-limits.js';
 import { ReportSchema } from '../../src/metrics/domain/report-schema.js';
 import { captureLog } from './agent-harness.js';
 import { FIXTURES } from './fixtures.js';
@@ -75,6 +76,11 @@ test('alerts are capped at the service\'s per-report limit', () => {
   assert.equal(alerts.length, ALERT_LIMITS.maxAlerts);
 });
 
+test('the agent\'s alert bounds and severities equal the service\'s', () => {
+  for (const [k, v] of Object.entries(AGENT_ALERT_LIMITS)) assert.equal(v, ALERT_LIMITS[k as keyof typeof ALERT_LIMITS], k);
+  assert.deepEqual([...AGENT_SEVERITIES], [...SEVERITIES]);
+});
+
 test('metric patterns: * spans dots and slashes, everything else is literal', () => {
   assert.ok(metricPattern('disk.*.percent').test('disk./var/lib.percent'));
   assert.ok(!metricPattern('disk.*.percent').test('disk./var.used'));
@@ -82,7 +88,9 @@ test('metric patterns: * spans dots and slashes, everything else is literal', ()
 });
 
 test('the config file is validated: unknown keys, rules without exactly one threshold, bad unit names', () => {
-  assert.throws(() => parseAgentConfigFile({ alert: [] }), /additional properties/);
+  assert.throws(() => parseAgentConfigFile({ alert: [] }), /\/alert is not a config field/);
+  assert.throws(() => parseAgentConfigFile({ alerts: [{ name: 'x', metric: 'cpu.usage', above: '90', severity: 'warning' }] }), /above must be a number/);
+  assert.throws(() => parseAgentConfigFile([]), /must be a JSON object/);
   assert.throws(() => parseAgentConfigFile({ alerts: [{ name: 'x', metric: 'cpu.usage', severity: 'warning' }] }), /exactly one of "above" or "below"/);
   assert.throws(() => parseAgentConfigFile({ alerts: [{ name: 'x', metric: 'cpu.usage', above: 1, below: 2, severity: 'warning' }] }), /exactly one/);
   assert.throws(() => parseAgentConfigFile({ alerts: [{ name: 'x', metric: 'cpu.usage', above: 1, severity: 'page-me' }] }), /severity/);

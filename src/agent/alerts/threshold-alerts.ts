@@ -1,4 +1,5 @@
-import { ALERT_LIMITS, type Alert } from '../../metrics/alerts/alert.js';
+import type { Alert } from '../../metrics/alerts/alert.js';
+import { AGENT_ALERT_LIMITS as ALERT_LIMITS } from './alert-limits.js';
 import type { AlertRule } from '../agent-config-file.js';
 
 /** `*` matches any run of characters (dots and slashes included, so `disk.*.percent` covers every mount). */
