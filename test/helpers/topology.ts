@@ -1,4 +1,5 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import http from 'node:http';
 import { mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -7,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { BACKENDS, freshStorage, type TestStorage } from './backends.js';
 import { REDIS_UP, TEST_REDIS_URL, deletePrefix, testPrefix } from './redis.js';
+import type { Reply } from './http.js';
 
 /**
  * A real deployment on loopback: N processes of one service
@@ -54,6 +56,8 @@ export interface Topology {
   readonly instances: Instance[];
   readonly storage: TestStorage;
   readonly redisPrefix: string;
+  /** What HAProxy printed (server state changes, alerts). */
+  readonly proxyOutput: string[];
   /** Arguments every instance was started with (to start another one, or a CLI command, on the same storage). */
   readonly sharedArgs: string[];
   stop(): Promise<void>;
@@ -74,12 +78,21 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
-/** Runs `node --import tsx src/<service>/cli.ts <args>` to completion (admin commands). */
-export function runCli(service: ServiceName, args: string[], env: Record<string, string> = {}): { status: number | null; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, ['--import', 'tsx', path.join('src', service, 'cli.ts'), ...args], {
-    cwd: ROOT, encoding: 'utf8', env: { PATH: process.env['PATH'] ?? '', ...env }, timeout: 60_000,
+/**
+ * Runs `node --import tsx src/<service>/cli.ts <args>` to completion (admin commands).
+ * Asynchronous on purpose: a blocked event loop keeps HTTP clients from seeing
+ * that HAProxy closed their idle keep-alive connections, and the next request fails.
+ */
+export async function runCli(service: ServiceName, args: string[], env: Record<string, string> = {}): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join('src', service, 'cli.ts'), ...args], {
+    cwd: ROOT, env: { PATH: process.env['PATH'] ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'],
   });
-  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (c: Buffer) => { stdout += c.toString(); });
+  child.stderr.on('data', (c: Buffer) => { stderr += c.toString(); });
+  const status = await new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return { status, stdout, stderr };
 }
 
 /** Starts one instance and resolves once it logs the address it listens on. */
@@ -123,7 +136,7 @@ export function startInstance(service: ServiceName, name: string, args: string[]
   });
 }
 
-interface Proxy { url: string; stop(): Promise<void> }
+interface Proxy { url: string; output: string[]; stop(): Promise<void> }
 
 async function startHaproxy(service: ServiceName, backends: string[]): Promise<Proxy> {
   const bind = await freePort();
@@ -154,6 +167,7 @@ async function startHaproxy(service: ServiceName, backends: string[]): Promise<P
   }
   return {
     url,
+    output,
     async stop() {
       if (child.exitCode === null) child.kill('SIGTERM');
       await exited;
@@ -196,9 +210,76 @@ export async function startTopology(opts: TopologyOptions): Promise<Topology> {
     instances.push(await start(1));
     instances.push(...(await Promise.all(Array.from({ length: count - 1 }, (_, i) => start(i + 2)))));
     proxy = await startHaproxy(opts.service, instances.map((i) => i.url.replace('http://', '')));
-    return { proxyUrl: proxy.url, instances, storage, redisPrefix, sharedArgs, stop };
+    return { proxyUrl: proxy.url, proxyOutput: proxy.output, instances, storage, redisPrefix, sharedArgs, stop };
   } catch (e: unknown) {
     await stop();
     throw e;
   }
+}
+
+/**
+ * Like `call()` from test/helpers/http.ts, but from a chosen loopback source
+ * address (127.0.0.0/8 is all local on Linux): lets a test act as several
+ * distinct clients, as HAProxy sees them, or as an untrusted direct peer.
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- tests read loosely shaped JSON bodies
+export async function callFrom<T = any>(
+  source: string,
+  baseUrl: string,
+  method: string,
+  urlPath: string,
+  opts: { token?: string; json?: unknown; body?: Buffer | FormData; headers?: Record<string, string> } = {},
+): Promise<Reply<T>> {
+  const headers: Record<string, string> = { ...opts.headers };
+  if (opts.token) headers['authorization'] = `Bearer ${opts.token}`;
+  let body: Buffer | undefined;
+  if (opts.json !== undefined) {
+    headers['content-type'] ??= 'application/json';
+    body = Buffer.from(JSON.stringify(opts.json));
+  } else if (opts.body instanceof FormData) {
+    // Let fetch's Request encode the multipart body, then send its bytes ourselves.
+    const encoded = new Request('http://encode.invalid/', { method: 'POST', body: opts.body });
+    headers['content-type'] = encoded.headers.get('content-type')!;
+    body = Buffer.from(await encoded.arrayBuffer());
+  } else if (opts.body) {
+    body = opts.body;
+  }
+  if (body) headers['content-length'] = String(body.length);
+  const u = new URL(baseUrl + urlPath);
+  return new Promise<Reply<T>>((resolve, reject) => {
+    const req = http.request({ host: u.hostname, port: u.port, path: u.pathname + u.search, method, headers, localAddress: source, agent: false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('error', reject);
+      res.on('end', () => {
+        const raw = Buffer.concat(chunks);
+        const text = raw.toString('utf8');
+        const h = new Headers();
+        for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) h.set(k, Array.isArray(v) ? v.join(', ') : v);
+        let parsed: unknown = text;
+        if ((res.headers['content-type'] ?? '').includes('json') && text) parsed = JSON.parse(text);
+        resolve({ status: res.statusCode ?? 0, headers: h, body: parsed as T, text, raw } as Reply<T> & { raw: Buffer });
+      });
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/** The value of one Prometheus sample whose labels include `labels`, or undefined. */
+export function promSample(body: string, name: string, labels: Record<string, string> = {}): number | undefined {
+  for (const line of body.split('\n')) {
+    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
+    if (!m || m[1] !== name) continue;
+    const have = Object.fromEntries([...(m[2] ?? '').matchAll(/(\w+)="([^"]*)"/g)].map((x) => [x[1], x[2]]));
+    if (Object.entries(labels).every(([k, v]) => have[k] === v)) return Number(m[3]);
+  }
+  return undefined;
+}
+
+/** Scrapes one instance's /metrics with the topology's token. */
+export async function scrape(instanceUrl: string): Promise<string> {
+  const r = await fetch(`${instanceUrl}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
+  if (r.status !== 200) throw new Error(`/metrics answered ${r.status}`);
+  return r.text();
 }
