@@ -2,14 +2,15 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { escapeHtml, html } from '../../src/metrics/dashboard/html-template.js';
 import { formatAbsolute, formatPercent, formatRelative } from '../../src/metrics/dashboard/format.js';
-import { renderDashboard, STALE_AFTER_MS, type DashboardHost } from '../../src/metrics/dashboard/dashboard-page.js';
+import { renderDashboard, STALE_AFTER_MS } from '../../src/metrics/dashboard/dashboard-page.js';
+import type { HostLatest } from '../../src/metrics/domain/metrics-store.js';
 import { renderSignIn } from '../../src/metrics/dashboard/signin-page.js';
 import { loadStaticAssets } from '../../src/metrics/dashboard/static-assets.js';
 
 const NOW = Date.UTC(2026, 10, 21, 12, 0, 0);
 const HOSTILE = '<img src=x onerror=alert(1)>';
 
-function host(over: Partial<DashboardHost> = {}): DashboardHost {
+function host(over: Partial<HostLatest> = {}): HostLatest {
   return { hostId: 'web-1', hostname: 'web-1', platform: 'linux', lastTs: NOW - 12_000, cpuUsage: 42.25, memoryPercent: 61.04, ...over };
 }
 

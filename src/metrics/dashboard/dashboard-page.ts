@@ -1,19 +1,11 @@
 import { formatAbsolute, formatPercent, formatRelative } from './format.js';
 import { html, type SafeHtml } from './html-template.js';
 import { pageLayout } from './page-layout.js';
-
-/** One row of the dashboard: a host's most recent report. */
-export interface DashboardHost {
-  hostId: string;
-  hostname: string;
-  platform: string;
-  lastTs: number;
-  cpuUsage: number | null;
-  memoryPercent: number | null;
-}
+import type { HostLatest } from '../domain/metrics-store.js';
 
 export interface DashboardView {
-  hosts: DashboardHost[];
+  /** One row per host: its most recent report's headline numbers. */
+  hosts: HostLatest[];
   now: number;
   /** Shown in the top bar so a person with several tokens knows which tenant they are looking at. */
   tenantName: string;
@@ -48,7 +40,7 @@ ${view.hosts.map((h) => hostRow(h, view.now))}</tbody>
   return pageLayout({ title: 'Hosts · Fleet metrics', refreshSeconds: REFRESH_SECONDS, headerAside: aside, body }).value;
 }
 
-function hostRow(h: DashboardHost, now: number): SafeHtml {
+function hostRow(h: HostLatest, now: number): SafeHtml {
   const stale = now - h.lastTs > STALE_AFTER_MS;
   const iso = new Date(h.lastTs).toISOString();
   return html`<tr class="${stale ? 'host stale' : 'host'}">
