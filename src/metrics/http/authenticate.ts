@@ -1,6 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { parseBearer } from '../../core/auth/tokens.js';
 import { AppError } from '../../core/errors.js';
+import { bindLogContext } from '../../core/http/log-context.js';
 import type { MetricsStore } from '../domain/metrics-store.js';
 import { resolveTenant, type ResolvedTenant } from '../domain/tenant-tokens.js';
 
@@ -34,6 +35,7 @@ export function authenticate(store: MetricsStore) {
   return async function authenticateBearer(request: FastifyRequest, reply: FastifyReply): Promise<void> {
     try {
       request.tenant = await tenantFromAuthorization(store, request.headers.authorization);
+      bindLogContext(request, reply, { tenant: request.tenant.tenantId });
     } catch (e: unknown) {
       reply.header('www-authenticate', 'Bearer realm="metrics"');
       throw e;

@@ -1,5 +1,6 @@
 import type { FastifyRequest, preHandlerAsyncHookHandler } from 'fastify';
 import { AppError } from '../../core/errors.js';
+import { bindLogContext } from '../../core/http/log-context.js';
 import { hashToken, parseBearer } from '../../core/auth/tokens.js';
 import type { SyncDeps } from '../deps.js';
 import { limitIp, limitUser } from './rate-limit.js';
@@ -43,7 +44,7 @@ export interface RequireUserOptions {
  */
 export function requireUser(deps: SyncDeps, options: RequireUserOptions = {}): preHandlerAsyncHookHandler {
   const kinds = options.tokenKinds ?? ['user', 'business'];
-  return async (req) => {
+  return async (req, reply) => {
     const token = parseBearer(req.headers.authorization);
     const caller = token ? await authenticateAccessToken(deps, token) : undefined;
     if (!caller) {
@@ -55,6 +56,10 @@ export function requireUser(deps: SyncDeps, options: RequireUserOptions = {}): p
       throw new AppError('forbidden', `this endpoint needs a ${kinds.join(' or ')} token, not a ${caller.tokenKind} token`);
     }
     req.caller = caller;
+    // Later log lines of this request name the user and the business asked for (not yet checked: that is resolveBusiness's job).
+    const asked = typeof req.headers['x-business-id'] === 'string' ? normalizeUuid(req.headers['x-business-id'].trim()) : undefined;
+    const business = caller.businessId ?? asked;
+    bindLogContext(req, reply, business ? { user: caller.userId, business } : { user: caller.userId });
   };
 }
 
