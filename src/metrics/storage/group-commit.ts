@@ -22,6 +22,8 @@ export function createGroupCommitter<I, O>(
 
   async function drain(): Promise<void> {
     while (queue.length) {
+      // One macrotask turn first: requests whose bytes already arrived get to submit and join this batch.
+      await new Promise((resolve) => setImmediate(resolve));
       const batch = queue.slice(0, opts.maxBatch);
       queue = queue.slice(batch.length);
       try {

@@ -1,0 +1,219 @@
+// Metrics service benchmark: ingest throughput over HTTP and series latency
+// for one host over one day of 10 s reports, on SQLite and PostgreSQL.
+//
+//   npm run bench -- metrics [--hosts 50] [--steps 200] [--concurrency 32] [--queries 30] [--backends sqlite,postgres]
+//
+// Data comes from the peers' deterministic generator (../shared/bench-peers/gen.mjs,
+// seed 42, 2023-11-14), the same fleet VictoriaMetrics and InfluxDB were measured on.
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { parseArgs } from 'node:util';
+import pg from 'pg';
+import { buildMetricsApp } from '../src/metrics/app.js';
+import { loadMetricsConfig, type MetricsConfig } from '../src/metrics/config.js';
+import { createMetricsDeps } from '../src/metrics/deps.js';
+import { issueToken } from '../src/metrics/domain/tenant-tokens.js';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const GEN = path.resolve(here, '../../shared/bench-peers/gen.mjs');
+const PG_URL = 'postgres://postgres@127.0.0.1:5432/test';
+
+interface Sample { h: { tenant: string; agentId: string }; ts: number; v: Float64Array }
+interface Gen {
+  defaults(o: Record<string, unknown>): Record<string, unknown> & { start: number; interval: number };
+  generate(o: Record<string, unknown>): Iterable<Sample[]>;
+  toReport(s: Sample): Record<string, unknown>;
+}
+
+export async function run(argv: string[]): Promise<string> {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      hosts: { type: 'string', default: '50' },
+      steps: { type: 'string', default: '200' },
+      concurrency: { type: 'string', default: '32' },
+      queries: { type: 'string', default: '30' },
+      backends: { type: 'string', default: 'sqlite,postgres' },
+    },
+  });
+  const gen = (await import(pathToFileURL(GEN).href)) as Gen;
+  const hosts = Number(values.hosts);
+  const steps = Number(values.steps);
+  const concurrency = Number(values.concurrency);
+  const queries = Number(values.queries);
+
+  // Bodies are built before the clock starts, as the peers' loader does.
+  const fleetOpts = gen.defaults({ hosts, reports: steps, batch: 1_000_000 });
+  const fleet = [...gen.generate(fleetOpts)].flat().map((s) => ({ tenant: s.h.tenant, body: JSON.stringify(gen.toReport(s)) }));
+  const dayOpts = gen.defaults({ hosts: 1, reports: 8640, batch: 1_000_000, seed: 7 });
+  const day = [...gen.generate(dayOpts)].flat();
+  const dayBodies = day.map((s) => JSON.stringify(gen.toReport(s)));
+  const dayHost = day[0]!.h.agentId;
+  const dayMean = day.reduce((a, s) => a + s.v[0]!, 0) / day.length;
+
+  const rows: string[] = [];
+  for (const backend of values.backends.split(',')) {
+    const r = await runBackend(backend as 'sqlite' | 'postgres', { fleet, dayBodies, dayHost, dayStart: dayOpts.start, concurrency, queries });
+    const meanOk = Math.abs(r.dayMean - dayMean) < 1e-6 ? 'matches' : `MISMATCH ${r.dayMean} vs ${dayMean}`;
+    rows.push(`| ${backend} | ${fmt(r.reportsPerS)} | ${fmt(r.reportsPerS * 28)} | ${r.ingestP50.toFixed(1)} / ${r.ingestP95.toFixed(1)} | ${r.seriesP50.toFixed(1)} / ${r.seriesP95.toFixed(1)} | ${r.aggP50.toFixed(1)} / ${r.aggP95.toFixed(1)} | ${r.bytesPerSample.toFixed(1)} | ${meanOk} |`);
+  }
+  return [
+    `Command: \`npm run bench -- metrics --hosts ${hosts} --steps ${steps} --concurrency ${concurrency} --queries ${queries}\`.`,
+    '',
+    `Ingest: ${fmt(fleet.length)} reports (${hosts} hosts x ${steps} steps of 10 s, 28 metrics each, 5 tenants) from the peers' generator`,
+    `(\`../shared/bench-peers/gen.mjs\`, seed 42), one report per HTTP POST, ${concurrency} requests in flight, each answered only after`,
+    'its group-committed transaction is durable (SQLite WAL with synchronous=FULL; PostgreSQL default synchronous_commit=on).',
+    `Series: one host with one day of 10 s reports (8,640 reports, 241,920 samples); \`GET /api/v1/host/:id\` over the whole day`,
+    `with the default budget of 500 points (173 s buckets, the peers' step), ${queries} runs after 3 warm-ups. Aggregate: \`GET /api/v1/aggregate\``,
+    `over one tenant of the ingest fleet (${hosts / 5} hosts x ${steps} reports). Bytes/sample: reports table and indexes over stored samples.`,
+    '',
+    '| backend | reports/s | samples/s | ingest latency p50 / p95 (ms) | host day series p50 / p95 (ms) | tenant aggregate p50 / p95 (ms) | bytes/sample | day mean of cpu.usage |',
+    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |',
+    ...rows,
+    '',
+    'The peers (`/work/shared/bench-peers/README.md`) batch 1,000 reports per write request, so their samples/s are not per-report',
+    'HTTP figures; their recorded result files are not in `/work/shared/bench-peers/` on this machine, so their numbers are not',
+    'restated here (run `./run.sh` there to get them). Each of our reports is one durable request, the unit an agent sends.',
+  ].join('\n');
+}
+
+interface BackendInput {
+  fleet: Array<{ tenant: string; body: string }>;
+  dayBodies: string[];
+  dayHost: string;
+  dayStart: number;
+  concurrency: number;
+  queries: number;
+}
+
+async function runBackend(backend: 'sqlite' | 'postgres', input: BackendInput) {
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'metrics-bench-'));
+  const schema = `bench_${process.pid}`;
+  const config: MetricsConfig = {
+    ...loadMetricsConfig([], {}),
+    logLevel: 'silent',
+    port: 0,
+    dataDir,
+    databaseUrl: backend === 'postgres' ? PG_URL : undefined,
+    dbSchema: schema,
+    // The generator's data is dated 2023: keep it all.
+    retentionDays: 36_500,
+  };
+  if (backend === 'postgres') await dropSchema(schema);
+  const deps = await createMetricsDeps(config);
+  const app = await buildMetricsApp(config, deps);
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const url = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
+  try {
+    const tokens = new Map<string, string>();
+    for (const t of new Set(input.fleet.map((f) => f.tenant))) tokens.set(t, (await issueToken(deps.store, `bench-${t}`)).token);
+    const dayToken = (await issueToken(deps.store, 'bench-day')).token;
+
+    const post = async (token: string, body: string) => {
+      const res = await fetch(`${url}/api/v1/ingest`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body });
+      await res.arrayBuffer();
+      if (res.status !== 200) throw new Error(`ingest answered ${res.status}`);
+    };
+    const latencies: number[] = [];
+    const started = performance.now();
+    await pool(input.fleet, input.concurrency, async (f) => {
+      const t0 = performance.now();
+      await post(tokens.get(f.tenant)!, f.body);
+      latencies.push(performance.now() - t0);
+    });
+    const reportsPerS = input.fleet.length / ((performance.now() - started) / 1000);
+
+    await pool(input.dayBodies, input.concurrency, (b) => post(dayToken, b));
+    const from = input.dayStart;
+    const to = input.dayStart + 86_400_000 + 10_000;
+    const get = async (token: string, p: string) => {
+      const res = await fetch(url + p, { headers: { authorization: `Bearer ${token}` } });
+      if (res.status !== 200) throw new Error(`${p} answered ${res.status}`);
+      return (await res.json()) as { timestamps: number[]; metrics: Record<string, (number | null)[]> };
+    };
+    const seriesPath = `/api/v1/host/${input.dayHost}?from=${from}&to=${to}`;
+    const series = await timeRuns(input.queries, () => get(dayToken, seriesPath));
+    const usage = series.last.metrics['cpu.usage']!;
+    // The bucket means weighted by their report counts give the day mean; buckets are 173 s, so up to 18 reports each.
+    const dayRaw = await get(dayToken, `${seriesPath}&points=10000`);
+    const dayMean = dayRaw.metrics['cpu.usage']!.reduce<number>((a, v) => a + (v ?? 0), 0) / dayRaw.timestamps.length;
+    if (usage.length === 0) throw new Error('empty series');
+
+    const aggToken = tokens.values().next().value!;
+    const agg = await timeRuns(input.queries, () => get(aggToken, `/api/v1/aggregate?from=${from}&to=${to}`));
+
+    const bytes = backend === 'sqlite' ? sqliteReportBytes(deps.database.sqlite!) : await pgReportBytes(schema);
+    const samples = (input.fleet.length + input.dayBodies.length) * 28;
+    return {
+      reportsPerS,
+      ingestP50: pct(latencies, 0.5),
+      ingestP95: pct(latencies, 0.95),
+      seriesP50: series.p50,
+      seriesP95: series.p95,
+      aggP50: agg.p50,
+      aggP95: agg.p95,
+      bytesPerSample: bytes / samples,
+      dayMean,
+    };
+  } finally {
+    await app.close();
+    await deps.close();
+    rmSync(dataDir, { recursive: true, force: true });
+    if (backend === 'postgres') await dropSchema(schema);
+  }
+}
+
+async function timeRuns<T>(n: number, fn: () => Promise<T>): Promise<{ p50: number; p95: number; last: T }> {
+  let last = await fn();
+  for (let i = 0; i < 2; i++) last = await fn();
+  const times: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const t0 = performance.now();
+    last = await fn();
+    times.push(performance.now() - t0);
+  }
+  return { p50: pct(times, 0.5), p95: pct(times, 0.95), last };
+}
+
+async function pool<T>(items: T[], concurrency: number, fn: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(Array.from({ length: concurrency }, async () => {
+    while (next < items.length) await fn(items[next++]!);
+  }));
+}
+
+function pct(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]!;
+}
+
+function fmt(n: number): string {
+  return Math.round(n).toLocaleString('en-US');
+}
+
+function sqliteReportBytes(db: { pragma(s: string): unknown; prepare(s: string): { get(): unknown } }): number {
+  db.pragma('wal_checkpoint(TRUNCATE)');
+  const row = db.prepare("select sum(pgsize) as bytes from dbstat where name in ('reports', 'sqlite_autoindex_reports_1')").get() as { bytes: number };
+  return row.bytes;
+}
+
+async function pgReportBytes(schema: string): Promise<number> {
+  const client = new pg.Client({ connectionString: PG_URL });
+  await client.connect();
+  try {
+    await client.query('VACUUM ANALYZE ' + `"${schema}".reports`);
+    const r = await client.query<{ bytes: string }>(`select pg_total_relation_size('"${schema}".reports') as bytes`);
+    return Number(r.rows[0]!.bytes);
+  } finally {
+    await client.end();
+  }
+}
+
+async function dropSchema(schema: string): Promise<void> {
+  const client = new pg.Client({ connectionString: PG_URL });
+  await client.connect();
+  try { await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`); } finally { await client.end(); }
+}
+
