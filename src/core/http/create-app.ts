@@ -51,7 +51,6 @@ export function createHttpApp(opts: HttpAppOptions): App {
       ...(opts.logStream ? { stream: opts.logStream } : {}),
     },
     genReqId: () => randomUUID(),
-    requestIdLogLabel: 'reqId',
     bodyLimit: opts.bodyLimit,
     trustProxy: opts.trustProxy.length ? opts.trustProxy : false,
     connectionTimeout: HTTP_TIMEOUTS.connectionTimeoutMs,
