@@ -89,7 +89,8 @@ export function makeReport(overrides: Partial<Report> & Record<string, unknown> 
 }
 
 /** POSTs a report (object or exact body text) with the token; signs it when `secret` is given. */
-export function ingest(url: string, token: string, report: unknown, opts: { secret?: string; headers?: Record<string, string> } = {}): Promise<Reply> {
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- tests read loosely shaped JSON bodies
+export function ingest(url: string, token: string, report: unknown, opts: { secret?: string; headers?: Record<string, string> } = {}): Promise<Reply<any>> {
   const body = typeof report === 'string' ? report : JSON.stringify(report);
   const headers: Record<string, string> = { 'content-type': 'application/json', ...opts.headers };
   if (opts.secret !== undefined) headers['x-collector-signature'] = signBody(opts.secret, body);

@@ -23,7 +23,7 @@ test('every numeric leaf of the known sections becomes a dotted name', () => {
 test('nested network objects, arrays and services flatten; strings and booleans never do', () => {
   const m = flattenReport(makeReport({
     network: { eth0: { rxBytes: 5, up: true, name: 'eth0' }, errors: [1, 2] },
-    services: [{ name: 'nginx', status: 'active', restarts: 3, memory: { rss: 1024 } }, { name: 'cron', status: 'failed' }],
+    services: [{ name: 'nginx', status: 'active', restarts: 3, memory: { rss: 1024 } }, { name: 'cron', status: 'failed' }] as Report['services'],
     extra: { ignored: 1 },
   }));
   assert.equal(m.get('network.eth0.rxBytes'), 5);

@@ -43,7 +43,7 @@ for (const backend of BACKENDS) {
       assert.deepEqual(await store.appendReport(report(t.tenantId, 'h1', 1000, { 'cpu.usage': 2 })), { status: 'duplicate' });
       const rows = await collect(store, t.tenantId, 'h1', 0, 5000);
       assert.equal(rows.length, 1);
-      assert.deepEqual([...rows[0]!.values], [1]);
+      assert.deepEqual(Array.from(rows[0]!.values), [1]);
     });
 
     test('concurrent appends are all stored, duplicates within one batch counted once', async () => {
@@ -76,7 +76,7 @@ for (const backend of BACKENDS) {
       const b = await newTenant(store);
       await store.appendReport(report(a.tenantId, 'h', 1, { 'secret.metric': 1 }));
       const [row] = await collect(store, a.tenantId, 'h', 0, 10);
-      const ids = [...row!.metricIds];
+      const ids = Array.from(row!.metricIds);
       assert.deepEqual([...(await store.metricNames(a.tenantId, ids)).values()], ['secret.metric']);
       assert.equal((await store.metricNames(b.tenantId, ids)).size, 0);
       assert.deepEqual(await collect(store, b.tenantId, 'h', 0, 10), []);
