@@ -1,0 +1,255 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomBytes, randomUUID } from 'node:crypto';
+import WebSocket from 'ws';
+import { call } from '../helpers/http.js';
+import { validAbn } from '../helpers/sync.js';
+import { change, device } from '../sync/push-client.js';
+import { METRICS_TOKEN, TOPOLOGY_SKIP, callFrom, promSample, scrape, startTopology, type Topology } from '../helpers/topology.js';
+
+/**
+ * Two sync-service processes on one PostgreSQL schema and one Redis prefix,
+ * behind HAProxy (deploy/haproxy.cfg), at the spec's default limits (100
+ * requests/min per user, 20/min per IP, lockout after 5 failed logins).
+ * Each client below comes from its own loopback address, as distinct
+ * machines would, so one test's unauthenticated requests never spend
+ * another's per-IP budget.
+ */
+describe('sync service: two instances behind HAProxy', { skip: TOPOLOGY_SKIP }, () => {
+  let topo: Topology;
+  const secrets: string[] = [METRICS_TOKEN];
+  let ipCounter = 10;
+  const nextIp = () => `127.0.${Math.floor(ipCounter / 250) + 1}.${(ipCounter++ % 250) + 1}`;
+
+  interface User { id: string; email: string; password: string; token: string }
+
+  async function newUser(): Promise<User> {
+    const email = `u-${randomBytes(5).toString('hex')}@example.com`;
+    const password = `pw-${randomBytes(9).toString('base64url')}`;
+    const r = await callFrom(nextIp(), topo.proxyUrl, 'POST', '/api/auth/register', { json: { email, name: 'Scale', password } });
+    assert.equal(r.status, 201, r.text);
+    secrets.push(password, r.body.token, r.body.refresh_token);
+    return { id: r.body.user.id, email, password, token: r.body.token };
+  }
+
+  async function newBusiness(owner: User, members: User[] = []): Promise<string> {
+    const r = await call(topo.proxyUrl, 'POST', '/api/business', { token: owner.token, json: { name: 'Scale Co', abn: validAbn() } });
+    assert.equal(r.status, 201, r.text);
+    for (const m of members) {
+      const a = await call(topo.proxyUrl, 'POST', `/api/business/${r.body.id}/members`, { token: owner.token, json: { email: m.email, role: 'member' } });
+      assert.equal(a.status, 201, a.text);
+    }
+    return r.body.id as string;
+  }
+
+  /** Opens the feed at `baseUrl` and collects its messages. */
+  async function openFeed(baseUrl: string, user: User, businessId: string) {
+    const ws = new WebSocket(`${baseUrl.replace('http', 'ws')}/ws/sync?business_id=${businessId}&user_id=${user.id}`, { headers: { authorization: `Bearer ${user.token}` } });
+    const messages: Array<Record<string, unknown>> = [];
+    const waiters: Array<() => void> = [];
+    ws.on('message', (data) => {
+      messages.push(JSON.parse(String(data)) as Record<string, unknown>);
+      for (const w of waiters.splice(0)) w();
+    });
+    const closed = new Promise<number>((resolve) => ws.once('close', (code) => resolve(code)));
+    await new Promise<void>((resolve, reject) => { ws.once('open', () => resolve()); ws.once('error', reject); });
+    return {
+      ws, messages, closed,
+      async until(pred: (m: Record<string, unknown>) => boolean) {
+        while (!messages.some(pred)) await new Promise<void>((resolve) => waiters.push(resolve));
+      },
+    };
+  }
+
+  before(async () => { topo = await startTopology({ service: 'sync', args: ['--scrypt-log2n', '10'] }); });
+  after(async () => { await topo?.stop(); });
+
+  test('a push handled by one instance reaches feed subscribers connected to the other', async () => {
+    const [a, b] = topo.instances;
+    const owner = await newUser();
+    const businessId = await newBusiness(owner);
+    const onB = await openFeed(b!.url, owner, businessId);
+    const viaProxy = await Promise.all([openFeed(topo.proxyUrl, owner, businessId), openFeed(topo.proxyUrl, owner, businessId)]);
+    const rec = randomUUID();
+    const pushed = await device(a!.url, owner.token, businessId).push({ changes: [change(rec, 1, { name: 'Ada' })] });
+    assert.equal(pushed.status, 200, pushed.text);
+    assert.equal(pushed.body.accepted, 1);
+    for (const feed of [onB, ...viaProxy]) {
+      await feed.until((m) => m['record_uuid'] === rec);
+      assert.deepEqual(Object.keys(feed.messages[0]!).sort(), ['instance_id', 'record_uuid', 'table_name', 'type', 'version']);
+      feed.ws.close();
+    }
+  });
+
+  test('the per-user limit holds across instances: the 101st request in a minute gets 429 wherever it lands', async () => {
+    const u = await newUser();
+    const replies = [];
+    for (let i = 0; i < 100; i++) replies.push((await call(topo.proxyUrl, 'GET', '/api/business', { token: u.token })).status);
+    assert.deepEqual(replies, Array(100).fill(200));
+    for (const target of [topo.proxyUrl, ...topo.instances.map((i) => i.url)]) {
+      const r = await call(target, 'GET', '/api/business', { token: u.token });
+      assert.equal(r.status, 429, target);
+      assert.equal(r.body.error, 'rate_limited');
+      assert.ok(Number(r.body.retry_after) >= 1 && Number(r.headers.get('retry-after')) >= 1);
+    }
+    const served = await Promise.all(topo.instances.map(async (i) => promSample(await scrape(i.url), 'http_requests_total', { route: '/api/business', method: 'GET', status: '200' }) ?? 0));
+    assert.ok(served.every((n) => n > 0), `both instances served the user's requests: ${served}`);
+  });
+
+  test('the per-IP limit counts the client address HAProxy forwards, not the proxy\'s', async () => {
+    const client = nextIp();
+    const statuses = [];
+    for (let i = 0; i < 21; i++) {
+      // A forged X-Forwarded-For changes nothing: HAProxy drops it and sends the real address.
+      statuses.push((await callFrom(client, topo.proxyUrl, 'GET', '/api/business', { headers: { 'x-forwarded-for': `10.9.${i}.1` } })).status);
+    }
+    assert.deepEqual(statuses, [...Array(20).fill(401), 429]);
+    // Another client behind the same proxy has its own budget.
+    assert.equal((await callFrom(nextIp(), topo.proxyUrl, 'GET', '/api/business')).status, 401);
+  });
+
+  test('a forged X-Forwarded-For from a peer that is not a trusted proxy is ignored', async () => {
+    const peer = nextIp();
+    const target = topo.instances[0]!.url;
+    const statuses = [];
+    for (let i = 0; i < 21; i++) {
+      statuses.push((await callFrom(peer, target, 'GET', '/api/business', { headers: { 'x-forwarded-for': `10.8.${i}.1` } })).status);
+    }
+    assert.deepEqual(statuses, [...Array(20).fill(401), 429], 'every request counted against the real peer address');
+  });
+
+  test('a lockout made through one instance holds on the other, even for the right password', async () => {
+    const u = await newUser();
+    const [a, b] = topo.instances;
+    const ip = nextIp();
+    for (let i = 0; i < 5; i++) {
+      const r = await callFrom(ip, a!.url, 'POST', '/api/auth/login', { json: { email: u.email, password: 'wrong-password-1' } });
+      assert.equal(r.status, 401, r.text);
+    }
+    const r = await callFrom(nextIp(), b!.url, 'POST', '/api/auth/login', { json: { email: u.email, password: u.password } });
+    assert.equal(r.status, 429, r.text);
+    assert.equal(r.body.token, undefined);
+  });
+
+  test('an attachment uploaded through one instance downloads byte-exact through the other', async () => {
+    const owner = await newUser();
+    const businessId = await newBusiness(owner);
+    const [a, b] = topo.instances;
+    const bytes = randomBytes(700_000);
+    const form = new FormData();
+    form.append('record_type', 'invoice');
+    form.append('record_uuid', randomUUID());
+    form.append('file', new Blob([bytes]), 'scan.pdf');
+    const up = await callFrom('127.0.0.1', a!.url, 'POST', '/api/sync/attachment', { token: owner.token, body: form, headers: { 'x-business-id': businessId } });
+    assert.equal(up.status, 201, up.text);
+    const down = await callFrom('127.0.0.1', b!.url, 'GET', `/api/sync/attachment/${up.body.uuid}`, { token: owner.token, headers: { 'x-business-id': businessId } }) as Awaited<ReturnType<typeof callFrom>> & { raw: Buffer };
+    assert.equal(down.status, 200);
+    assert.ok(down.raw.equals(bytes));
+    const other = await newUser();
+    const denied = await call(b!.url, 'GET', `/api/sync/attachment/${up.body.uuid}`, { token: other.token, headers: { 'x-business-id': await newBusiness(other) } });
+    assert.equal(denied.status, 404);
+  });
+
+  test('8 devices pushing concurrently through both instances get unique, gap-free versions; a puller sees each change once, in order', async () => {
+    const owner = await newUser();
+    const members = await Promise.all(Array.from({ length: 8 }, () => newUser()));
+    const reader = await newUser();
+    const businessId = await newBusiness(owner, [...members, reader]);
+    const devices = members.map((m) => device(topo.proxyUrl, m.token, businessId));
+    const puller = device(topo.proxyUrl, reader.token, businessId);
+    const PUSHES = 8;
+    const PER_PUSH = 5;
+    let pushing = true;
+    const seen: number[] = [];
+    const pulling = (async () => {
+      let since = 0;
+      // Bounded polling keeps the reader under its own 100/min limit.
+      for (let polls = 0; pushing && polls < 80; polls++) {
+        const page = await puller.pull(since);
+        assert.equal(page.status, 200, page.text);
+        for (const c of page.body.changes as Array<{ version: number }>) seen.push(c.version);
+        since = page.body.version;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      const rest = await puller.pullAll(since);
+      seen.push(...rest.changes.map((c) => c.version));
+    })();
+    await Promise.all(devices.map(async (d) => {
+      for (let p = 0; p < PUSHES; p++) {
+        const r = await d.push({ changes: Array.from({ length: PER_PUSH }, () => change(randomUUID(), 1)) });
+        assert.equal(r.status, 200, r.text);
+        assert.equal(r.body.accepted, PER_PUSH);
+      }
+    }));
+    pushing = false;
+    await pulling;
+    const total = 8 * PUSHES * PER_PUSH;
+    assert.deepEqual(seen, Array.from({ length: total }, (_, i) => i + 1), 'every version once, in order, none skipped');
+    const all = await puller.pullAll(0);
+    assert.deepEqual(all.changes.map((c) => c.version), Array.from({ length: total }, (_, i) => i + 1));
+  });
+
+  test('/healthz, /readyz and the token-protected /metrics answer through the proxy', async () => {
+    assert.deepEqual((await call(topo.proxyUrl, 'GET', '/healthz')).body, { status: 'ok' });
+    assert.deepEqual((await call(topo.proxyUrl, 'GET', '/readyz')).body, { status: 'ready' });
+    const denied = await call(topo.proxyUrl, 'GET', '/metrics', { token: 'not-the-metrics-token' });
+    assert.equal(denied.status, 401);
+    const bodies = await Promise.all(topo.instances.map((i) => scrape(i.url)));
+    const sum = (name: string, labels: Record<string, string> = {}) => bodies.reduce((n, b) => n + (promSample(b, name, labels) ?? 0), 0);
+    assert.ok(sum('sync_pushes_total') >= 65, 'pushes counted');
+    assert.ok(sum('sync_pushed_items_total', { outcome: 'accepted' }) >= 321);
+    assert.ok(sum('sync_pulled_changes_total') >= 640);
+    assert.ok(sum('rate_limit_rejections_total', { route: '/api/business' }) >= 3);
+    assert.ok(sum('rate_limit_rejections_total', { route: '/api/auth/login' }) >= 1);
+    assert.equal(sum('sync_feed_connections'), 0, 'closed feeds are no longer counted');
+  });
+
+  test('logs: JSON, a request id on every request line, the user and business where known, never a secret', async () => {
+    const lines = topo.instances.flatMap((i) => i.logs).filter((l) => l.startsWith('{'));
+    let withBusiness = 0;
+    for (const line of lines) {
+      const entry = JSON.parse(line) as Record<string, unknown>;
+      if ('req' in entry || 'res' in entry) assert.ok(typeof entry['reqId'] === 'string', line);
+      if (entry['business'] && entry['user'] && entry['msg'] === 'request completed') withBusiness++;
+      for (const s of secrets) assert.ok(!line.includes(s), `a secret reached the log: ${line}`);
+    }
+    assert.ok(withBusiness > 0, 'completed requests name their user and business');
+  });
+
+  test('SIGTERM during load: feeds get 1001, the instance exits cleanly, and no acknowledged write is lost', async () => {
+    const [a, b] = topo.instances;
+    const writers = await Promise.all(Array.from({ length: 4 }, () => newUser()));
+    const owner = writers[0]!;
+    const businessId = await newBusiness(owner, writers.slice(1));
+    const feed = await openFeed(a!.url, owner, businessId);
+    const acknowledged: string[] = [];
+    let stopped = false;
+    let ackedAtSignal = -1;
+    const failures: string[] = [];
+    // Each writer stops after 60 pushes, or once the survivor has acknowledged 40 more after the signal.
+    const enough = () => stopped && acknowledged.length >= ackedAtSignal + 40;
+    const load = Promise.all(writers.map(async (w) => {
+      const d = device(topo.proxyUrl, w.token, businessId);
+      for (let i = 0; i < 60 && !enough(); i++) {
+        const rec = randomUUID();
+        const r = await d.push({ changes: [change(rec, 1)] }).catch((e: unknown) => String(e));
+        if (typeof r !== 'string' && r.status === 200 && r.body.accepted === 1) acknowledged.push(rec);
+        else failures.push(typeof r === 'string' ? r : `${r.status} ${r.text}`);
+      }
+    }));
+    while (acknowledged.length < 20) await new Promise((r) => setTimeout(r, 10));
+    ackedAtSignal = acknowledged.length;
+    stopped = true;
+    const exitCode = await a!.kill('SIGTERM');
+    assert.equal(exitCode, 0, 'graceful exit within the shutdown bound');
+    assert.equal(await feed.closed, 1001);
+    await load;
+    assert.ok(acknowledged.length > ackedAtSignal, 'the survivor kept acknowledging writes');
+    const stored = await device(b!.url, owner.token, businessId).pullAll(0);
+    const have = new Set(stored.changes.map((c) => c.record_uuid));
+    const lost = acknowledged.filter((rec) => !have.has(rec));
+    assert.deepEqual(lost, [], 'every acknowledged push is stored');
+    // HAProxy retries what the closing instance refused (connection refused, or 503 before any processing): clients see no error.
+    assert.deepEqual(failures, []);
+  });
+});
