@@ -57,8 +57,14 @@ export function registerAttachmentRoutes(app: App, deps: SyncDeps): void {
     schema: {
       tags: ['attachments'], summary: 'Download the exact bytes of an attachment (application/octet-stream)', security: BearerSecurity,
       headers: BusinessHeader, params: AttachmentParamsSchema,
-      // Unsafe: the reply is a byte stream, never serialised; the schema only documents it.
-      response: { 200: Type.Unsafe<Readable>({ type: 'string', format: 'binary', description: 'The file; Content-Disposition carries its name (RFC 6266).' }), ...errors(400, 401, 404) },
+      // The reply is a byte stream, never serialised; this only documents it.
+      response: {
+        200: {
+          description: 'The file; Content-Disposition carries its name (RFC 6266).',
+          content: { 'application/octet-stream': { schema: Type.Unsafe<Readable>({ type: 'string', format: 'binary' }) } },
+        },
+        ...errors(400, 401, 404),
+      },
     },
   }, async (req, reply) => {
     const { attachment, stream, size } = await openAttachment(attachmentDeps, req.params.uuid, (businessId) => mayRead(req, deps, businessId));
