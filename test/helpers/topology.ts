@@ -148,7 +148,8 @@ async function startHaproxy(service: ServiceName, backends: string[]): Promise<P
     BACKEND_SOURCE: PROXY_SOURCE,
   };
   for (const s of ['metrics', 'sync'] as const) {
-    for (let i = 1; i <= 2; i++) env[`${s.toUpperCase()}_${i}`] = s === service ? backends[i - 1] ?? unused : unused;
+    // With a single instance both server lines name it: the same proxy path, one process behind it.
+    for (let i = 1; i <= 2; i++) env[`${s.toUpperCase()}_${i}`] = s === service ? backends[(i - 1) % backends.length]! : unused;
   }
   const child = spawn('haproxy', ['-db', '-f', HAPROXY_CONFIG], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   const output: string[] = [];
