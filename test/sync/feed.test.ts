@@ -37,18 +37,18 @@ function openFeed(url: string, q: { businessId: string; userId: string; token?: 
     ws.once('unexpected-response', (_req, res) => {
       let body = '';
       res.on('data', (c: Buffer) => { body += String(c); });
-      res.on('end', () => reject(Object.assign(new Error(`refused ${res.statusCode}`), { status: res.statusCode, body })));
+      res.on('end', () => reject(Object.assign(new Error(`refused ${res.statusCode}`), { status: res.statusCode, body, headers: res.headers })));
     });
     ws.once('error', reject);
   });
 }
 
-async function refusal(attempt: () => Promise<Feed>): Promise<{ status: number; body: string }> {
+async function refusal(attempt: () => Promise<Feed>): Promise<{ status: number; body: string; headers: Record<string, string> }> {
   try {
     const f = await attempt();
     f.ws.close();
   } catch (e: unknown) {
-    return e as { status: number; body: string };
+    return e as { status: number; body: string; headers: Record<string, string> };
   }
   throw new Error('the upgrade was accepted');
 }
@@ -150,6 +150,7 @@ for (const backend of BACKENDS) {
         const r = await refusal(attempt);
         assert.equal(r.status, status, r.body);
         assert.ok(JSON.parse(r.body).error);
+        assert.equal(r.headers['x-frame-options'], 'DENY', 'a refused upgrade carries the security headers');
       }
       const ok = track(await openFeed(s.url, { businessId, userId: owner.id, token: await businessToken(s, owner, businessId) }));
       assert.equal(ok.ws.readyState, WebSocket.OPEN, 'a business token of this business is accepted');
