@@ -3,6 +3,9 @@ import assert from 'node:assert/strict';
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import os from 'node:os';
+import net from 'node:net';
+import { once } from 'node:events';
+import { setTimeout as sleep } from 'node:timers/promises';
 import path from 'node:path';
 import { BACKENDS } from '../helpers/backends.js';
 import { call } from '../helpers/http.js';
@@ -10,6 +13,12 @@ import { addMember, businessToken, newBusiness, newUser, startSync, type SyncUnd
 
 const MAX = 64 * 1024;
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/** Waits for a condition the server reaches on its own (no timing is asserted); gives up after 10 s. */
+async function until(condition: () => boolean): Promise<void> {
+  for (let i = 0; i < 1000 && !condition(); i++) await sleep(10);
+  assert.ok(condition(), 'condition not reached');
+}
 
 interface Part { name: string; filename?: string; content: Buffer | string }
 
@@ -118,6 +127,24 @@ for (const backend of BACKENDS) {
       assert.equal(r.body.error, 'payload_too_large');
       assert.equal(storedFiles().length, before);
       assert.deepEqual(incoming(), []);
+      const l = await call(s.url, 'GET', `/api/sync/attachments?record_type=invoice&record_uuid=${rec}`, { token: u.token, headers: { 'x-business-id': businessId } });
+      assert.deepEqual(l.body, []);
+    });
+
+    test('an upload the client abandons half way leaves nothing behind', async () => {
+      const { u, businessId } = await member();
+      const rec = randomUUID();
+      const before = storedFiles().length;
+      const { body, contentType } = multipart([...fields(rec), { name: 'file', filename: 'half.bin', content: randomBytes(MAX - 1) }]);
+      const { port } = new URL(s.url);
+      const socket = net.connect(Number(port), '127.0.0.1');
+      await once(socket, 'connect');
+      socket.write(`POST /api/sync/attachment HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${u.token}\r\nX-Business-ID: ${businessId}\r\nContent-Type: ${contentType}\r\nContent-Length: ${body.length}\r\n\r\n`);
+      socket.write(body.subarray(0, body.length / 2));
+      await until(() => incoming().length === 1);
+      socket.destroy();
+      await until(() => incoming().length === 0);
+      assert.equal(storedFiles().length, before);
       const l = await call(s.url, 'GET', `/api/sync/attachments?record_type=invoice&record_uuid=${rec}`, { token: u.token, headers: { 'x-business-id': businessId } });
       assert.deepEqual(l.body, []);
     });
