@@ -21,10 +21,12 @@ for (const backend of BACKENDS) {
       const store = createKyselyChangeStore(database.db);
       const business = randomUUID();
       assert.equal((await store.applyPush(business, { instanceId: 'd', branch: 'main', items: items(2) }, Date.now())).serverVersion, 2);
-      // Break the step after the change-log insert: the record upsert fails inside the transaction.
-      await sql`ALTER TABLE sync_records RENAME TO sync_records_gone`.execute(database.db);
-      await assert.rejects(store.applyPush(business, { instanceId: 'd', branch: 'main', items: items(3) }, Date.now()));
-      await sql`ALTER TABLE sync_records_gone RENAME TO sync_records`.execute(database.db);
+      // Make the step after the change-log insert fail: writing record states is refused inside the transaction.
+      if (backend === 'sqlite') await sql`CREATE TRIGGER refuse BEFORE INSERT ON sync_records BEGIN SELECT RAISE(ABORT, 'refused'); END`.execute(database.db);
+      else await sql`ALTER TABLE sync_records ADD CONSTRAINT refuse CHECK (record_version < 0) NOT VALID`.execute(database.db);
+      await assert.rejects(store.applyPush(business, { instanceId: 'd', branch: 'main', items: items(3) }, Date.now()), /refused|refuse/);
+      if (backend === 'sqlite') await sql`DROP TRIGGER refuse`.execute(database.db);
+      else await sql`ALTER TABLE sync_records DROP CONSTRAINT refuse`.execute(database.db);
       const page = await store.pull(business, 0, 100);
       assert.equal(page.changes.length, 2);
       assert.equal(page.version, 2);
