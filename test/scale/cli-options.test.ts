@@ -1,0 +1,81 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { spawnSync } from 'node:child_process';
+import type { OptionsSpec } from '../../src/core/config.js';
+import { metricsOptions } from '../../src/metrics/config.js';
+import { syncOptions } from '../../src/sync/config.js';
+import { agentOptions } from '../../src/agent/agent-options.js';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+interface Cli { name: string; script: string; help: string[]; serve: string[]; spec: OptionsSpec; portEnv?: string }
+
+const CLIS: Cli[] = [
+  { name: 'metrics-service', script: 'src/metrics/cli.ts', help: ['--help'], serve: ['serve'], spec: metricsOptions, portEnv: 'METRICS_PORT' },
+  { name: 'sync-service', script: 'src/sync/cli.ts', help: ['serve', '--help'], serve: ['serve'], spec: syncOptions, portEnv: 'SYNC_PORT' },
+  { name: 'host-agent', script: 'src/agent/cli.ts', help: ['--help'], serve: [], spec: agentOptions },
+];
+
+function run(cli: Cli, args: string[], env: Record<string, string> = {}) {
+  const r = spawnSync(process.execPath, ['--import', 'tsx', cli.script, ...args], {
+    cwd: ROOT, encoding: 'utf8', timeout: 30_000, env: { PATH: process.env['PATH'] ?? '', ...env },
+  });
+  return { status: r.status, out: r.stdout + r.stderr };
+}
+
+for (const cli of CLIS) {
+  test(`${cli.name} --help lists every option with its flag and environment variable`, () => {
+    const r = run(cli, cli.help);
+    assert.equal(r.status, 0, r.out);
+    for (const o of Object.values(cli.spec)) {
+      assert.ok(r.out.includes(`--${o.flag}`), `${cli.name} --help lacks --${o.flag}`);
+      assert.ok(r.out.includes(`(${o.env})`), `${cli.name} --help lacks ${o.env}`);
+    }
+  });
+
+  test(`${cli.name} refuses to start with one message listing every bad value`, () => {
+    const r = run(cli, [...cli.serve, '--log-level', 'loud', '--no-such-option', 'x', ...(cli.portEnv ? ['--port', 'eighty'] : ['--interval-ms', 'soon'])]);
+    assert.equal(r.status, 2, r.out);
+    assert.match(r.out, /invalid configuration/);
+    assert.match(r.out, /--log-level .*"loud" is not one of/);
+    assert.match(r.out, /unknown option --no-such-option/);
+    assert.match(r.out, cli.portEnv ? /--port .*"eighty" is not an integer/ : /--interval-ms .*"soon" is not an integer/);
+    assert.doesNotMatch(r.out, /\n\s+at /, 'no stack trace');
+  });
+}
+
+for (const cli of CLIS.filter((c) => c.portEnv)) {
+  test(`${cli.name} reads options from the environment and validates them the same way`, () => {
+    const r = run(cli, cli.serve, { [cli.portEnv!]: '99999', LOG_LEVEL: 'chatty', REDIS_URL: 'http://not-redis' });
+    assert.equal(r.status, 2, r.out);
+    assert.match(r.out, new RegExp(`${cli.portEnv}: 99999 is above the maximum 65535`));
+    assert.match(r.out, /LOG_LEVEL: "chatty" is not one of/);
+    assert.match(r.out, /REDIS_URL: invalid value/);
+  });
+
+  test(`${cli.name} never echoes a secret option's value in its errors`, () => {
+    const r = run(cli, [...cli.serve, '--database-url', 'mysql://user:s3cr3t-pw@db/x', '--metrics-token', 'short-s3cr3t']);
+    assert.equal(r.status, 2, r.out);
+    assert.match(r.out, /--database-url .*invalid value/);
+    assert.match(r.out, /--metrics-token .*invalid value/);
+    assert.doesNotMatch(r.out, /s3cr3t/);
+  });
+}
+
+test('docs/deployment.md documents every option of both services and the agent', () => {
+  const doc = readFileSync(path.join(ROOT, 'docs', 'deployment.md'), 'utf8');
+  for (const cli of CLIS) {
+    for (const o of Object.values(cli.spec)) {
+      assert.ok(doc.includes(`\`--${o.flag}\``), `docs/deployment.md lacks ${cli.name} --${o.flag}`);
+      assert.ok(doc.includes(`\`${o.env}\``), `docs/deployment.md lacks ${cli.name} ${o.env}`);
+    }
+  }
+});
+
+test('docs/deployment.md shows the HAProxy configuration the scale tests run, verbatim', () => {
+  const doc = readFileSync(path.join(ROOT, 'docs', 'deployment.md'), 'utf8');
+  assert.ok(doc.includes(readFileSync(path.join(ROOT, 'deploy', 'haproxy.cfg'), 'utf8')));
+});
