@@ -32,6 +32,7 @@ export async function run(argv: string[]): Promise<string> {
     },
   });
   const o: Options = { devices: Number(values.devices), pushes: Number(values.pushes), batch: Number(values.batch), page: Number(values.page), latency: Number(values.latency) };
+  const load = os.loadavg()[0]!.toFixed(1);
   const rows: string[] = [];
   for (const backend of values.backends.split(',')) {
     const r = await runBackend(backend as 'sqlite' | 'postgres', o);
@@ -48,6 +49,8 @@ export async function run(argv: string[]): Promise<string> {
     '| Backend | Push (changes/s) | Pull (changes/s) | Feed latency p50 / p95 (ms) |',
     '| --- | ---: | ---: | ---: |',
     ...rows,
+    '',
+    `1-minute load average when the run started: ${load} on ${os.cpus().length} cores (the server, the clients and any other work share them).`,
   ].join('\n');
 }
 
