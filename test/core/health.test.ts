@@ -1,4 +1,5 @@
 import { test } from 'node:test';
+import net from 'node:net';
 import assert from 'node:assert/strict';
 import { createHttpApp } from '../../src/core/http/create-app.js';
 import { SECURITY_HEADERS } from '../../src/core/http/security-headers.js';
@@ -88,4 +89,34 @@ test('over HTTP: no credentials needed, the JSON error shape on 503', async (t) 
   const r = await call(base, 'GET', '/readyz');
   assert.equal(r.status, 503);
   assert.equal(r.body.error, 'unavailable');
+});
+
+test('once the instance is closing, a request on an open keep-alive connection gets a JSON 503 with the security headers', async () => {
+  const { app } = build({});
+  // Holds the close in its preClose phase (where, for example, feed sockets are being closed): the listener is still open.
+  let release!: () => void;
+  let inPreClose!: () => void;
+  const preCloseEntered = new Promise<void>((resolve) => { inPreClose = resolve; });
+  app.addHook('preClose', async () => { inPreClose(); await new Promise<void>((resolve) => { release = resolve; }); });
+  const base = await listen(app);
+  const socket = net.connect(Number(new URL(base).port), '127.0.0.1');
+  let received = '';
+  const responses: Array<() => void> = [];
+  socket.on('data', (c: Buffer) => { received += c.toString(); for (const r of responses.splice(0)) r(); });
+  const nextData = () => new Promise<void>((resolve) => responses.push(resolve));
+  socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
+  await nextData();
+  assert.match(received, /^HTTP\/1\.1 200/);
+  received = '';
+  const closing = app.close();
+  await preCloseEntered;
+  socket.write('GET /readyz HTTP/1.1\r\nHost: x\r\n\r\n');
+  await nextData();
+  release();
+  await closing;
+  socket.destroy();
+  assert.match(received, /^HTTP\/1\.1 503/);
+  assert.match(received, /\{"error":"unavailable","details":"the server is shutting down; retry"\}/);
+  assert.match(received, /connection: close/i);
+  for (const [h, v] of Object.entries(SECURITY_HEADERS)) assert.ok(received.toLowerCase().includes(`${h}: ${v}`.toLowerCase()), h);
 });

@@ -6,6 +6,7 @@ import { SECURITY_HEADERS } from './security-headers.js';
 import { errorHandler, notFoundHandler, toErrorResponse } from './error-handler.js';
 import { validatorCompiler } from './validation.js';
 import { redactUrl } from './redact.js';
+import { AppError } from '../errors.js';
 
 export type App = FastifyInstance<RawServerDefault, IncomingMessage, ServerResponse, FastifyBaseLogger, TypeBoxTypeProvider>;
 
@@ -56,7 +57,8 @@ export function createHttpApp(opts: HttpAppOptions): App {
     connectionTimeout: HTTP_TIMEOUTS.connectionTimeoutMs,
     keepAliveTimeout: HTTP_TIMEOUTS.keepAliveTimeoutMs,
     requestTimeout: HTTP_TIMEOUTS.requestTimeoutMs,
-    return503OnClosing: true,
+    // Fastify's own closing 503 has another body shape and no security headers; the onRequest hook below answers instead.
+    return503OnClosing: false,
     frameworkErrors: (err, _req, reply) => {
       const { status, body } = toErrorResponse(err);
       void (reply as FastifyReply).headers(SECURITY_HEADERS).code(status).send(body);
@@ -67,9 +69,14 @@ export function createHttpApp(opts: HttpAppOptions): App {
   app.removeContentTypeParser('text/plain');
   app.server.headersTimeout = HTTP_TIMEOUTS.headersTimeoutMs;
   app.setValidatorCompiler(validatorCompiler());
+  // While closing, requests still arriving on open connections (keep-alive, pipelined) get a JSON 503
+  // before any work: a load balancer retries them on another instance, and /readyz fails so it drains this one.
+  let closing = false;
+  app.addHook('preClose', async () => { closing = true; });
   app.addHook('onRequest', async (req, reply) => {
     reply.headers(SECURITY_HEADERS);
     reply.header('x-request-id', req.id);
+    if (closing) throw new AppError('unavailable', 'the server is shutting down; retry');
   });
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler(notFoundHandler);
