@@ -56,8 +56,10 @@ export function createFeedHub(pubsub: PubSub, options: FeedOptions, log: WarnLog
   timer.unref();
 
   const deliver = (sockets: Set<FeedSocket>, message: unknown) => {
-    const batch = message as ChangeBatch;
-    const frames = batch.events.map((e) => JSON.stringify(e));
+    // Messages may cross a network (Redis); anything not shaped like a batch is dropped.
+    const events = (message as Partial<ChangeBatch> | null)?.events;
+    if (!Array.isArray(events)) return;
+    const frames = events.map((e) => JSON.stringify(e));
     for (const socket of sockets) {
       if (socket.readyState !== OPEN) continue;
       for (const frame of frames) {
