@@ -53,6 +53,7 @@ export async function run(argv: string[]): Promise<string> {
   const dayHost = day[0]!.h.agentId;
   const dayMean = day.reduce((a, s) => a + s.v[0]!, 0) / day.length;
 
+  const loadBefore = os.loadavg()[0]!;
   const rows: string[] = [];
   for (const backend of values.backends.split(',')) {
     const r = await runBackend(backend as 'sqlite' | 'postgres', { fleet, dayBodies, dayHost, dayStart: dayOpts.start, concurrency, queries });
@@ -72,6 +73,8 @@ export async function run(argv: string[]): Promise<string> {
     '| backend | reports/s | samples/s | ingest latency p50 / p95 (ms) | host day series p50 / p95 (ms) | tenant aggregate p50 / p95 (ms) | bytes/sample | day mean of cpu.usage |',
     '| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |',
     ...rows,
+    '',
+    `1-minute load average when the run started: ${loadBefore.toFixed(1)} on ${os.cpus().length} cores (the server, the load generator and any other work share them).`,
     '',
     'The peers (`/work/shared/bench-peers/README.md`) batch 1,000 reports per write request, so their samples/s are not per-report',
     'HTTP figures; their recorded result files are not in `/work/shared/bench-peers/` on this machine, so their numbers are not',
