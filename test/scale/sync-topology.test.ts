@@ -131,6 +131,23 @@ describe('sync service: two instances behind HAProxy', { skip: TOPOLOGY_SKIP }, 
     assert.equal(r.body.token, undefined);
   });
 
+  test('a refresh token rotated on one instance is refused on the other, and its re-use revokes the rotated family on every instance', async () => {
+    const [a, b] = topo.instances;
+    const email = `u-${randomBytes(5).toString('hex')}@example.com`;
+    const password = `pw-${randomBytes(9).toString('base64url')}`;
+    const reg = await callFrom(nextIp(), a!.url, 'POST', '/api/auth/register', { json: { email, name: 'Rotate', password } });
+    assert.equal(reg.status, 201, reg.text);
+    secrets.push(password, reg.body.token, reg.body.refresh_token);
+    const rotated = await callFrom(nextIp(), a!.url, 'POST', '/api/auth/refresh', { json: { refresh_token: reg.body.refresh_token } });
+    assert.equal(rotated.status, 200, rotated.text);
+    secrets.push(rotated.body.token, rotated.body.refresh_token);
+    assert.equal((await call(b!.url, 'GET', '/api/business', { token: rotated.body.token })).status, 200);
+    const replayed = await callFrom(nextIp(), b!.url, 'POST', '/api/auth/refresh', { json: { refresh_token: reg.body.refresh_token } });
+    assert.equal(replayed.status, 401);
+    const again = await callFrom(nextIp(), a!.url, 'POST', '/api/auth/refresh', { json: { refresh_token: rotated.body.refresh_token } });
+    assert.equal(again.status, 401, 'the whole family was revoked by the re-use');
+  });
+
   test('an attachment uploaded through one instance downloads byte-exact through the other', async () => {
     const owner = await newUser();
     const businessId = await newBusiness(owner);
