@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { planPush, recordKey, attemptKey, type PushState, type RecordState } from '../../src/sync/changes/push-plan.js';
 import { validatePushItems, type PushItem } from '../../src/sync/changes/push-validation.js';
 import { canonicalJson } from '../../src/sync/changes/canonical-json.js';
-import { PUSH_LIMITS } from '../../src/sync/changes/push-limits.js';
+import { PUSH_LIMITS } from '../../src/sync/changes/change-limits.js';
 import type { Conflict } from '../../src/sync/changes/change-schemas.js';
 
 const R = randomUUID();

@@ -5,7 +5,7 @@ import { BACKENDS } from '../helpers/backends.js';
 import { call } from '../helpers/http.js';
 import { businessToken, newBusiness, newUser, startSync, type SyncUnderTest } from '../helpers/sync.js';
 import { change, device, tombstone } from './push-client.js';
-import { PUSH_LIMITS } from '../../src/sync/changes/push-limits.js';
+import { PUSH_LIMITS } from '../../src/sync/changes/change-limits.js';
 
 const UNKNOWN = '00000000-0000-4000-8000-000000000000';
 

@@ -7,12 +7,11 @@ import type { SyncDeps } from '../deps.js';
 import { isMember, requireUser, resolveBusiness } from '../http/auth-guard.js';
 import { BearerSecurity, errors } from '../http/schemas.js';
 import { normalizeUuid } from '../http/uuid.js';
+import { BusinessHeaderSchema } from '../changes/change-schemas.js';
 import { AttachmentListQuerySchema, AttachmentParamsSchema, AttachmentSchema } from './attachment-schemas.js';
 import { listAttachments, openAttachment, saveAttachment, type AttachmentDeps } from './attachments.js';
 import { readUpload } from './multipart-upload.js';
 import { contentDisposition } from './safe-filename.js';
-
-const BusinessHeader = Type.Object({ 'x-business-id': Type.Optional(Type.String({ description: 'Business UUID; optional with a business-scoped token.' })) });
 
 /**
  * Upload, download and list. Upload and list act on the request's business
@@ -34,7 +33,7 @@ export function registerAttachmentRoutes(app: App, deps: SyncDeps): void {
       schema: {
         tags: ['attachments'], summary: 'Upload a file for a record (multipart/form-data: file, record_type, record_uuid)', security: BearerSecurity,
         description: `At most ${maxBytes} bytes by default (--attachment-max-bytes); larger uploads get 413 and leave nothing stored.`,
-        headers: BusinessHeader,
+        headers: BusinessHeaderSchema,
         response: { 201: AttachmentSchema, ...errors(400, 401, 403, 404, 413, 415) },
       },
     }, async (req, reply) => {
@@ -56,7 +55,7 @@ export function registerAttachmentRoutes(app: App, deps: SyncDeps): void {
     preHandler: auth,
     schema: {
       tags: ['attachments'], summary: 'Download the exact bytes of an attachment (application/octet-stream)', security: BearerSecurity,
-      headers: BusinessHeader, params: AttachmentParamsSchema,
+      headers: BusinessHeaderSchema, params: AttachmentParamsSchema,
       // The reply is a byte stream, never serialised; this only documents it.
       response: {
         200: {
@@ -80,7 +79,7 @@ export function registerAttachmentRoutes(app: App, deps: SyncDeps): void {
     preHandler: auth,
     schema: {
       tags: ['attachments'], summary: 'Attachments of one record, oldest first', security: BearerSecurity,
-      headers: BusinessHeader, querystring: AttachmentListQuerySchema,
+      headers: BusinessHeaderSchema, querystring: AttachmentListQuerySchema,
       response: { 200: Type.Array(AttachmentSchema), ...errors(400, 401, 403, 404) },
     },
   }, async (req) => listAttachments(attachmentDeps, await resolveBusiness(req, deps), req.query.record_type, req.query.record_uuid));

@@ -1,7 +1,7 @@
 import type { ChangeNotifier } from '../feed/change-events.js';
 import type { ChangeStore } from './change-store.js';
 import type { Conflict, ConflictFilter, PullResult, PushResult, Resolution, SyncStatus } from './change-schemas.js';
-import { CONFLICT_PAGE, DEFAULT_BRANCH } from './push-limits.js';
+import { CONFLICT_PAGE, DEFAULT_BRANCH } from './change-limits.js';
 import { validatePushItems } from './push-validation.js';
 
 export interface ChangeDeps {

@@ -7,10 +7,8 @@ import { createPubSubNotifier } from '../feed/change-events.js';
 import type { ChangeDeps } from './change-operations.js';
 import { listConflicts, pullChanges, pushChanges, resolveConflict, syncStatus } from './change-operations.js';
 import {
-  ConflictListQuerySchema, ConflictSchema, PullBodySchema, PullResultSchema, PushBodySchema, PushResultSchema, ResolveBodySchema, StatusSchema,
+  BusinessHeaderSchema, ConflictListQuerySchema, ConflictSchema, PullBodySchema, PullResultSchema, PushBodySchema, PushResultSchema, ResolveBodySchema, StatusSchema,
 } from './change-schemas.js';
-
-const BusinessHeader = Type.Object({ 'x-business-id': Type.Optional(Type.String({ description: 'Business UUID; optional with a business-scoped token (must then agree with it).' })) });
 
 /**
  * Push, pull, status and conflicts. Each acts on one business, named by
@@ -31,7 +29,7 @@ export function registerChangeRoutes(app: App, deps: SyncDeps): void {
     schema: {
       tags: ['sync'], summary: 'Apply changes and tombstones in one transaction', security: BearerSecurity,
       description: 'Invalid items are counted in `rejected` and explained in `rejections`; conflicting items are stored as pending conflicts and listed. 200 whenever the request itself is valid.',
-      headers: BusinessHeader, body: PushBodySchema,
+      headers: BusinessHeaderSchema, body: PushBodySchema,
       response: { 200: PushResultSchema, ...errors(400, 401, 403, 404, 413, 415) },
     },
   }, async (req) => {
@@ -53,7 +51,7 @@ export function registerChangeRoutes(app: App, deps: SyncDeps): void {
     preHandler: auth,
     schema: {
       tags: ['sync'], summary: 'Changes after since_version, one page at a time, in version order', security: BearerSecurity,
-      headers: BusinessHeader, body: PullBodySchema,
+      headers: BusinessHeaderSchema, body: PullBodySchema,
       response: { 200: PullResultSchema, ...errors(400, 401, 403, 404, 413, 415) },
     },
   }, async (req) => {
@@ -67,7 +65,7 @@ export function registerChangeRoutes(app: App, deps: SyncDeps): void {
     preHandler: auth,
     schema: {
       tags: ['sync'], summary: 'Server version and pending conflicts of the business', security: BearerSecurity,
-      headers: BusinessHeader,
+      headers: BusinessHeaderSchema,
       response: { 200: StatusSchema, ...errors(400, 401, 403, 404) },
     },
   }, async (req) => syncStatus(changeDeps, await resolveBusiness(req, deps)));
@@ -76,7 +74,7 @@ export function registerChangeRoutes(app: App, deps: SyncDeps): void {
     preHandler: auth,
     schema: {
       tags: ['sync'], summary: 'Conflicts of the business (pending by default), by ascending id', security: BearerSecurity,
-      headers: BusinessHeader, querystring: ConflictListQuerySchema,
+      headers: BusinessHeaderSchema, querystring: ConflictListQuerySchema,
       response: { 200: Type.Array(ConflictSchema), ...errors(400, 401, 403, 404) },
     },
   }, async (req) => listConflicts(changeDeps, await resolveBusiness(req, deps), req.query));
@@ -85,7 +83,7 @@ export function registerChangeRoutes(app: App, deps: SyncDeps): void {
     preHandler: auth,
     schema: {
       tags: ['sync'], summary: 'Resolve a pending conflict: local (apply the pushed data), remote (keep the server data) or skip', security: BearerSecurity,
-      headers: BusinessHeader,
+      headers: BusinessHeaderSchema,
       params: Type.Object({ id: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER }) }),
       body: ResolveBodySchema,
       response: { 200: ConflictSchema, ...errors(400, 401, 403, 404, 409, 413, 415) },

@@ -1,6 +1,6 @@
 import { Type, type Static } from 'typebox';
 import { UUID_PATTERN } from '../http/uuid.js';
-import { CONFLICT_PAGE, PUSH_LIMITS } from './push-limits.js';
+import { CONFLICT_PAGE, PUSH_LIMITS } from './change-limits.js';
 
 /**
  * Wire shapes of the change endpoints. Domain types are inferred from these,
@@ -104,5 +104,8 @@ export const ConflictListQuerySchema = Type.Object({
   after_id: Type.Optional(Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, description: 'Return conflicts with a larger id (paging).' })),
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: `Default ${CONFLICT_PAGE.default}; a larger value than ${CONFLICT_PAGE.max} is reduced to it.` })),
 });
+
+/** The optional X-Business-ID header of every business-scoped endpoint (the rules are in resolveBusiness). */
+export const BusinessHeaderSchema = Type.Object({ 'x-business-id': Type.Optional(Type.String({ description: 'Business UUID; required with a user token, optional with a business-scoped token (must then agree with it).' })) });
 
 export const ResolveBodySchema = Type.Object({ resolution: ResolutionSchema }, { additionalProperties: false });

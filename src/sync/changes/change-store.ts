@@ -11,7 +11,7 @@ export interface PushCommand {
 
 export interface AppliedPush {
   accepted: number;
-  /** Items the version rule rejected (stale); validation rejections are added by the caller. */
+  /** Items the version rule rejected (stale, or a record version re-pushed with other content); validation rejections are added by the caller. */
   rejections: Rejection[];
   serverVersion: number;
   /** Conflicts of this push in item order, stored and with their ids. */

@@ -1,6 +1,6 @@
 import type { Operation, Rejection } from './change-schemas.js';
 import { canonicalJson } from './canonical-json.js';
-import { PUSH_LIMITS } from './push-limits.js';
+import { PUSH_LIMITS } from './change-limits.js';
 
 /** One valid pushed item, normalised: lower-case uuid, canonical data text (`null` for a delete). */
 export interface PushItem {
