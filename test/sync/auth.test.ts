@@ -106,7 +106,7 @@ for (const backend of BACKENDS) {
     });
 
     test('requests without a token, with a malformed or an unknown token get 401', async () => {
-      for (const headers of [{}, { authorization: 'Basic abc' }, { authorization: 'Bearer syu_doesnotexist_at_all_0000000000000000000' }, { authorization: 'Bearer ' }]) {
+      for (const headers of <Record<string, string>[]>[{}, { authorization: 'Basic abc' }, { authorization: 'Bearer syu_doesnotexist_at_all_0000000000000000000' }, { authorization: 'Bearer ' }]) {
         const r = await call(s.url, 'GET', '/api/business', { headers });
         assert.equal(r.status, 401, JSON.stringify(headers));
         assert.equal(r.body.error, 'unauthorized');
