@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { Writable } from 'node:stream';
 import type { App } from '../../src/core/http/create-app.js';
 import { buildMetricsApp } from '../../src/metrics/app.js';
 import { loadMetricsConfig, type MetricsConfig } from '../../src/metrics/config.js';
@@ -17,6 +18,8 @@ export interface MetricsHarness {
   deps: MetricsDeps;
   config: MetricsConfig;
   storage: TestStorage;
+  /** JSON log lines the service wrote (warnings and above unless `logLevel` is overridden). */
+  logs: string[];
   /** A new tenant with one token. */
   newTenant(name?: string): Promise<IssuedToken>;
   /** Closes the app, drains the store, drops the storage. */
@@ -27,15 +30,15 @@ export type MetricsOverrides = Partial<MetricsConfig> & { now?: () => number };
 
 /**
  * Starts the real service (config defaults, then `overrides`) on 127.0.0.1:0
- * against a fresh SQLite directory or PostgreSQL schema. Logs are silent
- * unless `logLevel` is overridden.
+ * against a fresh SQLite directory or PostgreSQL schema. Log lines are
+ * captured in `logs`, not printed.
  */
 export async function startMetrics(backend: BackendName, overrides: MetricsOverrides = {}): Promise<MetricsHarness> {
   const storage = await freshStorage(backend);
   const { now, ...configOverrides } = overrides;
   const config: MetricsConfig = {
     ...loadMetricsConfig([], {}),
-    logLevel: 'silent',
+    logLevel: 'warn',
     port: 0,
     dataDir: storage.dataDir,
     databaseUrl: storage.databaseUrl,
@@ -43,7 +46,9 @@ export async function startMetrics(backend: BackendName, overrides: MetricsOverr
     ...configOverrides,
   };
   const deps = await createMetricsDeps(config, now ? { now } : {});
-  const app = await buildMetricsApp(config, deps);
+  const logs: string[] = [];
+  const logStream = new Writable({ write(chunk, _enc, cb) { logs.push(String(chunk)); cb(); } });
+  const app = await buildMetricsApp(config, deps, { logStream });
   const url = await listen(app);
   return {
     url,
@@ -51,6 +56,7 @@ export async function startMetrics(backend: BackendName, overrides: MetricsOverr
     deps,
     config,
     storage,
+    logs,
     newTenant: (name) => newTenant(deps.store, name),
     async close() {
       await app.close();

@@ -185,6 +185,9 @@ for (const backend of BACKENDS) {
       ]);
       const s = await call(m.url, 'GET', `/api/v1/host/al?from=${NOW - 10_000}&to=${NOW}`, { token: t.token });
       assert.deepEqual(s.body.timestamps, [NOW - 10_000, NOW], 'both reports are stored');
+      const warning = m.logs.map((l) => JSON.parse(l)).find((l) => l.msg === 'alert delivery failed');
+      assert.ok(warning, 'the failed delivery is logged for the operator');
+      assert.deepEqual(warning.failures.map((f: { route: string }) => f.route), ['pager']);
       const again = await ingest(m.url, t.token, makeReport({ agentId: 'al', ts: NOW - 10_000, alerts: [{ name: 'HostDown', severity: 'critical' }] }));
       assert.equal(again.status, 200);
       assert.deepEqual(again.body.alertResults, [], 'a duplicate is not routed again');

@@ -60,8 +60,10 @@ export async function registerIngestRoute(app: App, deps: IngestDeps & { secret:
       const result = await ingestReport(deps, requestTenant(request), request.body);
       deps.selfMetrics.ingestedReports.inc({ result: result.duplicate ? 'duplicate' : 'stored' });
       if (!result.duplicate) deps.selfMetrics.ingestedSamples.inc(result.metrics);
-      const failed = result.alertResults.some((r) => r.outcome === 'failed');
-      return reply.code(failed ? 202 : 200).send(result);
+      const failures = result.alertResults.filter((r) => r.outcome === 'failed');
+      // The agent learns of failures from the 202; the operator needs them in the service's own log.
+      if (failures.length) request.log.warn({ hostId: result.hostId, failures }, 'alert delivery failed');
+      return reply.code(failures.length ? 202 : 200).send(result);
     });
   });
 }
