@@ -46,6 +46,28 @@ for (const backend of BACKENDS) {
       assert.deepEqual(Array.from(rows[0]!.values), [1]);
     });
 
+    test('two stores on one database (two instances) ingesting the same new hosts in opposite orders lose nothing', async () => {
+      const second = await openMetricsDatabase({ databaseUrl: storage.databaseUrl, dbSchema: storage.pgSchema, dataDir: storage.dataDir });
+      const other = createKyselyMetricsStore(second, LIMITS);
+      try {
+        for (let round = 0; round < 10; round++) {
+          const t = await newTenant(store);
+          // Names known beforehand, so only the new host rows are contended.
+          await store.appendReport(report(t.tenantId, 'seed', 1));
+          const hosts = Array.from({ length: 12 }, (_, i) => `h${i}`);
+          const outcomes = await Promise.all([
+            ...hosts.map((h, i) => store.appendReport(report(t.tenantId, h, 1000 + i))),
+            ...[...hosts].reverse().map((h, i) => other.appendReport(report(t.tenantId, h, 5000 + i))),
+          ]);
+          assert.deepEqual(outcomes.map((o) => o.status), Array(24).fill('stored'), `round ${round}`);
+          assert.deepEqual(await store.listHosts(t.tenantId), [...hosts, 'seed'].sort());
+        }
+      } finally {
+        await other.close();
+        await second.close();
+      }
+    });
+
     test('concurrent appends are all stored, duplicates within one batch counted once', async () => {
       const t = await newTenant(store);
       const outcomes = await Promise.all([

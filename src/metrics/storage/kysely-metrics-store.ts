@@ -13,6 +13,14 @@ const MAX_BATCH = 500;
 const PAGE_ROWS = 4_000;
 /** Values per IN (...) list; stays far below SQLite's and PostgreSQL's bind-parameter limits. */
 const IN_CHUNK = 500;
+/** Tries of one group-commit transaction that PostgreSQL aborted as a deadlock or serialization failure. */
+const MAX_ATTEMPTS = 5;
+
+/** PostgreSQL's deadlock_detected and serialization_failure: the transaction was rolled back and may be retried. */
+function isTransient(e: unknown): boolean {
+  const code = (e as { code?: unknown }).code;
+  return code === '40P01' || code === '40001';
+}
 
 /**
  * The MetricsStore over Kysely. The SQL is portable between SQLite (3.35+)
@@ -34,10 +42,19 @@ export function createKyselyMetricsStore(database: Database<MetricsTables>, limi
   });
 
   async function commitBatch(batch: NewReport[]): Promise<AppendOutcome[]> {
-    const after: Array<() => void> = [];
-    const outcomes = await db.transaction().execute((trx) => appendInTransaction(trx, batch, after));
-    for (const apply of after) apply();
-    return outcomes;
+    for (let attempt = 1; ; attempt++) {
+      const after: Array<() => void> = [];
+      try {
+        const outcomes = await db.transaction().execute((trx) => appendInTransaction(trx, batch, after));
+        for (const apply of after) apply();
+        return outcomes;
+      } catch (e: unknown) {
+        if (attempt >= MAX_ATTEMPTS || !isTransient(e)) throw e;
+        // Two instances creating the same new hosts or names in different orders can deadlock on
+        // PostgreSQL; the loser is rolled back whole, so running the batch again is safe.
+        await new Promise((resolve) => setTimeout(resolve, Math.random() * 20 * attempt));
+      }
+    }
   }
 
   async function appendInTransaction(trx: Transaction<MetricsTables>, batch: NewReport[], after: Array<() => void>): Promise<AppendOutcome[]> {
