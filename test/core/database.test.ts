@@ -1,7 +1,10 @@
 import { describe, test } from 'node:test';
+import { spawn } from 'node:child_process';
+import path from 'node:path';
 import assert from 'node:assert/strict';
 import { sql, type Kysely } from 'kysely';
 import { openDatabase } from '../../src/core/storage/database.js';
+import { PROJECT_ROOT } from '../../src/core/paths.js';
 import { BACKENDS, freshStorage } from '../helpers/backends.js';
 
 const migrations = () => ({
@@ -36,6 +39,44 @@ for (const backend of BACKENDS) {
         openDatabase({ databaseUrl: s.databaseUrl, pgSchema: s.pgSchema, dataDir: s.dataDir, sqliteFile: 'x.db', migrations: () => ({ '0001_bad': { async up(db: Kysely<unknown>) { await sql`this is not sql`.execute(db); } } }) }),
         /migration 0001_bad failed/,
       );
+    });
+
+    test('a failing migration rolls back the ones applied before it in the same start', async (t) => {
+      const s = await freshStorage(backend);
+      t.after(() => s.cleanup());
+      const base = { databaseUrl: s.databaseUrl, pgSchema: s.pgSchema, dataDir: s.dataDir, sqliteFile: 'x.db' };
+      const bad = { async up(db: Kysely<unknown>) { await sql`this is not sql`.execute(db); } };
+      await assert.rejects(openDatabase({ ...base, migrations: () => ({ ...migrations(), '0002_bad': bad }) }), /migration 0002_bad failed/);
+      const db = await openDatabase<{ items: { id: number } }>({ ...base, migrations: () => ({}) });
+      t.after(() => db.close());
+      const applied = await sql<{ name: string }>`select name from schema_migrations`.execute(db.db);
+      assert.deepEqual(applied.rows, []);
+      await assert.rejects(db.db.selectFrom('items').selectAll().execute(), 'items was rolled back');
+    });
+
+    test('processes opening one fresh database together apply each migration once', async (t) => {
+      const s = await freshStorage(backend);
+      t.after(() => s.cleanup());
+      const opts = { databaseUrl: s.databaseUrl, pgSchema: s.pgSchema, dataDir: s.dataDir, sqliteFile: 'x.db' };
+      // Separate processes, as instances are: better-sqlite3 waits for a lock synchronously, so one process cannot show this.
+      const script = `
+        import { sql } from 'kysely';
+        import { openDatabase } from ${JSON.stringify(path.join(PROJECT_ROOT, 'src/core/storage/database.ts'))};
+        const migrations = () => ({ '0001_items': { async up(db) {
+          await sql\`create table items (id integer primary key)\`.execute(db);
+          await new Promise((r) => setTimeout(r, 1500));
+        } } });
+        const d = await openDatabase({ ...${JSON.stringify(opts)}, migrations });
+        await d.close();`;
+      const runs = await Promise.all([1, 2, 3].map(() => new Promise<number | null>((resolve) => {
+        const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: PROJECT_ROOT, stdio: ['ignore', 'ignore', 'inherit'] });
+        child.once('exit', resolve);
+      })));
+      assert.deepEqual(runs, [0, 0, 0]);
+      const db = await openDatabase({ ...opts, migrations: () => ({}) });
+      t.after(() => db.close());
+      const n = await sql<{ n: number }>`select count(*) as n from schema_migrations`.execute(db.db);
+      assert.equal(Number(n.rows[0]?.n), 1);
     });
   });
 }

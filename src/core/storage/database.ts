@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import pg from 'pg';
-import { Kysely, Migrator, PostgresDialect, SqliteDialect, type Migration } from 'kysely';
+import { Kysely, PostgresDialect, SqliteDialect, sql, type Migration } from 'kysely';
 
 export type DialectName = 'sqlite' | 'postgres';
 
@@ -39,7 +39,7 @@ const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
 export async function openDatabase<DB>(opts: OpenDatabaseOptions): Promise<Database<DB>> {
   const database = opts.databaseUrl ? await openPostgres<DB>(opts, opts.databaseUrl) : openSqlite<DB>(opts);
   try {
-    await migrate(database.db, opts.migrations(database.dialect), database.dialect === 'postgres' ? opts.pgSchema : undefined);
+    await migrate(database, opts.migrations(database.dialect), opts.pgSchema);
   } catch (e) {
     await database.close();
     throw e;
@@ -89,22 +89,44 @@ async function ensureSchema(url: string, schema: string): Promise<void> {
 }
 
 /**
- * Applies pending migrations under Kysely's migration lock; any failure stops the start.
- * On PostgreSQL the bookkeeping tables are named with their schema: unqualified, Kysely
- * would find another schema's `schema_migrations_lock` in the same database, skip
- * creating this one's, and fail.
+ * Applies pending migrations, in name order, in ONE transaction: a failure
+ * rolls every migration of this start back and stops the start. Processes
+ * that start together take turns: on PostgreSQL through a transaction-level
+ * advisory lock keyed by the schema, on SQLite through BEGIN IMMEDIATE (a
+ * deferred transaction would deadlock on its read-to-write upgrade). Kysely's
+ * own Migrator is not used: it introspects every table of the whole database,
+ * which is slow with many schemas and fails when another schema is dropped
+ * meanwhile.
  */
-async function migrate<DB>(db: Kysely<DB>, migrations: Record<string, Migration>, pgSchema: string | undefined): Promise<void> {
-  const migrator = new Migrator({
-    db,
-    provider: { getMigrations: async () => migrations },
-    migrationTableName: 'schema_migrations',
-    migrationLockTableName: 'schema_migrations_lock',
-    ...(pgSchema ? { migrationTableSchema: pgSchema } : {}),
-  });
-  const { error, results } = await migrator.migrateToLatest();
-  if (error) {
-    const failed = results?.find((r) => r.status === 'Error')?.migrationName;
-    throw new Error(`migration ${failed ?? '(unknown)'} failed: ${error instanceof Error ? error.message : String(error)}`);
+async function migrate<DB>(database: Database<DB>, migrations: Record<string, Migration>, pgSchema: string): Promise<void> {
+  const apply = async (db: Kysely<DB>) => {
+    await sql`CREATE TABLE IF NOT EXISTS schema_migrations (name varchar(255) PRIMARY KEY, timestamp varchar(255) NOT NULL)`.execute(db);
+    const applied = await sql<{ name: string }>`SELECT name FROM schema_migrations`.execute(db);
+    const done = new Set(applied.rows.map((r) => r.name));
+    for (const name of Object.keys(migrations).sort()) {
+      if (done.has(name)) continue;
+      try {
+        await migrations[name]!.up(db);
+      } catch (e: unknown) {
+        throw new Error(`migration ${name} failed: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+      }
+      await sql`INSERT INTO schema_migrations (name, timestamp) VALUES (${name}, ${new Date().toISOString()})`.execute(db);
+    }
+  };
+  if (database.sqlite) {
+    // Kysely runs its queries on this same connection, so they join the transaction.
+    database.sqlite.exec('BEGIN IMMEDIATE');
+    try {
+      await apply(database.db);
+      database.sqlite.exec('COMMIT');
+    } catch (e: unknown) {
+      database.sqlite.exec('ROLLBACK');
+      throw e;
+    }
+    return;
   }
+  await database.db.transaction().execute(async (trx) => {
+    await sql`SELECT pg_advisory_xact_lock(hashtext(${`migrations:${pgSchema}`}))`.execute(trx);
+    await apply(trx);
+  });
 }
