@@ -44,6 +44,10 @@ export const syncOptions = {
     flag: 'attachment-dir', env: 'SYNC_ATTACHMENT_DIR',
     doc: 'Directory holding attachment files (default: <data-dir>/attachments).',
   }),
+  feedHeartbeatMs: opt.int({
+    flag: 'feed-heartbeat-ms', env: 'SYNC_FEED_HEARTBEAT_MS', default: 30_000, min: 100, max: 600_000,
+    doc: 'Interval of the change feed\'s heartbeat: each WebSocket is pinged and its token and membership are checked again.',
+  }),
   pullPageSize: opt.int({
     flag: 'pull-page-size', env: 'SYNC_PULL_PAGE_SIZE', default: 500, min: 1,
     doc: 'Changes returned by one pull when the client gives no limit.',

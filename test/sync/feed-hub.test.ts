@@ -4,7 +4,7 @@ import { EventEmitter } from 'node:events';
 import { createMemoryPubSub } from '../../src/core/pubsub/memory-pubsub.js';
 import type { PubSub } from '../../src/core/pubsub/pubsub.js';
 import { businessChannel, type ChangeBatch } from '../../src/sync/feed/change-events.js';
-import { createFeedHub, SLOW_CONSUMER, type FeedSocket } from '../../src/sync/feed/feed-hub.js';
+import { createFeedHub, NO_LONGER_AUTHORIZED, SLOW_CONSUMER, type FeedSocket } from '../../src/sync/feed/feed-hub.js';
 
 /** A socket that records what the hub does to it; `bufferedAmount` is set by the test. */
 class FakeSocket extends EventEmitter implements FeedSocket {
@@ -25,6 +25,7 @@ class FakeSocket extends EventEmitter implements FeedSocket {
 }
 
 const silent = { warn: () => undefined };
+const allowed = async () => true;
 const BIZ = '11111111-1111-4111-8111-111111111111';
 const batch = (n: number): ChangeBatch => ({
   business_id: BIZ,
@@ -36,12 +37,12 @@ test('a socket that does not answer a ping is dropped at the next heartbeat; one
   t.after(() => hub.close());
   const live = new FakeSocket();
   const dead = new FakeSocket();
-  await hub.add(BIZ, live);
-  await hub.add(BIZ, dead);
-  hub.heartbeat();
+  await hub.add(BIZ, live, allowed);
+  await hub.add(BIZ, dead, allowed);
+  await hub.heartbeat();
   assert.deepEqual([live.pings, dead.pings], [1, 1]);
   live.emit('pong');
-  hub.heartbeat();
+  await hub.heartbeat();
   assert.equal(dead.terminated, true);
   assert.equal(live.terminated, false);
   assert.equal(live.pings, 2);
@@ -54,8 +55,8 @@ test('a slow consumer is disconnected with 1013 instead of buffering without bou
   t.after(() => hub.close());
   const slow = new FakeSocket();
   const fast = new FakeSocket();
-  await hub.add(BIZ, slow);
-  await hub.add(BIZ, fast);
+  await hub.add(BIZ, slow, allowed);
+  await hub.add(BIZ, fast, allowed);
   await pubsub.publish(businessChannel(BIZ), { unexpected: true });
   await pubsub.publish(businessChannel(BIZ), batch(2));
   assert.equal(slow.sent.length, 2, 'a malformed message is dropped, a batch is delivered');
@@ -84,8 +85,8 @@ test('one pub/sub subscription per business, dropped with its last socket', asyn
   t.after(() => hub.close());
   const a = new FakeSocket();
   const b = new FakeSocket();
-  await hub.add(BIZ, a);
-  await hub.add(BIZ, b);
+  await hub.add(BIZ, a, allowed);
+  await hub.add(BIZ, b, allowed);
   assert.equal(active, 1);
   a.emit('close');
   assert.equal(active, 1);
@@ -93,4 +94,26 @@ test('one pub/sub subscription per business, dropped with its last socket', asyn
   await new Promise((r) => setImmediate(r));
   assert.equal(active, 0);
   assert.equal(hub.size, 0);
+});
+
+test('at each heartbeat a socket whose credentials no longer grant the feed is closed with 1008; a failed check keeps it', async (t) => {
+  const warnings: unknown[] = [];
+  const hub = createFeedHub(createMemoryPubSub(), { heartbeatMs: 3_600_000, maxBufferedBytes: 1024 }, { warn: (o) => warnings.push(o) });
+  t.after(() => hub.close());
+  let memberStill = true;
+  const stays = new FakeSocket();
+  const removed = new FakeSocket();
+  const flaky = new FakeSocket();
+  await hub.add(BIZ, stays, allowed);
+  await hub.add(BIZ, removed, async () => memberStill);
+  await hub.add(BIZ, flaky, async () => { throw new Error('database away'); });
+  await hub.heartbeat();
+  assert.equal(removed.closedWith, undefined);
+  memberStill = false;
+  for (const s of [stays, removed, flaky]) s.emit('pong');
+  await hub.heartbeat();
+  assert.equal(removed.closedWith, NO_LONGER_AUTHORIZED);
+  assert.equal(stays.closedWith, undefined);
+  assert.equal(flaky.closedWith, undefined);
+  assert.equal(warnings.length, 2);
 });

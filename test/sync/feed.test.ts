@@ -156,6 +156,30 @@ for (const backend of BACKENDS) {
       assert.equal(ok.ws.readyState, WebSocket.OPEN, 'a business token of this business is accepted');
     });
 
+    test('a member removed from the business, or whose token is revoked, loses the feed at the next heartbeat (1008)', async () => {
+      const own = await startSync(backend, { feedHeartbeatMs: 150 });
+      try {
+        const boss = await newUser(own);
+        const b = await newBusiness(own, boss);
+        const leaver = await newUser(own);
+        const loggedOut = await newUser(own);
+        await addMember(own, boss, b.id, leaver);
+        await addMember(own, boss, b.id, loggedOut);
+        const feeds = await Promise.all([boss, leaver, loggedOut].map((u) => openFeed(own.url, { businessId: b.id, userId: u.id, token: u.token })));
+        const closed = feeds.map((f) => new Promise<number>((r) => f.ws.once('close', (code) => r(code))));
+        assert.equal((await call(own.url, 'DELETE', `/api/business/${b.id}/members/${leaver.id}`, { token: boss.token })).status, 204);
+        assert.equal((await call(own.url, 'POST', '/api/auth/logout', { token: loggedOut.token })).status, 204);
+        assert.deepEqual(await Promise.all(closed.slice(1)), [1008, 1008]);
+        const r = await device(own.url, boss.token, b.id, 'dev-1').push({ changes: [change(randomUUID(), 1, { still: 'here' })] });
+        assert.equal(r.status, 200);
+        const [msg] = await feeds[0]!.next(1);
+        assert.equal((msg as { type: string }).type, 'change', 'the remaining member keeps the feed');
+        feeds[0]!.ws.close();
+      } finally {
+        await own.close();
+      }
+    });
+
     test('subscribers are closed with 1001 when the server shuts down', async () => {
       const own = await startSync(backend);
       const u = await newUser(own);

@@ -28,13 +28,25 @@ export const FEED_DEFAULTS: FeedOptions = { heartbeatMs: 30_000, maxBufferedByte
 
 /** Close code for a slow consumer: 1013 "try again later"; the client reconnects and pulls what it missed. */
 export const SLOW_CONSUMER = 1013;
+/** Close code when the token expired or was revoked, or the user left the business: 1008 "policy violation". */
+export const NO_LONGER_AUTHORIZED = 1008;
+
+/** Says whether a connection's credentials still grant the feed (token valid, user still a member). */
+export type Reauthorize = () => Promise<boolean>;
 const OPEN = 1;
 
 export interface FeedHub {
-  /** Delivers the business's change events to `socket` until it closes. */
-  add(businessId: string, socket: FeedSocket): Promise<void>;
-  /** One heartbeat round: drop sockets that missed the last ping, ping the rest. */
-  heartbeat(): void;
+  /**
+   * Delivers the business's change events to `socket` until it closes.
+   * `reauthorize` runs at every heartbeat; a false answer closes the socket.
+   */
+  add(businessId: string, socket: FeedSocket, reauthorize: Reauthorize): Promise<void>;
+  /**
+   * One heartbeat round: drop sockets that missed the last ping, ping the rest,
+   * and close those whose credentials no longer grant the feed. Resolves when
+   * the checks are done.
+   */
+  heartbeat(): Promise<void>;
   readonly size: number;
   /** Stops the heartbeat and unsubscribes from every channel. */
   close(): Promise<void>;
@@ -52,7 +64,8 @@ interface Subscription {
 export function createFeedHub(pubsub: PubSub, options: FeedOptions, log: WarnLogger): FeedHub {
   const subscriptions = new Map<string, Subscription>();
   const alive = new Map<FeedSocket, boolean>();
-  const timer = setInterval(() => hub.heartbeat(), options.heartbeatMs);
+  const reauthorizers = new Map<FeedSocket, Reauthorize>();
+  const timer = setInterval(() => void hub.heartbeat(), options.heartbeatMs);
   timer.unref();
 
   const deliver = (sockets: Set<FeedSocket>, message: unknown) => {
@@ -77,6 +90,7 @@ export function createFeedHub(pubsub: PubSub, options: FeedOptions, log: WarnLog
 
   const remove = (businessId: string, socket: FeedSocket) => {
     alive.delete(socket);
+    reauthorizers.delete(socket);
     const sub = subscriptions.get(businessId);
     if (!sub || !sub.sockets.delete(socket) || sub.sockets.size) return;
     subscriptions.delete(businessId);
@@ -84,7 +98,7 @@ export function createFeedHub(pubsub: PubSub, options: FeedOptions, log: WarnLog
   };
 
   const hub: FeedHub = {
-    async add(businessId, socket) {
+    async add(businessId, socket, reauthorize) {
       let sub = subscriptions.get(businessId);
       if (!sub) {
         const sockets = new Set<FeedSocket>();
@@ -93,6 +107,7 @@ export function createFeedHub(pubsub: PubSub, options: FeedOptions, log: WarnLog
       }
       sub.sockets.add(socket);
       alive.set(socket, true);
+      reauthorizers.set(socket, reauthorize);
       socket.on('pong', () => { if (alive.has(socket)) alive.set(socket, true); });
       socket.on('close', () => remove(businessId, socket));
       try {
@@ -102,7 +117,8 @@ export function createFeedHub(pubsub: PubSub, options: FeedOptions, log: WarnLog
         throw e;
       }
     },
-    heartbeat() {
+    async heartbeat() {
+      const checks: Promise<void>[] = [];
       for (const [socket, answered] of alive) {
         if (!answered) {
           socket.terminate();
@@ -110,7 +126,15 @@ export function createFeedHub(pubsub: PubSub, options: FeedOptions, log: WarnLog
         }
         alive.set(socket, false);
         socket.ping();
+        const reauthorize = reauthorizers.get(socket);
+        if (reauthorize) checks.push(reauthorize().then((allowed) => {
+          if (!allowed && socket.readyState === OPEN) socket.close(NO_LONGER_AUTHORIZED, 'token expired or revoked, or no longer a member');
+        }, (e: unknown) => {
+          // A failed check (database briefly away) keeps the connection: the next heartbeat asks again.
+          log.warn({ err: e }, 'feed re-authorisation failed');
+        }));
       }
+      await Promise.all(checks);
     },
     get size() {
       return alive.size;
@@ -120,6 +144,7 @@ export function createFeedHub(pubsub: PubSub, options: FeedOptions, log: WarnLog
       const subs = [...subscriptions.values()];
       subscriptions.clear();
       alive.clear();
+      reauthorizers.clear();
       await Promise.allSettled(subs.map(async (s) => (await s.unsubscribe)()));
     },
   };

@@ -36,7 +36,7 @@ export function registerFeedRoutes(app: App, deps: SyncDeps, options: FeedOption
       schema: { querystring: FeedQuery },
       preHandler: async (req) => {
         const query = req.query as Static<typeof FeedQuery>;
-        const token = parseBearer(req.headers.authorization) ?? queryToken(query.token);
+        const token = requestToken(req.headers.authorization, query);
         const caller = token ? await authenticateAccessToken(deps, token) : undefined;
         if (!caller) {
           await limitIp(deps, req.ip);
@@ -51,8 +51,18 @@ export function registerFeedRoutes(app: App, deps: SyncDeps, options: FeedOption
     }, async (socket, req) => {
       // Nothing is expected from the client; a message is ignored rather than answered.
       socket.on('message', () => undefined);
+      const query = req.query as Static<typeof FeedQuery>;
+      const businessId = query.business_id.toLowerCase();
+      const token = requestToken(req.headers.authorization, query)!;
+      // The same checks as the upgrade, again at every heartbeat: an expired or revoked token, or a
+      // member removed from the business, loses the feed within one heartbeat.
+      const reauthorize = async () => {
+        const caller = await authenticateAccessToken(deps, token);
+        if (!caller || (caller.businessId !== undefined && caller.businessId !== businessId)) return false;
+        return isMember(deps, caller.userId, businessId);
+      };
       try {
-        await hub.add((req.query as Static<typeof FeedQuery>).business_id.toLowerCase(), socket);
+        await hub.add(businessId, socket, reauthorize);
         if (socket.readyState !== socket.CLOSED) {
           deps.selfMetrics.feedConnections.inc();
           socket.once('close', () => deps.selfMetrics.feedConnections.dec());
@@ -65,6 +75,6 @@ export function registerFeedRoutes(app: App, deps: SyncDeps, options: FeedOption
   });
 }
 
-function queryToken(raw: string | undefined): string | undefined {
-  return raw === undefined ? undefined : parseBearer(`Bearer ${raw}`);
+function requestToken(authorization: string | undefined, query: Static<typeof FeedQuery>): string | undefined {
+  return parseBearer(authorization) ?? (query.token === undefined ? undefined : parseBearer(`Bearer ${query.token}`));
 }
