@@ -7,8 +7,13 @@ import { pipeline } from 'node:stream/promises';
 import type { BlobStore } from './blob-store.js';
 
 const STORED_NAME = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-/** Uploads in progress; emptied at start, since a file left there is an upload a crash interrupted. */
+/** Uploads in progress. A file left there is an upload a crash interrupted. */
 const INCOMING = '.incoming';
+/**
+ * Age past which a file in `.incoming` is an abandoned upload. Uploads are bounded by the
+ * 30 s request timeout; a younger file may be another instance's upload into a shared directory.
+ */
+const ABANDONED_AFTER_MS = 10 * 60_000;
 
 /**
  * Blobs as files `<dir>/<uuid>`. An upload streams into `<dir>/.incoming/`,
@@ -19,7 +24,12 @@ const INCOMING = '.incoming';
 export async function createLocalBlobStore(dir: string): Promise<BlobStore> {
   const incoming = path.join(dir, INCOMING);
   await mkdir(incoming, { recursive: true });
-  for (const leftover of await readdir(incoming)) await rm(path.join(incoming, leftover), { force: true });
+  const cutoff = Date.now() - ABANDONED_AFTER_MS;
+  for (const leftover of await readdir(incoming)) {
+    const file = path.join(incoming, leftover);
+    const s = await stat(file).catch(() => undefined);
+    if (s && s.mtimeMs < cutoff) await rm(file, { force: true });
+  }
 
   return {
     async put(content: Readable) {
