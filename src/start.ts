@@ -27,6 +27,8 @@ const startOptions = {
 interface Quickstart { tenant: string; tokenId: string; token: string }
 
 const here = path.dirname(fileURLToPath(import.meta.url));
+// Run from the build (node dist/start.js) the children are compiled JS; run from source (tsx), TypeScript.
+const fromSource = import.meta.url.endsWith('.ts');
 const children: ChildProcess[] = [];
 
 async function firstToken(dataDir: string): Promise<{ qs: Quickstart; created: boolean }> {
@@ -47,7 +49,8 @@ async function firstToken(dataDir: string): Promise<{ qs: Quickstart; created: b
 }
 
 function run(name: string, script: string, args: string[], env: Record<string, string>): ChildProcess {
-  const child = spawn(process.execPath, [path.join(here, script), ...args], { stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, ...env } });
+  const entry = fromSource ? ['--import', 'tsx', path.join(here, script.replace(/\.js$/, '.ts'))] : [path.join(here, script)];
+  const child = spawn(process.execPath, [...entry, ...args], { stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, ...env } });
   child.on('exit', (code, signal) => {
     if (!stopping) {
       console.error(`${name} exited (${signal ?? code}); stopping the others`);
