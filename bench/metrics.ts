@@ -76,9 +76,9 @@ export async function run(argv: string[]): Promise<string> {
     '',
     `1-minute load average when the run started: ${loadBefore.toFixed(1)} on ${os.cpus().length} cores (the server, the load generator and any other work share them).`,
     '',
-    'The peers (`/work/shared/bench-peers/README.md`) batch 1,000 reports per write request, so their samples/s are not per-report',
-    'HTTP figures; their recorded result files are not in `/work/shared/bench-peers/` on this machine, so their numbers are not',
-    'restated here (run `./run.sh` there to get them). Each of our reports is one durable request, the unit an agent sends.',
+    'The peers (`../shared/bench-peers/`) batch 1,000 reports per write request, so their samples/s are not per-report',
+    'HTTP figures; their own run on this machine is in "Against the peers" below. Each of our reports is one durable request,',
+    'the unit an agent sends.',
   ].join('\n');
 }
 
