@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import pg from 'pg';
-import { Kysely, PostgresDialect, SqliteDialect, sql, type Migration } from 'kysely';
+import { Kysely, PostgresDialect, SqliteDialect, sql, type Migration, type SqliteDatabase } from 'kysely';
 
 export type DialectName = 'sqlite' | 'postgres';
 
@@ -56,8 +56,33 @@ function openSqlite<DB>(opts: OpenDatabaseOptions): Database<DB> {
   sqlite.pragma('synchronous = FULL');
   sqlite.pragma('busy_timeout = 5000');
   sqlite.pragma('foreign_keys = ON');
-  const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: sqlite }) });
+  const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
   return { db, dialect: 'sqlite', sqlite, close: () => db.destroy() };
+}
+
+/** Distinct SQL texts kept prepared; a service uses a few dozen, so this bound is never reached in practice. */
+const STATEMENT_CACHE_SIZE = 500;
+
+/**
+ * Kysely prepares every query anew; compiling the same SQL on each request
+ * was a visible share of ingest CPU. Statements are reusable as long as one
+ * is not run while another run of it is still iterating, which Kysely's
+ * one-connection mutex already guarantees.
+ */
+function withStatementCache(sqlite: BetterSqlite3.Database): SqliteDatabase {
+  const cache = new Map<string, BetterSqlite3.Statement>();
+  return {
+    close: () => sqlite.close(),
+    prepare(text: string) {
+      let stmt = cache.get(text);
+      if (!stmt) {
+        stmt = sqlite.prepare(text);
+        if (cache.size >= STATEMENT_CACHE_SIZE) cache.delete(cache.keys().next().value!);
+        cache.set(text, stmt);
+      }
+      return stmt;
+    },
+  };
 }
 
 async function openPostgres<DB>(opts: OpenDatabaseOptions, url: string): Promise<Database<DB>> {
