@@ -11,7 +11,12 @@ export interface AttachmentStore {
   find(uuid: string): Promise<AttachmentRow | undefined>;
   /** Attachments of one record of one business, oldest first. */
   list(businessId: string, recordType: string, recordUuid: string): Promise<AttachmentRow[]>;
+  /** Which of `storedNames` an attachment row refers to. */
+  referenced(storedNames: string[]): Promise<Set<string>>;
 }
+
+/** Names per IN (...) list; far below both databases' bind-parameter limits. */
+const IN_CHUNK = 500;
 
 /** Same SQL on SQLite and PostgreSQL. */
 export function createKyselyAttachmentStore(db: Kysely<AttachmentTables>): AttachmentStore {
@@ -27,6 +32,15 @@ export function createKyselyAttachmentStore(db: Kysely<AttachmentTables>): Attac
         .where('business_id', '=', businessId).where('record_type', '=', recordType).where('record_uuid', '=', recordUuid)
         .orderBy('created_at').orderBy('uuid')
         .execute();
+    },
+    async referenced(storedNames) {
+      const found = new Set<string>();
+      for (let i = 0; i < storedNames.length; i += IN_CHUNK) {
+        const rows = await db.selectFrom('sync_attachments').select('stored_name')
+          .where('stored_name', 'in', storedNames.slice(i, i + IN_CHUNK)).execute();
+        for (const r of rows) found.add(r.stored_name);
+      }
+      return found;
     },
   };
 }

@@ -19,9 +19,12 @@ export interface StoredBlob {
  *   it rejects and leaves nothing behind.
  * - `get` returns the exact bytes `put` stored, or undefined for an unknown name.
  * - `delete` removes a blob; deleting an unknown name is not an error.
+ * - `storedBefore` lists the blobs stored before a time (epoch ms), so blobs
+ *   that a crash left without their attachment row can be found and removed.
  */
 export interface BlobStore {
   put(content: Readable): Promise<StoredBlob>;
   get(storedName: string): Promise<{ stream: Readable; size: number } | undefined>;
   delete(storedName: string): Promise<void>;
+  storedBefore(cutoffMs: number): Promise<string[]>;
 }

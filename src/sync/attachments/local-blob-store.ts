@@ -72,6 +72,16 @@ export async function createLocalBlobStore(dir: string): Promise<BlobStore> {
       if (!STORED_NAME.test(storedName)) return;
       await rm(path.join(dir, storedName), { force: true });
     },
+
+    async storedBefore(cutoffMs) {
+      const names: string[] = [];
+      for (const name of await readdir(dir)) {
+        if (!STORED_NAME.test(name)) continue;
+        const s = await stat(path.join(dir, name)).catch(() => undefined);
+        if (s && s.mtimeMs < cutoffMs) names.push(name);
+      }
+      return names;
+    },
   };
 }
 

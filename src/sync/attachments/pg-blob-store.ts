@@ -89,6 +89,11 @@ export async function createPgBlobStore(pool: pg.Pool): Promise<BlobStore> {
       if (!STORED_NAME.test(storedName)) return;
       await pool.query('DELETE FROM attachment_blobs WHERE stored_name = $1', [storedName]);
     },
+
+    async storedBefore(cutoffMs) {
+      const { rows } = await pool.query<{ stored_name: string }>('SELECT stored_name FROM attachment_blobs WHERE created_at < $1', [cutoffMs]);
+      return rows.map((r) => r.stored_name);
+    },
   };
 }
 

@@ -1,0 +1,38 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { Readable } from 'node:stream';
+import { ORPHAN_AFTER_MS, removeOrphanBlobs } from '../../src/sync/attachments/orphan-blobs.js';
+import { BACKENDS } from '../helpers/backends.js';
+import { call } from '../helpers/http.js';
+import { newBusiness, newUser, startSync, type SyncUnderTest } from '../helpers/sync.js';
+
+for (const backend of BACKENDS) {
+  describe(`orphan attachment blobs on ${backend}`, () => {
+    let s: SyncUnderTest;
+    before(async () => { s = await startSync(backend); });
+    after(() => s.close());
+
+    test('a blob left without its attachment row is removed once old enough; attached and recent blobs stay', async () => {
+      const u = await newUser(s);
+      const b = await newBusiness(s, u);
+      const form = new FormData();
+      form.append('record_type', 'invoice');
+      form.append('record_uuid', randomUUID());
+      form.append('file', new Blob([Buffer.from('kept bytes')]), 'kept.txt');
+      const uploaded = await call(s.url, 'POST', '/api/sync/attachment', { token: u.token, headers: { 'x-business-id': b.id }, body: form });
+      assert.equal(uploaded.status, 201, uploaded.text);
+      // What a crash between storing the bytes and inserting the row leaves behind.
+      const orphan = await s.deps.blobs.put(Readable.from([Buffer.from('orphan bytes')]));
+
+      assert.equal(await removeOrphanBlobs(s.deps.blobs, s.deps.attachments, Date.now()), 0, 'too young: may be an upload in progress');
+      assert.ok(await s.deps.blobs.get(orphan.storedName));
+
+      assert.equal(await removeOrphanBlobs(s.deps.blobs, s.deps.attachments, Date.now() + ORPHAN_AFTER_MS + 1000), 1);
+      assert.equal(await s.deps.blobs.get(orphan.storedName), undefined);
+      const download = await call(s.url, 'GET', `/api/sync/attachment/${uploaded.body.uuid}`, { token: u.token, headers: { 'x-business-id': b.id } });
+      assert.equal(download.status, 200);
+      assert.equal(download.text, 'kept bytes');
+    });
+  });
+}
