@@ -1,15 +1,17 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
+import { connect } from 'node:net';
+import { once } from 'node:events';
 import { Type } from 'typebox';
 import { createHttpApp } from '../../src/core/http/create-app.js';
 import { SECURITY_HEADERS } from '../../src/core/http/security-headers.js';
 import { AppError } from '../../src/core/errors.js';
 
-function build() {
+function build(timeouts = {}) {
   const lines: string[] = [];
   const logStream = new Writable({ write(chunk, _enc, cb) { lines.push(String(chunk)); cb(); } });
-  const app = createHttpApp({ name: 'test', logLevel: 'info', bodyLimit: 1024, trustProxy: [], logStream });
+  const app = createHttpApp({ name: 'test', logLevel: 'info', bodyLimit: 1024, trustProxy: [], logStream, timeouts });
   app.post('/echo', { schema: { body: Type.Object({ n: Type.Number(), nested: Type.Optional(Type.Object({ s: Type.String() })) }) } }, async (req) => req.body);
   app.get('/q', { schema: { querystring: Type.Object({ from: Type.Integer() }) } }, async (req) => ({ from: req.query.from }));
   app.get('/app-error', async () => { throw new AppError('rate_limited', 'slow down', { retry_after: 7 }); });
@@ -72,4 +74,41 @@ test('logs never carry the authorization header or a token query parameter', asy
   const all = lines.join('');
   assert.ok(all.includes('[REDACTED]'));
   assert.doesNotMatch(all, /supersecret123|topsecret-bearer/);
+});
+
+/** Opens a raw TCP connection to `app`, writes `data`, and resolves with everything received once the server closes it. */
+async function untilServerCloses(app: ReturnType<typeof build>['app'], data: string): Promise<string> {
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const { port } = app.server.address() as { port: number };
+  const socket = connect(port, '127.0.0.1');
+  await once(socket, 'connect');
+  let received = '';
+  socket.on('data', (c: Buffer) => { received += String(c); });
+  socket.write(data);
+  await once(socket, 'close');
+  return received;
+}
+
+const SHORT = { headersTimeoutMs: 300, requestTimeoutMs: 600, keepAliveTimeoutMs: 300, checkIntervalMs: 50 };
+
+test('a client that stalls while sending headers is answered 408 and disconnected', { timeout: 10_000 }, async (t) => {
+  const { app } = build(SHORT);
+  t.after(() => app.close());
+  const received = await untilServerCloses(app, 'GET /q?from=1 HTTP/1.1\r\nHost: x\r\n');
+  assert.match(received, /^HTTP\/1\.1 408/);
+});
+
+test('a client that stalls while sending its body is answered 408 and disconnected', { timeout: 10_000 }, async (t) => {
+  const { app } = build(SHORT);
+  t.after(() => app.close());
+  const received = await untilServerCloses(app, 'POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 50\r\n\r\n{"n":');
+  assert.match(received, /^HTTP\/1\.1 408/);
+});
+
+test('an idle keep-alive connection is closed after the keep-alive timeout', { timeout: 10_000 }, async (t) => {
+  const { app } = build(SHORT);
+  t.after(() => app.close());
+  const received = await untilServerCloses(app, 'GET /q?from=1 HTTP/1.1\r\nHost: x\r\n\r\n');
+  assert.match(received, /^HTTP\/1\.1 200/);
+  assert.match(received, /keep-alive/i);
 });

@@ -20,6 +20,8 @@ export interface HttpAppOptions {
   trustProxy: string[];
   /** Log destination for tests; defaults to stdout. */
   logStream?: NodeJS.WritableStream;
+  /** Overrides of `HTTP_TIMEOUTS` (tests shorten them to watch them fire). */
+  timeouts?: Partial<HttpTimeouts>;
 }
 
 /** Slow or stalled clients cannot hold a connection: every phase has an explicit bound. */
@@ -30,7 +32,14 @@ export const HTTP_TIMEOUTS = {
   keepAliveTimeoutMs: 5_000,
   /** Idle socket with no request in progress. */
   connectionTimeoutMs: 60_000,
-} as const;
+  /**
+   * How often Node checks the header and request deadlines. Its default (30 s)
+   * would let a stalled client hold a socket up to 30 s past either bound.
+   */
+  checkIntervalMs: 1_000,
+};
+
+export type HttpTimeouts = typeof HTTP_TIMEOUTS;
 
 /**
  * Builds a Fastify instance with the behaviour both services share: JSON
@@ -38,6 +47,7 @@ export const HTTP_TIMEOUTS = {
  * strict body validation, request ids, redacted logs and explicit timeouts.
  */
 export function createHttpApp(opts: HttpAppOptions): App {
+  const t = { ...HTTP_TIMEOUTS, ...opts.timeouts };
   const app = Fastify({
     logger: {
       level: opts.logLevel,
@@ -54,9 +64,10 @@ export function createHttpApp(opts: HttpAppOptions): App {
     genReqId: () => randomUUID(),
     bodyLimit: opts.bodyLimit,
     trustProxy: opts.trustProxy.length ? opts.trustProxy : false,
-    connectionTimeout: HTTP_TIMEOUTS.connectionTimeoutMs,
-    keepAliveTimeout: HTTP_TIMEOUTS.keepAliveTimeoutMs,
-    requestTimeout: HTTP_TIMEOUTS.requestTimeoutMs,
+    connectionTimeout: t.connectionTimeoutMs,
+    keepAliveTimeout: t.keepAliveTimeoutMs,
+    requestTimeout: t.requestTimeoutMs,
+    http: { headersTimeout: t.headersTimeoutMs, requestTimeout: t.requestTimeoutMs, connectionsCheckingInterval: t.checkIntervalMs },
     // Fastify's own closing 503 has another body shape and no security headers; the onRequest hook below answers instead.
     return503OnClosing: false,
     frameworkErrors: (err, _req, reply) => {
@@ -67,7 +78,6 @@ export function createHttpApp(opts: HttpAppOptions): App {
 
   // JSON only: a text/plain body is a 415, not a string that fails validation later.
   app.removeContentTypeParser('text/plain');
-  app.server.headersTimeout = HTTP_TIMEOUTS.headersTimeoutMs;
   app.setValidatorCompiler(validatorCompiler());
   // While closing, requests still arriving on open connections (keep-alive, pipelined) get a JSON 503
   // before any work: a load balancer retries them on another instance, and /readyz fails so it drains this one.
