@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -50,7 +50,7 @@ test('npm start runs both services and an agent; the printed token shows this ma
     const r = await call(metrics, 'GET', '/api/v1/hosts', { token });
     return Array.isArray(r.body) && r.body.length === 1 ? (r.body as string[]) : undefined;
   }, 'the agent\'s first report');
-  assert.equal(hosts.length, 1);
+  assert.deepEqual(hosts, [readFileSync(path.join(dataDir, 'agent-spool', 'agent-id'), 'utf8').trim()], 'the host is the local agent, under its agent id');
   const page = await call(metrics, 'GET', '/', { token, headers: { accept: 'text/html' } });
   assert.equal(page.status, 200);
   assert.ok(page.text.includes(os.hostname()), 'the dashboard lists this machine');
