@@ -6,7 +6,7 @@ import type { App } from '../../core/http/create-app.js';
 import type { SyncDeps } from '../deps.js';
 import { isMember, requireUser, resolveBusiness } from '../http/auth-guard.js';
 import { BearerSecurity, errors } from '../http/schemas.js';
-import { normalizeUuid } from '../http/uuid.js';
+import { normalizeUuid } from '../../core/uuid.js';
 import { BusinessHeaderSchema } from '../changes/change-schemas.js';
 import { AttachmentListQuerySchema, AttachmentParamsSchema, AttachmentSchema } from './attachment-schemas.js';
 import { listAttachments, openAttachment, saveAttachment, type AttachmentDeps } from './attachments.js';

@@ -1,7 +1,5 @@
 import { Type, type Static } from 'typebox';
-import { UUID_PATTERN } from '../http/uuid.js';
-
-const Uuid = Type.String({ pattern: UUID_PATTERN, description: 'UUID' });
+import { Uuid } from '../http/schemas.js';
 
 export const AttachmentSchema = Type.Object({
   uuid: Uuid,

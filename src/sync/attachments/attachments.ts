@@ -2,7 +2,7 @@ import type { Readable } from 'node:stream';
 import { randomUUID } from 'node:crypto';
 import { AppError } from '../../core/errors.js';
 import { PUSH_LIMITS } from '../changes/change-limits.js';
-import { isUuid } from '../changes/push-validation.js';
+import { isUuid } from '../../core/uuid.js';
 import type { Attachment } from './attachment-schemas.js';
 import type { AttachmentRow, AttachmentStore } from './attachment-store.js';
 import type { BlobStore, StoredBlob } from './blob-store.js';

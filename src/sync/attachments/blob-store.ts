@@ -1,4 +1,5 @@
 import type { Readable } from 'node:stream';
+import { normalizeUuid } from '../../core/uuid.js';
 
 /** A stored blob: its generated name and what was measured while it streamed in. */
 export interface StoredBlob {
@@ -27,4 +28,9 @@ export interface BlobStore {
   get(storedName: string): Promise<{ stream: Readable; size: number } | undefined>;
   delete(storedName: string): Promise<void>;
   storedBefore(cutoffMs: number): Promise<string[]>;
+}
+
+/** Stored names are lower-case UUIDs made by `put`; anything else never reaches a path or a query. */
+export function isStoredName(name: string): boolean {
+  return normalizeUuid(name) === name;
 }

@@ -4,9 +4,8 @@ import { mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import type { BlobStore } from './blob-store.js';
+import { isStoredName, type BlobStore } from './blob-store.js';
 
-const STORED_NAME = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 /** Uploads in progress. A file left there is an upload a crash interrupted. */
 const INCOMING = '.incoming';
 /**
@@ -57,7 +56,7 @@ export async function createLocalBlobStore(dir: string): Promise<BlobStore> {
     },
 
     async get(storedName) {
-      if (!STORED_NAME.test(storedName)) return undefined;
+      if (!isStoredName(storedName)) return undefined;
       const file = path.join(dir, storedName);
       try {
         const s = await stat(file);
@@ -69,14 +68,14 @@ export async function createLocalBlobStore(dir: string): Promise<BlobStore> {
     },
 
     async delete(storedName) {
-      if (!STORED_NAME.test(storedName)) return;
+      if (!isStoredName(storedName)) return;
       await rm(path.join(dir, storedName), { force: true });
     },
 
     async storedBefore(cutoffMs) {
       const names: string[] = [];
       for (const name of await readdir(dir)) {
-        if (!STORED_NAME.test(name)) continue;
+        if (!isStoredName(name)) continue;
         const s = await stat(path.join(dir, name)).catch(() => undefined);
         if (s && s.mtimeMs < cutoffMs) names.push(name);
       }

@@ -1,9 +1,8 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
 import type pg from 'pg';
-import type { BlobStore } from './blob-store.js';
+import { isStoredName, type BlobStore } from './blob-store.js';
 
-const STORED_NAME = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 /** Bytes per row: big enough that a 25 MiB file is ~100 rows, small enough that a download holds one chunk at a time. */
 export const CHUNK_BYTES = 256 * 1024;
 /** Any fixed number: serializes the table creation of instances starting together. */
@@ -68,7 +67,7 @@ export async function createPgBlobStore(pool: pg.Pool): Promise<BlobStore> {
     },
 
     async get(storedName) {
-      if (!STORED_NAME.test(storedName)) return undefined;
+      if (!isStoredName(storedName)) return undefined;
       const { rows } = await pool.query<{ size: string | number }>('SELECT size FROM attachment_blobs WHERE stored_name = $1', [storedName]);
       if (!rows[0]) return undefined;
       let seq = 0;
@@ -86,7 +85,7 @@ export async function createPgBlobStore(pool: pg.Pool): Promise<BlobStore> {
     },
 
     async delete(storedName) {
-      if (!STORED_NAME.test(storedName)) return;
+      if (!isStoredName(storedName)) return;
       await pool.query('DELETE FROM attachment_blobs WHERE stored_name = $1', [storedName]);
     },
 

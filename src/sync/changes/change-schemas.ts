@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox';
-import { UUID_PATTERN } from '../http/uuid.js';
+import { Uuid } from '../http/schemas.js';
 import { CONFLICT_PAGE, PUSH_LIMITS } from './change-limits.js';
 
 /**
@@ -7,7 +7,6 @@ import { CONFLICT_PAGE, PUSH_LIMITS } from './change-limits.js';
  * so the OpenAPI document, request validation and the code agree.
  */
 
-const Uuid = Type.String({ pattern: UUID_PATTERN, description: 'UUID' });
 
 export const OperationSchema = Type.Union([Type.Literal('create'), Type.Literal('update'), Type.Literal('delete')]);
 export type Operation = Static<typeof OperationSchema>;

@@ -1,3 +1,4 @@
+import { isUuid } from '../../core/uuid.js';
 import type { Operation, Rejection } from './change-schemas.js';
 import { canonicalJson } from './canonical-json.js';
 import { PUSH_LIMITS } from './change-limits.js';
@@ -14,14 +15,9 @@ export interface PushItem {
   data: string | null;
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const CHANGE_FIELDS = new Set(['table_name', 'record_uuid', 'version', 'operation', 'data']);
 const TOMBSTONE_FIELDS = new Set(['table_name', 'record_uuid', 'version']);
 const OPERATIONS: readonly string[] = ['create', 'update', 'delete'];
-
-export function isUuid(value: unknown): value is string {
-  return typeof value === 'string' && UUID.test(value);
-}
 
 /**
  * Checks every pushed item on its own. Valid items come back normalised, in

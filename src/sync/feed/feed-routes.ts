@@ -7,7 +7,7 @@ import { closeSocketsGoingAway } from '../../core/http/going-away.js';
 import type { SyncDeps } from '../deps.js';
 import { authenticateAccessToken, isMember } from '../http/auth-guard.js';
 import { limitIp, limitUser } from '../http/rate-limit.js';
-import { UUID_PATTERN } from '../http/uuid.js';
+import { UUID_PATTERN } from '../../core/uuid.js';
 import { createFeedHub, FEED_DEFAULTS, type FeedOptions } from './feed-hub.js';
 
 const FeedQuery = Type.Object({

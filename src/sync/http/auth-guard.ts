@@ -4,7 +4,7 @@ import { bindLogContext } from '../../core/http/log-context.js';
 import { hashToken, parseBearer } from '../../core/auth/tokens.js';
 import type { SyncDeps } from '../deps.js';
 import { limitIp, limitUser } from './rate-limit.js';
-import { normalizeUuid } from './uuid.js';
+import { normalizeUuid } from '../../core/uuid.js';
 
 export type TokenKind = 'user' | 'business';
 

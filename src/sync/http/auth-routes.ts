@@ -10,7 +10,7 @@ import { PASSWORD_MAX_LENGTH } from '../accounts/password-policy.js';
 import { requireUser } from './auth-guard.js';
 import { limitIp } from './rate-limit.js';
 import { BearerSecurity, errors, isoTime, Timestamp, UserBody, Uuid } from './schemas.js';
-import { normalizeUuid } from './uuid.js';
+import { normalizeUuid } from '../../core/uuid.js';
 
 // Generous outer bounds only; the real rules (format, policy) give precise messages in the domain.
 const Email = Type.String({ maxLength: EMAIL_MAX_LENGTH * 2, description: 'E-mail address (case-insensitive)' });

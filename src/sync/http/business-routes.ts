@@ -8,7 +8,7 @@ import type { Member } from '../businesses/business-store.js';
 import { ROLES } from '../businesses/role.js';
 import { requireUser } from './auth-guard.js';
 import { BearerSecurity, errors, isoTime, Timestamp, Uuid } from './schemas.js';
-import { normalizeUuid } from './uuid.js';
+import { normalizeUuid } from '../../core/uuid.js';
 
 const Role = Type.Union([Type.Literal(ROLES[0]), Type.Literal(ROLES[1])], { description: 'owner: manages members; member: uses the data' });
 

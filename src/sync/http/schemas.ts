@@ -1,5 +1,5 @@
 import { Type, type TSchema } from 'typebox';
-import { UUID_PATTERN } from './uuid.js';
+import { UUID_PATTERN } from '../../core/uuid.js';
 
 /** Shapes shared by the sync routes; they drive validation, the types and the OpenAPI document. */
 export const Uuid = Type.String({ pattern: UUID_PATTERN, description: 'UUID' });

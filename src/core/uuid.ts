@@ -6,3 +6,7 @@ const UUID_RE = new RegExp(UUID_PATTERN);
 export function normalizeUuid(raw: string): string | undefined {
   return UUID_RE.test(raw) ? raw.toLowerCase() : undefined;
 }
+
+export function isUuid(value: unknown): value is string {
+  return typeof value === 'string' && UUID_RE.test(value);
+}
