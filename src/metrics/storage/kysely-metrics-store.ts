@@ -3,6 +3,7 @@ import { AppError } from '../../core/errors.js';
 import type { Database } from '../../core/storage/database.js';
 import type { SampleRow } from '../domain/downsample.js';
 import type { AppendOutcome, HostLatest, MetricLimits, MetricsStore, NewReport, Tenant, TokenInfo } from '../domain/metrics-store.js';
+import { chunks } from '../../core/storage/chunks.js';
 import { createGroupCommitter } from './group-commit.js';
 import { decodeSamples, encodeSamples } from './sample-codec.js';
 import type { MetricsTables } from './tables.js';
@@ -11,8 +12,6 @@ import type { MetricsTables } from './tables.js';
 const MAX_BATCH = 500;
 /** Rows per page of a range read; bounds memory whatever the range. */
 const PAGE_ROWS = 4_000;
-/** Values per IN (...) list; stays far below SQLite's and PostgreSQL's bind-parameter limits. */
-const IN_CHUNK = 500;
 /** Tries of one group-commit transaction that PostgreSQL aborted as a deadlock or serialization failure. */
 const MAX_ATTEMPTS = 5;
 
@@ -319,9 +318,4 @@ function hostRow(r: NewReport) {
   };
 }
 
-function chunks<T>(items: T[], size = IN_CHUNK): T[][] {
-  const out: T[][] = [];
-  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
-  return out;
-}
 

@@ -1,4 +1,5 @@
 import type { Kysely, Selectable } from 'kysely';
+import { chunks } from '../../core/storage/chunks.js';
 import type { AttachmentTables } from './attachment-tables.js';
 
 export type AttachmentRow = Selectable<AttachmentTables['sync_attachments']>;
@@ -15,8 +16,6 @@ export interface AttachmentStore {
   referenced(storedNames: string[]): Promise<Set<string>>;
 }
 
-/** Names per IN (...) list; far below both databases' bind-parameter limits. */
-const IN_CHUNK = 500;
 
 /** Same SQL on SQLite and PostgreSQL. */
 export function createKyselyAttachmentStore(db: Kysely<AttachmentTables>): AttachmentStore {
@@ -35,9 +34,9 @@ export function createKyselyAttachmentStore(db: Kysely<AttachmentTables>): Attac
     },
     async referenced(storedNames) {
       const found = new Set<string>();
-      for (let i = 0; i < storedNames.length; i += IN_CHUNK) {
+      for (const chunk of chunks(storedNames)) {
         const rows = await db.selectFrom('sync_attachments').select('stored_name')
-          .where('stored_name', 'in', storedNames.slice(i, i + IN_CHUNK)).execute();
+          .where('stored_name', 'in', chunk).execute();
         for (const r of rows) found.add(r.stored_name);
       }
       return found;
