@@ -31,10 +31,11 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const fromSource = import.meta.url.endsWith('.ts');
 const children: ChildProcess[] = [];
 
-async function firstToken(dataDir: string): Promise<{ qs: Quickstart; created: boolean }> {
+async function firstToken(dataDir: string, env: Record<string, string | undefined>): Promise<{ qs: Quickstart; created: boolean }> {
   const file = path.join(dataDir, 'quickstart.json');
   if (existsSync(file)) return { qs: JSON.parse(readFileSync(file, 'utf8')) as Quickstart, created: false };
-  const config = loadMetricsConfig(['--data-dir', dataDir], {});
+  // The same storage settings as the metrics child gets (DATABASE_URL included), so the token lands where it reads.
+  const config = loadMetricsConfig(['--data-dir', dataDir], env);
   const database = await openMetricsDatabase(config);
   const store = createKyselyMetricsStore(database, { perHost: config.maxMetricsPerHost, perTenant: config.maxMetricsPerTenant });
   try {
@@ -93,7 +94,7 @@ async function main(): Promise<void> {
   const o = loadConfig(startOptions, { argv: process.argv.slice(2), env: process.env });
   const dataDir = path.resolve(o.dataDir);
   mkdirSync(dataDir, { recursive: true });
-  const { qs, created } = await firstToken(dataDir);
+  const { qs, created } = await firstToken(dataDir, process.env);
 
   const metricsUrl = `http://127.0.0.1:${o.metricsPort}`;
   const syncUrl = `http://127.0.0.1:${o.syncPort}`;

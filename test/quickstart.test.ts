@@ -2,11 +2,12 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { PROJECT_ROOT } from '../src/core/paths.js';
+import { BACKENDS, freshStorage } from './helpers/backends.js';
 import { call } from './helpers/http.js';
 
 async function freePort(): Promise<number> {
@@ -28,15 +29,19 @@ async function until<T>(fn: () => Promise<T | undefined>, what: string, timeoutM
   }
 }
 
-test('npm start runs both services and an agent; the printed token shows this machine on the dashboard', async (t) => {
-  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'quickstart-'));
-  t.after(() => rmSync(dataDir, { recursive: true, force: true }));
+for (const backend of BACKENDS) test(`npm start runs both services and an agent on ${backend}; the printed token shows this machine on the dashboard`, async (t) => {
+  const storage = await freshStorage(backend);
+  const syncStorage = await freshStorage(backend);
+  t.after(() => Promise.all([storage.cleanup(), syncStorage.cleanup()]));
+  const dataDir = storage.dataDir;
+  // With DATABASE_URL the first token must be created where the metrics service reads it.
+  const databaseEnv = storage.databaseUrl ? { DATABASE_URL: storage.databaseUrl, METRICS_DB_SCHEMA: storage.pgSchema, SYNC_DB_SCHEMA: syncStorage.pgSchema } : {};
   const [metricsPort, syncPort] = [await freePort(), await freePort()];
   const child = spawn(process.execPath, ['--import', 'tsx', path.join(PROJECT_ROOT, 'src/start.ts'), '--data-dir', dataDir, '--metrics-port', String(metricsPort), '--sync-port', String(syncPort)], {
     cwd: PROJECT_ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],
     // A short agent interval so the first report comes in well under a second.
-    env: { ...process.env, HOST_AGENT_INTERVAL_MS: '500', LOG_LEVEL: 'warn', HOST_AGENT_LOG_LEVEL: 'warn' },
+    env: { ...process.env, ...databaseEnv, HOST_AGENT_INTERVAL_MS: '500', LOG_LEVEL: 'warn', HOST_AGENT_LOG_LEVEL: 'warn' },
   });
   let out = '';
   child.stdout.on('data', (c: Buffer) => { out += String(c); });
