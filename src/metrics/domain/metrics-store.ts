@@ -27,6 +27,12 @@ export interface MetricsStore {
    * same batch are unaffected.
    */
   appendReport(report: NewReport): Promise<AppendOutcome>;
+  /**
+   * Stores several reports with one durable commit (bulk ingest): one outcome
+   * per report, in order, each with appendReport's meaning. A report that
+   * fails alone (a limit) never fails the others.
+   */
+  appendReports(reports: NewReport[]): Promise<AppendOutcome[]>;
   /** Host ids of a tenant, sorted. */
   listHosts(tenantId: string): Promise<string[]>;
   hostExists(tenantId: string, hostId: string): Promise<boolean>;

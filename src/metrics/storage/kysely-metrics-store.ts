@@ -254,6 +254,7 @@ export function createKyselyMetricsStore(database: Database<MetricsTables>, limi
     },
 
     appendReport: (report) => committer.submit(report),
+    appendReports: (reports) => Promise.all(reports.map((r) => committer.submit(r))),
 
     async listHosts(tenantId) {
       const rows = await db.selectFrom('hosts').select('host_id').where('tenant_id', '=', tenantId).orderBy('host_id').execute();
