@@ -54,6 +54,19 @@ for (const backend of BACKENDS) {
       assert.deepEqual(r.body.metrics['memory.percent'], Array.from({ length: 10 }, () => 50));
     });
 
+    test('minmax=true adds each bucket\'s smallest and largest raw value; raw points are their own extremes', async () => {
+      const r = await get(a.token, `/api/v1/host/h1?from=${T0}&to=${T0 + 999_999}&points=10&minmax=true`);
+      assert.deepEqual(r.body.min['cpu.usage'], Array.from({ length: 10 }, (_, i) => i * 10));
+      assert.deepEqual(r.body.max['cpu.usage'], Array.from({ length: 10 }, (_, i) => i * 10 + 9));
+      const raw = await get(a.token, `/api/v1/host/h1?from=${T0 + 10_000}&to=${T0 + 30_000}&minmax=true`);
+      assert.deepEqual(raw.body.min['cpu.usage'], [1, 2, 3]);
+      assert.deepEqual(raw.body.max['cpu.usage'], [1, 2, 3]);
+      const plain = await get(a.token, `/api/v1/host/h1?from=${T0}&to=${T0 + 999_999}&points=10`);
+      assert.equal(plain.body.min, undefined, 'off by default');
+      const agg = await get(a.token, `/api/v1/aggregate?from=${T0}&to=${T0 + 99_999}&points=1&minmax=true`);
+      assert.deepEqual([agg.body.min['cpu.usage'], agg.body.max['cpu.usage']], [[0], [50]], 'extremes over every host\'s raw values');
+    });
+
     test('without from/to the last hour is served, with the configured budget', async () => {
       const r = await get(a.token, '/api/v1/host/h1');
       assert.equal(r.body.to, NOW);

@@ -33,6 +33,8 @@ export function planBuckets(from: number, to: number, points: number, minWidth =
 export class BucketAccumulator {
   private readonly sums = new Map<number, Float64Array>();
   private readonly counts = new Map<number, Uint32Array>();
+  private readonly mins = new Map<number, Float64Array>();
+  private readonly maxs = new Map<number, Float64Array>();
 
   constructor(readonly plan: BucketPlan) {}
 
@@ -48,10 +50,23 @@ export class BucketAccumulator {
         counts = new Uint32Array(this.plan.count);
         this.sums.set(id, sums);
         this.counts.set(id, counts);
+        this.mins.set(id, new Float64Array(this.plan.count).fill(Number.POSITIVE_INFINITY));
+        this.maxs.set(id, new Float64Array(this.plan.count).fill(Number.NEGATIVE_INFINITY));
       }
-      sums[b]! += row.values[i]!;
+      const v = row.values[i]!;
+      sums[b]! += v;
       counts[b]! += 1;
+      const mins = this.mins.get(id)!;
+      const maxs = this.maxs.get(id)!;
+      if (v < mins[b]!) mins[b] = v;
+      if (v > maxs[b]!) maxs[b] = v;
     }
+  }
+
+  /** Smallest and largest raw value per metric per bucket; NaN for a bucket without a value. */
+  extremes(): { min: Map<number, Float64Array>; max: Map<number, Float64Array> } {
+    const clean = (m: Map<number, Float64Array>) => new Map([...m].map(([id, a]) => [id, a.map((v) => (Number.isFinite(v) ? v : Number.NaN))]));
+    return { min: clean(this.mins), max: clean(this.maxs) };
   }
 
   /** Mean per metric per bucket; NaN for a bucket without a value of that metric. */
@@ -73,6 +88,8 @@ export class BucketAccumulator {
 export class CrossHostAverager {
   private readonly sums = new Map<number, Float64Array>();
   private readonly counts = new Map<number, Uint32Array>();
+  private readonly mins = new Map<number, Float64Array>();
+  private readonly maxs = new Map<number, Float64Array>();
 
   constructor(readonly count: number) {}
 
@@ -92,6 +109,27 @@ export class CrossHostAverager {
     }
   }
 
+  /** Folds one host's bucket extremes into the fleet's: the smallest min and the largest max of any host. */
+  addExtremes(ext: { min: Map<number, Float64Array>; max: Map<number, Float64Array> }): void {
+    const fold = (into: Map<number, Float64Array>, from: Map<number, Float64Array>, pick: (a: number, b: number) => number) => {
+      for (const [id, vals] of from) {
+        const cur = into.get(id);
+        if (!cur) { into.set(id, Float64Array.from(vals)); continue; }
+        for (let b = 0; b < this.count; b++) {
+          const v = vals[b]!;
+          if (Number.isNaN(v)) continue;
+          cur[b] = Number.isNaN(cur[b]!) ? v : pick(cur[b]!, v);
+        }
+      }
+    };
+    fold(this.mins, ext.min, Math.min);
+    fold(this.maxs, ext.max, Math.max);
+  }
+
+  extremes(): { min: Map<number, Float64Array>; max: Map<number, Float64Array> } {
+    return { min: this.mins, max: this.maxs };
+  }
+
   /** Mean across hosts per metric per bucket; NaN where no host has a value. */
   means(): Map<number, Float64Array> {
     const out = new Map<number, Float64Array>();
@@ -107,21 +145,29 @@ export class CrossHostAverager {
 export interface Columns {
   timestamps: number[];
   metrics: Map<number, (number | null)[]>;
+  /** Per metric, each point's smallest and largest raw value (when asked for). */
+  min?: Map<number, (number | null)[]>;
+  max?: Map<number, (number | null)[]>;
 }
 
 /** Drops buckets where no metric has a value; bucket timestamps are the bucket starts. */
-export function bucketColumns(plan: BucketPlan, means: Map<number, Float64Array>): Columns {
+export function bucketColumns(plan: BucketPlan, means: Map<number, Float64Array>, ext?: { min: Map<number, Float64Array>; max: Map<number, Float64Array> }): Columns {
   const keep: number[] = [];
   for (let b = 0; b < plan.count; b++) {
     for (const m of means.values()) if (!Number.isNaN(m[b]!)) { keep.push(b); break; }
   }
-  const metrics = new Map<number, (number | null)[]>();
-  for (const [id, m] of means) metrics.set(id, keep.map((b) => (Number.isNaN(m[b]!) ? null : m[b]!)));
-  return { timestamps: keep.map((b) => plan.from + b * plan.width), metrics };
+  const pick = (from: Map<number, Float64Array>) => {
+    const out = new Map<number, (number | null)[]>();
+    for (const [id, m] of from) out.set(id, keep.map((b) => (Number.isNaN(m[b]!) ? null : m[b]!)));
+    return out;
+  };
+  const columns: Columns = { timestamps: keep.map((b) => plan.from + b * plan.width), metrics: pick(means) };
+  if (ext) { columns.min = pick(ext.min); columns.max = pick(ext.max); }
+  return columns;
 }
 
 /** Raw rows as columns, one point per report, null where a report lacks a metric. */
-export function rawColumns(rows: SampleRow[]): Columns {
+export function rawColumns(rows: SampleRow[], minmax = false): Columns {
   const metrics = new Map<number, (number | null)[]>();
   rows.forEach((row, r) => {
     for (let i = 0; i < row.metricIds.length; i++) {
@@ -134,7 +180,10 @@ export function rawColumns(rows: SampleRow[]): Columns {
       col[r] = row.values[i]!;
     }
   });
-  return { timestamps: rows.map((r) => r.ts), metrics };
+  const columns: Columns = { timestamps: rows.map((r) => r.ts), metrics };
+  // A raw point is its own smallest and largest value.
+  if (minmax) { columns.min = metrics; columns.max = metrics; }
+  return columns;
 }
 
 /** Rounds away summation noise (the mean of 0.4 and 0.4 is 0.4, not 0.4000000000000001); 15 digits is float64's exact decimal precision. */

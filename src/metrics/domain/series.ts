@@ -22,12 +22,15 @@ export interface SeriesQuery {
   from?: number | undefined;
   to?: number | undefined;
   points?: number | undefined;
+  /** Also return each point's min and max (see Series.min). */
+  minmax?: boolean | undefined;
 }
 
 export interface SeriesRange {
   from: number;
   to: number;
   points: number;
+  minmax: boolean;
 }
 
 export interface Series {
@@ -42,6 +45,10 @@ export interface Series {
   timestamps: number[];
   /** Metric name -> one value per timestamp (null: no value of that metric at that point). */
   metrics: Record<string, (number | null)[]>;
+  /** With `minmax`: per metric, each point's smallest raw value (of any host, for the aggregate). */
+  min?: Record<string, (number | null)[]>;
+  /** With `minmax`: per metric, each point's largest raw value. */
+  max?: Record<string, (number | null)[]>;
 }
 
 export interface HostSeries extends Series {
@@ -63,7 +70,7 @@ export function resolveRange(q: SeriesQuery, settings: SeriesSettings, now: numb
   if (from > to) throw new AppError('invalid_request', `querystring from: ${from} is after to (${to})`);
   const points = q.points ?? settings.defaultPoints;
   if (points > settings.maxPoints) throw new AppError('invalid_request', `querystring points: ${points} is above the maximum of ${settings.maxPoints}`);
-  return { from, to, points };
+  return { from, to, points, minmax: q.minmax ?? false };
 }
 
 /**
@@ -86,7 +93,9 @@ export async function readHostSeries(store: MetricsStore, tenantId: string, host
       }
     }
   }
-  const columns = buckets ? bucketColumns(buckets.plan, buckets.means()) : rawColumns(raw);
+  const columns = buckets
+    ? bucketColumns(buckets.plan, buckets.means(), range.minmax ? buckets.extremes() : undefined)
+    : rawColumns(raw, range.minmax);
   return { hostId, ...range, bucketMs: buckets ? buckets.plan.width : null, ...(await named(store, tenantId, columns)) };
 }
 
@@ -109,17 +118,23 @@ export async function readAggregate(store: MetricsStore, tenantId: string, range
     if (!any) continue;
     hosts += 1;
     fleet.add(buckets.means());
+    if (range.minmax) fleet.addExtremes(buckets.extremes());
   }
-  const columns = bucketColumns(plan, fleet.means());
+  const columns = bucketColumns(plan, fleet.means(), range.minmax ? fleet.extremes() : undefined);
   return { ...range, bucketMs: plan.width, hosts, ...(await named(store, tenantId, columns)) };
 }
 
 const byName = new Intl.Collator('en', { numeric: true }).compare;
 
 /** Swaps metric ids for names, ordered naturally (cpu.perCore.2 before cpu.perCore.10). */
-async function named(store: MetricsStore, tenantId: string, columns: Columns): Promise<Pick<Series, 'timestamps' | 'metrics'>> {
+async function named(store: MetricsStore, tenantId: string, columns: Columns): Promise<Pick<Series, 'timestamps' | 'metrics' | 'min' | 'max'>> {
   const names = await store.metricNames(tenantId, columns.metrics.keys());
-  const entries = [...columns.metrics].map(([id, values]) => [names.get(id)!, values] as const).filter(([n]) => n !== undefined);
-  entries.sort((a, b) => byName(a[0], b[0]));
-  return { timestamps: columns.timestamps, metrics: Object.fromEntries(entries) };
+  const byNames = (m: Map<number, (number | null)[]>) => {
+    const entries = [...m].map(([id, values]) => [names.get(id)!, values] as const).filter(([n]) => n !== undefined);
+    entries.sort((a, b) => byName(a[0], b[0]));
+    return Object.fromEntries(entries);
+  };
+  const out: Pick<Series, 'timestamps' | 'metrics' | 'min' | 'max'> = { timestamps: columns.timestamps, metrics: byNames(columns.metrics) };
+  if (columns.min && columns.max) { out.min = byNames(columns.min); out.max = byNames(columns.max); }
+  return out;
 }

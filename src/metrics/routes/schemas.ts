@@ -30,6 +30,7 @@ export const SeriesQuerySchema = Type.Object({
   from: Type.Optional({ ...Timestamp, description: 'Range start, epoch ms, inclusive. Default: `to` minus one hour.' }),
   to: Type.Optional({ ...Timestamp, description: 'Range end, epoch ms, inclusive. Default: now (or `from` when that is later).' }),
   points: Type.Optional(Type.Integer({ minimum: 1, description: 'Point budget (default and cap configured; 500 and 10000 by default).' })),
+  minmax: Type.Optional(Type.Boolean({ description: 'Also return `min` and `max`: each point\'s smallest and largest raw value per metric. Default false.' })),
 });
 
 const SeriesFields = {
@@ -41,6 +42,12 @@ const SeriesFields = {
   metrics: Type.Record(Type.String(), Type.Array(Type.Union([Type.Number(), Type.Null()])), {
     description: 'Metric name -> one value per timestamp (null where that point has no value for the metric).',
   }),
+  min: Type.Optional(Type.Record(Type.String(), Type.Array(Type.Union([Type.Number(), Type.Null()])), {
+    description: 'With minmax=true: metric name -> each point\'s smallest raw value (of any host, for the aggregate).',
+  })),
+  max: Type.Optional(Type.Record(Type.String(), Type.Array(Type.Union([Type.Number(), Type.Null()])), {
+    description: 'With minmax=true: metric name -> each point\'s largest raw value.',
+  })),
 };
 
 export const HostSeriesSchema = Type.Object({ hostId: Type.String(), ...SeriesFields }, { description: 'One host\'s series.' });
