@@ -137,9 +137,19 @@ for (const backend of BACKENDS) {
       await store.appendReport({ ...report(t.tenantId, 'b', 1000, { 'cpu.usage': 10, 'memory.percent': 30 }), hostname: 'old-name' });
       await store.appendReport({ ...report(t.tenantId, 'a', 500, { 'disk./.percent': 3 }), hostname: 'alpha' });
       assert.deepEqual(await store.latestByHost(t.tenantId), [
-        { hostId: 'a', hostname: 'alpha', platform: 'linux', lastTs: 500, cpuUsage: null, memoryPercent: null },
-        { hostId: 'b', hostname: 'beta', platform: 'linux', lastTs: 2000, cpuUsage: 20, memoryPercent: 40 },
+        { hostId: 'a', hostname: 'alpha', platform: 'linux', lastTs: 500, cpuUsage: null, memoryPercent: null, diskPercent: 3, intervalMs: null },
+        { hostId: 'b', hostname: 'beta', platform: 'linux', lastTs: 2000, cpuUsage: 20, memoryPercent: 40, diskPercent: null, intervalMs: null },
       ]);
+    });
+
+    test('latestByHost: the fullest disk, and the gap between the two latest reports as the interval', async () => {
+      const t = await newTenant(store);
+      await store.appendReport(report(t.tenantId, 'h', 10_000, { 'disk./.percent': 30, 'disk./data.percent': 70 }));
+      await store.appendReport(report(t.tenantId, 'h', 25_000, { 'disk./.percent': 31, 'disk./data.percent': 12 }));
+      await store.appendReport(report(t.tenantId, 'h', 5_000, { 'disk./.percent': 99 }));
+      const [h] = await store.latestByHost(t.tenantId);
+      assert.equal(h!.diskPercent, 31);
+      assert.equal(h!.intervalMs, 15_000);
     });
 
     test('retention deletes older reports and hosts left with none; the sweep reports what it removed', async () => {

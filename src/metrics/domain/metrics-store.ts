@@ -83,6 +83,14 @@ export interface HostLatest {
   lastTs: number;
   cpuUsage: number | null;
   memoryPercent: number | null;
+  /** The fullest filesystem's `disk.<path>.percent` in the latest report; null when it had none. */
+  diskPercent: number | null;
+  /**
+   * The host's own reporting interval: the gap between its two latest reports
+   * (null after one report). Status (up / late / down) is judged against it,
+   * not a fixed timeout, since agents run at different cadences.
+   */
+  intervalMs: number | null;
 }
 
 export interface MetricLimits {

@@ -1,4 +1,4 @@
-import type { Transaction } from 'kysely';
+import { sql, type Transaction } from 'kysely';
 import { AppError } from '../../core/errors.js';
 import type { Database } from '../../core/storage/database.js';
 import type { SampleRow } from '../domain/downsample.js';
@@ -213,6 +213,9 @@ export function createKyselyMetricsStore(database: Database<MetricsTables>, limi
           last_ts: eb.ref('excluded.last_ts'),
           cpu_usage: eb.ref('excluded.cpu_usage'),
           memory_percent: eb.ref('excluded.memory_percent'),
+          disk_percent: eb.ref('excluded.disk_percent'),
+          // The gap to the previous latest report; an equal ts (a duplicate) keeps the old gap.
+          interval_ms: sql<number | null>`CASE WHEN excluded.last_ts > hosts.last_ts THEN excluded.last_ts - hosts.last_ts ELSE hosts.interval_ms END`,
         }))
         .where((eb) => eb('hosts.last_ts', '<=', eb.ref('excluded.last_ts'))))
       .execute();
@@ -285,9 +288,12 @@ export function createKyselyMetricsStore(database: Database<MetricsTables>, limi
       return out;
     },
     async latestByHost(tenantId): Promise<HostLatest[]> {
-      const rows = await db.selectFrom('hosts').select(['host_id', 'hostname', 'platform', 'last_ts', 'cpu_usage', 'memory_percent'])
+      const rows = await db.selectFrom('hosts').select(['host_id', 'hostname', 'platform', 'last_ts', 'cpu_usage', 'memory_percent', 'disk_percent', 'interval_ms'])
         .where('tenant_id', '=', tenantId).orderBy('hostname').orderBy('host_id').execute();
-      return rows.map((r) => ({ hostId: r.host_id, hostname: r.hostname, platform: r.platform, lastTs: r.last_ts, cpuUsage: r.cpu_usage, memoryPercent: r.memory_percent }));
+      return rows.map((r) => ({
+        hostId: r.host_id, hostname: r.hostname, platform: r.platform, lastTs: r.last_ts,
+        cpuUsage: r.cpu_usage, memoryPercent: r.memory_percent, diskPercent: r.disk_percent, intervalMs: r.interval_ms,
+      }));
     },
     async deleteBefore(cutoff) {
       const keys = (await db.selectFrom('hosts').select('key').execute()).map((r) => r.key);
@@ -316,7 +322,17 @@ function hostRow(r: NewReport) {
     last_ts: r.ts,
     cpu_usage: r.metrics.get('cpu.usage') ?? null,
     memory_percent: r.metrics.get('memory.percent') ?? null,
+    disk_percent: fullestDisk(r.metrics),
+    interval_ms: null,
   };
+}
+
+function fullestDisk(metrics: Map<string, number>): number | null {
+  let max: number | null = null;
+  for (const [name, v] of metrics) {
+    if (name.startsWith('disk.') && name.endsWith('.percent') && (max === null || v > max)) max = v;
+  }
+  return max;
 }
 
 

@@ -14,6 +14,8 @@ export interface MetricsTables {
     last_ts: number;
     cpu_usage: number | null;
     memory_percent: number | null;
+    disk_percent: number | null;
+    interval_ms: number | null;
   };
   host_metric_names: { host_key: number; metric_id: number };
   reports: { host_key: number; ts: number; samples: Uint8Array };
