@@ -2,7 +2,7 @@ import type { Migration } from 'kysely';
 import type { DialectName } from '../../../core/storage/database.js';
 import { metrics0001 } from './0001_metrics.js';
 import { metrics0002 } from './0002_dashboard_sessions.js';
-import { metrics0003 } from './0003_host_status.js';
+import { metrics0005 } from './0005_blocks.js';
 
 /**
  * The metrics service's migrations, in the order they apply. Each entry gives
@@ -11,7 +11,7 @@ import { metrics0003 } from './0003_host_status.js';
 const MIGRATIONS: Array<[name: string, perDialect: Record<DialectName, Migration>]> = [
   ['0001_metrics', metrics0001],
   ['0002_dashboard_sessions', metrics0002],
-  ['0003_host_status', metrics0003],
+  ['0005_blocks', metrics0005],
 ];
 
 export function metricsMigrations(dialect: DialectName): Record<string, Migration> {
