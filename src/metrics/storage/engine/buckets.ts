@@ -91,9 +91,11 @@ export class Buckets {
     for (let b = 0; b < this.grid.count; b++) {
       for (const a of this.acc.values()) if (a.count[b]) { keep.push(b); break; }
     }
+    // A metric seen only outside the grid (a block or cell that overlaps the range's edge) is not part of the answer.
+    const present = [...this.acc].filter(([, a]) => a.count.some((c) => c > 0));
     const pick = (f: (a: Acc, b: number) => number) => {
       const out = new Map<number, (number | null)[]>();
-      for (const [id, a] of this.acc) out.set(id, keep.map((b) => (a.count[b] ? f(a, b) : null)));
+      for (const [id, a] of present) out.set(id, keep.map((b) => (a.count[b] ? f(a, b) : null)));
       return out;
     };
     const out: SeriesColumns = { timestamps: keep.map((b) => this.grid.start + b * this.grid.width), metrics: pick((a, b) => tidy(a.sum[b]! / a.count[b]!)) };

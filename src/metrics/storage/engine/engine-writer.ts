@@ -43,13 +43,11 @@ export const DEFAULT_WRITER_OPTIONS = {
   maxBatch: 2_000,
   maxQueued: 50_000,
   sealIntervalMs: 500,
-  seal: { graceMs: 120_000, idleMs: 2_000 },
+  seal: { graceMs: 120_000, idleMs: 500 },
 } as const;
 
 /** Seconds a refused append is told to wait. */
 const RETRY_AFTER_S = 1;
-/** A pass of the seal loop stops after this long so appends never wait long behind it. */
-const PASS_BUDGET_MS = 50;
 
 type Job = { reports: NewReport[]; resolve: (o: AppendOutcome[]) => void; reject: (e: unknown) => void };
 
@@ -100,18 +98,33 @@ export function createEngineWriter(conn: SqlConn, opts: WriterOptions, onError: 
     draining = false;
   }
 
-  async function sealPass(force: boolean, budgetMs: number): Promise<void> {
-    const started = performance.now();
-    const due = await findSealable(conn, opts.seal, opts.now(), wallNow(), state.lastAppend, force);
+  /**
+   * Finds what is due and seals it one window per turn of the work chain, so
+   * appends that arrive meanwhile commit between two seals instead of after
+   * the whole pass.
+   */
+  async function sealPass(force: boolean): Promise<void> {
+    const due = await serial(() => findSealable(conn, opts.seal, opts.now(), wallNow(), state.lastAppend, force));
     for (const c of due) {
-      if (performance.now() - started > budgetMs) return;
-      await sealWindow(conn, c, wallNow());
+      if (closed && !force) return;
+      await serial(() => sealWindow(conn, c, wallNow()));
     }
-    await rollTenantWindows(conn, wallNow(), force ? 0 : opts.seal.idleMs, force ? 1_000_000 : 8);
+    const rolled = await serial(() => rollTenantWindows(conn, wallNow(), force ? 0 : opts.seal.idleMs, force ? 1_000_000 : 32));
+    if (conn.dialect === 'sqlite' && (due.length || rolled)) {
+      // Hand the pages the sealed head rows freed back to the filesystem; when no append waits, cut the WAL back too.
+      await serial(async () => {
+        await conn.run('PRAGMA incremental_vacuum');
+        if (!queue.length) await conn.all('PRAGMA wal_checkpoint(TRUNCATE)');
+      });
+    }
   }
 
+  let passing: Promise<void> | undefined;
   const timer = opts.sealIntervalMs > 0
-    ? setInterval(() => { if (!closed) serial(() => sealPass(false, PASS_BUDGET_MS)).catch(onError); }, opts.sealIntervalMs)
+    ? setInterval(() => {
+      if (closed || passing) return;
+      passing = sealPass(false).catch(onError).finally(() => { passing = undefined; });
+    }, opts.sealIntervalMs)
     : undefined;
   timer?.unref();
 
@@ -128,14 +141,14 @@ export function createEngineWriter(conn: SqlConn, opts: WriterOptions, onError: 
       });
     },
     deleteBefore: (cutoff) => serial(() => deleteBefore(conn, cutoff)),
-    flush: () => serial(async () => {
-      await sealPass(true, Infinity);
-      // A second pass rolls up the windows the first one sealed.
-      await rollTenantWindows(conn, wallNow(), 0, 1_000_000);
-    }),
+    async flush() {
+      await passing;
+      await sealPass(true);
+    },
     async close() {
       closed = true;
       if (timer) clearInterval(timer);
+      await passing;
       await serial(async () => { if (queue.length) await drain(); });
       await chain;
     },

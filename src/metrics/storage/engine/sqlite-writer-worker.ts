@@ -19,6 +19,8 @@ db.pragma('journal_mode = WAL');
 db.pragma('synchronous = FULL');
 db.pragma('busy_timeout = 5000');
 db.pragma('foreign_keys = ON');
+// Checkpoint every ~1 MiB of WAL rather than 4: the WAL's size on disk stays small, and checkpoints run here, off the event loop.
+db.pragma('wal_autocheckpoint = 256');
 
 let clock = { service: Date.now(), wall: Date.now() };
 const now = () => clock.service + (Date.now() - clock.wall);
