@@ -1,4 +1,5 @@
 import { after, before, describe, test } from 'node:test';
+import { sql } from 'kysely';
 import assert from 'node:assert/strict';
 import { openDatabase, type Database } from '../../../src/core/storage/database.js';
 import { openMetricsDatabase } from '../../../src/metrics/deps.js';
@@ -34,8 +35,8 @@ for (const backend of BACKENDS) {
       await old.db.insertInto('metric_names').values([{ tenant_id: 'ten-old', name: 'cpu.usage' }, { tenant_id: 'ten-old', name: 'memory.percent' }]).execute();
       const ids = await old.db.selectFrom('metric_names').select(['id', 'name']).execute();
       const id = (n: string) => ids.find((r) => r.name === n)!.id;
-      await (old.db as unknown as Database<any>['db']).insertInto('hosts')
-        .values({ tenant_id: 'ten-old', host_id: 'legacy', hostname: 'legacy', platform: 'linux', last_ts: T0, cpu_usage: 1, memory_percent: 2 }).execute();
+      // The old hosts row carried the latest values, which the upgrade drops.
+      await sql`INSERT INTO hosts (tenant_id, host_id, hostname, platform, last_ts, cpu_usage, memory_percent) VALUES ('ten-old', 'legacy', 'legacy', 'linux', ${T0}, 1, 2)`.execute(old.db);
       const [host] = await old.db.selectFrom('hosts').select('key').execute();
       const rows = Array.from({ length: 900 }, (_, i) => ({ host_key: host!.key, ts: T0 + i * 10_000, samples: encodeSamples([[id('cpu.usage'), i / 10], [id('memory.percent'), 50]]) }));
       for (let i = 0; i < rows.length; i += 100) await old.db.insertInto('reports').values(rows.slice(i, i + 100)).execute();
