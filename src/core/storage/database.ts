@@ -16,6 +16,8 @@ export interface Database<DB> {
   readonly dialect: DialectName;
   readonly sqlite?: BetterSqlite3.Database;
   readonly pgPool?: pg.Pool;
+  /** Where the PostgreSQL pool points, for a worker thread that opens its own. */
+  readonly pgTarget?: { url: string; schema: string };
   close(): Promise<void>;
 }
 
@@ -93,15 +95,20 @@ function withStatementCache(sqlite: BetterSqlite3.Database): SqliteDatabase {
 async function openPostgres<DB>(opts: OpenDatabaseOptions, url: string): Promise<Database<DB>> {
   if (!SCHEMA_NAME.test(opts.pgSchema)) throw new Error(`invalid PostgreSQL schema name "${opts.pgSchema}"`);
   await ensureSchema(url, opts.pgSchema);
-  const pool = new pg.Pool({
+  const pool = createPgPool(url, opts.pgSchema, opts.pgPoolSize ?? 10);
+  const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
+  return { db, dialect: 'postgres', pgPool: pool, pgTarget: { url, schema: opts.pgSchema }, close: () => db.destroy() };
+}
+
+/** A pool on one service's schema, with BIGINT read as numbers (epoch milliseconds and versions, all below 2^53). */
+export function createPgPool(url: string, schema: string, max: number): pg.Pool {
+  if (!SCHEMA_NAME.test(schema)) throw new Error(`invalid PostgreSQL schema name "${schema}"`);
+  return new pg.Pool({
     connectionString: url,
-    max: opts.pgPoolSize ?? 10,
-    options: `-c search_path=${opts.pgSchema}`,
-    // BIGINT columns hold epoch milliseconds and versions, all below 2^53.
+    max,
+    options: `-c search_path=${schema}`,
     types: { getTypeParser: ((oid: number, format?: 'text' | 'binary') => (oid === 20 ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format as 'text'))) as typeof pg.types.getTypeParser },
   });
-  const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
-  return { db, dialect: 'postgres', pgPool: pool, close: () => db.destroy() };
 }
 
 async function ensureSchema(url: string, schema: string): Promise<void> {

@@ -2,7 +2,7 @@ import { AppError } from '../../core/errors.js';
 import type { Database } from '../../core/storage/database.js';
 import { chunks } from '../../core/storage/chunks.js';
 import type { MetricLimits, MetricsStore, Tenant, TokenInfo } from '../domain/metrics-store.js';
-import { createEngineWriter, DEFAULT_WRITER_OPTIONS, type EngineWriter, type WriterOptions } from './engine/engine-writer.js';
+import { DEFAULT_WRITER_OPTIONS, type EngineWriter, type WriterOptions } from './engine/engine-writer.js';
 import { latestByHost } from './engine/latest.js';
 import { readAggregate, readHost } from './engine/reader.js';
 import { pgConn, sqliteConn, type SqlConn } from './engine/sql-conn.js';
@@ -16,6 +16,8 @@ import type { MetricsTables } from './tables.js';
  */
 export const TOKEN_CACHE_MS = 5_000;
 const TOKEN_CACHE_MAX = 10_000;
+/** Connections of the writer thread on PostgreSQL: the commits in flight plus the background passes. */
+const WRITER_PG_POOL = 6;
 
 export interface EngineStoreOptions {
   limits: MetricLimits;
@@ -29,8 +31,7 @@ export interface EngineStoreOptions {
 
 /**
  * The MetricsStore over the storage engine (./engine/): reports go to the
- * durable head through the engine's writer (a writer thread on SQLite, the
- * async pool on PostgreSQL) and are sealed into compressed blocks and rollups
+ * durable head through the engine's writer thread and are sealed into compressed blocks and rollups
  * in the background; reads plan over head, blocks and tiers. Tenants and
  * tokens are a handful of rows, kept on Kysely.
  */
@@ -39,9 +40,9 @@ export function createEngineMetricsStore(database: Database<MetricsTables>, opts
   const conn: SqlConn = database.sqlite ? sqliteConn(database.sqlite) : pgConn(database.pgPool!);
   const writerOptions = { ...DEFAULT_WRITER_OPTIONS, ...opts.writer, seal: { ...DEFAULT_WRITER_OPTIONS.seal, ...opts.writer?.seal }, limits: opts.limits };
   const onError = opts.onError ?? (() => undefined);
-  const writer: EngineWriter = database.sqlite
-    ? createWorkerWriter(database.sqlite.name, writerOptions, opts.now, onError)
-    : createEngineWriter(conn, { ...writerOptions, now: opts.now }, onError);
+  // Appends, seals and rollups run in a writer thread on both backends: the event loop serves HTTP and reads.
+  const target = database.sqlite ? { sqliteFile: database.sqlite.name } : { pgUrl: database.pgTarget!.url, pgSchema: database.pgTarget!.schema, poolSize: WRITER_PG_POOL };
+  const writer: EngineWriter = createWorkerWriter(target, writerOptions, opts.now, onError);
   const names = new Map<string, Map<number, string>>();
   const tokens = new Map<string, { token: { tokenId: string; tenantId: string; tenantName: string }; until: number }>();
 

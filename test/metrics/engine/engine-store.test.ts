@@ -137,7 +137,7 @@ for (const backend of BACKENDS) {
       assert.deepEqual(outcomes.map((o) => o.status), [...late.map(() => 'stored'), ...dupes.map(() => 'duplicate')]);
       late.forEach((r) => remember(truth, r));
       // Seal half of the late windows without a tenant rollup (left stale), leave the rest in the head.
-      const due = await findSealable(conn, { graceMs: 0, idleMs: 0 }, NOW, Date.now(), new Map(), true);
+      const due = await findSealable(conn, { graceMs: 0, idleMs: 0 }, NOW, Date.now(), { lastAppend: new Map(), appendGap: new Map() }, true);
       for (const c of due.slice(0, Math.ceil(due.length / 2))) await sealWindow(conn, c, Date.now());
       assert.ok(due.length >= 2, 'late reports wait in the head for sealed windows');
     });

@@ -11,9 +11,9 @@ import { WINDOW_MS } from './windows.js';
  * Everything that writes the engine's tables, over one SqlConn: group commit
  * of appends (one transaction, one fsync, for every report that arrived while
  * the previous one committed), the background seal and tenant-rollup passes,
- * and retention. On SQLite it runs inside the writer thread
- * (sqlite-writer-worker.ts), so no fsync ever blocks the HTTP event loop; on
- * PostgreSQL it runs in the service process, whose driver is asynchronous.
+ * and retention. It runs inside the writer thread (writer-worker.ts) on both
+ * backends, so neither a commit nor a seal's encoding ever holds up the HTTP
+ * event loop.
  */
 export interface EngineWriter {
   /** Resolves one outcome per report after the commit that holds them; all of one call share one commit. */
@@ -46,6 +46,8 @@ export const DEFAULT_WRITER_OPTIONS = {
   seal: { graceMs: 120_000, idleMs: 500 },
 } as const;
 
+/** Append transactions in flight at once on PostgreSQL (each on its own pooled connection). */
+const PG_COMMITS_IN_FLIGHT = 4;
 /** Seconds a refused append is told to wait. */
 const RETRY_AFTER_S = 1;
 
@@ -59,43 +61,65 @@ export function createEngineWriter(conn: SqlConn, opts: WriterOptions, onError: 
   const queue: Job[] = [];
   let queued = 0;
   let closed = false;
-  // One chain of database work: on SQLite a transaction must never interleave with another on the same connection.
+  // One chain of background work (seals, rollups, retention). On SQLite appends join it too: a transaction must
+  // never interleave with another on the same connection. On PostgreSQL appends run beside it on other
+  // connections, a few commits in flight at once so that round trips overlap instead of adding up.
   let chain: Promise<unknown> = Promise.resolve();
-  let draining = false;
   const serial = <T>(fn: () => Promise<T>): Promise<T> => {
     const run = chain.then(fn, fn);
     chain = run.catch(() => undefined);
     return run;
   };
+  const parallel = conn.dialect === 'postgres' ? PG_COMMITS_IN_FLIGHT : 1;
+  const runAppend = conn.dialect === 'sqlite' ? serial : <T>(fn: () => Promise<T>) => fn();
+  let active = 0;
+  let scheduled = false;
+  let idle: (() => void) | undefined;
 
   function scheduleDrain(): void {
-    if (draining) return;
-    draining = true;
+    if (scheduled) return;
+    scheduled = true;
     // One macrotask turn first: requests whose bytes already arrived get to join this commit.
-    setImmediate(() => void serial(drain));
+    setImmediate(() => {
+      scheduled = false;
+      while (active < parallel && queue.length) {
+        active++;
+        void runAppend(commitOnce).finally(() => {
+          active--;
+          if (queue.length) scheduleDrain();
+          else if (active === 0) idle?.();
+        });
+      }
+      if (active === 0 && !queue.length) idle?.();
+    });
   }
 
-  async function drain(): Promise<void> {
-    while (queue.length) {
-      const jobs: Job[] = [];
-      let n = 0;
-      while (queue.length && (n === 0 || n + queue[0]!.reports.length <= opts.maxBatch)) {
-        const job = queue.shift()!;
-        jobs.push(job);
-        n += job.reports.length;
-      }
-      queued -= n;
-      const outcomes = await appendBatch(deps, jobs.flatMap((j) => j.reports));
-      let at = 0;
-      for (const job of jobs) {
-        const mine = outcomes.slice(at, at + job.reports.length);
-        at += job.reports.length;
-        const failed = mine.find((o) => o.status === 'error');
-        if (failed) job.reject(failed.status === 'error' ? failed.error : undefined);
-        else job.resolve(mine as AppendOutcome[]);
-      }
+  /** Takes what is queued (whole calls, up to maxBatch reports) and commits it in one transaction. */
+  async function commitOnce(): Promise<void> {
+    const jobs: Job[] = [];
+    let n = 0;
+    while (queue.length && (n === 0 || n + queue[0]!.reports.length <= opts.maxBatch)) {
+      const job = queue.shift()!;
+      jobs.push(job);
+      n += job.reports.length;
     }
-    draining = false;
+    if (!jobs.length) return;
+    queued -= n;
+    const outcomes = await appendBatch(deps, jobs.flatMap((j) => j.reports));
+    let at = 0;
+    for (const job of jobs) {
+      const mine = outcomes.slice(at, at + job.reports.length);
+      at += job.reports.length;
+      const failed = mine.find((o) => o.status === 'error');
+      if (failed) job.reject(failed.status === 'error' ? failed.error : undefined);
+      else job.resolve(mine as AppendOutcome[]);
+    }
+  }
+
+  /** Resolves once nothing is queued or committing. */
+  function drained(): Promise<void> {
+    if (!queue.length && active === 0 && !scheduled) return Promise.resolve();
+    return new Promise((resolve) => { idle = () => { idle = undefined; resolve(); }; });
   }
 
   /**
@@ -104,7 +128,7 @@ export function createEngineWriter(conn: SqlConn, opts: WriterOptions, onError: 
    * the whole pass.
    */
   async function sealPass(force: boolean): Promise<void> {
-    const due = await serial(() => findSealable(conn, opts.seal, opts.now(), wallNow(), state.lastAppend, force));
+    const due = await serial(() => findSealable(conn, opts.seal, opts.now(), wallNow(), state, force));
     for (const c of due) {
       if (closed && !force) return;
       await serial(() => sealWindow(conn, c, wallNow()));
@@ -149,7 +173,7 @@ export function createEngineWriter(conn: SqlConn, opts: WriterOptions, onError: 
       closed = true;
       if (timer) clearInterval(timer);
       await passing;
-      await serial(async () => { if (queue.length) await drain(); });
+      await drained();
       await chain;
     },
   };

@@ -24,6 +24,8 @@ export interface WriterState {
   hostMetricIds: Map<number, Set<number>>;
   /** Wall time of the last append per host key: the sealer leaves a window alone while it is being filled. */
   lastAppend: Map<number, number>;
+  /** Smoothed wall-clock gap between a host's appends: "quiet" is judged against the host's own pace. */
+  appendGap: Map<number, number>;
 }
 
 interface CachedHost {
@@ -33,7 +35,7 @@ interface CachedHost {
 }
 
 export function newWriterState(): WriterState {
-  return { nameIds: new Map(), hosts: new Map(), hostMetricIds: new Map(), lastAppend: new Map() };
+  return { nameIds: new Map(), hosts: new Map(), hostMetricIds: new Map(), lastAppend: new Map(), appendGap: new Map() };
 }
 
 export interface WriterDeps {
@@ -164,7 +166,10 @@ async function appendInTransaction(deps: WriterDeps, batch: NewReport[], after: 
   const wall = deps.wallNow();
   rows.forEach(({ index, hostKey }, i) => {
     outcomes[index] = { status: inserted[i] ? 'stored' : 'duplicate' };
-    if (inserted[i]) state.lastAppend.set(hostKey, wall);
+    if (!inserted[i]) return;
+    const last = state.lastAppend.get(hostKey);
+    if (last !== undefined) state.appendGap.set(hostKey, 0.8 * (state.appendGap.get(hostKey) ?? wall - last) + 0.2 * (wall - last));
+    state.lastAppend.set(hostKey, wall);
   });
 
   after.push(() => {

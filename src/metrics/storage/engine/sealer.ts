@@ -16,7 +16,11 @@ import { HOST_TIER_MS, WINDOW_MS, windowOf } from './windows.js';
 export interface SealSettings {
   /** How long after a window's end late reports are still waited for before it is sealed. */
   graceMs: number;
-  /** A window still receiving reports (a backlog being replayed) is left alone until it has been quiet this long. */
+  /**
+   * A window still receiving reports (a backlog being replayed) is left alone
+   * until it has been quiet this long, and at least four of its host's usual
+   * gaps between reports: sealing it sooner would only seal it again.
+   */
   idleMs: number;
 }
 
@@ -28,9 +32,9 @@ export interface SealCandidate {
 /**
  * Head windows ready to seal: closed (end + grace <= now) and not being
  * filled (the host has moved on to a later window, or this instance has not
- * appended to it for idleMs). `force` ignores the idle rule.
+ * appended to it for a while, see SealSettings.idleMs). `force` ignores the idle rule.
  */
-export async function findSealable(conn: SqlConn, s: SealSettings, now: number, wallNow: number, lastAppend: Map<number, number>, force: boolean): Promise<SealCandidate[]> {
+export async function findSealable(conn: SqlConn, s: SealSettings, now: number, wallNow: number, pace: { lastAppend: Map<number, number>; appendGap: Map<number, number> }, force: boolean): Promise<SealCandidate[]> {
   const rows = await conn.all<{ host_key: number; first_ts: number; last_ts: number }>(
     'SELECT host_key, MIN(ts) AS first_ts, MAX(ts) AS last_ts FROM reports GROUP BY host_key');
   const out: SealCandidate[] = [];
@@ -38,8 +42,9 @@ export async function findSealable(conn: SqlConn, s: SealSettings, now: number, 
     const windowStart = windowOf(Number(r.first_ts));
     if (windowStart + WINDOW_MS + s.graceMs > now) continue;
     const movedOn = windowOf(Number(r.last_ts)) > windowStart;
-    const quietSince = lastAppend.get(r.host_key);
-    if (force || movedOn || quietSince === undefined || wallNow - quietSince >= s.idleMs) out.push({ hostKey: r.host_key, windowStart });
+    const quietSince = pace.lastAppend.get(r.host_key);
+    const quietEnough = Math.max(s.idleMs, 4 * (pace.appendGap.get(r.host_key) ?? 0));
+    if (force || movedOn || quietSince === undefined || wallNow - quietSince >= quietEnough) out.push({ hostKey: r.host_key, windowStart });
   }
   return out;
 }

@@ -1,6 +1,9 @@
 import type { NewReport } from '../../domain/metrics-store.js';
 
-/** Messages between the service and its SQLite writer thread (sqlite-writer-worker.ts). */
+/** What the writer thread opens: the SQLite file, or a small pool on the service's PostgreSQL schema. */
+export type WriterTarget = { sqliteFile: string } | { pgUrl: string; pgSchema: string; poolSize: number };
+
+/** Messages between the service and its writer thread (writer-worker.ts). */
 export type WriterRequest = { id: number; now: number } & (
   | { op: 'append'; reports: NewReport[] }
   | { op: 'delete'; cutoff: number }

@@ -3,22 +3,22 @@ import { Worker } from 'node:worker_threads';
 import { AppError, type ErrorCode } from '../../../core/errors.js';
 import type { AppendOutcome } from '../../domain/metrics-store.js';
 import type { EngineWriter, WriterOptions } from './engine-writer.js';
-import type { WireError, WriterReply, WriterRequest } from './worker-protocol.js';
+import type { WireError, WriterReply, WriterRequest, WriterTarget } from './worker-protocol.js';
 
 type Op = WriterRequest extends infer R ? (R extends WriterRequest ? Omit<R, 'id' | 'now'> : never) : never;
 
 /**
- * The service side of the SQLite writer thread: an EngineWriter whose calls
- * travel to the thread, gathered per event-loop turn into one message.
+ * The service side of the writer thread: an EngineWriter whose calls travel
+ * to the thread, gathered per event-loop turn into one message.
  */
-export function createWorkerWriter(file: string, options: Omit<WriterOptions, 'now'>, now: () => number, onError: (e: unknown) => void): EngineWriter {
+export function createWorkerWriter(target: WriterTarget, options: Omit<WriterOptions, 'now'>, now: () => number, onError: (e: unknown) => void): EngineWriter {
   // Run from source (tests, tsx) the worker's module is TypeScript too. Node 20 applies no --import loader hooks
   // inside worker threads, so the thread registers tsx's require hook itself and loads the module through it.
   const fromSource = import.meta.url.endsWith('.ts');
-  const entry = new URL(`./sqlite-writer-worker${fromSource ? '.ts' : '.js'}`, import.meta.url);
+  const entry = new URL(`./writer-worker${fromSource ? '.ts' : '.js'}`, import.meta.url);
   const worker = fromSource
-    ? new Worker(`require('tsx/cjs/api').register(); require(${JSON.stringify(fileURLToPath(entry))});`, { eval: true, workerData: { file, options } })
-    : new Worker(entry, { workerData: { file, options } });
+    ? new Worker(`require('tsx/cjs/api').register(); require(${JSON.stringify(fileURLToPath(entry))});`, { eval: true, workerData: { target, options } })
+    : new Worker(entry, { workerData: { target, options } });
   const pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: unknown) => void }>();
   let outbox: WriterRequest[] = [];
   let nextId = 1;

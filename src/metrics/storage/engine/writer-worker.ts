@@ -1,30 +1,41 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import BetterSqlite3 from 'better-sqlite3';
 import { isAppError } from '../../../core/errors.js';
+import { createPgPool } from '../../../core/storage/database.js';
 import { createEngineWriter, type WriterOptions } from './engine-writer.js';
-import { sqliteConn } from './sql-conn.js';
-import type { WriterReply, WriterRequest } from './worker-protocol.js';
+import { pgConn, sqliteConn, type SqlConn } from './sql-conn.js';
+import type { WriterReply, WriterRequest, WriterTarget } from './worker-protocol.js';
 
 /**
- * The SQLite writer thread: owns the only connection that writes the engine's
- * tables, so each group commit's fsync and every seal run here, off the HTTP
- * event loop. Requests carry the service clock, which the seal loop follows
- * between them.
+ * The writer thread: owns the connections that write the engine's tables, so
+ * group commits (and on SQLite their fsyncs), seals and rollups run here, off
+ * the HTTP event loop. Requests carry the service clock, which the seal loop
+ * follows between them.
  */
-const { file, options } = workerData as { file: string; options: Omit<WriterOptions, 'now'> };
+const { target, options } = workerData as { target: WriterTarget; options: Omit<WriterOptions, 'now'> };
 const port = parentPort!;
-const db = new BetterSqlite3(file);
-db.pragma('journal_mode = WAL');
-// FULL: every commit is fsynced before the service answers.
-db.pragma('synchronous = FULL');
-db.pragma('busy_timeout = 5000');
-db.pragma('foreign_keys = ON');
-// Checkpoint every ~1 MiB of WAL rather than 4: the WAL's size on disk stays small, and checkpoints run here, off the event loop.
-db.pragma('wal_autocheckpoint = 256');
+let conn: SqlConn;
+let closeConnection: () => Promise<void>;
+if ('sqliteFile' in target) {
+  const db = new BetterSqlite3(target.sqliteFile);
+  db.pragma('journal_mode = WAL');
+  // FULL: every commit is fsynced before the service answers.
+  db.pragma('synchronous = FULL');
+  db.pragma('busy_timeout = 5000');
+  db.pragma('foreign_keys = ON');
+  // Checkpoint every ~1 MiB of WAL rather than 4: the WAL's size on disk stays small, and checkpoints run here.
+  db.pragma('wal_autocheckpoint = 256');
+  conn = sqliteConn(db);
+  closeConnection = async () => { db.close(); };
+} else {
+  const pool = createPgPool(target.pgUrl, target.pgSchema, target.poolSize);
+  conn = pgConn(pool);
+  closeConnection = () => pool.end();
+}
 
 let clock = { service: Date.now(), wall: Date.now() };
 const now = () => clock.service + (Date.now() - clock.wall);
-const writer = createEngineWriter(sqliteConn(db), { ...options, now }, (e) => port.postMessage({ kind: 'log', error: describe(e) } satisfies WriterReply));
+const writer = createEngineWriter(conn, { ...options, now }, (e) => port.postMessage({ kind: 'log', error: describe(e) } satisfies WriterReply));
 
 let replies: WriterReply[] = [];
 function reply(r: WriterReply): void {
@@ -48,8 +59,7 @@ port.on('message', (msg: { kind: 'requests'; requests: WriterRequest[] }) => {
     else if (req.op === 'delete') void settle(writer.deleteBefore(req.cutoff));
     else if (req.op === 'flush') void settle(writer.flush());
     else {
-      void writer.close().then(() => {
-        db.close();
+      void writer.close().then(closeConnection).then(() => {
         port.postMessage({ kind: 'batch', replies: [...replies, { kind: 'result', id: req.id, ok: true, result: null }] } satisfies WriterReply);
         port.close();
       });
