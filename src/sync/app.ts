@@ -9,6 +9,8 @@ import { registerAttachmentRoutes } from './attachments/attachment-routes.js';
 import { registerFeedRoutes } from './feed/feed-routes.js';
 import { FEED_DEFAULTS } from './feed/feed-hub.js';
 import { registerOperations } from '../core/ops/register-operations.js';
+import { useStrictJsonParser } from './http/json-body.js';
+import { limitIp } from './http/rate-limit.js';
 
 export interface BuildSyncAppOptions {
   /** Log destination (tests); stdout by default. */
@@ -29,6 +31,10 @@ export async function buildSyncApp(deps: SyncDeps, options: BuildSyncAppOptions 
     trustProxy: config.trustProxy,
     ...(options.logStream ? { logStream: options.logStream } : {}),
   });
+
+  useStrictJsonParser(app);
+  // A request for a route that does not exist has no token any route checked: it counts as unauthenticated (path scanning is throttled per IP).
+  app.addHook('onRequest', async (req) => { if (req.is404) await limitIp(deps, req.ip); });
 
   await app.register(swagger, {
     openapi: {

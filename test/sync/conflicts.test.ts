@@ -49,7 +49,9 @@ for (const backend of BACKENDS) {
       await a.push({ changes: [change(rec, 2, { name: 'edited' })] });
       const r = await c.push({ tombstones: [tombstone(rec, 2)] });
       assert.equal(r.body.conflicts[0].operation, 'delete');
-      assert.equal(r.body.conflicts[0].local_data, 'null');
+      assert.equal(r.body.conflicts[0].local_data, null, 'JSON null, not the text "null"');
+      const retried = await c.push({ tombstones: [tombstone(rec, 2)] });
+      assert.equal(retried.body.conflicts[0].id, r.body.conflicts[0].id, 'retrying the delete returns the same conflict');
       assert.deepEqual(JSON.parse(r.body.conflicts[0].remote_data), { name: 'edited' });
     });
 

@@ -29,7 +29,7 @@ export function registerAttachmentRoutes(app: App, deps: SyncDeps): void {
     await scope.register(multipart, { throwFileSizeLimit: true });
 
     scope.post('/api/sync/attachment', {
-      preHandler: auth,
+      onRequest: auth,
       schema: {
         tags: ['attachments'], summary: 'Upload a file for a record (multipart/form-data: file, record_type, record_uuid)', security: BearerSecurity,
         description: `At most ${maxBytes} bytes by default (--attachment-max-bytes); larger uploads get 413 and leave nothing stored.`,
@@ -52,7 +52,7 @@ export function registerAttachmentRoutes(app: App, deps: SyncDeps): void {
   });
 
   app.get('/api/sync/attachment/:uuid', {
-    preHandler: auth,
+    onRequest: auth,
     schema: {
       tags: ['attachments'], summary: 'Download the exact bytes of an attachment (application/octet-stream)', security: BearerSecurity,
       headers: BusinessHeaderSchema, params: AttachmentParamsSchema,
@@ -76,7 +76,7 @@ export function registerAttachmentRoutes(app: App, deps: SyncDeps): void {
   });
 
   app.get('/api/sync/attachments', {
-    preHandler: auth,
+    onRequest: auth,
     schema: {
       tags: ['attachments'], summary: 'Attachments of one record, oldest first', security: BearerSecurity,
       headers: BusinessHeaderSchema, querystring: AttachmentListQuerySchema,

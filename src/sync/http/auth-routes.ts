@@ -71,7 +71,7 @@ export function registerAuthRoutes(app: App, deps: SyncDeps): void {
   });
 
   app.post('/api/auth/token', {
-    preHandler: requireUser(deps, { tokenKinds: ['user'] }),
+    onRequest: requireUser(deps, { tokenKinds: ['user'] }),
     schema: {
       tags: ['auth'], summary: 'Get a business-scoped access token (members only)', security: BearerSecurity,
       body: Type.Object({ business_id: Uuid }, { additionalProperties: false }),
@@ -85,7 +85,7 @@ export function registerAuthRoutes(app: App, deps: SyncDeps): void {
   });
 
   app.post('/api/auth/logout', {
-    preHandler: requireUser(deps, { tokenKinds: ['user'] }),
+    onRequest: requireUser(deps, { tokenKinds: ['user'] }),
     schema: {
       tags: ['auth'], summary: 'End the session: revoke its refresh token and every access token issued from it', security: BearerSecurity,
       response: { 204: Type.Null({ description: 'Signed out' }), ...errors(401, 403) },
