@@ -26,6 +26,13 @@ function locked(retryAfterMs: number): AppError {
   return new AppError('rate_limited', 'too many failed logins for this e-mail address; try again later', { retry_after: Math.max(1, Math.ceil(retryAfterMs / 1000)) });
 }
 
+/**
+ * Seconds an attempt beyond the threshold is told to wait while no lock is set
+ * yet: the attempts in flight settle within about that (a success frees the
+ * address, a last failure locks it and the next answer gives the lock's time).
+ */
+const IN_FLIGHT_RETRY_SECONDS = 1;
+
 /** One counted login attempt; settle it with `loginFailed` or `loginSucceeded` once the password is checked. */
 export interface LoginAttempt {
   email: string;
@@ -44,8 +51,10 @@ export async function countLoginAttempt(ctx: AccountsContext, email: string): Pr
   if (lock.count > 0) throw locked(lock.retryAfterMs);
   const periodMs = ctx.config.lockoutSeconds * 1000;
   const r = await ctx.rateLimiter.hit(k.attempts, ctx.config.lockoutThreshold, periodMs);
-  // Refused without a password check; the lock that follows lasts a full period, so that is the honest wait.
-  if (!r.allowed) throw locked(periodMs);
+  // Refused without a password check: as many attempts as the threshold allows are already being checked.
+  if (!r.allowed) {
+    throw new AppError('rate_limited', 'too many login attempts for this e-mail address at once; try again later', { retry_after: IN_FLIGHT_RETRY_SECONDS });
+  }
   return { email, last: r.count >= ctx.config.lockoutThreshold };
 }
 

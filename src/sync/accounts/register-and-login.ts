@@ -46,9 +46,15 @@ export async function loginUser(ctx: AccountsContext, input: { email: string; pa
   const email = valid ?? input.email.trim().toLowerCase();
   const checked = await inTurn(ctx.passwordHashes.enter(), async () => {
     const attempt = await countLoginAttempt(ctx, email);
-    const user = valid ? await ctx.accounts.findUserByEmail(valid) : undefined;
-    const ok = await verifyPassword(input.password, user?.passwordHash ?? (await dummyHash(ctx.config.scryptLog2N)));
-    return { attempt, user: ok ? user : undefined };
+    try {
+      const user = valid ? await ctx.accounts.findUserByEmail(valid) : undefined;
+      const ok = await verifyPassword(input.password, user?.passwordHash ?? (await dummyHash(ctx.config.scryptLog2N)));
+      return { attempt, user: ok ? user : undefined };
+    } catch (e: unknown) {
+      // A counted attempt always settles: one that errors counts as failed, so it can neither free nor wedge the count.
+      await loginFailed(ctx, attempt);
+      throw e;
+    }
   });
   if (!checked.user) {
     await loginFailed(ctx, checked.attempt);
