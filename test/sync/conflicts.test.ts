@@ -133,6 +133,18 @@ for (const backend of BACKENDS) {
       assert.equal(results.filter((r) => r.status === 409).length, 3);
     });
 
+    test('resolve with a user token and no X-Business-ID finds the conflict\'s business; membership is still checked', async () => {
+      const { c, rec, owner } = await twoDevices();
+      const conflict = (await c.push({ changes: [change(rec, 1, { name: 'v' }, 'update')] })).body.conflicts[0];
+      const outsider = await newUser(s);
+      const refused = await call(s.url, 'POST', `/api/sync/conflicts/${conflict.id}/resolve`, { token: outsider.token, json: { resolution: 'local' } });
+      assert.equal(refused.status, 404, 'an outsider learns nothing: as for an unknown id');
+      assert.equal((await call(s.url, 'POST', '/api/sync/conflicts/999999/resolve', { token: owner.token, json: { resolution: 'local' } })).status, 404);
+      const r = await call(s.url, 'POST', `/api/sync/conflicts/${conflict.id}/resolve`, { token: owner.token, json: { resolution: 'skip' } });
+      assert.equal(r.status, 200, r.text);
+      assert.equal(r.body.resolution, 'skip');
+    });
+
     test('another business\'s conflict is 404 by id, even to its own members through the wrong business; bad input 400', async () => {
       const { c, rec, owner } = await twoDevices();
       const conflict = (await c.push({ changes: [change(rec, 1, { name: 'v' }, 'update')] })).body.conflicts[0];
