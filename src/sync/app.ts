@@ -11,6 +11,7 @@ import { FEED_DEFAULTS } from './feed/feed-hub.js';
 import { registerOperations } from '../core/ops/register-operations.js';
 import { useStrictJsonParser } from './http/json-body.js';
 import { limitIp } from './http/rate-limit.js';
+import { drainEarlyAnswers } from './http/bounded-drain.js';
 
 export interface BuildSyncAppOptions {
   /** Log destination (tests); stdout by default. */
@@ -33,6 +34,7 @@ export async function buildSyncApp(deps: SyncDeps, options: BuildSyncAppOptions 
   });
 
   useStrictJsonParser(app);
+  drainEarlyAnswers(app);
   // A request for a route that does not exist has no token any route checked: it counts as unauthenticated (path scanning is throttled per IP).
   app.addHook('onRequest', async (req) => { if (req.is404) await limitIp(deps, req.ip); });
 
