@@ -30,6 +30,8 @@ export function registerAttachmentRoutes(app: App, deps: SyncDeps): void {
 
     scope.post('/api/sync/attachment', {
       onRequest: auth,
+      // A large file on a slow link may take minutes: bounded by inactivity, not total time.
+      config: { upload: true },
       schema: {
         tags: ['attachments'], summary: 'Upload a file for a record (multipart/form-data: file, record_type, record_uuid)', security: BearerSecurity,
         description: `At most ${maxBytes} bytes by default (--attachment-max-bytes); larger uploads get 413 and leave nothing stored.`,
