@@ -36,7 +36,7 @@ export function registerAttachmentRoutes(app: App, deps: SyncDeps): void {
         tags: ['attachments'], summary: 'Upload a file for a record (multipart/form-data: file, record_type, record_uuid)', security: BearerSecurity,
         description: `At most ${maxBytes} bytes by default (--attachment-max-bytes); larger uploads get 413 and leave nothing stored.`,
         headers: BusinessHeaderSchema,
-        response: { 201: AttachmentSchema, ...errors(400, 401, 403, 404, 413, 415) },
+        response: { 201: AttachmentSchema, ...errors(400, 401, 403, 404, 408, 413, 415) },
       },
     }, async (req, reply) => {
       const businessId = await resolveBusiness(req, deps);
