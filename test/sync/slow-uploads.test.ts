@@ -13,6 +13,7 @@ import { loadSyncConfig } from '../../src/sync/config.js';
 import { createSyncDeps, type SyncDeps } from '../../src/sync/deps.js';
 import { buildSyncApp } from '../../src/sync/app.js';
 import type { App } from '../../src/core/http/create-app.js';
+import WebSocket from 'ws';
 
 // Deadlines shortened from 30 s so the tests can watch them: 1 s of total body time, 1 s of upload silence.
 const DEADLINE_MS = 1000;
@@ -103,6 +104,19 @@ for (const backend of BACKENDS) {
       const r = await trickle(url, head, json, 20, DEADLINE_MS / 8);
       assert.equal(r.status, 408, r.received.slice(0, 300));
       assert.match(r.received, /did not arrive within/);
+    });
+
+    test('a change-feed WebSocket is not a slow body: it stays open past the deadlines', async () => {
+      const u = await newUser({ url });
+      const b = await newBusiness({ url }, u);
+      const ws = new WebSocket(`${url.replace('http', 'ws')}/ws/sync?business_id=${b.id}&user_id=${u.id}`, { headers: { authorization: `Bearer ${u.token}` } });
+      let closed = false;
+      ws.on('close', () => { closed = true; });
+      await new Promise((resolve, reject) => { ws.once('open', resolve); ws.once('error', reject); });
+      await sleep(DEADLINE_MS * 2.5);
+      assert.equal(closed, false);
+      assert.equal(ws.readyState, WebSocket.OPEN);
+      ws.close();
     });
   });
 }

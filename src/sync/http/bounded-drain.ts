@@ -1,4 +1,5 @@
 import type { App } from '../../core/http/create-app.js';
+import { isUpgrade } from './request-deadlines.js';
 
 /**
  * What the server still reads of a request body it answered early (401
@@ -20,7 +21,7 @@ export const DRAIN_LIMITS = { bytes: 1024 * 1024, ms: 5_000 };
 export function drainEarlyAnswers(app: App): void {
   app.addHook('onResponse', async (req) => {
     const raw = req.raw;
-    if (raw.complete || raw.destroyed) return;
+    if (raw.complete || raw.destroyed || isUpgrade(raw)) return;
     const socket = raw.socket;
     // Counted on the socket: Node discards an unread body below the request stream ("dumps" it), so no 'data' event shows it.
     const startedAt = socket.bytesRead;

@@ -42,7 +42,8 @@ const CHECK_MS = 250;
 export function enforceRequestDeadlines(app: App, deadlines: RequestDeadlines = REQUEST_DEADLINES): void {
   app.addHook('onRequest', async (req, reply) => {
     const raw = req.raw;
-    if (raw.complete) return;
+    // A WebSocket upgrade hands the connection to the feed, which has its own heartbeat.
+    if (raw.complete || isUpgrade(raw)) return;
     const socket = raw.socket;
     const upload = req.routeOptions.config?.upload === true;
     const started = Date.now();
@@ -77,4 +78,9 @@ function timeOut(socket: Socket, responseStarted: boolean, details: string): voi
   socket.end(`HTTP/1.1 408 Request Timeout\r\n${headers}content-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
   // The half-closed socket goes once the answer is flushed, whatever the client does.
   setTimeout(() => socket.destroy(), 1000).unref();
+}
+
+/** Node sets `upgrade` on a request it hands to an 'upgrade' listener (the WebSocket feed); its types omit it. */
+export function isUpgrade(raw: object): boolean {
+  return (raw as { upgrade?: boolean }).upgrade === true;
 }
