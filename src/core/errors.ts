@@ -15,6 +15,8 @@ export const ERROR_STATUS = {
   not_found: 404,
   /** The route exists but not for this method. */
   method_not_allowed: 405,
+  /** The request (its body) did not arrive in time; the connection is closed. */
+  request_timeout: 408,
   /** The request conflicts with the current state (duplicate, not pending any more). */
   conflict: 409,
   /** The request body exceeds the documented limit. */

@@ -75,6 +75,11 @@ export function createKyselyChangeStore(db: Db): ChangeStore {
       return rows.map(toConflict);
     },
 
+    async conflictBusiness(conflictId) {
+      const row = await db.selectFrom('sync_conflicts').select('business_id').where('id', '=', conflictId).executeTakeFirst();
+      return row?.business_id;
+    },
+
     async resolveConflict(businessId, conflictId, resolution: Resolution, now) {
       return db.transaction().execute(async (trx) => {
         const serverVersion = await lockCounter(trx, businessId);
@@ -258,8 +263,9 @@ function toConflict(row: ConflictRow): Conflict {
     branch_name: row.branch_name,
     table_name: row.table_name,
     record_uuid: row.record_uuid,
-    local_data: row.local_data,
-    remote_data: row.remote_data,
+    // Stored as the text 'null' (the columns are NOT NULL); answered as JSON null, as documented.
+    local_data: row.local_data === 'null' ? null : row.local_data,
+    remote_data: row.remote_data === 'null' ? null : row.remote_data,
     resolution: row.resolution as Conflict['resolution'],
     created_at: new Date(row.created_at).toISOString(),
     operation: row.operation as Operation,

@@ -42,7 +42,7 @@ export function registerAuthRoutes(app: App, deps: SyncDeps): void {
     schema: {
       tags: ['auth'], summary: 'Create an account and sign in',
       body: Type.Object({ email: Email, name: Type.String({ maxLength: 1000 }), password: Password }, { additionalProperties: false }),
-      response: { 201: SessionBody, ...errors(400, 409, 413, 415) },
+      response: { 201: SessionBody, ...errors(400, 409, 413, 415, 503) },
     },
   }, async (req, reply) => {
     const s = await registerUser(deps, req.body);
@@ -54,7 +54,7 @@ export function registerAuthRoutes(app: App, deps: SyncDeps): void {
     schema: {
       tags: ['auth'], summary: 'Sign in with e-mail and password',
       body: Type.Object({ email: Email, password: Password }, { additionalProperties: false }),
-      response: { 200: SessionBody, ...errors(400, 401, 413, 415) },
+      response: { 200: SessionBody, ...errors(400, 401, 413, 415, 503) },
     },
   }, async (req) => sessionReply(await loginUser(deps, req.body)));
 
@@ -71,7 +71,7 @@ export function registerAuthRoutes(app: App, deps: SyncDeps): void {
   });
 
   app.post('/api/auth/token', {
-    preHandler: requireUser(deps, { tokenKinds: ['user'] }),
+    onRequest: requireUser(deps, { tokenKinds: ['user'] }),
     schema: {
       tags: ['auth'], summary: 'Get a business-scoped access token (members only)', security: BearerSecurity,
       body: Type.Object({ business_id: Uuid }, { additionalProperties: false }),
@@ -85,7 +85,7 @@ export function registerAuthRoutes(app: App, deps: SyncDeps): void {
   });
 
   app.post('/api/auth/logout', {
-    preHandler: requireUser(deps, { tokenKinds: ['user'] }),
+    onRequest: requireUser(deps, { tokenKinds: ['user'] }),
     schema: {
       tags: ['auth'], summary: 'End the session: revoke its refresh token and every access token issued from it', security: BearerSecurity,
       response: { 204: Type.Null({ description: 'Signed out' }), ...errors(401, 403) },
