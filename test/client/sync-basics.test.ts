@@ -1,0 +1,52 @@
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { BACKENDS } from '../helpers/backends.js';
+import { newBusiness, newUser, startSync } from '../helpers/sync.js';
+import { call } from '../helpers/http.js';
+import { device } from './client-fixtures.js';
+
+describe('sync client: local writes, push and pull', { concurrency: true }, () => {
+  for (const backend of BACKENDS) {
+    test(`on ${backend}: writes on one device reach another, deletes as tombstones, versions numbered as the server expects`, async (t) => {
+      const s = await startSync(backend);
+      t.after(() => s.close());
+      const u = await newUser(s);
+      const b = await newBusiness(s, u);
+      const a = await device(s.url, u, b.id);
+      const c = await device(s.url, u, b.id);
+      t.after(() => Promise.all([a.close(), c.close()]));
+
+      const r1 = randomUUID();
+      const r2 = randomUUID();
+      await a.put('customers', r1, { name: 'Ann' });
+      await a.put('customers', r1, { name: 'Anne' }); // coalesced with the unsent create
+      await a.put('customers', r2, { name: 'Bob' });
+      assert.equal(a.pendingChanges, 2);
+      await a.sync();
+      assert.equal(a.pendingChanges, 0);
+
+      const applied: string[] = [];
+      c.on('change', (e) => applied.push(`${e.uuid}:${e.version}:${JSON.stringify(e.data)}`));
+      await c.sync();
+      assert.deepEqual(await c.get('customers', r1), { name: 'Anne' });
+      assert.deepEqual(await c.get('customers', r2), { name: 'Bob' });
+      assert.deepEqual(applied.sort(), [`${r1}:1:{"name":"Anne"}`, `${r2}:1:{"name":"Bob"}`].sort());
+
+      await c.put('customers', r1, { name: 'Anna' });
+      await c.delete('customers', r2);
+      await c.sync();
+      await a.sync();
+      assert.deepEqual(await a.get('customers', r1), { name: 'Anna' });
+      assert.equal(await a.get('customers', r2), null);
+      assert.deepEqual((await a.list('customers')).map((r) => [r.uuid, r.version]), [[r1, 2]]);
+
+      // The server holds exactly one change per local edit that left the device: 2 creates, 1 update, 1 delete.
+      const pulled = await call(s.url, 'POST', '/api/sync/pull', { token: u.token, headers: { 'x-business-id': b.id }, json: { since_version: 0 } });
+      assert.deepEqual(pulled.body.changes.map((ch: { record_uuid: string; record_version: number; operation: string }) => [ch.record_uuid === r1 ? 'r1' : 'r2', ch.record_version, ch.operation]),
+        [['r1', 1, 'create'], ['r2', 1, 'create'], ['r1', 2, 'update'], ['r2', 2, 'delete']]);
+      assert.equal(a.pulledVersion, 4);
+      assert.equal(c.pulledVersion, 4);
+    });
+  }
+});
