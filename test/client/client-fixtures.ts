@@ -26,3 +26,20 @@ export async function until(predicate: () => boolean | Promise<boolean>, ms = 10
     await new Promise((r) => setTimeout(r, 10));
   }
 }
+
+/** A switchable network for one device: while `offline`, every request fails as a dropped connection would. */
+export class Network {
+  offline = false;
+  /** Requests seen, by path (to count refreshes, pushes...). */
+  readonly calls: string[] = [];
+  readonly fetch = (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+    const url = new URL(typeof input === 'string' || input instanceof URL ? input : input.url);
+    this.calls.push(url.pathname);
+    if (this.offline) return Promise.reject(new TypeError('fetch failed (offline)'));
+    return fetch(input, init);
+  };
+
+  count(path: string): number {
+    return this.calls.filter((p) => p === path).length;
+  }
+}
