@@ -1,14 +1,14 @@
 #!/usr/bin/env node
-// Bundles the client library (src/client/index.ts) for browsers into static/sync/fleetsync-client.js,
-// which the sync service serves beside its example page. platform=browser makes any Node built-in fail the build.
+// Bundles the client library (src/client/index.ts) for browsers into dist/browser/fleetsync-client.js,
+// which the sync service serves beside its example page (/example/). platform=browser makes any Node built-in fail the build.
 import { build } from 'esbuild';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = path.join(path.dirname(fileURLToPath(import.meta.url)), '..');
 
-/** Builds the bundle into `outfile` (default static/sync/fleetsync-client.js) and returns its path. */
-export async function buildBrowserClient(outfile = path.join(root, 'static/sync/fleetsync-client.js')) {
+/** Builds the bundle into `outfile` (default dist/browser/fleetsync-client.js) and returns its path. */
+export async function buildBrowserClient(outfile = path.join(root, 'dist/browser/fleetsync-client.js')) {
   await build({
     entryPoints: [path.join(root, 'src/client/index.ts')],
     bundle: true,
