@@ -4,7 +4,8 @@ import { randomUUID } from 'node:crypto';
 import { BACKENDS } from '../helpers/backends.js';
 import { newBusiness, newUser, startSync } from '../helpers/sync.js';
 import { call } from '../helpers/http.js';
-import { device } from './client-fixtures.js';
+import { SyncClientError, type ChangeApplied } from '../../src/client/index.js';
+import { device, Network } from './client-fixtures.js';
 
 describe('sync client: local writes, push and pull', { concurrency: true }, () => {
   for (const backend of BACKENDS) {
@@ -47,6 +48,52 @@ describe('sync client: local writes, push and pull', { concurrency: true }, () =
         [['r1', 1, 'create'], ['r2', 1, 'create'], ['r1', 2, 'update'], ['r2', 2, 'delete']]);
       assert.equal(a.pulledVersion, 4);
       assert.equal(c.pulledVersion, 4);
+    });
+
+    test(`on ${backend}: the outbox is pushed in batches; a record created and deleted offline never reaches the server`, async (t) => {
+      const s = await startSync(backend);
+      t.after(() => s.close());
+      const u = await newUser(s);
+      const b = await newBusiness(s, u);
+      const net = new Network();
+      const a = await device(s.url, u, b.id, { fetch: net.fetch, pushBatchSize: 400 });
+      t.after(() => a.close());
+      for (let i = 0; i < 1000; i++) await a.put('lines', randomUUID(), { i });
+      const gone = randomUUID();
+      await a.put('lines', gone, { i: -1 });
+      await a.delete('lines', gone);
+      assert.equal(a.pendingChanges, 1000);
+      await a.sync();
+      assert.equal(net.count('/api/sync/push'), 3);
+      assert.equal((await a.status()).server_version, 1000);
+      assert.equal(await a.get('lines', gone), null);
+    });
+
+    test(`on ${backend}: an item the server rejects is reported as a typed error and the record shows the server's state again`, async (t) => {
+      const s = await startSync(backend);
+      t.after(() => s.close());
+      const u = await newUser(s);
+      const b = await newBusiness(s, u);
+      // Two stores claiming one device id: the second numbers version 1 with other content, which the server rejects.
+      const a = await device(s.url, u, b.id, { instanceId: 'shared-id' });
+      const c = await device(s.url, u, b.id, { instanceId: 'shared-id' });
+      t.after(() => Promise.all([a.close(), c.close()]));
+      const rec = randomUUID();
+      await a.put('customers', rec, { name: 'first' });
+      await a.sync();
+      const errors: SyncClientError[] = [];
+      const changes: ChangeApplied[] = [];
+      c.on('error', (e) => errors.push(e));
+      c.on('change', (e) => changes.push(e));
+      await c.put('customers', rec, { name: 'second' });
+      await c.sync();
+      assert.equal(errors.length, 1);
+      assert.equal(errors[0]!.code, 'rejected');
+      assert.match(errors[0]!.details ?? '', /already pushed by this instance with different content/);
+      assert.equal(c.pendingChanges, 0);
+      assert.deepEqual(await c.get('customers', rec), { name: 'first' });
+      // The round pulled the server's version before pushing, so the revert lands directly on it.
+      assert.deepEqual(changes.map((e) => [e.origin, e.data]), [['revert', { name: 'first' }]]);
     });
   }
 });
