@@ -4,7 +4,8 @@ import { randomUUID } from 'node:crypto';
 import { BACKENDS } from '../helpers/backends.js';
 import { newBusiness, newUser, startSync } from '../helpers/sync.js';
 import { call } from '../helpers/http.js';
-import { SyncClientError, type ChangeApplied } from '../../src/client/index.js';
+import type { SyncClientError} from '../../src/client/index.js';
+import { type ChangeApplied } from '../../src/client/index.js';
 import { device, Network } from './client-fixtures.js';
 
 describe('sync client: local writes, push and pull', { concurrency: true }, () => {
