@@ -109,6 +109,11 @@ export class Session {
     }
   }
 
+  /** Drops the cached business token (the feed was refused with it), so the next use fetches a fresh one. */
+  forgetBusinessToken(businessId: string): void {
+    this.businessTokens.delete(businessId);
+  }
+
   /** A business token valid for at least the refresh skew; one request per business at a time. */
   async businessToken(businessId: string): Promise<BusinessToken> {
     const held = this.businessTokens.get(businessId);

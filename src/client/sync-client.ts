@@ -235,7 +235,15 @@ export class SyncClient {
       // After every (re)connect, pull from the last applied version: nothing sent while away is missed.
       onOpen: () => this.kick(),
       onMessage: (m) => this.onFeedMessage(m),
-      onClose: () => this.setState('offline'),
+      onClose: (code) => {
+        this.setState('offline');
+        // 1008: the token was revoked or expired; 1006: the upgrade itself may have been refused (a WebSocket hides the status).
+        // Either way the next connect takes a fresh token, and a round over HTTP finds out whether the session still holds.
+        if (code === 1008 || code === 1006) {
+          this.session.forgetBusinessToken(this.requireBusiness());
+          this.kick();
+        }
+      },
       onRetry: (e) => this.onBackgroundError(e),
     }, this.o.reconnect);
     this.feed.start();

@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { BACKENDS } from '../helpers/backends.js';
 import { newBusiness, newUser, startSync } from '../helpers/sync.js';
 import type { SyncState } from '../../src/client/index.js';
-import { device, until } from './client-fixtures.js';
+import { device, Network, until } from './client-fixtures.js';
 
 describe('sync client: live feed', { concurrency: true }, () => {
   for (const backend of BACKENDS) {
@@ -60,6 +60,29 @@ describe('sync client: live feed', { concurrency: true }, () => {
       await until(async () => (await c.get('customers', rec)) !== null, 10_000, 'the record to reach the other device');
       assert.deepEqual(await c.get('customers', rec), { name: 'Live' });
       await until(() => a.pendingChanges === 0, 5000, 'the outbox to drain');
+    });
+
+    test(`on ${backend}: a feed closed for an expired token (1008) reconnects with fresh tokens and keeps delivering`, async (t) => {
+      const s = await startSync(backend, { feedHeartbeatMs: 100 });
+      t.after(() => s.close());
+      const u = await newUser(s);
+      const b = await newBusiness(s, u);
+      const net = new Network();
+      const watcher = await device(s.url, u, b.id, { fetch: net.fetch });
+      const writer = await device(s.url, u, b.id);
+      t.after(() => Promise.all([watcher.close(), writer.close()]));
+      const states: SyncState[] = [];
+      watcher.on('state', (st) => states.push(st));
+      watcher.start();
+      await until(() => watcher.syncState === 'up-to-date', 10_000, 'the watcher to connect');
+      states.length = 0;
+      s.clock.advance(16 * 60_000);
+      await until(() => states.includes('offline') && watcher.syncState === 'up-to-date', 10_000, 'the feed to be closed and reconnected');
+      assert.equal(net.count('/api/auth/refresh'), 1);
+      const rec = randomUUID();
+      await writer.put('customers', rec, { name: 'after the reconnect' });
+      await writer.sync();
+      await until(async () => (await watcher.get('customers', rec)) !== null, 10_000, 'the change to arrive over the new socket');
     });
   }
 });
