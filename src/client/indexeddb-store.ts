@@ -43,6 +43,15 @@ export async function createIndexedDbStore(name: string, factory: IdbFactory = (
     async get<C extends CollectionName>(collection: C, key: string) {
       return (await run([collection], 'readonly', (tx) => tx.objectStore(collection).get(key))) as Collections[C] | undefined;
     },
+    async getMany<C extends CollectionName>(collection: C, keys: readonly string[]) {
+      const requests: Req<unknown>[] = [];
+      await run([collection], 'readonly', (tx) => {
+        const store = tx.objectStore(collection);
+        for (const k of keys) requests.push(store.get(k));
+        return undefined;
+      });
+      return requests.map((r) => r.result as Collections[C] | undefined);
+    },
     async list<C extends CollectionName>(collection: C, prefix = '') {
       const KeyRange = (globalThis as unknown as { IDBKeyRange: KeyRangeStatic }).IDBKeyRange;
       const range = prefix ? KeyRange.bound(prefix, `${prefix}\uffff`) : undefined;

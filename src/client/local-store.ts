@@ -62,6 +62,8 @@ export type StoreOp =
  */
 export interface LocalStore {
   get<C extends CollectionName>(collection: C, key: string): Promise<Collections[C] | undefined>;
+  /** Several values in one read, in the order of `keys` (undefined where absent): a pulled page reads its records at once. */
+  getMany<C extends CollectionName>(collection: C, keys: readonly string[]): Promise<(Collections[C] | undefined)[]>;
   /** Every value of the collection, by ascending key; only keys starting with `prefix` when given. */
   list<C extends CollectionName>(collection: C, prefix?: string): Promise<Collections[C][]>;
   write(ops: readonly StoreOp[]): Promise<void>;

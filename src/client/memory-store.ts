@@ -9,6 +9,12 @@ export function createMemoryStore(): LocalStore {
       const v = maps[collection].get(key);
       return v === undefined ? undefined : structuredClone(v) as never;
     },
+    async getMany(collection, keys) {
+      return keys.map((k) => {
+        const v = maps[collection].get(k);
+        return v === undefined ? undefined : structuredClone(v);
+      }) as never;
+    },
     async list(collection, prefix = '') {
       const map = maps[collection] as Map<string, unknown>;
       return [...map.keys()].filter((k) => k.startsWith(prefix)).sort().map((k) => structuredClone(map.get(k))) as never;

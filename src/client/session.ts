@@ -121,7 +121,7 @@ export class Session {
     let pending = this.businessTokenRequests.get(businessId);
     if (!pending) {
       pending = (async () => {
-        const res = await this.request('POST', '/api/auth/token', { json: { business_id: businessId } });
+        const res = await this.request('POST', '/api/auth/token', { json: { business_id: businessId }, idempotent: true });
         const body = (await res.json()) as BusinessTokenReply;
         const t = { token: body.token, expiresAt: Date.parse(body.expires_at) };
         this.businessTokens.set(businessId, t);

@@ -12,6 +12,8 @@ export function createSqliteStore(file: string): LocalStore {
   const db = new Database(file);
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = FULL');
+  // Records are keyed by random UUIDs, so a pulled page touches pages all over the table: keep them in memory.
+  db.pragma('cache_size = -32768');
   for (const c of COLLECTIONS) db.exec(`CREATE TABLE IF NOT EXISTS ${c} (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID`);
   const stmts = Object.fromEntries(COLLECTIONS.map((c) => [c, {
     get: db.prepare<[string], { value: string }>(`SELECT value FROM ${c} WHERE key = ?`),
@@ -29,6 +31,13 @@ export function createSqliteStore(file: string): LocalStore {
     async get<C extends CollectionName>(collection: C, key: string) {
       const row = stmts[collection].get.get(key);
       return row ? (JSON.parse(row.value) as Collections[C]) : undefined;
+    },
+    async getMany<C extends CollectionName>(collection: C, keys: readonly string[]) {
+      const stmt = stmts[collection].get;
+      return keys.map((k) => {
+        const row = stmt.get(k);
+        return row ? (JSON.parse(row.value) as Collections[C]) : undefined;
+      });
     },
     async list<C extends CollectionName>(collection: C, prefix = '') {
       // Every key is below U+FFFF in the first differing position, so this bound covers exactly the prefix.

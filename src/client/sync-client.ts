@@ -389,6 +389,14 @@ export class SyncClient {
     return [...this.outbox.values()].filter((e) => e.table === table && e.uuid === uuid).sort((a, b) => a.seq - b.seq);
   }
 
+  /** Records with outbox entries or open conflicts, by record key. */
+  private pendingRecords(): Set<string> {
+    const keys = new Set<string>();
+    for (const e of this.outbox.values()) keys.add(recordKey(e.table, e.uuid));
+    for (const c of this.conflictsByKey.values()) keys.add(recordKey(c.conflict.table_name, c.conflict.record_uuid));
+    return keys;
+  }
+
   private hasConflict(table: string, uuid: string): boolean {
     for (const c of this.conflictsByKey.values()) if (c.conflict.table_name === table && c.conflict.record_uuid === uuid) return true;
     return false;
@@ -425,16 +433,20 @@ export class SyncClient {
   private async applyPage(page: PullResult): Promise<void> {
     const events: ChangeApplied[] = [];
     await this.locked(async () => {
+      const fresh = page.changes.filter((c) => c.version > this.cursor);
+      const keys = [...new Set(fresh.map((c) => recordKey(c.table_name, c.record_uuid)))];
+      const stored = await this.store.getMany('records', keys);
       const touched = new Map<string, LocalRecord>();
-      for (const c of page.changes) {
-        if (c.version <= this.cursor) continue;
+      keys.forEach((k, i) => { if (stored[i]) touched.set(k, stored[i]!); });
+      const pending = this.pendingRecords();
+      for (const c of fresh) {
         const key = recordKey(c.table_name, c.record_uuid);
-        const rec = touched.get(key) ?? (await this.store.get('records', key))
+        const rec = touched.get(key)
           ?? { table: c.table_name, uuid: c.record_uuid, data: null, version: 0, remote: { data: null, version: 0, instanceId: '', at: '' }, base: null };
         const data = c.operation === 'delete' ? null : c.data;
         rec.remote = { data, version: c.record_version, instanceId: c.instance_id, at: c.created_at };
         // A record with local edits in flight or in conflict keeps showing them; the push decides.
-        if (!this.entriesOf(c.table_name, c.record_uuid).length && !this.hasConflict(c.table_name, c.record_uuid)) {
+        if (!pending.has(key)) {
           const changed = rec.version !== c.record_version || !sameJson(rec.data, data);
           rec.data = data;
           rec.version = c.record_version;
@@ -614,8 +626,9 @@ export class SyncClient {
     return this.o.businessId;
   }
 
+  /** Every sync call is safe to repeat: push retries are recognised by the server, the others only read or are checked (resolve answers 409). */
   private businessRequest(method: string, path: string, options: { json?: unknown } = {}): Promise<Response> {
-    return this.session.businessRequest(this.requireBusiness(), method, path, options);
+    return this.session.businessRequest(this.requireBusiness(), method, path, { ...options, idempotent: true });
   }
 
   /** Runs store read-modify-writes one at a time (the engine's only lock; network calls happen outside it). */

@@ -27,6 +27,12 @@ export interface RequestOptions {
   signal?: AbortSignal | undefined;
   /** Extra fetch options (e.g. `duplex` for streamed bodies). */
   init?: Record<string, unknown>;
+  /**
+   * Safe to send twice: a request that got no answer is sent once more at once
+   * (a pooled keep-alive connection the server had just closed fails without
+   * the server ever seeing the request). Never set for refresh: a refresh token is spent by its first use.
+   */
+  idempotent?: boolean;
 }
 
 export interface Transport {
@@ -68,7 +74,13 @@ export function createTransport(o: TransportOptions): Transport {
     sleep,
     async request(method, path, r = {}) {
       for (let attempt = 0; ; attempt++) {
-        const res = await once(method, path, r);
+        let res: Response;
+        try {
+          res = await once(method, path, r);
+        } catch (e: unknown) {
+          if (!(r.idempotent && e instanceof SyncClientError && e.code === 'network')) throw e;
+          res = await once(method, path, r);
+        }
         if (res.ok) return res;
         const error = await errorOf(res, method, path);
         // Waiting the time the server names is the contract of 429; hammering would only extend the limit.

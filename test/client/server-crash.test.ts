@@ -3,7 +3,6 @@ import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
-import { createServer } from 'node:net';
 import path from 'node:path';
 import { BACKENDS, freshStorage, type TestStorage } from '../helpers/backends.js';
 import { call } from '../helpers/http.js';
@@ -13,34 +12,27 @@ import { SyncClientError } from '../../src/client/index.js';
 import { createSqliteStore } from '../../src/client/sqlite.js';
 import { device } from './client-fixtures.js';
 
-async function freePort(): Promise<number> {
-  const srv = createServer();
-  srv.listen(0, '127.0.0.1');
-  await once(srv, 'listening');
-  const port = (srv.address() as { port: number }).port;
-  srv.close();
-  await once(srv, 'close');
-  return port;
-}
+interface Server { url: string; child: ChildProcess }
 
-/** The real service process (the CLI), on a fixed port so a restart keeps the client's base URL. */
-async function startProcess(storage: TestStorage, port: number): Promise<ChildProcess> {
-  const args = ['--import', 'tsx', path.join(PROJECT_ROOT, 'src/sync/cli.ts'), 'serve', '--host', '127.0.0.1', '--port', String(port), '--data-dir', storage.dataDir, '--scrypt-log2n', '10'];
+/** The real service process (the CLI) on an ephemeral port; waits for its "listening" log line. */
+async function startProcess(storage: TestStorage): Promise<Server> {
+  const args = ['--import', 'tsx', path.join(PROJECT_ROOT, 'src/sync/cli.ts'), 'serve', '--port', '0', '--data-dir', storage.dataDir, '--scrypt-log2n', '10'];
   if (storage.databaseUrl) args.push('--database-url', storage.databaseUrl, '--db-schema', storage.pgSchema);
   const child = spawn(process.execPath, args, { cwd: PROJECT_ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LOG_LEVEL: 'info' } });
   let out = '';
-  await new Promise<void>((resolve, reject) => {
+  const url = await new Promise<string>((resolve, reject) => {
     child.stdout!.on('data', (c: Buffer) => {
       out += String(c);
-      if (out.includes('"address":"http')) resolve();
+      const m = /"address":"(http:\/\/[^"]+)"/.exec(out);
+      if (m) resolve(m[1]!);
     });
     child.stderr!.on('data', (c: Buffer) => { out += String(c); });
     child.once('exit', (code) => reject(new Error(`service exited (${code}) before listening:\n${out}`)));
   });
-  return child;
+  return { url, child };
 }
 
-async function kill(child: ChildProcess): Promise<void> {
+async function kill({ child }: Server): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
   const exited = once(child, 'exit');
   child.kill('SIGKILL');
@@ -52,12 +44,13 @@ describe('sync client: server killed mid-push', { concurrency: true }, () => {
     test(`on ${backend}: SIGKILL during a push and after an unanswered commit; the client (restarted too) retries; nothing lost or duplicated`, async (t) => {
       const storage = await freshStorage(backend);
       t.after(() => storage.cleanup());
-      const port = await freePort();
-      const url = `http://127.0.0.1:${port}`;
-      let server = await startProcess(storage, port);
+      let server = await startProcess(storage);
       t.after(() => kill(server));
-      const u = await newUser({ url });
-      const b = await newBusiness({ url }, u);
+      // The restarted process listens on another port; the device keeps one base URL, which its network maps to the live process.
+      const url = 'http://sync.invalid';
+      const live = (input: string | URL | Request) => String(input).replace(url, server.url);
+      const u = await newUser(server);
+      const b = await newBusiness(server, u);
       const file = path.join(storage.dataDir, 'device.sqlite');
 
       // What the network does to the next push: `kill-in-flight` kills the server while the request is out;
@@ -67,18 +60,18 @@ describe('sync client: server killed mid-push', { concurrency: true }, () => {
       const faultyFetch = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
         const isPush = String(input).endsWith('/api/sync/push');
         if (isPush && ++pushes === 2 && fault === 'kill-in-flight') {
-          const pending = fetch(input, init);
+          const pending = fetch(live(input), init);
           setTimeout(() => void kill(server), 5);
           return pending;
         }
         if (isPush && fault === 'lose-answer') {
           fault = 'none';
-          const res = await fetch(input, init);
+          const res = await fetch(live(input), init);
           await res.arrayBuffer();
           await kill(server);
           throw new TypeError('fetch failed (connection reset)');
         }
-        return fetch(input, init);
+        return fetch(live(input), init);
       };
 
       let client = await device(url, u, b.id, { store: createSqliteStore(file), fetch: faultyFetch, pushBatchSize: 500 });
@@ -89,11 +82,11 @@ describe('sync client: server killed mid-push', { concurrency: true }, () => {
         await client.put('invoices', id, { n: i, total: i * 10 });
       }
       fault = 'kill-in-flight';
-      await assert.rejects(client.sync(), (e: unknown) => e instanceof SyncClientError && e.code === 'network');
+      await assert.rejects(client.sync(), (e: unknown) => { return e instanceof SyncClientError && e.code === 'network'; });
       // The device crashes as well: only what its SQLite file holds survives.
       await client.close();
       fault = 'none';
-      server = await startProcess(storage, port);
+      server = await startProcess(storage);
       client = await device(url, u, b.id, { store: createSqliteStore(file), fetch: faultyFetch, pushBatchSize: 500 });
       assert.ok(client.pendingChanges > 0 && client.pendingChanges <= 1000, `queued after the crash: ${client.pendingChanges}`);
       await client.sync();
@@ -107,13 +100,13 @@ describe('sync client: server killed mid-push', { concurrency: true }, () => {
       fault = 'lose-answer';
       await assert.rejects(client.sync(), (e: unknown) => e instanceof SyncClientError && e.code === 'network');
       assert.equal(client.pendingChanges, 500, 'an unanswered push stays queued');
-      server = await startProcess(storage, port);
+      server = await startProcess(storage);
       await client.sync();
       assert.equal(client.pendingChanges, 0);
 
       const all: { record_uuid: string; record_version: number }[] = [];
       for (let since = 0; ;) {
-        const r = await call(url, 'POST', '/api/sync/pull', { token: u.token, headers: { 'x-business-id': b.id }, json: { since_version: since, limit: 1000 } });
+        const r = await call(server.url, 'POST', '/api/sync/pull', { token: u.token, headers: { 'x-business-id': b.id }, json: { since_version: since, limit: 1000 } });
         all.push(...r.body.changes);
         since = r.body.version;
         if (!r.body.has_more) break;

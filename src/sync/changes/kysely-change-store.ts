@@ -345,8 +345,19 @@ function toChange(row: ChangeRow): Change {
     data: row.data === null ? {} : (JSON.parse(row.data) as Record<string, unknown>),
     record_version: row.record_version,
     instance_id: row.instance_id,
-    created_at: new Date(row.created_at).toISOString(),
+    created_at: isoTime(row.created_at),
   };
+}
+
+// A push's changes share one created_at, so a pulled page repeats few distinct times; formatting each once saves pull CPU.
+let lastTime = NaN;
+let lastIso = '';
+function isoTime(ms: number): string {
+  if (ms !== lastTime) {
+    lastTime = ms;
+    lastIso = new Date(ms).toISOString();
+  }
+  return lastIso;
 }
 
 function toConflict(row: ConflictRow): Conflict {
