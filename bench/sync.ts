@@ -47,7 +47,8 @@ export async function run(argv: string[]): Promise<string> {
   return [
     `Command: \`npm run bench -- sync --devices ${o.devices} --pushes ${o.pushes} --batch ${o.batch} --page ${o.page} --latency ${o.latency}\``,
     '',
-    `Push: ${o.devices} devices push concurrently, each ${o.pushes} pushes of ${o.batch} new records (${fmt(o.devices * o.pushes * o.batch)} changes), one HTTP request and one transaction per push.`,
+    `Push: ${o.devices} devices push concurrently, each ${o.pushes} pushes of ${o.batch} new records (${fmt(o.devices * o.pushes * o.batch)} changes), one HTTP request per push;`,
+    'pushes that arrive while another is committing share the next transaction (group commit, docs/sync-api.md).',
     `Pull: one client pulls all of them from version 0 in pages of ${o.page}. Feed latency: ${o.latency} sequential one-change pushes,`,
     'each timed from sending the push request to the WebSocket message for that record on a subscriber of the business.',
     'SQLite runs with synchronous=FULL (every commit fsynced); PostgreSQL with its defaults (fsync on commit), on the same machine.',

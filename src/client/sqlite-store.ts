@@ -14,7 +14,7 @@ export function createSqliteStore(file: string): LocalStore {
   db.pragma('synchronous = FULL');
   // Records are keyed by random UUIDs, so a pulled page touches pages all over the table: keep them in memory.
   db.pragma('cache_size = -32768');
-  for (const c of COLLECTIONS) db.exec(`CREATE TABLE IF NOT EXISTS ${c} (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID`);
+  for (const c of COLLECTIONS) db.exec(`CREATE TABLE IF NOT EXISTS ${c} (key TEXT PRIMARY KEY, value TEXT NOT NULL)`);
   const stmts = Object.fromEntries(COLLECTIONS.map((c) => [c, {
     get: db.prepare<[string], { value: string }>(`SELECT value FROM ${c} WHERE key = ?`),
     list: db.prepare<[string, string], { value: string }>(`SELECT value FROM ${c} WHERE key >= ? AND key < ? ORDER BY key`),
