@@ -86,7 +86,10 @@ export class SyncClient {
     const transport = createTransport(o);
     this.session = new Session(transport, {
       ...o,
-      onChange: (s) => { void this.store.write([s ? { op: 'put', collection: 'meta', key: META.session, value: s } : { op: 'delete', collection: 'meta', key: META.session }]); },
+      onChange: (s) => {
+        this.store.write([s ? { op: 'put', collection: 'meta', key: META.session, value: s } : { op: 'delete', collection: 'meta', key: META.session }])
+          .catch((e: unknown) => this.emitter.emit('error', new SyncClientError('internal', `the session could not be saved: ${e instanceof Error ? e.message : String(e)}`, { cause: e })));
+      },
       onSessionExpired: () => {
         this.emitter.emit('sessionExpired', undefined);
         this.stop();
