@@ -29,7 +29,7 @@ export interface SyncClientEvents extends Record<string, unknown> {
   sessionExpired: undefined;
 }
 
-export interface SyncClientOptions extends TransportOptions, Omit<SessionOptions, 'onChange' | 'onSessionExpired'> {
+export interface SyncClientOptions extends TransportOptions, Omit<SessionOptions, 'onChange'> {
   /** Where records, the outbox, conflicts and the session are kept. */
   store: LocalStore;
   /** The business this store holds. A store belongs to one business: opening it for another is refused. */
@@ -91,6 +91,7 @@ export class SyncClient {
           .catch((e: unknown) => this.emitter.emit('error', new SyncClientError('internal', `the session could not be saved: ${e instanceof Error ? e.message : String(e)}`, { cause: e })));
       },
       onSessionExpired: () => {
+        o.onSessionExpired?.();
         this.emitter.emit('sessionExpired', undefined);
         this.stop();
       },

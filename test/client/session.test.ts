@@ -55,7 +55,8 @@ describe('sync client: sessions, limits and errors', { concurrency: true }, () =
       const b = await newBusiness(s, u);
       const store = createMemoryStore();
       const net = new Network();
-      const a = await device(s.url, u, b.id, { fetch: net.fetch, store });
+      let signalled = 0;
+      const a = await device(s.url, u, b.id, { fetch: net.fetch, store, onSessionExpired: () => { signalled++; } });
       t.after(() => a.close());
       await a.status();
       // Someone else spends the device's refresh token: the device's next refresh is a reuse and revokes the family.
@@ -71,6 +72,7 @@ describe('sync client: sessions, limits and errors', { concurrency: true }, () =
         assert.ok(['session_expired', 'not_signed_in'].includes(r.reason.code), r.reason.code);
       }
       assert.equal(expired, 1);
+      assert.equal(signalled, 1, 'the onSessionExpired option is called too');
       assert.equal(net.count('/api/auth/refresh'), 1);
       assert.equal(a.user, undefined);
       assert.equal(await store.get('meta', 'session'), undefined, 'the dead session is forgotten');
