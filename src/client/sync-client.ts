@@ -12,7 +12,7 @@ import type { Business, Change, Conflict, FeedMessage, PullResult, PushResult, R
 
 export type SyncState = 'offline' | 'syncing' | 'up-to-date';
 
-/** A record change made visible to the app: by a pull (`remote`) or by reverting a rejected local edit (`revert`). */
+/** A record change made visible to the app: by a pull (`remote`), or by going back to the server's state after a rejected push or a conflict resolved for the server (`revert`). */
 export interface ChangeApplied {
   table: string;
   uuid: string;
@@ -304,6 +304,7 @@ export class SyncClient {
     }
     const { table_name: table, record_uuid: uuid } = held.conflict;
     const localWins = outcome.resolution === 'local';
+    let reverted: ChangeApplied | undefined;
     await this.locked(async () => {
       const ops: StoreOp[] = [{ op: 'delete', collection: 'conflicts', key: conflictKey(id) }];
       this.conflictsByKey.delete(conflictKey(id));
@@ -319,10 +320,12 @@ export class SyncClient {
           rec.version = rec.remote.version;
           rec.base = null;
           ops.push({ op: 'put', collection: 'records', key: recordKey(table, uuid), value: rec });
+          reverted = { table, uuid, data: rec.data, version: rec.version, origin: 'revert' };
         }
       }
       await this.store.write(ops);
     });
+    if (reverted) this.emitter.emit('change', reverted);
     // The pull brings the resolution's change (for `local`) and the server's latest record version to number from.
     await this.pullAll();
     await this.locked(async () => {

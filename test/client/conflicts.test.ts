@@ -92,7 +92,10 @@ describe('sync client: conflicts', { concurrency: true }, () => {
       await c.sync();
       assert.equal(c.pendingChanges, 1, 'an edit of a conflicted record is held until the conflict is resolved');
 
+      const reverts: unknown[] = [];
+      c.on('change', (e) => { if (e.origin === 'revert') reverts.push(e.data); });
       await c.resolveConflict(conflict.id, 'remote');
+      assert.deepEqual(reverts, [{ text: 'from a' }], 'the app hears that the record went back to the server side');
       await c.sync();
       await a.sync();
       assert.deepEqual(await c.get('notes', rec), { text: 'from a' });
