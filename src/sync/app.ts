@@ -7,6 +7,7 @@ import { registerBusinessRoutes } from './http/business-routes.js';
 import { registerChangeRoutes } from './changes/change-routes.js';
 import { registerAttachmentRoutes } from './attachments/attachment-routes.js';
 import { registerFeedRoutes } from './feed/feed-routes.js';
+import { registerExampleRoutes } from './http/example-routes.js';
 import { FEED_DEFAULTS } from './feed/feed-hub.js';
 import { registerOperations } from '../core/ops/register-operations.js';
 import { useStrictJsonParser } from './http/json-body.js';
@@ -64,6 +65,7 @@ export async function buildSyncApp(deps: SyncDeps, options: BuildSyncAppOptions 
   registerChangeRoutes(app, deps);
   registerAttachmentRoutes(app, deps);
   registerFeedRoutes(app, deps, { ...FEED_DEFAULTS, heartbeatMs: deps.config.feedHeartbeatMs });
+  registerExampleRoutes(app);
 
   return app;
 }

@@ -101,7 +101,7 @@ export async function createSyncDeps(config: SyncConfig, options: SyncDepsOption
     database,
     accounts: createKyselyAccountStore(database.db),
     businesses: createKyselyBusinessStore(database.db, database.dialect),
-    changes: createKyselyChangeStore(database.db),
+    changes: createKyselyChangeStore(database.db, database.dialect),
     attachments: createKyselyAttachmentStore(database.db),
     blobs: database.pgPool && config.attachmentDir === undefined
       ? await createPgBlobStore(database.pgPool)

@@ -16,12 +16,16 @@ import { normalizeUuid } from '../../core/uuid.js';
 const Email = Type.String({ maxLength: EMAIL_MAX_LENGTH * 2, description: 'E-mail address (case-insensitive)' });
 const Password = Type.String({ maxLength: PASSWORD_MAX_LENGTH * 4, description: 'Password (policy: docs/sync-api.md)' });
 
-const SessionBody = Type.Object({
+/** Register and login answers; exported for the client library (src/client), typed from the same schemas. */
+export const SessionBody = Type.Object({
   token: Type.String({ description: 'User access token' }),
   refresh_token: Type.String(),
   expires_at: Timestamp,
   user: UserBody,
 });
+
+export const RefreshReplyBody = Type.Object({ token: Type.String(), refresh_token: Type.String(), expires_at: Timestamp });
+export const BusinessTokenBody = Type.Object({ token: Type.String(), expires_at: Timestamp, business_id: Uuid });
 
 function sessionReply(s: SignedIn) {
   return {
@@ -63,7 +67,7 @@ export function registerAuthRoutes(app: App, deps: SyncDeps): void {
     schema: {
       tags: ['auth'], summary: 'Exchange a refresh token for a new token pair (rotation)',
       body: Type.Object({ refresh_token: Type.String({ minLength: 1, maxLength: 512 }) }, { additionalProperties: false }),
-      response: { 200: Type.Object({ token: Type.String(), refresh_token: Type.String(), expires_at: Timestamp }), ...errors(400, 401, 413, 415) },
+      response: { 200: RefreshReplyBody, ...errors(400, 401, 413, 415) },
     },
   }, async (req) => {
     const s = await refreshSession(deps, req.body.refresh_token);
@@ -75,7 +79,7 @@ export function registerAuthRoutes(app: App, deps: SyncDeps): void {
     schema: {
       tags: ['auth'], summary: 'Get a business-scoped access token (members only)', security: BearerSecurity,
       body: Type.Object({ business_id: Uuid }, { additionalProperties: false }),
-      response: { 200: Type.Object({ token: Type.String(), expires_at: Timestamp, business_id: Uuid }), ...errors(400, 401, 403, 404, 413, 415) },
+      response: { 200: BusinessTokenBody, ...errors(400, 401, 403, 404, 413, 415) },
     },
   }, async (req) => {
     const businessId = normalizeUuid(req.body.business_id);

@@ -12,7 +12,7 @@ import { normalizeUuid } from '../../core/uuid.js';
 
 const Role = Type.Union([Type.Literal(ROLES[0]), Type.Literal(ROLES[1])], { description: 'owner: manages members; member: uses the data' });
 
-const BusinessBody = Type.Object({
+export const BusinessBody = Type.Object({
   id: Uuid,
   name: Type.String(),
   abn: Type.String({ description: '11 digits' }),
@@ -20,7 +20,7 @@ const BusinessBody = Type.Object({
   created_at: Timestamp,
 });
 
-const MemberBody = Type.Object({
+export const MemberBody = Type.Object({
   user_id: Uuid,
   email: Type.String(),
   name: Type.String(),
