@@ -576,8 +576,9 @@ export class SyncClient {
       id: c.conflict.id,
       table: c.conflict.table_name,
       uuid: c.conflict.record_uuid,
-      local: JSON.parse(c.conflict.local_data) as RecordData | null,
-      remote: JSON.parse(c.conflict.remote_data) as RecordData | null,
+      // A pushed delete (or a record deleted on the server) is null, not JSON text.
+      local: c.conflict.local_data === null ? null : JSON.parse(c.conflict.local_data) as RecordData | null,
+      remote: c.conflict.remote_data === null ? null : JSON.parse(c.conflict.remote_data) as RecordData | null,
       base: rec?.base ?? null,
       localEditedAt: c.entry.editedAt,
       remoteAt: remoteKnown ? Date.parse(rec.remote.at) : undefined,
