@@ -101,7 +101,7 @@ export async function createSyncDeps(config: SyncConfig, options: SyncDepsOption
     changes: createKyselyChangeStore(database.db),
     attachments: createKyselyAttachmentStore(database.db),
     blobs: database.pgPool && config.attachmentDir === undefined
-      ? await createPgBlobStore(database.pgPool)
+      ? await createPgBlobStore(database.pgPool, path.join(config.dataDir, 'attachment-staging'))
       : await createLocalBlobStore(config.attachmentDir ?? path.join(config.dataDir, 'attachments')),
     selfMetrics: createSyncSelfMetrics(),
     rateLimiter: shared.rateLimiter,

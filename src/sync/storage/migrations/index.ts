@@ -2,6 +2,7 @@ import type { Migration } from 'kysely';
 import type { DialectName } from '../../../core/storage/database.js';
 import { accountsMigration } from './0001_accounts.js';
 import { changesMigration } from './0002_changes.js';
+import { cleanupIndexesMigration } from './0004_cleanup_indexes.js';
 
 /**
  * The sync service's migrations, in the order they apply. Names sort in that
@@ -12,6 +13,7 @@ import { changesMigration } from './0002_changes.js';
 const MIGRATIONS: ReadonlyArray<readonly [name: string, build: (dialect: DialectName) => Migration]> = [
   ['0001_accounts', () => accountsMigration],
   ['0002_changes', changesMigration],
+  ['0004_cleanup_indexes', () => cleanupIndexesMigration],
 ];
 
 export function syncMigrations(dialect: DialectName): Record<string, Migration> {
