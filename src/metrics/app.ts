@@ -4,6 +4,7 @@ import { registerOperations } from '../core/ops/register-operations.js';
 import type { MetricsConfig } from './config.js';
 import type { MetricsDeps } from './deps.js';
 import { registerDashboard } from './dashboard/dashboard-routes.js';
+import { startSessionCleanup } from './dashboard/session-cleanup.js';
 import { startRetentionSweep } from './domain/retention.js';
 import { registerIngestRoute } from './routes/ingest.js';
 import { registerOpenApiRoute } from './routes/openapi.js';
@@ -53,5 +54,8 @@ export async function buildMetricsApp(config: MetricsConfig, deps: MetricsDeps, 
     });
   });
   app.addHook('onClose', async () => { await stopSweep?.(); });
+  let stopSessionCleanup: (() => Promise<void>) | undefined;
+  app.addHook('onReady', async () => { stopSessionCleanup = startSessionCleanup(deps.database, deps.now, app.log); });
+  app.addHook('onClose', async () => { await stopSessionCleanup?.(); });
   return app;
 }

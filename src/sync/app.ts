@@ -9,6 +9,8 @@ import { registerAttachmentRoutes } from './attachments/attachment-routes.js';
 import { registerFeedRoutes } from './feed/feed-routes.js';
 import { FEED_DEFAULTS } from './feed/feed-hub.js';
 import { registerOperations } from '../core/ops/register-operations.js';
+import { startExpiryCleanup } from '../core/storage/expiry-cleanup.js';
+import { SYNC_CLEANUP_INTERVAL_MS, syncExpiryRules } from './storage/expiry-rules.js';
 
 export interface BuildSyncAppOptions {
   /** Log destination (tests); stdout by default. */
@@ -50,6 +52,22 @@ export async function buildSyncApp(deps: SyncDeps, options: BuildSyncAppOptions 
   registerChangeRoutes(app, deps);
   registerAttachmentRoutes(app, deps);
   registerFeedRoutes(app, deps, { ...FEED_DEFAULTS, heartbeatMs: deps.config.feedHeartbeatMs });
+
+  // Expired tokens and old resolved conflicts go in small batches, on every instance, while the app is up.
+  let stopCleanup: (() => Promise<void>) | undefined;
+  app.addHook('onReady', async () => {
+    stopCleanup = startExpiryCleanup({
+      database: deps.database,
+      rules: syncExpiryRules(config),
+      intervalMs: SYNC_CLEANUP_INTERVAL_MS,
+      now: deps.now,
+      onRun: (r) => {
+        if ('error' in r) app.log.error({ err: r.error }, 'expiry cleanup failed');
+        else if (Object.values(r).some((n) => n > 0)) app.log.info({ removed: r }, 'expiry cleanup removed expired rows');
+      },
+    });
+  });
+  app.addHook('onClose', async () => { await stopCleanup?.(); });
 
   return app;
 }

@@ -48,6 +48,10 @@ export const syncOptions = {
     flag: 'feed-heartbeat-ms', env: 'SYNC_FEED_HEARTBEAT_MS', default: 30_000, min: 100, max: 600_000,
     doc: 'Interval of the change feed\'s heartbeat: each WebSocket is pinged and its token and membership are checked again.',
   }),
+  resolvedConflictRetentionDays: opt.int({
+    flag: 'resolved-conflict-retention-days', env: 'SYNC_RESOLVED_CONFLICT_RETENTION_DAYS', default: 30, min: 1, max: 3650,
+    doc: 'Days a resolved conflict stays listable (status=resolved/all) after its resolution; the background cleanup then deletes it. Pending conflicts are never deleted.',
+  }),
   pullPageSize: opt.int({
     flag: 'pull-page-size', env: 'SYNC_PULL_PAGE_SIZE', default: 500, min: 1,
     doc: 'Changes returned by one pull when the client gives no limit.',
