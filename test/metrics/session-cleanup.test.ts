@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { runExpiryCleanup } from '../../src/core/storage/expiry-cleanup.js';
 import { DASHBOARD_SESSION_EXPIRY } from '../../src/metrics/dashboard/session-cleanup.js';
-import { createSessionStore } from '../../src/metrics/dashboard/session-store.js';
+import { createSessionStore, type DashboardSessionTables } from '../../src/metrics/dashboard/session-store.js';
 import { BACKENDS } from '../helpers/backends.js';
 import { startMetrics, type MetricsHarness } from '../helpers/metrics.js';
 
@@ -14,7 +14,7 @@ for (const backend of BACKENDS) {
     after(() => m.close());
 
     test('expired sessions are removed in bounded batches without anyone signing in; live ones stay', async () => {
-      const sessions = createSessionStore(m.deps.database.db);
+      const sessions = createSessionStore(m.deps.database.db.withTables<DashboardSessionTables>());
       const now = Date.now();
       const make = async (expiresAt: number) => {
         const idHash = randomBytes(32).toString('hex');
