@@ -64,7 +64,9 @@ export interface SyncDeps {
 export interface SyncDepsOptions {
   /**
    * Replaces the wall clock (tests). Redis keeps its own time, so with a
-   * replaced clock the limiter and pub/sub are the in-memory ones.
+   * replaced clock the limiter and pub/sub are the in-memory ones (which
+   * follow it) unless the config names a Redis: then the clock moves token
+   * expiry while rate-limit windows follow Redis's time.
    */
   now?: () => number;
 }
@@ -77,7 +79,7 @@ function inMemoryState(now: () => number): SharedState {
 
 export async function createSyncDeps(config: SyncConfig, options: SyncDepsOptions = {}): Promise<SyncDeps> {
   const now = options.now ?? Date.now;
-  const shared = options.now
+  const shared = options.now && config.redisUrl === undefined
     ? inMemoryState(now)
     : await openSharedState({ redisUrl: config.redisUrl, prefix: config.redisPrefix, connectionName: 'sync-service' });
   let database: Database<SyncTables>;
