@@ -18,11 +18,13 @@ const DEFAULT_TIMEOUT_MS = 2_000;
  * `/healthz`: the process is alive and serving (200 `{"status":"ok"}`).
  * `/readyz`: every dependency answered (200 `{"status":"ready"}`), otherwise
  * 503 `{"error":"unavailable"}`; a load balancer stops sending traffic to the
- * instance. While the instance shuts down both answer 503 (Fastify's
- * return503OnClosing), which drains it from the balancer.
+ * instance. While the instance shuts down both answer 503 `unavailable` (the
+ * closing hook of core/http/create-app.ts, which answers every request that
+ * way; Fastify's own return503OnClosing is off), which drains it from the balancer.
  *
- * Both are unauthenticated, exempt from rate limits, and reveal nothing: not
- * which dependency failed (that goes to the log), not versions, not counts.
+ * Both are unauthenticated, exempt from rate limits (`config: { rateLimit: false }`,
+ * honoured by the limits of every service), and reveal nothing: not which
+ * dependency failed (that goes to the log), not versions, not counts.
  */
 export function registerHealth(app: FastifyInstance, opts: HealthOptions): void {
   const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;

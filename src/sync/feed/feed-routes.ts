@@ -39,10 +39,10 @@ export function registerFeedRoutes(app: App, deps: SyncDeps, options: FeedOption
         const token = requestToken(req.headers.authorization, query);
         const caller = token ? await authenticateAccessToken(deps, token) : undefined;
         if (!caller) {
-          await limitIp(deps, req.ip);
+          await limitIp(deps, req);
           throw new AppError('unauthorized', 'a valid access token is required (Authorization: Bearer, or the token query parameter)');
         }
-        await limitUser(deps, caller.userId);
+        await limitUser(deps, req, caller.userId);
         const businessId = query.business_id.toLowerCase();
         if (caller.userId !== query.user_id.toLowerCase()) throw new AppError('forbidden', 'user_id is not the user of the token');
         if (caller.businessId !== undefined && caller.businessId !== businessId) throw new AppError('forbidden', 'the business token is for another business');
