@@ -3,7 +3,7 @@ import { createHttpApp, type App } from '../core/http/create-app.js';
 import type { SyncDeps } from './deps.js';
 import { dummyHash } from './accounts/password-hash.js';
 import { registerAuthRoutes } from './http/auth-routes.js';
-import { registerBusinessRoutes } from './http/business-routes.js';
+import { registerBusinessRoutes } from './businesses/business-routes.js';
 import { registerChangeRoutes } from './changes/change-routes.js';
 import { registerAttachmentRoutes } from './attachments/attachment-routes.js';
 import { registerFeedRoutes } from './feed/feed-routes.js';
