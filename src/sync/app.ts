@@ -1,5 +1,5 @@
-import swagger from '@fastify/swagger';
 import { createHttpApp, type App } from '../core/http/create-app.js';
+import { registerOpenApi } from '../core/http/openapi.js';
 import type { SyncDeps } from './deps.js';
 import { dummyHash } from './accounts/password-hash.js';
 import { registerAuthRoutes } from './http/auth-routes.js';
@@ -32,14 +32,11 @@ export async function buildSyncApp(deps: SyncDeps, options: BuildSyncAppOptions 
     ...(options.logStream ? { logStream: options.logStream } : {}),
   });
 
-  await app.register(swagger, {
-    openapi: {
-      openapi: '3.0.3',
-      info: { title: 'Business data sync service', version: '1.0.0', description: 'See docs/sync-api.md for the rules behind each endpoint.' },
-      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'A user token (register/login/refresh) or a business-scoped token (POST /api/auth/token)' } } },
-    },
+  await registerOpenApi(app, {
+    title: 'Business data sync service', version: '1.0.0', path: '/api/openapi.json',
+    description: 'See docs/sync-api.md for the rules behind each endpoint.',
+    bearerDescription: 'A user token (register/login/refresh) or a business-scoped token (POST /api/auth/token)',
   });
-  app.get('/api/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   // /healthz, /readyz, /metrics and per-route request metrics (docs/deployment.md).
   registerOperations(app, { selfMetrics: deps.selfMetrics, metricsToken: config.metricsToken, db: deps.database.db, redis: deps.redis });
 

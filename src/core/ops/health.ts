@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import '../http/rate-limit-exempt.js';
+import { ErrorSchema } from '../http/openapi.js';
 
 /** A dependency probe: resolves when the dependency answers, rejects otherwise. */
 export type ReadinessCheck = () => Promise<unknown>;
@@ -28,9 +29,8 @@ const DEFAULT_TIMEOUT_MS = 2_000;
  */
 export function registerHealth(app: FastifyInstance, opts: HealthOptions): void {
   const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  const unavailable = Type.Object({ error: Type.Literal('unavailable'), details: Type.String() });
-  const live = { summary: 'Liveness probe', tags: ['operations'], response: { 200: Type.Object({ status: Type.Literal('ok') }), 503: unavailable } };
-  const ready = { summary: 'Readiness probe: database and Redis reachable', tags: ['operations'], response: { 200: Type.Object({ status: Type.Literal('ready') }), 503: unavailable } };
+  const live = { summary: 'Liveness probe', tags: ['operations'], response: { 200: Type.Object({ status: Type.Literal('ok') }), 503: { ...ErrorSchema, description: 'The instance is shutting down.' } } };
+  const ready = { summary: 'Readiness probe: database and Redis reachable', tags: ['operations'], response: { 200: Type.Object({ status: Type.Literal('ready') }), 503: { ...ErrorSchema, description: 'A dependency is unreachable, or the instance is shutting down.' } } };
 
   app.get('/healthz', { config: { rateLimit: false }, schema: live }, async (_req, reply) => {
     void reply.header('cache-control', 'no-store');
