@@ -61,13 +61,11 @@ export async function createPgBlobStore(pool: pg.Pool, stagingDir: string): Prom
       if (!rows[0]) return undefined;
       let seq = 0;
       const stream = new Readable({
-        async read() {
-          try {
-            const r = await pool.query<{ data: Buffer }>('SELECT data FROM attachment_blob_chunks WHERE stored_name = $1 AND seq = $2', [storedName, seq++]);
-            this.push(r.rows[0] ? r.rows[0].data : null);
-          } catch (e: unknown) {
-            this.destroy(e instanceof Error ? e : new Error(String(e)));
-          }
+        read() {
+          pool.query<{ data: Buffer }>('SELECT data FROM attachment_blob_chunks WHERE stored_name = $1 AND seq = $2', [storedName, seq++]).then(
+            (r) => { this.push(r.rows[0] ? r.rows[0].data : null); },
+            (e: unknown) => { this.destroy(e instanceof Error ? e : new Error(String(e))); },
+          );
         },
       });
       return { stream, size: Number(rows[0].size) };
