@@ -11,6 +11,8 @@ import { change, device } from '../sync/push-client.js';
  * The crash tests kill with SIGKILL, which the page cache survives, so they
  * cannot notice a weakened fsync setting. These read the settings the running
  * services actually use, on their live connections, after a write went through.
+ * (The metrics engine's SQLite writer thread opens its own connection, which
+ * these cannot reach: only WAL, a property of the file, is visible from here.)
  */
 
 /** synchronous_commit on every connection of the pool (all checked out at once, so none is missed). */
