@@ -25,8 +25,6 @@ export const ERROR_STATUS = {
   unsupported_media_type: 415,
   /** A documented bound was reached (metric names per host, members...). */
   limit_exceeded: 422,
-  /** An account is temporarily locked after repeated failures. */
-  locked: 423,
   /** Too many requests; the body carries `retry_after` in seconds. */
   rate_limited: 429,
   /** Unexpected failure; details are logged, never sent. */

@@ -1,12 +1,12 @@
-import swagger from '@fastify/swagger';
 import { createHttpApp, type App } from '../core/http/create-app.js';
+import { registerOpenApi } from '../core/http/openapi.js';
 import { registerOperations } from '../core/ops/register-operations.js';
 import type { MetricsConfig } from './config.js';
 import type { MetricsDeps } from './deps.js';
 import { registerDashboard } from './dashboard/dashboard-routes.js';
+import { startSessionCleanup } from './dashboard/session-cleanup.js';
 import { startRetentionSweep } from './domain/retention.js';
 import { registerIngestRoute } from './routes/ingest.js';
-import { registerOpenApiRoute } from './routes/openapi.js';
 import { registerSeriesRoutes } from './routes/series.js';
 
 const DAY_MS = 86_400_000;
@@ -26,13 +26,11 @@ export async function buildMetricsApp(config: MetricsConfig, deps: MetricsDeps, 
   });
   // Response schemas document the API (OpenAPI); replies are plain JSON.stringify so no field is silently dropped.
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));
-  await app.register(swagger, {
-    openapi: {
-      info: { title: 'fleetsync metrics service', version: '0.1.0', description: 'Host metrics ingest, per-tenant series and fleet aggregates. See docs/metrics-api.md.' },
-      components: { securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', description: 'Tenant token from `metrics-service token create <tenant>`.' } } },
-    },
+  await registerOpenApi(app, {
+    title: 'fleetsync metrics service', version: '0.1.0', path: '/api/v1/openapi.json',
+    description: 'Host metrics ingest, per-tenant series and fleet aggregates. See docs/metrics-api.md.',
+    bearerDescription: 'Tenant token from `metrics-service token create <tenant>`.',
   });
-  registerOpenApiRoute(app);
   // /healthz, /readyz, /metrics and per-route request metrics (docs/deployment.md). The metrics service needs no Redis.
   registerOperations(app, { selfMetrics: deps.selfMetrics, metricsToken: config.metricsToken, db: deps.database.db, redis: undefined });
   const retentionMs = config.retentionDays * DAY_MS;
@@ -53,5 +51,8 @@ export async function buildMetricsApp(config: MetricsConfig, deps: MetricsDeps, 
     });
   });
   app.addHook('onClose', async () => { await stopSweep?.(); });
+  let stopSessionCleanup: (() => Promise<void>) | undefined;
+  app.addHook('onReady', async () => { stopSessionCleanup = startSessionCleanup(deps.database, deps.now, app.log); });
+  app.addHook('onClose', async () => { await stopSessionCleanup?.(); });
   return app;
 }

@@ -3,7 +3,6 @@ import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { createHttpApp } from '../../src/core/http/create-app.js';
 import { createSelfMetrics, registerSelfMonitoring } from '../../src/core/ops/self-metrics.js';
-import { isRateLimitExempt } from '../../src/core/http/rate-limit-exempt.js';
 import { bindLogContext } from '../../src/core/http/log-context.js';
 import { AppError } from '../../src/core/errors.js';
 
@@ -104,15 +103,6 @@ test('every 429 counts as a rate-limit rejection of its route', async (t) => {
   assert.equal(sample(body, 'rate_limit_rejections_total', { route: '/limited/:id' }), 2);
   assert.equal(sample(body, 'rate_limit_rejections_total', { route: '/api/item/:id' }), undefined);
   assert.ok(metrics.registry.getSingleMetric('rate_limit_rejections_total'));
-});
-
-test('/metrics is exempt from rate limits', async (t) => {
-  const { app } = build();
-  t.after(() => app.close());
-  let exempt: boolean | undefined;
-  app.addHook('onRequest', async (req) => { if (req.url === '/metrics') exempt = isRateLimitExempt(req); });
-  await scrape(app);
-  assert.equal(exempt, true);
 });
 
 test('every log line of a request carries its request id; bound tenant reaches the completion line; tokens never', async (t) => {

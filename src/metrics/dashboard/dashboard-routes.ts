@@ -6,6 +6,7 @@ import type { Kysely } from 'kysely';
 import { Type } from 'typebox';
 import { AppError, isAppError } from '../../core/errors.js';
 import type { App } from '../../core/http/create-app.js';
+import { BEARER_SECURITY, ErrorSchema } from '../../core/http/openapi.js';
 import type { MetricsStore } from '../domain/metrics-store.js';
 import { tenantFromAuthorization } from '../http/authenticate.js';
 import type { MetricsTables } from '../storage/tables.js';
@@ -31,7 +32,7 @@ const htmlResponse = (description: string) => ({ description, content: { 'text/h
 const redirectResponse = (description: string) => ({ description, headers: { location: Type.String() }, type: 'null' });
 const errorResponse = (description: string) => ({
   description,
-  content: { 'application/json': { schema: Type.Object({ error: Type.String(), details: Type.Optional(Type.String()) }) } },
+  content: { 'application/json': { schema: ErrorSchema } },
 });
 const internalError = errorResponse('Unexpected failure; logged, details never sent.');
 
@@ -54,7 +55,7 @@ export async function registerDashboard(app: App, deps: DashboardDeps): Promise<
       schema: {
         tags: ['dashboard'],
         summary: 'Per-tenant dashboard',
-        security: [{ bearerAuth: [] }],
+        security: BEARER_SECURITY,
         description: 'HTML list of the tenant\'s hosts with latest CPU usage, memory percent and last report time. ' +
           'Accepts `Authorization: Bearer <token>` or the session cookie from POST /signin. Without either, a browser ' +
           '(Accept includes text/html) is redirected to /signin; any other client gets 401 JSON.',
