@@ -1,5 +1,6 @@
 import { openDatabase, type Database } from '../core/storage/database.js';
 import { createAlertRouter, loadAlertRoutes, type AlertRouter } from './alerts/alert-router.js';
+import { createAlertStore, type AlertStore, type AlertTables } from './alerts/alert-store.js';
 import type { MetricsConfig } from './config.js';
 import type { MetricsStore } from './domain/metrics-store.js';
 import { createKyselyMetricsStore } from './storage/kysely-metrics-store.js';
@@ -16,6 +17,8 @@ export interface MetricsDeps {
   database: Database<MetricsTables>;
   store: MetricsStore;
   alertRouter: AlertRouter;
+  /** Alerts carried in reports (incidents and their notifications), listed by /api/v1/alerts and the dashboard. */
+  alerts: AlertStore;
   /** This instance's Prometheus metrics (`/metrics`). */
   selfMetrics: MetricsSelfMetrics;
   now: () => number;
@@ -28,12 +31,15 @@ export async function createMetricsDeps(config: MetricsConfig, overrides: { now?
   const routes = await loadAlertRoutes(config.alertRoutes);
   const database = await openMetricsDatabase(config);
   const store = createKyselyMetricsStore(database, { perHost: config.maxMetricsPerHost, perTenant: config.maxMetricsPerTenant });
+  const alerts = createAlertStore(database.db.withTables<AlertTables>());
+  const now = overrides.now ?? Date.now;
   return {
     database,
     store,
-    alertRouter: createAlertRouter(routes, { timeoutMs: config.alertTimeoutMs }),
+    alertRouter: createAlertRouter(routes, { timeoutMs: config.alertTimeoutMs, store: alerts, now }),
+    alerts,
     selfMetrics: createMetricsSelfMetrics(),
-    now: overrides.now ?? Date.now,
+    now,
     async close() {
       await store.close();
       await database.close();
