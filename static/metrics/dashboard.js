@@ -212,14 +212,20 @@
   function palette() {
     return [1, 2, 3, 4, 5, 6, 7, 8].map((i) => cssVar('--c' + i));
   }
-  function rates(timestamps, values) {
-    const out = [null];
-    for (let i = 1; i < values.length; i++) {
-      const a = values[i - 1];
+  /**
+   * Per-second rates of a counter. Over raw reports, between neighbours. Over
+   * bucket means, across `span` buckets: a bucket's mean sits wherever its
+   * reports fell, so neighbouring buckets alone would jitter.
+   */
+  function rates(timestamps, values, span) {
+    const out = [];
+    for (let i = 0; i < values.length; i++) {
+      const j = Math.max(0, i - span);
+      const a = values[j];
       const b = values[i];
-      const dt = (timestamps[i] - timestamps[i - 1]) / 1000;
+      const dt = (timestamps[i] - timestamps[j]) / 1000;
       // A counter that went backwards was reset (reboot, interface recreated): no rate across the reset.
-      out.push(a === null || b === null || dt <= 0 || b < a ? null : (b - a) / dt);
+      out.push(i === 0 || a === null || b === null || dt <= 0 || b < a ? null : (b - a) / dt);
     }
     return out;
   }
@@ -244,9 +250,9 @@
       defs.push({ id: 'fs:' + path, title: 'Filesystem ' + path, unit: 'percent', max: 100, lines: [{ metric: n, label: 'used', band: true }] });
     }
     const net = names.filter((n) => /^network\.(?:.+\.)?(?:rx|tx)Bytes$/.test(n)).sort(naturally);
-    if (net.length) defs.push({ id: 'network', title: 'Network throughput', unit: 'rate', lines: net.map((n) => ({ metric: n, label: n.slice(8, -5) || n, rate: true })) });
+    if (net.length) defs.push({ id: 'network', title: 'Network throughput', unit: 'rate', lines: net.map((n) => ({ metric: n, label: n.slice(8, -5).replace(/\.?(rx|tx)$/, ' $1').trim(), rate: true })) });
     const io = names.filter((n) => /^disk\..+\.(?:read|write)Bytes$/.test(n)).sort(naturally);
-    if (io.length) defs.push({ id: 'disk-io', title: 'Disk throughput', unit: 'rate', lines: io.map((n) => ({ metric: n, label: n.slice(5, -5), rate: true })) });
+    if (io.length) defs.push({ id: 'disk-io', title: 'Disk throughput', unit: 'rate', lines: io.map((n) => ({ metric: n, label: n.slice(5, -5).replace(/\.(read|write)$/, ' $1'), rate: true })) });
     return defs;
   }
   function metricDef(name) {
@@ -263,7 +269,7 @@
     def.lines.forEach((line, i) => {
       const values = series.metrics[line.metric] || ts.map(() => null);
       const color = colors[i % colors.length];
-      data.push(line.rate ? rates(ts, values) : values);
+      data.push(line.rate ? rates(ts, values, series.bucketMs ? 3 : 1) : values);
       opts.push({ label: line.label, stroke: color, width: 1.5, value: (u, v) => fmt(v, def.unit), points: { show: false } });
       const lo = series.min && series.min[line.metric];
       const hi = series.max && series.max[line.metric];
@@ -280,11 +286,25 @@
 
   const charts = new Map();
   const chartsSection = document.querySelector('section.charts');
-  function chartWidth() {
-    return Math.max(240, (chartsSection.clientWidth || 600) - 2);
+  /** Charts sit in a grid (two columns on wide screens); a chart takes its cell's width. */
+  function chartWidth(holder) {
+    const cell = holder ? holder.clientWidth - 16 : 0;
+    if (cell > 0) return Math.max(200, cell);
+    const columns = getComputedStyle(chartsSection).gridTemplateColumns.split(' ').length || 1;
+    return Math.max(200, Math.floor((chartsSection.clientWidth || 600) / columns) - 24);
   }
   function chartHeight() {
     return window.innerWidth < 640 ? 170 : 210;
+  }
+  /** Room for the longest tick label ("97.7 KiB/s"), measured with the axis font. */
+  function axisSize(u, values) {
+    if (!values || !u.axes[1].font) return 50;
+    const ctx = u.ctx;
+    ctx.save();
+    ctx.font = u.axes[1].font[0];
+    const widest = Math.max(...values.map((v) => ctx.measureText(v).width));
+    ctx.restore();
+    return Math.ceil(widest / (window.devicePixelRatio || 1)) + 18;
   }
   function makePlot(def, holder, prepared) {
     const unit = def.unit;
@@ -292,7 +312,7 @@
     const grid = cssVar('--line');
     const axis = { stroke: text, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid, width: 1 } };
     const opts = {
-      width: chartWidth(),
+      width: chartWidth(holder),
       height: chartHeight(),
       ms: 1,
       series: prepared.series,
@@ -300,7 +320,7 @@
       legend: { live: true },
       cursor: { sync: { key: 'dashboard', setSeries: false }, drag: { x: true, y: false, setScale: false } },
       scales: { y: { range: (u, min, max) => (def.max ? [0, Math.max(def.max, max || 0)] : [Math.min(0, min || 0), max > 0 ? max * 1.1 : 1]) } },
-      axes: [{ ...axis }, { ...axis, size: 64, values: (u, vals) => vals.map((v) => fmt(v, unit)) }],
+      axes: [{ ...axis }, { ...axis, size: axisSize, values: (u, vals) => vals.map((v) => fmt(v, unit)) }],
       hooks: {
         setSelect: [(u) => {
           if (u.select.width < 3) return;
@@ -310,9 +330,15 @@
           if (to > from) setRange({ from, to, preset: null }, true);
         }],
         draw: [() => { holder.dataset.drawn = String(Number(holder.dataset.drawn || 0) + 1); }],
+        // Away from the cursor the legend shows the latest values rather than dashes.
+        setCursor: [(u) => { if (u.cursor.idx === null || u.cursor.idx === undefined) showLatest(u); }],
       },
     };
     return new uPlot(opts, prepared.data, holder.querySelector('.plot'));
+  }
+  function showLatest(u) {
+    const ts = u.data[0];
+    if (ts.length) u.setLegend({ idx: ts.length - 1 });
   }
   function describe(holder, def, prepared) {
     // For people (screen readers) and for the browser tests: what the chart holds.
@@ -343,6 +369,7 @@
       } else {
         c.plot.setData(prepared.data);
       }
+      if (c.plot.cursor.idx === null || c.plot.cursor.idx === undefined) showLatest(c.plot);
       describe(c.holder, def, prepared);
       previous = c.holder;
     }
@@ -366,16 +393,20 @@
   if (chartsSection) {
     let lastWidth = 0;
     new ResizeObserver(() => {
-      const w = chartWidth();
+      const w = chartsSection.clientWidth;
       if (Math.abs(w - lastWidth) < 4) return;
       lastWidth = w;
-      for (const c of charts.values()) c.plot.setSize({ width: w, height: chartHeight() });
+      for (const c of charts.values()) c.plot.setSize({ width: chartWidth(c.holder), height: chartHeight() });
     }).observe(chartsSection);
     // Canvas colours come from the CSS variables: redraw when the system switches light/dark.
     window.matchMedia('(prefers-color-scheme: dark)').addEventListener('change', rebuildCharts);
   }
+  /**
+   * About two points per pixel of a wide chart: enough for the min-max band to
+   * show spikes, and up to 1000 reports (2.7 h at 10 s) come back raw.
+   */
   function pointBudget() {
-    return String(Math.max(60, Math.min(1000, Math.round(chartWidth() / 2))));
+    return '1000';
   }
 
   // ---- alerts table -----------------------------------------------------------------------------
