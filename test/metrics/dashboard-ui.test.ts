@@ -26,14 +26,16 @@ const STEP = 10_000;
 /** A host's report at `ts`: counters grow steadily so their rates are known. */
 function report(agentId: string, hostname: string, ts: number, i: number, extra: Partial<Report> & Record<string, unknown> = {}): Report {
   const wave = Math.sin(i / 12);
+  // Reports accept extra numeric fields (temperature, swap, disk I/O counters): built as plain objects.
+  const cpu: Report['cpu'] & Record<string, unknown> = { usage: 40 + 20 * wave, perCore: [30 + 10 * wave, 50, 45 + 5 * wave, 20], loadAverage: [1 + wave / 2, 0.9, 0.8], temperature: 55 + wave };
+  const memory: Report['memory'] & Record<string, unknown> = { total: 8 * 2 ** 30, used: (4 + wave) * 2 ** 30, free: (4 - wave) * 2 ** 30, percent: (4 + wave) * 12.5, swapTotal: 2 * 2 ** 30, swapUsed: 2 ** 28 };
+  const disks: (NonNullable<Report['disks']>[number] & Record<string, unknown>)[] = [
+    { path: '/', total: 100 * 2 ** 30, used: 60 * 2 ** 30, available: 40 * 2 ** 30, percent: 60, readBytes: i * 5 * 2 ** 20, writeBytes: i * 2 * 2 ** 20 },
+    { path: '/data', total: 1000 * 2 ** 30, used: 200 * 2 ** 30, available: 800 * 2 ** 30, percent: 20, readBytes: i * 2 ** 20, writeBytes: i * 2 ** 20 },
+  ];
   return makeReport({
     agentId, hostname, ts,
-    cpu: { usage: 40 + 20 * wave, perCore: [30 + 10 * wave, 50, 45 + 5 * wave, 20], loadAverage: [1 + wave / 2, 0.9, 0.8], temperature: 55 + wave },
-    memory: { total: 8 * 2 ** 30, used: (4 + wave) * 2 ** 30, free: (4 - wave) * 2 ** 30, percent: (4 + wave) * 12.5, swapTotal: 2 * 2 ** 30, swapUsed: 2 ** 28 },
-    disks: [
-      { path: '/', total: 100 * 2 ** 30, used: 60 * 2 ** 30, available: 40 * 2 ** 30, percent: 60, readBytes: i * 5 * 2 ** 20, writeBytes: i * 2 * 2 ** 20 },
-      { path: '/data', total: 1000 * 2 ** 30, used: 200 * 2 ** 30, available: 800 * 2 ** 30, percent: 20, readBytes: i * 2 ** 20, writeBytes: i * 2 ** 20 },
-    ],
+    cpu, memory, disks,
     network: { eth0: { rxBytes: i * 1_000_000, txBytes: i * 250_000 } },
     ...extra,
   });
@@ -221,7 +223,7 @@ test('the monitoring UI: statuses, sparklines, charts with data, range, zoom, al
     const post = await fetch('/api/v1/ingest', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
     return { host: await get('/api/v1/host/b-secret'), page: await get('/hosts/b-secret'), alerts: await get('/api/v1/alerts?host=b-secret'),
       all: await get('/api/v1/alerts'), top: await get('/api/v1/top?metric=cpu.usage'), status: await get('/api/v1/hosts/status'), post: post.status };
-  })()`) as Record<string, [number, string]> & { post: number };
+  })()`) as Record<'host' | 'page' | 'alerts' | 'all' | 'top' | 'status', [number, string]> & { post: number };
   assert.equal(isolation.host[0], 404);
   assert.equal(isolation.page[0], 404);
   assert.deepEqual(JSON.parse(isolation.alerts[1]), []);
