@@ -115,6 +115,7 @@ for (const backend of BACKENDS) {
       assert.equal(hooks.plain.received.length, 3, 'resolved once');
 
       r = await report('web-1', [cpu]);
+      assert.equal(r.body.alertResults.length, 1);
       assert.equal(hooks.plain.received.length, 4, 'firing again is a new incident, notified at once');
       assert.equal(hooks.plain.received[3]!.alerts[0]!.startsAt, new Date(ts).toISOString());
       await report('web-1', []);
