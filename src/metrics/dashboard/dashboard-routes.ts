@@ -8,7 +8,7 @@ import type { App } from '../../core/http/create-app.js';
 import type { AlertStore } from '../alerts/alert-store.js';
 import { withStatus } from '../domain/host-status.js';
 import type { MetricsStore } from '../domain/metrics-store.js';
-import { readAggregate, readHostSeries, type SeriesSettings } from '../domain/series.js';
+import { readHostSeries, type SeriesSettings } from '../domain/series.js';
 import { FULLEST_DISK, readTopHostsBy } from '../domain/top-hosts.js';
 import { tenantFromAuthorization } from '../http/authenticate.js';
 import { parseHostListQuery, renderDashboard } from './dashboard-page.js';
@@ -157,14 +157,14 @@ export async function registerDashboard(app: App, deps: DashboardDeps): Promise<
       const now = sessionDeps.now();
       const range = parseTimeRange(req.query, now);
       const metrics = ['cpu.usage', 'memory.percent', FULLEST_DISK];
-      const [top, alerts, aggregate] = await Promise.all([
+      const [top, alerts] = await Promise.all([
         readTopHostsBy(deps.store, who.tenantId, metrics, range, 10),
         deps.alerts.list(who.tenantId, { from: range.from, to: range.to, limit: PAGE_ALERTS }),
-        readAggregate(deps.store, who.tenantId, { from: range.from, to: range.to, points: 1, minmax: false }),
       ]);
+      const ranked = (m: string) => top.ranked.get(m)!;
       return reply.type(HTML).header('cache-control', 'no-store').send(renderFleetPage({
-        range, alerts, now, hosts: aggregate.hosts, tenantName: who.tenantName, session: who.session,
-        top: { cpu: top.get('cpu.usage')!, memory: top.get('memory.percent')!, disk: top.get(FULLEST_DISK)! },
+        range, alerts, now, hosts: top.hosts, tenantName: who.tenantName, session: who.session,
+        top: { cpu: ranked('cpu.usage'), memory: ranked('memory.percent'), disk: ranked(FULLEST_DISK) },
       }));
     });
 

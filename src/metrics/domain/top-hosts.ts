@@ -42,16 +42,21 @@ function pick(metrics: Record<string, (number | null)[]>, metric: string): { val
  * highest first (ties by host id); hosts without that metric in the range are left out.
  */
 export async function readTopHosts(store: MetricsStore, tenantId: string, metric: string, range: Pick<SeriesRange, 'from' | 'to'>, limit: number): Promise<RankedHost[]> {
-  return (await readTopHostsBy(store, tenantId, [metric], range, limit)).get(metric)!;
+  return (await readTopHostsBy(store, tenantId, [metric], range, limit)).ranked.get(metric)!;
 }
 
-/** readTopHosts for several metrics at once, reading each host's range once (the fleet page's three lists). */
-export async function readTopHostsBy(store: MetricsStore, tenantId: string, metrics: string[], range: Pick<SeriesRange, 'from' | 'to'>, limit: number): Promise<Map<string, RankedHost[]>> {
+/**
+ * readTopHosts for several metrics at once, reading each host's range once
+ * (the fleet page's three lists), with how many hosts reported in the range.
+ */
+export async function readTopHostsBy(store: MetricsStore, tenantId: string, metrics: string[], range: Pick<SeriesRange, 'from' | 'to'>, limit: number): Promise<{ ranked: Map<string, RankedHost[]>; hosts: number }> {
   if (range.from > range.to) throw new AppError('invalid_request', `querystring from: ${range.from} is after to (${range.to})`);
   const ranked = new Map(metrics.map((m) => [m, [] as RankedHost[]]));
+  let hosts = 0;
   for (const host of await store.latestByHost(tenantId)) {
     const series = await hostSeriesOrNone(store, tenantId, host.hostId, { ...range, points: 1, minmax: false });
-    if (!series) continue;
+    if (!series?.timestamps.length) continue;
+    hosts += 1;
     for (const [metric, list] of ranked) {
       const found = pick(series.metrics, metric);
       if (found) list.push({ hostId: host.hostId, hostname: host.hostname, ...found });
@@ -61,7 +66,7 @@ export async function readTopHostsBy(store: MetricsStore, tenantId: string, metr
     list.sort((a, b) => b.value - a.value || (a.hostId < b.hostId ? -1 : 1));
     list.splice(limit);
   }
-  return ranked;
+  return { ranked, hosts };
 }
 
 /** A host removed by retention between the listing and its read is skipped, not a failed request. */
