@@ -148,6 +148,12 @@ export async function run(argv: string[]): Promise<string> {
 /** Navigation start to the last chart draw of the page's first load, as the page itself measured it. */
 async function timeToCharts(page: Page, url: string): Promise<number> {
   await page.goto(url);
-  await page.waitForFunction("document.querySelector('main').dataset.loaded === '1' && [...document.querySelectorAll('figure.chart')].every((f) => f.dataset.drawnAt)", undefined, { timeout: 120_000 });
+  // Polled through page.evaluate: waitForFunction would eval inside the page, which its CSP forbids.
+  const deadline = Date.now() + 120_000;
+  const ready = "document.querySelector('main').dataset.loaded === '1' && [...document.querySelectorAll('figure.chart')].every((f) => f.dataset.drawnAt)";
+  while (!(await page.evaluate(ready))) {
+    if (Date.now() > deadline) throw new Error(`${url}: charts not drawn within 120 s`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
   return Number(await page.evaluate("Math.max(...[...document.querySelectorAll('figure.chart')].map((f) => Number(f.dataset.drawnAt)))"));
 }

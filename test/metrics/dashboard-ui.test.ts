@@ -66,13 +66,26 @@ async function newPage(context: BrowserContext, problems: string[]): Promise<Pag
   return page;
 }
 
+/**
+ * Polls an expression through page.evaluate (the DevTools protocol, which the
+ * page's CSP does not govern): waitForFunction evaluates its predicate inside
+ * the page, where `default-src 'self'` forbids eval.
+ */
+async function until(page: Page, expression: string, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await page.evaluate(expression))) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${expression}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
 /** Waits for the page's script to finish its n-th load. */
 async function loaded(page: Page, atLeast = 1): Promise<void> {
-  await page.waitForFunction(`Number(document.querySelector('main').dataset.loaded || 0) >= ${atLeast}`);
+  await until(page, `Number(document.querySelector('main').dataset.loaded || 0) >= ${atLeast}`);
 }
 
 async function chartsDrawn(page: Page): Promise<Record<string, { points: number; last: number; bands: number; lines: number }>> {
-  await page.waitForFunction("document.querySelectorAll('figure.chart').length > 0 && [...document.querySelectorAll('figure.chart')].every((f) => Number(f.dataset.drawn) > 0)");
+  await until(page, "document.querySelectorAll('figure.chart').length > 0 && [...document.querySelectorAll('figure.chart')].every((f) => Number(f.dataset.drawn) > 0)");
   return page.evaluate(`Object.fromEntries([...document.querySelectorAll('figure.chart')].map((f) => [f.dataset.chart, { points: Number(f.dataset.points), last: Number(f.dataset.last), bands: Number(f.dataset.bands), lines: Number(f.dataset.lines) }]))`);
 }
 
@@ -117,7 +130,7 @@ test('the monitoring UI: statuses, sparklines, charts with data, range, zoom, al
   assert.equal(await page.locator('.count[data-status="down"] strong').innerText(), '1');
   assert.equal(await page.locator('.count[data-status="up"] strong').innerText(), '1');
   assert.ok((await page.locator('table.hosts').innerText()).includes(HOSTILE), 'agent text shown literally');
-  await page.waitForFunction("Number(document.querySelector('.spark[data-host-id=\"web-1\"]')?.dataset.points) > 0");
+  await until(page, "Number(document.querySelector('.spark[data-host-id=\"web-1\"]')?.dataset.points) > 0");
   const sparks = await page.evaluate(`fetch('/api/v1/sparklines?metric=cpu.usage&points=60&from=${now - 3_600_000}&to=${now}').then((r) => r.json())`) as { hostId: string; values: (number | null)[] }[];
   const sparkPoints = Number(await page.locator('.spark[data-host-id="web-1"]').getAttribute('data-points'));
   assert.ok(Math.abs(sparkPoints - sparks.find((s) => s.hostId === 'web-1')!.values.filter((v) => v !== null).length) <= 1, 'the sparkline draws the API\'s points');
@@ -184,7 +197,7 @@ test('the monitoring UI: statuses, sparklines, charts with data, range, zoom, al
   await page.mouse.move(plot.x + plot.width * 0.8, plot.y + 20, { steps: 5 });
   await page.mouse.up();
   await zoomed;
-  await page.waitForFunction("new URL(location.href).searchParams.has('from')");
+  await until(page, "new URL(location.href).searchParams.has('from')");
   const from = Number(queryOf(page).get('from'));
   const to = Number(queryOf(page).get('to'));
   assert.equal(queryOf(page).get('range'), null);
