@@ -213,6 +213,19 @@ test('the monitoring UI: statuses, sparklines, charts with data, range, zoom, al
   await loaded(again);
   assert.equal(await again.locator('.range-bar').getAttribute('data-from'), String(from));
   assert.equal(await again.locator('a[data-range][aria-current]').count(), 0, 'no preset is current for a fixed window');
+  // A custom range, typed in the viewer's local time.
+  const start = new Date(now - 40 * 60_000);
+  const local = (d: Date) => `${d.getFullYear()}-${String(d.getMonth() + 1).padStart(2, '0')}-${String(d.getDate()).padStart(2, '0')}T${String(d.getHours()).padStart(2, '0')}:${String(d.getMinutes()).padStart(2, '0')}`;
+  const end = new Date(now - 10 * 60_000);
+  await again.fill('.custom-range input[name=from]', local(start));
+  await again.fill('.custom-range input[name=to]', local(end));
+  const customRequest = again.waitForRequest((r) => r.url().includes('/api/v1/host/web-1?'));
+  await again.click('.custom-range button[type=submit]');
+  const sent = new URL((await customRequest).url()).searchParams;
+  const minute = (d: Date) => Math.floor(d.getTime() / 60_000) * 60_000;
+  assert.equal(Number(sent.get('from')), minute(start));
+  assert.equal(Number(sent.get('to')), minute(end));
+  assert.equal(queryOf(again).get('from'), String(minute(start)), 'the custom range is in the URL');
   await again.close();
 
   // Fleet page: aggregate charts, top 10 lists, every host's alerts; nothing of the other tenant.
