@@ -85,7 +85,11 @@ export function createAlertRouter(routes: AlertRoute[], opts: AlertRouterOptions
         for (const c of s.firing) c.incident.routes[s.route.name] = { notifiedAt: now, ...deliveries[i]! };
         for (const r of s.ending) r.incident.routes[s.route.name]!.resolved = { at: now, ...deliveries[i]! };
       });
-      await Promise.all([...current.map((c) => c.incident), ...resolved.map((r) => r.incident)].map((incident) => opts.store.update(incident)));
+      // Written after delivery, in one commit: a crash in between at worst notifies again with the next report.
+      await opts.store.record({
+        opened: current.filter((c) => c.isNew).map((c) => c.incident),
+        updated: [...current.filter((c) => !c.isNew).map((c) => c.incident), ...resolved.map((r) => r.incident)],
+      });
       const results: AlertResult[] = [];
       for (const c of current) {
         sends.forEach((s, i) => { if (s.firing.includes(c)) results.push({ alert: c.alert.name, route: s.route.name, ...deliveries[i]! }); });
@@ -100,7 +104,9 @@ export function createAlertRouter(routes: AlertRoute[], opts: AlertRouterOptions
 
 interface Tracked {
   alert: Alert;
+  /** A new incident has no id until it is recorded. */
   incident: StoredAlert;
+  isNew: boolean;
 }
 
 /**
@@ -109,6 +115,7 @@ interface Tracked {
  * carries are resolved at the report's ts. The same alert twice in one report counts once.
  */
 async function reconcile(store: AlertStore, ctx: AlertContext, alerts: Alert[], now: number): Promise<{ current: Tracked[]; resolved: Tracked[] }> {
+  // Only reads: what changed is recorded after delivery, in one commit.
   const open = new Map((await store.firing(ctx.tenantId, ctx.hostId)).map((i) => [i.fingerprint, i]));
   const current: Tracked[] = [];
   const seen = new Set<string>();
@@ -121,20 +128,20 @@ async function reconcile(store: AlertStore, ctx: AlertContext, alerts: Alert[], 
     if (known) {
       // A report older than the incident's latest (a drained spool) does not move it back.
       Object.assign(known, fields, { lastSeenAt: Math.max(known.lastSeenAt, ctx.ts) });
-      current.push({ alert, incident: known });
+      current.push({ alert, incident: known, isNew: false });
     } else {
-      const incident = await store.insert({
-        tenantId: ctx.tenantId, hostId: ctx.hostId, fingerprint, name: alert.name, severity: alert.severity,
+      const incident: StoredAlert = {
+        id: 0, tenantId: ctx.tenantId, hostId: ctx.hostId, fingerprint, name: alert.name, severity: alert.severity,
         labels: alert.labels ?? {}, ...fields, startsAt: ctx.ts, lastSeenAt: ctx.ts, resolvedAt: null, createdAt: now, routes: {},
-      });
-      current.push({ alert, incident });
+      };
+      current.push({ alert, incident, isNew: true });
     }
   }
   const resolved: Tracked[] = [];
   for (const incident of open.values()) {
     if (seen.has(incident.fingerprint) || ctx.ts <= incident.lastSeenAt) continue;
     incident.resolvedAt = ctx.ts;
-    resolved.push({ incident, alert: storedAsAlert(incident) });
+    resolved.push({ incident, alert: storedAsAlert(incident), isNew: false });
   }
   return { current, resolved };
 }

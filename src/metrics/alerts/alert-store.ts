@@ -73,9 +73,12 @@ export interface AlertQuery {
 export interface AlertStore {
   /** The host's incidents that are not resolved, oldest first. */
   firing(tenantId: string, hostId: string): Promise<StoredAlert[]>;
-  insert(alert: NewAlert): Promise<StoredAlert>;
-  /** Writes the mutable fields of an incident (last seen, value, message, resolution, route state). */
-  update(alert: StoredAlert): Promise<void>;
+  /**
+   * Stores what one report changed, in one transaction (one commit per
+   * report, however many alerts it carries): new incidents, and the mutable
+   * fields of known ones (last seen, value, message, resolution, route state).
+   */
+  record(changes: { opened: NewAlert[]; updated: StoredAlert[] }): Promise<void>;
   /** The tenant's incidents in the range, newest start first, at most `limit`; never another tenant's. */
   list(tenantId: string, q: AlertQuery): Promise<StoredAlert[]>;
 }
@@ -110,20 +113,24 @@ export function createAlertStore(db: Kysely<AlertTables>): AlertStore {
         .orderBy('id').execute();
       return rows.map(fromRow);
     },
-    async insert(a) {
-      const row = await db.insertInto('alerts').values({
-        tenant_id: a.tenantId, host_id: a.hostId, fingerprint: a.fingerprint, name: a.name, severity: a.severity,
-        message: a.message, labels: JSON.stringify(a.labels), value: a.value, threshold: a.threshold,
-        starts_at: a.startsAt, last_seen_at: a.lastSeenAt, resolved_at: a.resolvedAt, created_at: a.createdAt,
-        routes: JSON.stringify(a.routes),
-      } as Row).returning('id').executeTakeFirstOrThrow();
-      return { ...a, id: Number(row.id) };
-    },
-    async update(a) {
-      await db.updateTable('alerts').set({
-        message: a.message, value: a.value, threshold: a.threshold, last_seen_at: a.lastSeenAt,
-        resolved_at: a.resolvedAt, routes: JSON.stringify(a.routes),
-      }).where('id', '=', a.id).where('tenant_id', '=', a.tenantId).execute();
+    async record({ opened, updated }) {
+      if (!opened.length && !updated.length) return;
+      await db.transaction().execute(async (trx) => {
+        if (opened.length) {
+          await trx.insertInto('alerts').values(opened.map((a) => ({
+            tenant_id: a.tenantId, host_id: a.hostId, fingerprint: a.fingerprint, name: a.name, severity: a.severity,
+            message: a.message, labels: JSON.stringify(a.labels), value: a.value, threshold: a.threshold,
+            starts_at: a.startsAt, last_seen_at: a.lastSeenAt, resolved_at: a.resolvedAt, created_at: a.createdAt,
+            routes: JSON.stringify(a.routes),
+          })) as Row[]).execute();
+        }
+        for (const a of updated) {
+          await trx.updateTable('alerts').set({
+            message: a.message, value: a.value, threshold: a.threshold, last_seen_at: a.lastSeenAt,
+            resolved_at: a.resolvedAt, routes: JSON.stringify(a.routes),
+          }).where('id', '=', a.id).where('tenant_id', '=', a.tenantId).execute();
+        }
+      });
     },
     async list(tenantId, q) {
       let query = db.selectFrom('alerts').selectAll().where('tenant_id', '=', tenantId)
