@@ -308,6 +308,16 @@ test('the monitoring UI: statuses, sparklines, charts with data, range, zoom, al
   await shot(np, 'host-nojs');
   await plain.close();
 
+  // Live updates: a host's first report appears on an open host list without a reload.
+  const live = await newPage(context, problems);
+  await live.goto(`${h.url}/`);
+  await loaded(live);
+  await live.evaluate("document.body.dataset.marker = 'same document'");
+  assert.equal((await ingest(h.url, acme.token, report('new-1', 'new-1.acme', Date.now(), 0))).status, 200);
+  await until(live, "document.querySelector('tr[data-host-id=\"new-1\"] .status')?.textContent === 'up'", 20_000);
+  assert.equal(await live.evaluate('document.body.dataset.marker'), 'same document', 'no reload happened');
+  await live.close();
+
   assert.deepEqual(problems, [], 'no console error, CSP violation or dialog');
   assert.deepEqual(foreign, [], 'nothing loaded from another origin');
 });
