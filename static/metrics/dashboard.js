@@ -402,9 +402,12 @@
       lastWidth = w;
       for (const c of charts.values()) c.plot.setSize({ width: chartWidth(c.holder), height: chartHeight() });
     }).observe(chartsSection);
-    // Canvas colours come from the CSS variables: redraw when the system switches light/dark.
-    window.matchMedia('(prefers-color-scheme: dark)').addEventListener('change', rebuildCharts);
   }
+  // Canvas colours come from the CSS variables: redraw charts and sparklines when the system switches light/dark.
+  window.matchMedia('(prefers-color-scheme: dark)').addEventListener('change', () => {
+    if (chartsSection) rebuildCharts();
+    if (kind === 'hosts') renderHosts();
+  });
   /**
    * About two points per pixel of a wide chart: enough for the min-max band to
    * show spikes, and up to 1000 reports (2.7 h at 10 s) come back raw.

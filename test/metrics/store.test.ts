@@ -4,7 +4,7 @@ import type { Database } from '../../src/core/storage/database.js';
 import { openMetricsDatabase } from '../../src/metrics/deps.js';
 import type { MetricsStore, NewReport } from '../../src/metrics/domain/metrics-store.js';
 import { startRetentionSweep } from '../../src/metrics/domain/retention.js';
-import { createKyselyMetricsStore } from '../../src/metrics/storage/kysely-metrics-store.js';
+import { createEngineMetricsStore } from '../../src/metrics/storage/engine-metrics-store.js';
 import type { MetricsTables } from '../../src/metrics/storage/tables.js';
 import { BACKENDS, freshStorage, type TestStorage } from '../helpers/backends.js';
 import { newTenant } from '../helpers/metrics.js';
@@ -15,11 +15,19 @@ function report(tenantId: string, hostId: string, ts: number, metrics: Record<st
   return { tenantId, hostId, hostname: `${hostId}.example`, platform: 'linux', ts, metrics: new Map(Object.entries(metrics)) };
 }
 
+/** A host's raw reports in [from, to] (a budget large enough that nothing is bucketed). */
 async function collect(store: MetricsStore, tenantId: string, hostId: string, from: number, to: number) {
-  const rows = [];
-  for await (const page of store.scanReports(tenantId, hostId, from, to)) rows.push(...page);
-  return rows;
+  const s = await store.readHostSeries(tenantId, hostId, { from, to, points: 1_000_000, minmax: false });
+  if (!s) return [];
+  assert.equal(s.bucketMs, null);
+  return s.timestamps.map((ts, i) => ({
+    ts,
+    metricIds: [...s.metrics].filter(([, col]) => col[i] !== null).map(([id]) => id),
+    values: [...s.metrics].filter(([, col]) => col[i] !== null).map(([, col]) => col[i]!),
+  }));
 }
+
+const openStore = (database: Database<MetricsTables>) => createEngineMetricsStore(database, { limits: LIMITS, now: Date.now });
 
 for (const backend of BACKENDS) {
   describe(`metrics store on ${backend}`, () => {
@@ -29,7 +37,7 @@ for (const backend of BACKENDS) {
     before(async () => {
       storage = await freshStorage(backend);
       database = await openMetricsDatabase({ databaseUrl: storage.databaseUrl, dbSchema: storage.pgSchema, dataDir: storage.dataDir });
-      store = createKyselyMetricsStore(database, LIMITS);
+      store = openStore(database);
     });
     after(async () => {
       await store.close();
@@ -48,7 +56,7 @@ for (const backend of BACKENDS) {
 
     test('two stores on one database (two instances) ingesting the same new hosts in opposite orders lose nothing', async () => {
       const second = await openMetricsDatabase({ databaseUrl: storage.databaseUrl, dbSchema: storage.pgSchema, dataDir: storage.dataDir });
-      const other = createKyselyMetricsStore(second, LIMITS);
+      const other = openStore(second);
       try {
         for (let round = 0; round < 10; round++) {
           const t = await newTenant(store);
@@ -138,7 +146,7 @@ for (const backend of BACKENDS) {
       await store.appendReport({ ...report(t.tenantId, 'a', 500, { 'disk./.percent': 3 }), hostname: 'alpha' });
       assert.deepEqual(await store.latestByHost(t.tenantId), [
         { hostId: 'a', hostname: 'alpha', platform: 'linux', lastTs: 500, cpuUsage: null, memoryPercent: null, diskPercent: 3, intervalMs: null },
-        { hostId: 'b', hostname: 'beta', platform: 'linux', lastTs: 2000, cpuUsage: 20, memoryPercent: 40, diskPercent: null, intervalMs: null },
+        { hostId: 'b', hostname: 'beta', platform: 'linux', lastTs: 2000, cpuUsage: 20, memoryPercent: 40, diskPercent: null, intervalMs: 1000 },
       ]);
     });
 

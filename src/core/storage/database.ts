@@ -50,7 +50,12 @@ export async function openDatabase<DB>(opts: OpenDatabaseOptions): Promise<Datab
 function openSqlite<DB>(opts: OpenDatabaseOptions): Database<DB> {
   mkdirSync(opts.dataDir, { recursive: true });
   const sqlite = new BetterSqlite3(path.join(opts.dataDir, opts.sqliteFile));
+  // Only takes effect on a new file (before its first table): freed pages can then be handed back to the
+  // filesystem piecemeal (PRAGMA incremental_vacuum) instead of staying in the file for ever.
+  sqlite.pragma('auto_vacuum = INCREMENTAL');
   sqlite.pragma('journal_mode = WAL');
+  // A checkpointed WAL is cut back to this size rather than keeping its high-water mark on disk.
+  sqlite.pragma('journal_size_limit = 4194304');
   // FULL: every commit is fsynced, so an answered write survives a crash or power loss.
   // Writers batch their commits (group commit) to keep this affordable.
   sqlite.pragma('synchronous = FULL');
