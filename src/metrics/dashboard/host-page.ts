@@ -69,7 +69,7 @@ ${metricsTable(v.summary, (name) => `${path}?metric=${encodeURIComponent(name)}&
 export function renderFleetPage(v: FleetPageView): string {
   const body = html`<header class="page-head">
 <h1>Fleet</h1>
-<p class="summary">Average across <span class="fleet-hosts">${v.hosts}</span> ${v.hosts === 1 ? 'host' : 'hosts'} reporting in the range; bands show the lowest and highest host.</p>
+<p class="summary">Average across <span class="fleet-hosts">${v.hosts}</span> ${v.hosts === 1 ? 'host' : 'hosts'} reporting in the range; bands show the lowest and highest value of any host.</p>
 </header>
 ${rangeControls('/fleet', v.range)}
 <section class="charts" aria-label="Charts"></section>
