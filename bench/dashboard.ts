@@ -115,7 +115,12 @@ export async function run(argv: string[]): Promise<string> {
     for (const [range, ms] of presets.filter(([, span]) => span <= days * DAY)) {
       rows.push([`host page, ${range}: navigation to all charts drawn`, await measurePage(`${base}/hosts/${hostId}?range=${range}`)]);
       rows.push([`fleet page, ${range}: navigation to all charts drawn`, await measurePage(`${base}/fleet?range=${range}`)]);
-      rows.push([`JSON for one host chart, ${range} (\`/api/v1/host/:id?points=1000&minmax=true\`)`, await measureJson(`${base}/api/v1/host/${hostId}?from=${now - ms}&to=${now}&points=1000&minmax=true`)]);
+      // The request the page makes (dashboard.js seriesWindow): 1000 points up to 3 days, whole hours past that.
+      const hour = 3_600_000;
+      const q = ms < 72 * hour
+        ? `from=${now - ms}&to=${now}&points=1000`
+        : `from=${Math.floor((now - ms) / hour) * hour}&to=${Math.ceil((now + 1) / hour) * hour - 1}&points=${(Math.ceil((now + 1) / hour) - Math.floor((now - ms) / hour))}`;
+      rows.push([`JSON for one host chart, ${range} (\`/api/v1/host/:id?${q.replace(/from=\d+&to=\d+&/, '')}&minmax=true\`)`, await measureJson(`${base}/api/v1/host/${hostId}?${q}&minmax=true`)]);
     }
     const loadAvg = os.loadavg()[0]!;
     return [

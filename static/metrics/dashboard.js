@@ -408,12 +408,19 @@
     if (chartsSection) rebuildCharts();
     if (kind === 'hosts') renderHosts();
   });
+  const HOUR = 3600000;
   /**
-   * About two points per pixel of a wide chart: enough for the min-max band to
-   * show spikes, and up to 1000 reports (2.7 h at 10 s) come back raw.
+   * What a chart asks the API for. Up to 3 days: the range itself at up to
+   * 1000 points (about two per pixel of a wide chart, and up to 2.7 h of 10 s
+   * reports come back raw). Longer: the range widened to whole hours at one
+   * point per hour, so the storage answers from its hourly rollups (exact
+   * means, min and max) instead of reading every report; 720 points for 30 days.
    */
-  function pointBudget() {
-    return '1000';
+  function seriesWindow(r) {
+    if (r.to - r.from < 72 * HOUR) return { from: String(r.from), to: String(r.to), points: '1000' };
+    const from = Math.floor(r.from / HOUR) * HOUR;
+    const to = Math.ceil((r.to + 1) / HOUR) * HOUR - 1;
+    return { from: String(from), to: String(to), points: String((to + 1 - from) / HOUR) };
   }
 
   // ---- alerts table -----------------------------------------------------------------------------
@@ -486,7 +493,7 @@
       const r = liveRange();
       const id = main.dataset.hostId;
       const [series, alerts] = await Promise.all([
-        getJson('/api/v1/host/' + encodeURIComponent(id), { from: r.from, to: r.to, points: pointBudget(), minmax: 'true' }),
+        getJson('/api/v1/host/' + encodeURIComponent(id), { ...seriesWindow(r), minmax: 'true' }),
         getJson('/api/v1/alerts', { host: id, from: r.from, to: r.to, limit: '50' }),
       ]);
       lastSeries = series;
@@ -497,7 +504,7 @@
     async fleet() {
       const r = liveRange();
       const [series, alerts, ...tops] = await Promise.all([
-        getJson('/api/v1/aggregate', { from: r.from, to: r.to, points: pointBudget(), minmax: 'true' }),
+        getJson('/api/v1/aggregate', { ...seriesWindow(r), minmax: 'true' }),
         getJson('/api/v1/alerts', { from: r.from, to: r.to, limit: '50' }),
         ...(loads === 0 ? [] : ['cpu.usage', 'memory.percent', 'disk'].map((m) => getJson('/api/v1/top', { metric: m, from: r.from, to: r.to, limit: '10' }))),
       ]);

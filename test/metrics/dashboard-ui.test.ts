@@ -94,6 +94,7 @@ async function shot(page: Page, name: string): Promise<void> {
 }
 
 const queryOf = (page: Page) => new URL(page.url()).searchParams;
+const queryOfUrl = (url: string) => new URL(url).searchParams;
 
 test('the monitoring UI: statuses, sparklines, charts with data, range, zoom, alerts, fleet, dark, phone, no JavaScript, isolation', { skip: available ? false : `no chromium at ${CHROMIUM_PATH}` }, async (t) => {
   mkdirSync(SHOTS, { recursive: true });
@@ -188,6 +189,20 @@ test('the monitoring UI: statuses, sparklines, charts with data, range, zoom, al
   await loaded(page, before + 1);
   assert.equal(queryOf(page).get('range'), '6h');
   assert.equal(await page.locator('a[data-range="6h"]').getAttribute('aria-current'), 'true');
+
+  // A long range asks for whole hours at one point per hour (the storage's hourly rollups).
+  const weekRequest = page.waitForRequest((r) => r.url().includes('/api/v1/host/web-1?') && queryOfUrl(r.url()).get('points') !== '1000');
+  await page.click('a[data-range="7d"]');
+  const week = queryOfUrl((await weekRequest).url());
+  const [wFrom, wTo, wPoints] = ['from', 'to', 'points'].map((k) => Number(week.get(k)));
+  assert.equal(wFrom! % 3_600_000, 0);
+  assert.equal((wTo! + 1) % 3_600_000, 0);
+  assert.equal(wPoints, (wTo! + 1 - wFrom!) / 3_600_000);
+  assert.ok(wPoints! >= 168 && wPoints! <= 169);
+  await until(page, "new URL(location.href).searchParams.get('range') === '7d'");
+  await chartsDrawn(page);
+  await page.click('a[data-range="6h"]');
+  await until(page, "new URL(location.href).searchParams.get('range') === '6h'");
 
   // Drag-zoom on a chart: a fixed window in the URL, and the charts follow it.
   const zoomed = page.waitForRequest((r) => r.url().includes('/api/v1/host/web-1?') && new URL(r.url()).searchParams.get('from') !== null && !r.url().includes('points=1&'));
