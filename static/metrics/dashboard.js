@@ -492,10 +492,22 @@
     async host() {
       const r = liveRange();
       const id = main.dataset.hostId;
-      const [series, alerts] = await Promise.all([
+      const [series, alerts, status] = await Promise.all([
         getJson('/api/v1/host/' + encodeURIComponent(id), { ...seriesWindow(r), minmax: 'true' }),
         getJson('/api/v1/alerts', { host: id, from: r.from, to: r.to, limit: '50' }),
+        // The header's status and last report move with time even when the range is fixed; skipped on the first load, which the server rendered.
+        loads === 0 ? null : getJson('/api/v1/hosts/status'),
       ]);
+      const me = status && status.hosts.find((x) => x.hostId === id);
+      if (me) {
+        const badge = document.querySelector('.page-head .status');
+        badge.className = 'status ' + me.status;
+        badge.textContent = me.status;
+        const last = document.querySelector('.page-head .last-report');
+        last.textContent = relative(me.lastTs, status.now);
+        last.setAttribute('datetime', new Date(me.lastTs).toISOString());
+        last.setAttribute('title', localTime(me.lastTs) + ' · ' + utcTime(me.lastTs));
+      }
       lastSeries = series;
       redraw();
       renderMetricTable(series);

@@ -184,9 +184,15 @@ test('the monitoring UI: statuses, sparklines, charts with data, range, zoom, al
   // A preset changes the range and the URL.
   const before = Number(await page.evaluate("document.querySelector('main').dataset.loaded"));
   const sixHours = page.waitForRequest((r) => r.url().includes('/api/v1/host/web-1?') && Number(new URL(r.url()).searchParams.get('to')) - Number(new URL(r.url()).searchParams.get('from')) === 6 * 3_600_000);
+  const headerRefresh = page.waitForResponse((r) => r.url().endsWith('/api/v1/hosts/status'));
   await page.click('a[data-range="6h"]');
   await sixHours;
   await loaded(page, before + 1);
+  const fresh = await (await headerRefresh).json() as { hosts: { hostId: string; status: string }[] };
+  const expected = fresh.hosts.find((x) => x.hostId === 'web-1')!.status;
+  assert.equal(await page.locator('.page-head .status').innerText(), expected, 'the header follows the host\'s status');
+  assert.equal(await page.locator('.page-head .status').getAttribute('class'), `status ${expected}`);
+  assert.match(await page.locator('.page-head .last-report').innerText(), /ago|just now/);
   assert.equal(queryOf(page).get('range'), '6h');
   assert.equal(await page.locator('a[data-range="6h"]').getAttribute('aria-current'), 'true');
 

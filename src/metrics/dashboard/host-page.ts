@@ -43,7 +43,7 @@ export function renderHostPage(v: HostPageView): string {
   const path = `/hosts/${encodeURIComponent(h.hostId)}`;
   const body = html`<header class="page-head">
 <h1><span class="hostname">${h.hostname}</span> <span class="status ${h.status}">${h.status}</span></h1>
-<p class="summary"><span class="host-id">${h.hostId}</span> · ${h.platform} · last report <time datetime="${new Date(h.lastTs).toISOString()}" title="${formatAbsolute(h.lastTs)}">${formatRelative(h.lastTs, v.now)}</time></p>
+<p class="summary"><span class="host-id">${h.hostId}</span> · ${h.platform} · last report <time class="last-report" datetime="${new Date(h.lastTs).toISOString()}" title="${formatAbsolute(h.lastTs)}">${formatRelative(h.lastTs, v.now)}</time></p>
 </header>
 ${rangeControls(path, v.range, v.metric ? { metric: v.metric } : {})}
 <section class="charts" aria-label="Charts"></section>
