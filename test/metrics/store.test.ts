@@ -176,6 +176,48 @@ for (const backend of BACKENDS) {
       assert.equal((await store.appendReport(report(t.tenantId, 'stale', now))).status, 'stored');
     });
 
+    test('a report the database refuses fails alone: the other reports of its group commit, other tenants\' too, are stored', async () => {
+      const victim = await newTenant(store);
+      const attacker = await newTenant(store);
+      // What each database refuses (the HTTP edge refuses both long before; this is the store's own guard).
+      const poison = backend === 'sqlite' ? 'a\ud800' : 'a\u0000b';
+      const sends = Array.from({ length: 200 }, (_, i) => store.appendReport(report(victim.tenantId, `v${i % 10}`, 50_000 + i)));
+      const bad = store.appendReport(report(attacker.tenantId, 'evil', 50_000, { [poison]: 1 }));
+      const outcomes = await Promise.all(sends);
+      await assert.rejects(bad);
+      assert.ok(outcomes.every((o) => o.status === 'stored'), JSON.stringify(outcomes.filter((o) => o.status !== 'stored')));
+      assert.equal((await store.listHosts(victim.tenantId)).length, 10);
+      assert.deepEqual(await store.listHosts(attacker.tenantId), []);
+    });
+
+    test('past the bound of reports waiting for the disk, appends are refused with 503 and a retry hint, and nothing is half stored', async () => {
+      const small = createEngineMetricsStore(database, { limits: LIMITS, now: Date.now, writer: { maxQueued: 20 } });
+      try {
+        const t = await newTenant(small);
+        const first = small.appendReports(Array.from({ length: 15 }, (_, i) => report(t.tenantId, 'q', 90_000 + i)));
+        const refused = small.appendReports(Array.from({ length: 10 }, (_, i) => report(t.tenantId, 'q', 95_000 + i)));
+        await assert.rejects(refused, (e: unknown) => (e as { code?: string; extra?: { retry_after?: number } }).code === 'unavailable'
+          && (e as { extra: { retry_after: number } }).extra.retry_after > 0);
+        assert.equal((await first).length, 15);
+        assert.deepEqual((await collect(small, t.tenantId, 'q', 0, 100_000)).map((r) => r.ts), Array.from({ length: 15 }, (_, i) => 90_000 + i));
+      } finally {
+        await small.close();
+      }
+    });
+
+    test('an aggregate answer past the bound of metrics x buckets is refused up front (limit_exceeded), a smaller budget is served', async () => {
+      const t = await newTenant(store);
+      const wide = createEngineMetricsStore(database, { limits: { perHost: 1000, perTenant: 1000 }, now: Date.now });
+      try {
+        await wide.appendReport(report(t.tenantId, 'w', 1_000_000, Object.fromEntries(Array.from({ length: 250 }, (_, i) => [`m.${i}`, i]))));
+      } finally {
+        await wide.close();
+      }
+      const q = { from: 0, to: 10_000 * 10_000, points: 10_000, minmax: false };
+      await assert.rejects(store.readAggregate(t.tenantId, q), (e: unknown) => (e as { code?: string }).code === 'limit_exceeded' && /at most 8000 points/.test(String((e as Error).message)));
+      assert.equal((await store.readAggregate(t.tenantId, { ...q, points: 8_000 })).hosts, 1);
+    });
+
     test('tokens: listed without secrets, found by hash while active, revoked once', async () => {
       const t = await newTenant(store, `acme-${backend}`);
       const list = await store.listTokens();

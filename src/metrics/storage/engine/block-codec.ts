@@ -115,10 +115,10 @@ export function decodeBlock(bytes: Uint8Array): BlockData {
     let mant: { mantissas: Float64Array; exponent: number } | undefined;
     if (kind === Kind.Constant) {
       const v = readFloat(r);
-      fill(out, rows, k, () => v);
+      if (rows) for (const i of rows) out[i] = v;
+      else out.fill(v);
     } else if (kind === Kind.Raw) {
-      const vals = readRaw(r, k);
-      fill(out, rows, k, (i) => vals[i]!);
+      scatter(out, rows, readRaw(r, k), 1);
     } else if (kind === Kind.Delta || kind === Kind.DeltaOfDelta || kind === Kind.Complement || kind === Kind.Predicted) {
       let mantissas: Float64Array;
       let exponent: number;
@@ -137,8 +137,7 @@ export function decodeBlock(bytes: Uint8Array): BlockData {
         exponent = r.uvarint();
         mantissas = readMantissas(r, k, kind === Kind.DeltaOfDelta);
       }
-      const p = POW10[exponent]!;
-      fill(out, rows, k, (i) => mantissas[i]! / p);
+      scatter(out, rows, mantissas, POW10[exponent]!);
       mant = { mantissas, exponent };
     } else {
       throw new Error(`unknown column kind ${kind}`);
@@ -149,9 +148,17 @@ export function decodeBlock(bytes: Uint8Array): BlockData {
   return { ts, columns };
 }
 
-function fill(out: Float64Array, rows: number[] | undefined, k: number, value: (i: number) => number): void {
-  if (rows) for (let i = 0; i < k; i++) out[rows[i]!] = value(i);
-  else for (let i = 0; i < k; i++) out[i] = value(i);
+/** Values (mantissas over their power of ten) to their rows; division, not multiplication, is what reads back exactly. */
+function scatter(out: Float64Array, rows: number[] | undefined, src: Float64Array, divisor: number): void {
+  const k = src.length;
+  if (divisor === 1) {
+    if (rows) for (let i = 0; i < k; i++) out[rows[i]!] = src[i]!;
+    else out.set(src);
+  } else if (rows) {
+    for (let i = 0; i < k; i++) out[rows[i]!] = src[i]! / divisor;
+  } else {
+    for (let i = 0; i < k; i++) out[i] = src[i]! / divisor;
+  }
 }
 
 function planColumn(id: number, col: Float64Array): ColumnPlan {
@@ -318,11 +325,15 @@ function writePayload(w: ByteWriter, kind: Kind, plan: ColumnPlan, complement: {
 function readMantissas(r: ByteReader, k: number, dod: boolean): Float64Array {
   const out = new Float64Array(k);
   if (k === 0) return out;
-  out[0] = r.svarint();
+  const first = r.svarint();
   const g = r.uvarint();
+  r.svarints(out, k - 1);
+  // In place: out[0..k-2] hold the steps; rebuild from the end so nothing is overwritten before it is read.
+  out.copyWithin(1, 0, k - 1);
+  out[0] = first;
   let delta = 0;
   for (let i = 1; i < k; i++) {
-    const x = r.svarint() * g;
+    const x = out[i]! * g;
     delta = dod ? delta + x : x;
     out[i] = out[i - 1]! + delta;
   }

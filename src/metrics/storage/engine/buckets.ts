@@ -107,7 +107,17 @@ export class Buckets {
   }
 }
 
-/** Rounds away summation noise (the mean of 0.4 and 0.4 is 0.4, not 0.4000000000000001); 15 digits is float64's exact decimal precision. */
+const POW10 = Array.from({ length: 632 }, (_, i) => 10 ** (i - 323));
+
+/**
+ * Rounds away summation noise (the mean of 0.4 and 0.4 is 0.4, not
+ * 0.4000000000000001) to 15 significant digits, float64's exact decimal
+ * precision; arithmetic rather than toPrecision, which was a fifth of a query.
+ */
 export function tidy(x: number): number {
-  return Number(x.toPrecision(15));
+  if (x === 0 || !Number.isFinite(x)) return x;
+  const scale = POW10[14 - Math.floor(Math.log10(Math.abs(x))) + 323];
+  if (scale === undefined || !Number.isFinite(scale) || scale === 0) return x;
+  const r = Math.round(x * scale) / scale;
+  return Number.isFinite(r) ? r : x;
 }

@@ -84,6 +84,25 @@ export class ByteReader {
     return z % 2 === 0 ? z / 2 : -(z + 1) / 2;
   }
 
+  /** k zigzag varints into `out` (the decoder's hot loop: locals only, no call per value). */
+  svarints(out: Float64Array, k: number): void {
+    const buf = this.buf;
+    let pos = this.pos;
+    for (let i = 0; i < k; i++) {
+      let b = buf[pos++]!;
+      let z = b & 0x7f;
+      let mul = 128;
+      while (b >= 0x80) {
+        b = buf[pos++]!;
+        z += (b & 0x7f) * mul;
+        mul *= 128;
+      }
+      out[i] = z % 2 === 0 ? z / 2 : -(z + 1) / 2;
+    }
+    if (pos > buf.length) throw new Error('block truncated');
+    this.pos = pos;
+  }
+
   get done(): boolean {
     return this.pos >= this.buf.length;
   }
