@@ -30,6 +30,6 @@ export default tseslint.config(
   {
     // Browser code served as a static asset.
     files: ['static/**/*.js'],
-    languageOptions: { globals: { document: 'readonly', window: 'readonly', fetch: 'readonly', location: 'readonly' } },
+    languageOptions: { globals: { document: 'readonly', window: 'readonly', fetch: 'readonly', location: 'readonly', history: 'readonly', getComputedStyle: 'readonly', ResizeObserver: 'readonly', URLSearchParams: 'readonly' } },
   },
 );

@@ -5,8 +5,11 @@ import type { MetricsConfig } from './config.js';
 import type { MetricsDeps } from './deps.js';
 import { registerDashboard } from './dashboard/dashboard-routes.js';
 import { startSessionCleanup } from './dashboard/session-cleanup.js';
+import { createSessionDeps, createSessionReader } from './dashboard/session-cookie.js';
+import type { DashboardSessionTables } from './dashboard/session-store.js';
 import { startRetentionSweep } from './domain/retention.js';
 import { registerIngestRoute } from './routes/ingest.js';
+import { registerFleetReadRoutes } from './routes/fleet-reads.js';
 import { registerSeriesRoutes } from './routes/series.js';
 
 const DAY_MS = 86_400_000;
@@ -35,8 +38,12 @@ export async function buildMetricsApp(config: MetricsConfig, deps: MetricsDeps, 
   registerOperations(app, { selfMetrics: deps.selfMetrics, metricsToken: config.metricsToken, db: deps.database.db, redis: undefined });
   const retentionMs = config.retentionDays * DAY_MS;
   await registerIngestRoute(app, { store: deps.store, alertRouter: deps.alertRouter, now: deps.now, maxFutureMs: config.maxFutureMs, retentionMs, secret: config.secret, selfMetrics: deps.selfMetrics });
-  registerSeriesRoutes(app, { store: deps.store, now: deps.now, settings: { defaultPoints: config.seriesPoints, maxPoints: config.seriesPointsMax } });
-  await registerDashboard(app, { store: deps.store, db: deps.database.db, now: deps.now });
+  const sessions = createSessionDeps(deps.database.db.withTables<DashboardSessionTables>(), deps.store, deps.now);
+  const readSession = createSessionReader(sessions);
+  const settings = { defaultPoints: config.seriesPoints, maxPoints: config.seriesPointsMax };
+  registerSeriesRoutes(app, { store: deps.store, now: deps.now, settings, readSession });
+  registerFleetReadRoutes(app, { store: deps.store, alerts: deps.alerts, now: deps.now, settings, readSession });
+  await registerDashboard(app, { store: deps.store, alerts: deps.alerts, sessions, settings, now: deps.now });
 
   let stopSweep: (() => Promise<void>) | undefined;
   app.addHook('onReady', async () => {

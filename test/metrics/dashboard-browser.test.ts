@@ -67,7 +67,7 @@ test('a person signs in with a token, sees the hosts safely rendered, and signs 
   assert.ok(text.includes(`Tom & Jerry's "OS"`));
   assert.doesNotMatch(text, /globex/);
   assert.equal(await page.locator('img').count(), 0, 'no element was injected');
-  assert.equal(await page.locator('meter').count(), 4);
+  assert.equal(await page.locator('meter').count(), 6, 'CPU, memory and fullest disk per host');
   // A string expression: it runs in the page, where the DOM types this Node project does not load exist.
   const cssApplied = await page.evaluate("getComputedStyle(document.querySelector('table.hosts')).borderCollapse");
   assert.equal(cssApplied, 'collapse', 'the same-origin stylesheet loaded under the CSP');

@@ -51,8 +51,9 @@ export async function ingestReport(deps: IngestDeps, tenant: ResolvedTenant, rep
   });
   if (outcome.status === 'limit_exceeded') throw new AppError('limit_exceeded', outcome.details);
   const duplicate = outcome.status === 'duplicate';
-  const alertResults = !duplicate && report.alerts?.length
-    ? await deps.alertRouter.route({ tenantId: tenant.tenantId, hostId, hostname: report.hostname, ts: report.ts }, report.alerts)
-    : [];
+  // Every stored report goes to the router, with or without alerts: an alert it no longer carries is resolved.
+  const alertResults = duplicate
+    ? []
+    : await deps.alertRouter.route({ tenantId: tenant.tenantId, hostId, hostname: report.hostname, ts: report.ts }, report.alerts ?? []);
   return { hostId, ts: report.ts, metrics: metrics.size, duplicate, alertResults };
 }

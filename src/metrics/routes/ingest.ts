@@ -14,6 +14,7 @@ const AlertResultSchema = Type.Object({
   outcome: Type.Union([Type.Literal('delivered'), Type.Literal('failed')]),
   status: Type.Optional(Type.Integer({ description: 'HTTP status the receiver answered.' })),
   error: Type.Optional(Type.String({ description: 'Why delivery failed.' })),
+  resolved: Type.Optional(Type.Literal(true, { description: 'A resolved notification: the alert is no longer reported.' })),
 });
 
 const IngestResponseSchema = Type.Object({
