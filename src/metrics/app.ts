@@ -6,6 +6,7 @@ import type { MetricsDeps } from './deps.js';
 import { registerDashboard } from './dashboard/dashboard-routes.js';
 import { startRetentionSweep } from './domain/retention.js';
 import { registerIngestRoute } from './routes/ingest.js';
+import { registerBulkIngestRoute } from './routes/ingest-bulk.js';
 import { registerOpenApiRoute } from './routes/openapi.js';
 import { registerSeriesRoutes } from './routes/series.js';
 
@@ -36,7 +37,8 @@ export async function buildMetricsApp(config: MetricsConfig, deps: MetricsDeps, 
   // /healthz, /readyz, /metrics and per-route request metrics (docs/deployment.md). The metrics service needs no Redis.
   registerOperations(app, { selfMetrics: deps.selfMetrics, metricsToken: config.metricsToken, db: deps.database.db, redis: undefined });
   const retentionMs = config.retentionDays * DAY_MS;
-  await registerIngestRoute(app, { store: deps.store, alertRouter: deps.alertRouter, now: deps.now, maxFutureMs: config.maxFutureMs, retentionMs, secret: config.secret, selfMetrics: deps.selfMetrics });
+  await registerIngestRoute(app, { store: deps.store, alertRouter: deps.alertRouter, now: deps.now, maxFutureMs: config.maxFutureMs, retentionMs, secret: config.secret, bodyLimit: config.bodyLimit, selfMetrics: deps.selfMetrics });
+  await registerBulkIngestRoute(app, { store: deps.store, alertRouter: deps.alertRouter, now: deps.now, maxFutureMs: config.maxFutureMs, retentionMs, secret: config.secret, bodyLimit: config.bodyLimit, bulkBodyLimit: config.bulkBodyLimit, selfMetrics: deps.selfMetrics });
   registerSeriesRoutes(app, { store: deps.store, now: deps.now, settings: { defaultPoints: config.seriesPoints, maxPoints: config.seriesPointsMax } });
   await registerDashboard(app, { store: deps.store, db: deps.database.db, now: deps.now });
 
