@@ -1,0 +1,12 @@
+/**
+ * A process started by the `npm start` launcher (with an IPC channel) stops
+ * when the launcher is gone, however it went (SIGKILL included): the channel
+ * closes with the launcher, and this turns that into the process's own
+ * SIGTERM, so it shuts down gracefully. Without a channel (systemd, a shell)
+ * it does nothing. The channel does not keep the process alive.
+ */
+export function exitWithParent(): void {
+  if (!process.channel) return;
+  process.channel.unref();
+  process.once('disconnect', () => process.kill(process.pid, 'SIGTERM'));
+}
