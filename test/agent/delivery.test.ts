@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { rmSync } from 'node:fs';
 import { createHmac } from 'node:crypto';
 import { backoffDelay, parseRetryAfter, MAX_RETRY_AFTER_MS } from '../../src/agent/delivery/backoff.js';
-import { postBatch, type BatchOutcome } from '../../src/agent/delivery/post-batch.js';
+import { postBatch } from '../../src/agent/delivery/post-batch.js';
 import { gunzipSync } from 'node:zlib';
 import { drainSpool, startDeliveryLoop } from '../../src/agent/delivery/delivery-loop.js';
 import { Spool } from '../../src/agent/delivery/spool.js';

@@ -33,6 +33,7 @@ function fixtureHost(): HostSource {
     },
     readSys: async (name) => { throw Object.assign(new Error(`no ${name}`), { code: 'ENOENT' }); },
     listSys: async () => [],
+    readOwn: async (name) => { throw Object.assign(new Error(`no ${name}`), { code: 'ENOENT' }); },
     mountinfoName: 'self/mountinfo',
     statfs: async (p) => (p === '/boot/efi' ? { bsize: 4096, blocks: 1000, bfree: 50, bavail: 50 } : { bsize: 4096, blocks: 1000, bfree: 500, bavail: 450 }),
     isFile: async () => false,

@@ -81,9 +81,9 @@ export function createCollector(opts: CollectorOptions): Collector {
   }
 
   async function cpuLimitCores(): Promise<number | undefined> {
-    const files = cgroupCpuFiles(await source.readProc('self/cgroup'));
-    if (files.v2) return parseCpuMax(await source.readSys(files.v2));
-    if (files.v1Quota && files.v1Period) return parseCfsQuota(await source.readSys(files.v1Quota), await source.readSys(files.v1Period));
+    const files = cgroupCpuFiles(await source.readOwn('proc/self/cgroup'));
+    if (files.v2) return parseCpuMax(await source.readOwn(`sys/${files.v2}`));
+    if (files.v1Quota && files.v1Period) return parseCfsQuota(await source.readOwn(`sys/${files.v1Quota}`), await source.readOwn(`sys/${files.v1Period}`));
     return undefined;
   }
 

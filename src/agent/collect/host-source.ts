@@ -15,6 +15,8 @@ export interface HostSource {
   readSys(name: string): Promise<string>;
   /** Entries of a directory under the sys root (`[]` when it does not exist). */
   listSys(name: string): Promise<string[]>;
+  /** Reads a file of the agent's own view (`proc/self/cgroup`, `sys/fs/cgroup/...`): its cgroup limits, never the host's roots. */
+  readOwn(name: string): Promise<string>;
   /** The mount table of the host: /proc/self/mountinfo, or PID 1's when the host's /proc is mounted elsewhere. */
   mountinfoName: string;
   /** statfs of a mount point of the host (under the root-fs prefix in container mode). */
@@ -31,6 +33,8 @@ export interface HostRoots {
   sysRoot?: string;
   /** Where the host's / is, for statfs of its mount points (default /). */
   rootFs?: string;
+  /** Root of the agent's own /proc and /sys, for its cgroup (default /; tests point it at fixtures). */
+  ownRoot?: string;
   serviceTimeoutMs?: number;
 }
 
@@ -43,6 +47,7 @@ export function linuxHostSource(opts: HostRoots = {}): HostSource {
     readProc: (name) => readFile(path.join(procRoot, name), 'utf8'),
     readSys: (name) => readFile(path.join(sysRoot, name), 'utf8'),
     listSys: (name) => readdir(path.join(sysRoot, name)).catch(() => []),
+    readOwn: (name) => readFile(path.join(opts.ownRoot ?? '/', name), 'utf8'),
     // Seen from a container, "self" is the agent's own mount namespace; PID 1's table is the host's.
     mountinfoName: path.resolve(procRoot) === '/proc' ? 'self/mountinfo' : '1/mountinfo',
     statfs: (mountPoint) => statfs(onHost(mountPoint)),
