@@ -122,7 +122,7 @@ for (const backend of BACKENDS) {
       assert.equal(r.body.error, 'payload_too_large');
       const one = await call(m.url, 'POST', '/api/v1/ingest', { token: t.token, body: bomb, headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' } });
       assert.equal(one.status, 413);
-      assert.deepEqual((await call(m.url, 'GET', '/api/v1/hosts', { token: t.token })).body.hosts ?? [], []);
+      assert.deepEqual((await call(m.url, 'GET', '/api/v1/hosts', { token: t.token })).body, []);
     });
 
     test('413 past the bulk body limit as sent and past 10,000 reports; 400 for a body that is not NDJSON; 415 for JSON', async () => {
