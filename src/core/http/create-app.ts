@@ -59,8 +59,12 @@ export function createHttpApp(opts: HttpAppOptions): App {
       serializers: {
         req: (req: { method: string; url: string; ip?: string; id?: string }) => ({ method: req.method, url: redactUrl(req.url), ip: req.ip, reqId: req.id }),
       },
+      // ISO 8601, as the host agent logs: one time format across the three programs.
+      timestamp: () => `,"time":"${new Date().toISOString()}"`,
       ...(opts.logStream ? { stream: opts.logStream } : {}),
     },
+    // One line per request at info (the onResponse hook below); Fastify's own two lines would double the volume.
+    disableRequestLogging: true,
     genReqId: () => randomUUID(),
     bodyLimit: opts.bodyLimit,
     trustProxy: opts.trustProxy.length ? opts.trustProxy : false,
@@ -87,6 +91,11 @@ export function createHttpApp(opts: HttpAppOptions): App {
     reply.headers(SECURITY_HEADERS);
     reply.header('x-request-id', req.id);
     if (closing) throw new AppError('unavailable', 'the server is shutting down; retry');
+  });
+  app.addHook('onRequest', async (req) => { req.log.debug({ req }, 'incoming request'); });
+  // Logged through reply.log, which carries the tenant or user bound by authentication (log-context.ts).
+  app.addHook('onResponse', async (req, reply) => {
+    reply.log.info({ method: req.method, route: req.routeOptions.url ?? 'unmatched', url: redactUrl(req.url), status: reply.statusCode, durationMs: Math.round(reply.elapsedTime * 10) / 10 }, 'request completed');
   });
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler(notFoundHandler);
