@@ -6,6 +6,7 @@ import { SECURITY_HEADERS } from './security-headers.js';
 import { errorHandler, notFoundHandler, toErrorResponse } from './error-handler.js';
 import { validatorCompiler } from './validation.js';
 import { redactUrl } from './redact.js';
+import { RequestLogController } from './request-log.js';
 import { AppError } from '../errors.js';
 
 export type App = FastifyInstance<RawServerDefault, IncomingMessage, ServerResponse, FastifyBaseLogger, TypeBoxTypeProvider>;
@@ -63,8 +64,7 @@ export function createHttpApp(opts: HttpAppOptions): App {
       timestamp: () => `,"time":"${new Date().toISOString()}"`,
       ...(opts.logStream ? { stream: opts.logStream } : {}),
     },
-    // One line per request at info (the onResponse hook below); Fastify's own two lines would double the volume.
-    disableRequestLogging: true,
+    logController: new RequestLogController(),
     genReqId: () => randomUUID(),
     bodyLimit: opts.bodyLimit,
     trustProxy: opts.trustProxy.length ? opts.trustProxy : false,
@@ -91,11 +91,6 @@ export function createHttpApp(opts: HttpAppOptions): App {
     reply.headers(SECURITY_HEADERS);
     reply.header('x-request-id', req.id);
     if (closing) throw new AppError('unavailable', 'the server is shutting down; retry');
-  });
-  app.addHook('onRequest', async (req) => { req.log.debug({ req }, 'incoming request'); });
-  // Logged through reply.log, which carries the tenant or user bound by authentication (log-context.ts).
-  app.addHook('onResponse', async (req, reply) => {
-    reply.log.info({ method: req.method, route: req.routeOptions.url ?? 'unmatched', url: redactUrl(req.url), status: reply.statusCode, durationMs: Math.round(reply.elapsedTime * 10) / 10 }, 'request completed');
   });
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler(notFoundHandler);
