@@ -27,6 +27,8 @@ async function main(): Promise<number | undefined> {
     }
     throw e;
   }
+  // Before anything slow: a launcher that dies during our start must still take us with it.
+  exitWithParent();
   const log = jsonLogger(options.logLevel);
   if (options.once) {
     const r = await runOnce({ ...options, log });
@@ -54,7 +56,6 @@ async function main(): Promise<number | undefined> {
   };
   process.once('SIGTERM', () => shutdown('SIGTERM'));
   process.once('SIGINT', () => shutdown('SIGINT'));
-  exitWithParent();
   return undefined;
 }
 

@@ -42,6 +42,7 @@ export async function runCli(
     const config = loadMetricsConfig(flags, env);
     const [command, sub, arg, ...rest] = words;
     if (command === 'serve' && words.length === 1) {
+      exitWithParent();
       try {
         const address = await startMetricsServer(config);
         io.fail(`metrics service listening on ${address}`);
@@ -50,7 +51,6 @@ export async function runCli(
         io.fail(portInUseMessage(PROGRAM, `${config.host}:${config.port}`, '--port', 'is the metrics service already running (npm start runs one on 8080)?'));
         return 1;
       }
-      exitWithParent();
       return 0;
     }
     if (command !== 'token' || rest.length || !sub) return usage(io, `unknown command: ${words.join(' ')}`);

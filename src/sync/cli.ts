@@ -37,6 +37,7 @@ async function main(): Promise<number | undefined> {
     }
     throw e;
   }
+  exitWithParent();
   try {
     await startSyncServer(config);
   } catch (e: unknown) {
@@ -44,7 +45,6 @@ async function main(): Promise<number | undefined> {
     console.error(portInUseMessage(PROGRAM, `${config.host}:${config.port}`, '--port', 'is the sync service already running (npm start runs one on 8081)?'));
     return 1;
   }
-  exitWithParent();
   return undefined;
 }
 
