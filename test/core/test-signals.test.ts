@@ -14,7 +14,7 @@ function runner(env: Record<string, string>) {
 test('outside CI a missing tool skips its tests and the closing summary names the tool, what was skipped and how to install it', () => {
   const r = runner({});
   assert.equal(r.status, 0, r.out);
-  assert.match(r.out, /# NOT RUN because a tool is missing.*\n#   fake-tool: the fake-tool test\. Install: apt-get install fake-tool\n/);
+  assert.match(r.out, /# NOT RUN because a tool is missing.*\n# {3}fake-tool: the fake-tool test\. Install: apt-get install fake-tool\n/);
 });
 
 test('under CI=true a missing tool fails the run', () => {
