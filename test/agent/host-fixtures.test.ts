@@ -95,6 +95,7 @@ test('kernel 6.8 storage server: 17 of 34 block devices, 11 interfaces, 16 cores
   assert.equal(r.memory.swap, undefined, 'no swap configured: no swap metrics');
   assert.deepEqual(r.pressure?.['cpu']?.full, { avg10: 0, avg60: 0, avg300: 0, totalSeconds: 0 });
   const names = flattenReport(r).size;
+  assert.ok(names > 400 && names < 500, `about 460 names, as docs/host-agent.md says: ${names}`);
   assert.ok(names < 1000, `${names} metric names`);
   const withCores = await reportOf(host('kernel-6.8-storage'), true);
   assert.equal(flattenReport(withCores).size, names + 16 * 8, 'per-core modes: 8 names per core, only when asked');
