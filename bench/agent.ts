@@ -119,10 +119,12 @@ async function backlog(bundle: string, count: number): Promise<string[]> {
   const report = JSON.parse(readFileSync(path.join(spooled, sampleFile), 'utf8')) as { ts: number };
   const spool = path.join(stateDir, `spool-${destinationKey(url, token)}`);
   mkdirSync(spool, { recursive: true });
-  const now = Date.now();
+  // The newest report 2 min ahead (within --max-future-ms), so writing the files and starting the agent cannot push
+  // the oldest past the 7-day age bound before the drain begins.
+  const newest = Date.now() + 120_000;
   let bytes = 0;
   for (let i = 0; i < count; i++) {
-    const ts = now - (count - i) * 10_000;
+    const ts = newest - (count - 1 - i) * 10_000;
     const body = JSON.stringify({ ...report, ts });
     bytes += body.length;
     writeFileSync(path.join(spool, `r-${String(i + 1).padStart(16, '0')}-${ts}.json`), body);
