@@ -1,3 +1,4 @@
+import { readdir } from 'node:fs/promises';
 import os from 'node:os';
 import { agentOptions, type AgentOptions } from './agent-options.js';
 import { loadAgentConfigFile, type AgentConfigFile } from './agent-config-file.js';
@@ -56,6 +57,7 @@ async function prepare(config: AgentConfig): Promise<Prepared> {
   const file = config.rules ?? (config.config ? await loadAgentConfigFile(config.config) : { services: [], alerts: [] });
   const rules = compileRules(file.alerts);
   const spoolDir = await destinationSpoolDir(c.spoolDir, c.url, c.token);
+  await warnAboutUnaddressedReports(c.spoolDir, log);
   const spool = await Spool.open({ dir: spoolDir, maxBytes: c.spoolMaxBytes, maxAgeMs: c.spoolMaxAgeMs, log });
   const agentId = config.agentId ?? (await machineAgentId(c.machineIdFile, c.spoolDir));
   const collector = createCollector({
@@ -70,6 +72,15 @@ async function prepare(config: AgentConfig): Promise<Prepared> {
     send: (reports, signal) => postBatch(target, reports, signal),
   };
   return { c, log, spool, agentId, collector, report, delivery };
+}
+
+/**
+ * Agents before the per-destination spools kept reports directly in the state directory, with nothing saying where
+ * they were going: they are never sent (they could belong to another service or tenant), and the operator is told.
+ */
+async function warnAboutUnaddressedReports(stateDir: string, log: Logger): Promise<void> {
+  const left = (await readdir(stateDir)).filter((n) => /^r-\d+-\d+\.json$/.test(n)).length;
+  if (left) log.warn('reports spooled by an older agent for an unknown destination are left unsent', { dir: stateDir, reports: left });
 }
 
 function stripUndefined<T extends object>(o: T): T {

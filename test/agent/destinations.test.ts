@@ -1,7 +1,7 @@
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { appSpecificMachineId } from '../../src/agent/agent-id.js';
@@ -66,6 +66,20 @@ test('two destinations sharing a machine and a state directory: each report reac
   assert.ok(unreachable);
   assert.equal(readdirSync(path.join(stateDir, unreachable)).filter((n) => n.startsWith('r-')).length, 1, 'the report made for the unreachable service was never sent elsewhere');
   assert.ok(!readFileSync(path.join(stateDir, unreachable, 'destination.json'), 'utf8').includes('"x"'), 'the token is not written down');
+});
+
+test('reports an older agent left in the state directory, for no known destination, are never sent, and the operator is told', async () => {
+  const { stateDir, machineIdFile } = machine();
+  const m = await service();
+  const t = await m.newTenant();
+  mkdirSync(stateDir, { recursive: true });
+  const legacy = path.join(stateDir, 'r-0000000000000001-1700000000000.json');
+  writeFileSync(legacy, '{"agentId":"old"}');
+  const cap = captureLog();
+  const r = await runOnce({ url: m.url, token: t.token, spoolDir: stateDir, machineIdFile, log: cap.log, ...FAST }, 50);
+  assert.equal(r.delivered, 1, 'only the new report');
+  assert.deepEqual(cap.find('reports spooled by an older agent for an unknown destination are left unsent').map((l) => l.reports), [1]);
+  assert.ok(existsSync(legacy));
 });
 
 /** Runs the real CLI: `host-agent --once ...`; resolves with its exit code and output. */

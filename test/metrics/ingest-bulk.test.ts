@@ -138,6 +138,14 @@ for (const backend of BACKENDS) {
       assert.equal(json.status, 415);
     });
 
+    test('the OpenAPI document describes the bulk route: NDJSON body, per-line results, its errors', async () => {
+      const doc = (await call(m.url, 'GET', '/api/v1/openapi.json')).body;
+      const op = doc.paths['/api/v1/ingest/bulk'].post;
+      assert.ok(op.requestBody.content['application/x-ndjson']);
+      assert.ok(op.responses['200'].content['application/json'].schema.properties.results);
+      for (const status of ['400', '401', '413', '415']) assert.ok(op.responses[status], status);
+    });
+
     test('401 without a valid token, before the body is read', async () => {
       const r = await bulk(m.url, 'nope', ndjson([makeReport({ ts: NOW })]));
       assert.equal(r.status, 401);

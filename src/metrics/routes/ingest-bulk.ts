@@ -46,6 +46,8 @@ export async function registerBulkIngestRoute(
         description: `Body: \`application/x-ndjson\`, one agent report per line (blank lines ignored), at most ${MAX_BULK_REPORTS} reports and the bulk body limit (32 MiB by default), optionally \`Content-Encoding: gzip\` (the decompressed size is bounded by the same limit while inflating). Each line gets exactly the checks of POST /api/v1/ingest; all valid reports are stored with one durable commit, then their alerts are routed. A refused line never fails the others. With a server secret, \`x-collector-signature\` is the HMAC-SHA256 of the body bytes as sent (compressed when gzipped).`,
         tags: ['ingest'],
         security: BEARER,
+        consumes: ['application/x-ndjson'],
+        body: Type.Array(Type.Unknown(), { description: 'NDJSON: one ReportSchema report (as for POST /api/v1/ingest) per line; documented as an array, sent as lines.' }),
         headers: Type.Object({ 'x-collector-signature': Type.Optional(Type.String({ description: 'hex HMAC-SHA256 of the body bytes as sent; required when the server has --secret.' })) }),
         response: {
           200: { ...BulkResponseSchema, description: 'Every line has an outcome in results; every alert of the stored reports delivered, or none to route.' },
