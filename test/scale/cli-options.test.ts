@@ -116,3 +116,12 @@ test('docs/deployment.md shows the HAProxy configuration the scale tests run, ve
   const doc = readFileSync(path.join(ROOT, 'docs', 'deployment.md'), 'utf8');
   assert.ok(doc.includes(readFileSync(path.join(ROOT, 'deploy', 'haproxy.cfg'), 'utf8')));
 });
+
+test('one supported Node.js line everywhere: engines, README, architecture notes and the CI job (which tests the oldest)', () => {
+  const engines = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { engines: { node: string } }).engines.node;
+  const majors = [...engines.matchAll(/\^(\d+)\./g)].map((m) => Number(m[1]));
+  assert.deepEqual(majors, [22, 24], `engines: ${engines}`);
+  assert.match(readFileSync(path.join(ROOT, 'README.md'), 'utf8'), /Node\.js 22 or 24/);
+  assert.match(readFileSync(path.join(ROOT, 'docs', 'architecture.md'), 'utf8'), /22 and 24/);
+  assert.match(readFileSync(path.join(ROOT, '.ci', 'run'), 'utf8'), new RegExp(`^NODE_LINE=${Math.min(...majors)}$`, 'm'));
+});
