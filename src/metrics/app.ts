@@ -10,6 +10,7 @@ import type { DashboardSessionTables } from './dashboard/session-store.js';
 import { startRetentionSweep } from './domain/retention.js';
 import { registerIngestRoute } from './routes/ingest.js';
 import { registerFleetReadRoutes } from './routes/fleet-reads.js';
+import { registerBulkIngestRoute } from './routes/ingest-bulk.js';
 import { registerSeriesRoutes } from './routes/series.js';
 
 const DAY_MS = 86_400_000;
@@ -37,7 +38,8 @@ export async function buildMetricsApp(config: MetricsConfig, deps: MetricsDeps, 
   // /healthz, /readyz, /metrics and per-route request metrics (docs/deployment.md). The metrics service needs no Redis.
   registerOperations(app, { selfMetrics: deps.selfMetrics, metricsToken: config.metricsToken, db: deps.database.db, redis: undefined });
   const retentionMs = config.retentionDays * DAY_MS;
-  await registerIngestRoute(app, { store: deps.store, alertRouter: deps.alertRouter, now: deps.now, maxFutureMs: config.maxFutureMs, retentionMs, secret: config.secret, selfMetrics: deps.selfMetrics });
+  await registerIngestRoute(app, { store: deps.store, alertRouter: deps.alertRouter, now: deps.now, maxFutureMs: config.maxFutureMs, retentionMs, secret: config.secret, bodyLimit: config.bodyLimit, selfMetrics: deps.selfMetrics });
+  await registerBulkIngestRoute(app, { store: deps.store, alertRouter: deps.alertRouter, now: deps.now, maxFutureMs: config.maxFutureMs, retentionMs, secret: config.secret, bodyLimit: config.bodyLimit, bulkBodyLimit: config.bulkBodyLimit, selfMetrics: deps.selfMetrics });
   const sessions = createSessionDeps(deps.database.db.withTables<DashboardSessionTables>(), deps.store, deps.now);
   const readSession = createSessionReader(sessions);
   const settings = { defaultPoints: config.seriesPoints, maxPoints: config.seriesPointsMax };

@@ -112,9 +112,11 @@ test('every log line of a request carries its request id; bound tenant reaches t
   await scrape(app);
   const reqId = r.headers['x-request-id'];
   const mine = lines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l['reqId'] === reqId);
-  assert.ok(mine.length >= 3, 'incoming, handler and completion lines');
+  assert.deepEqual(mine.map((l) => l['msg']), ['looked up', 'request completed'], 'at info: the handler\'s line and one line for the request ("incoming request" is debug)');
   const handler = mine.find((l) => l['msg'] === 'looked up');
   const completed = mine.find((l) => l['msg'] === 'request completed');
+  assert.deepEqual([completed?.['method'], completed?.['route'], completed?.['status'], typeof completed?.['durationMs']], ['GET', '/api/item/:id', 200, 'number']);
+  assert.match(String(completed?.['time']), /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/, 'ISO time, as the agent logs');
   assert.equal(handler?.['tenant'], 'tenant-7');
   assert.equal(completed?.['tenant'], 'tenant-7');
   const all = lines.join('');

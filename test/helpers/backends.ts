@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
+import { skipUnless } from './missing-tool.js';
 
 /**
  * The storage backends every integration test runs against. SQLite always;
@@ -37,7 +38,10 @@ const pgUp = await postgresReachable();
 if (!pgUp && required('POSTGRES')) {
   throw new Error(`PostgreSQL is required (REQUIRE_POSTGRES=1 or CI) but not reachable at ${TEST_DATABASE_URL}`);
 }
-if (!pgUp) console.warn(`# PostgreSQL not reachable at ${TEST_DATABASE_URL}: running SQLite only`);
+if (!pgUp) {
+  console.warn(`# PostgreSQL not reachable at ${TEST_DATABASE_URL}: running SQLite only`);
+  skipUnless([{ tool: 'PostgreSQL', skipped: 'every PostgreSQL variant of the storage and integration tests', install: `apt-get install postgresql, trust auth, database test (or TEST_DATABASE_URL); now ${TEST_DATABASE_URL}` }]);
+}
 
 export const BACKENDS: BackendName[] = pgUp ? ['sqlite', 'postgres'] : ['sqlite'];
 

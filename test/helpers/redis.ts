@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { TEST_REDIS_URL, required } from './backends.js';
+import { skipUnless } from './missing-tool.js';
 
 /**
  * Redis for tests: reachable at TEST_REDIS_URL or skipped, except under
@@ -28,7 +29,10 @@ export const REDIS_UP = await redisReachable();
 if (!REDIS_UP && required('REDIS')) {
   throw new Error(`Redis is required (REQUIRE_REDIS=1 or CI) but not reachable at ${TEST_REDIS_URL}`);
 }
-if (!REDIS_UP) console.warn(`# Redis not reachable at ${TEST_REDIS_URL}: Redis tests are skipped`);
+if (!REDIS_UP) {
+  console.warn(`# Redis not reachable at ${TEST_REDIS_URL}: Redis tests are skipped`);
+  skipUnless([{ tool: 'Redis', skipped: 'the Redis rate limiter, pub/sub and health tests', install: `apt-get install redis-server (or TEST_REDIS_URL); now ${TEST_REDIS_URL}` }]);
+}
 
 /** A key/channel prefix no other test uses, e.g. `t_1a2b3c4d:`. */
 export function testPrefix(): string {

@@ -20,6 +20,8 @@ declare module 'fastify' {
 export async function tenantFromAuthorization(store: MetricsStore, header: string | undefined): Promise<ResolvedTenant> {
   if (!header) throw new AppError('unauthorized', 'missing Authorization: Bearer <token> header');
   const token = parseBearer(header);
+  // A well-formed header whose token could never have been issued (too short, odd characters) is a wrong token, not a malformed header.
+  if (!token && /^Bearer[ ]+\S+\s*$/i.test(header)) throw new AppError('unauthorized', 'unknown or revoked token');
   if (!token) throw new AppError('unauthorized', 'malformed Authorization header; expected Bearer <token>');
   const tenant = await resolveTenant(store, token);
   if (!tenant) throw new AppError('unauthorized', 'unknown or revoked token');
