@@ -56,9 +56,9 @@ export async function run(argv: string[]): Promise<string> {
   const loadBefore = os.loadavg()[0]!;
   const rows: string[] = [];
   for (const backend of values.backends.split(',')) {
-    const r = await runBackend(backend as 'sqlite' | 'postgres', { fleet, dayBodies, dayHost, dayStart: dayOpts.start, concurrency, queries });
+    const r = await runBackend(backend as 'sqlite' | 'postgres', { fleet, fleetSpanMs: (steps + 1) * 10_000, dayBodies, dayHost, dayStart: dayOpts.start, concurrency, queries });
     const meanOk = Math.abs(r.dayMean - dayMean) < 1e-6 ? 'matches' : `MISMATCH ${r.dayMean} vs ${dayMean}`;
-    rows.push(`| ${backend} | ${fmt(r.reportsPerS)} | ${fmt(r.reportsPerS * 28)} | ${r.ingestP50.toFixed(1)} / ${r.ingestP95.toFixed(1)} | ${r.seriesP50.toFixed(1)} / ${r.seriesP95.toFixed(1)} | ${r.aggP50.toFixed(1)} / ${r.aggP95.toFixed(1)} | ${r.bytesPerSample.toFixed(1)} | ${meanOk} |`);
+    rows.push(`| ${backend} | ${fmt(r.reportsPerS)} | ${fmt(r.reportsPerS * 28)} | ${fmt(r.bulkSamplesPerS)} | ${r.ingestP50.toFixed(1)} / ${r.ingestP95.toFixed(1)} | ${r.seriesP50.toFixed(1)} / ${r.seriesP95.toFixed(1)} | ${r.aggP50.toFixed(1)} / ${r.aggP95.toFixed(1)} | ${r.bytesPerSample.toFixed(1)} | ${meanOk} |`);
   }
   return [
     `Command: \`npm run bench -- metrics --hosts ${hosts} --steps ${steps} --concurrency ${concurrency} --queries ${queries}\`.`,
@@ -66,12 +66,13 @@ export async function run(argv: string[]): Promise<string> {
     `Ingest: ${fmt(fleet.length)} reports (${hosts} hosts x ${steps} steps of 10 s, 28 metrics each, 5 tenants) from the peers' generator`,
     `(\`../shared/bench-peers/gen.mjs\`, seed 42), one report per HTTP POST, ${concurrency} requests in flight, each answered only after`,
     'its group-committed transaction is durable (SQLite WAL with synchronous=FULL; PostgreSQL default synchronous_commit=on).',
+    'Bulk: the same fleet again, one generator span later, as NDJSON bodies of 1,000 reports to `POST /api/v1/ingest/bulk`, 4 in flight (each body one durable commit).',
     `Series: one host with one day of 10 s reports (8,640 reports, 241,920 samples); \`GET /api/v1/host/:id\` over the whole day`,
     `with the default budget of 500 points (173 s buckets, the peers' step), ${queries} runs after 3 warm-ups. Aggregate: \`GET /api/v1/aggregate\``,
     `over one tenant of the ingest fleet (${hosts / 5} hosts x ${steps} reports). Bytes/sample: head, blocks and tenant rollups with their indexes, after sealing, over stored samples.`,
     '',
-    '| backend | reports/s | samples/s | ingest latency p50 / p95 (ms) | host day series p50 / p95 (ms) | tenant aggregate p50 / p95 (ms) | bytes/sample | day mean of cpu.usage |',
-    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |',
+    '| backend | reports/s | samples/s | bulk samples/s | ingest latency p50 / p95 (ms) | host day series p50 / p95 (ms) | tenant aggregate p50 / p95 (ms) | bytes/sample | day mean of cpu.usage |',
+    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |',
     ...rows,
     '',
     `1-minute load average when the run started: ${loadBefore.toFixed(1)} on ${os.cpus().length} cores (the server, the load generator and any other work share them).`,
@@ -84,6 +85,8 @@ export async function run(argv: string[]): Promise<string> {
 
 interface BackendInput {
   fleet: Array<{ tenant: string; body: string }>;
+  /** How far the bulk phase shifts the fleet's timestamps so its reports are new. */
+  fleetSpanMs: number;
   dayBodies: string[];
   dayHost: string;
   dayStart: number;
@@ -128,6 +131,27 @@ async function runBackend(backend: 'sqlite' | 'postgres', input: BackendInput) {
     });
     const reportsPerS = input.fleet.length / ((performance.now() - started) / 1000);
 
+    // Bulk: the same fleet shifted one generator span later (new reports), NDJSON bodies of 1,000 reports, 4 in flight.
+    const shift = input.fleetSpanMs;
+    const bulkBodies: Array<{ tenant: string; body: string }> = [];
+    const byTenant = new Map<string, string[]>();
+    for (const f of input.fleet) {
+      const r = JSON.parse(f.body) as { ts: number };
+      r.ts += shift;
+      let lines = byTenant.get(f.tenant);
+      if (!lines) byTenant.set(f.tenant, (lines = []));
+      lines.push(JSON.stringify(r));
+      if (lines.length === 1000) { bulkBodies.push({ tenant: f.tenant, body: lines.join('\n') }); byTenant.set(f.tenant, []); }
+    }
+    for (const [tenant, lines] of byTenant) if (lines.length) bulkBodies.push({ tenant, body: lines.join('\n') });
+    const bulkStarted = performance.now();
+    await pool(bulkBodies, 4, async (b) => {
+      const res = await fetch(`${url}/api/v1/ingest/bulk`, { method: 'POST', headers: { authorization: `Bearer ${tokens.get(b.tenant)!}`, 'content-type': 'application/x-ndjson' }, body: b.body });
+      const answer = (await res.json()) as { stored: number; rejected: number };
+      if (res.status !== 200 || answer.rejected) throw new Error(`bulk ingest answered ${res.status}: ${JSON.stringify(answer).slice(0, 300)}`);
+    });
+    const bulkSamplesPerS = (input.fleet.length * 28) / ((performance.now() - bulkStarted) / 1000);
+
     await pool(input.dayBodies, input.concurrency, (b) => post(dayToken, b));
     // The generator's windows are all closed: seal and roll up now rather than wait for the background passes.
     await deps.store.flush();
@@ -150,7 +174,7 @@ async function runBackend(backend: 'sqlite' | 'postgres', input: BackendInput) {
     const agg = await timeRuns(input.queries, () => get(aggToken, `/api/v1/aggregate?from=${from}&to=${to}`));
 
     const bytes = backend === 'sqlite' ? sqliteReportBytes(deps.database.sqlite!) : await pgReportBytes(schema);
-    const samples = (input.fleet.length + input.dayBodies.length) * 28;
+    const samples = (2 * input.fleet.length + input.dayBodies.length) * 28;
     return {
       reportsPerS,
       ingestP50: pct(latencies, 0.5),
@@ -160,6 +184,7 @@ async function runBackend(backend: 'sqlite' | 'postgres', input: BackendInput) {
       aggP50: agg.p50,
       aggP95: agg.p95,
       bytesPerSample: bytes / samples,
+      bulkSamplesPerS,
       dayMean,
     };
   } finally {

@@ -62,7 +62,7 @@ export const syncOptions = {
   }),
   feedAllowedOrigins: opt.list({
     flag: 'feed-allowed-origins', env: 'SYNC_FEED_ALLOWED_ORIGINS', default: [],
-    doc: 'Comma-separated origins (scheme://host[:port]) whose browser pages may open the change feed; an upgrade with another Origin gets 403. Clients that send no Origin (apps, agents) are not affected.',
+    doc: 'Comma-separated origins (scheme://host[:port]) whose browser pages may open the change feed besides the service\'s own; an upgrade with another Origin gets 403. Clients that send no Origin (apps, agents) are not affected.',
   }),
   feedMaxSocketsPerUser: opt.int({
     flag: 'feed-max-sockets-per-user', env: 'SYNC_FEED_MAX_SOCKETS_PER_USER', default: 20, min: 1, max: 10_000,

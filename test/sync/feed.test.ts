@@ -204,9 +204,10 @@ for (const backend of BACKENDS) for (const shared of SHARED_STATES) {
       (await openFeed(own.url, { ...q, origin: 'https://app.example.com' })).ws.close();
       (await openFeed(own.url, { ...q, origin: 'https://APP.example.com' })).ws.close();
       (await openFeed(own.url, q)).ws.close();
-      // The default allows no browser origin at all.
+      // The default allows no other site's page; the service's own pages (same host) may.
       const r = await refusal(() => openFeed(s.url, { businessId, userId: owner.id, token: owner.token, origin: 'https://app.example.com' }));
       assert.equal(r.status, 403);
+      (await openFeed(s.url, { businessId, userId: owner.id, token: owner.token, origin: s.url })).ws.close();
     });
 
     test('one user holds at most --feed-max-sockets-per-user feed sockets, even opened all at once', async (t) => {

@@ -53,9 +53,10 @@ export function registerFeedRoutes(app: App, deps: SyncDeps, options: FeedOption
           throw new AppError('unauthorized', 'a valid access token is required (Authorization: Bearer, or the token query parameter)');
         }
         await limitUser(deps, req, caller.userId);
-        // Browsers always send Origin on a WebSocket upgrade and let any page open one: only listed origins may.
+        // Browsers always send Origin on a WebSocket upgrade and let any page open one: only the service's own pages
+        // (same origin, as the example page) and listed origins may.
         const origin = req.headers.origin;
-        if (origin !== undefined && !allowedOrigins.has(origin.toLowerCase())) {
+        if (origin !== undefined && !allowedOrigins.has(origin.toLowerCase()) && !sameOrigin(origin, req.host)) {
           throw new AppError('forbidden', 'this Origin may not open the change feed (see --feed-allowed-origins)');
         }
         req.caller = caller;
@@ -102,6 +103,15 @@ export function registerFeedRoutes(app: App, deps: SyncDeps, options: FeedOption
       }
     });
   });
+}
+
+/** Whether a browser's Origin is this service's own (scheme aside: TLS may end at a proxy). */
+function sameOrigin(origin: string, host: string): boolean {
+  try {
+    return new URL(origin).host.toLowerCase() === host.toLowerCase();
+  } catch {
+    return false;
+  }
 }
 
 /** What a client over the per-user cap is told to wait: sockets are long-lived, so about a minute. */
