@@ -7,7 +7,7 @@
 // database `perf` (created if missing). Two runs: five tenants (ingest, disk, host and tenant queries) and one
 // tenant (where the tenant aggregate is the fleet's, which the service answers in one request).
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -33,8 +33,9 @@ function harnessRun(env: Record<string, string>, peers: string): { file: string;
   });
   process.stderr.write(r.stdout);
   if (r.status !== 0) throw new Error(`run.sh exited ${r.status}`);
-  const file = /results written to (\S+)/.exec(r.stdout)?.[1];
-  if (!file) throw new Error('run.sh wrote no results file');
+  const found = readdirSync(work).filter((f) => /^results-.*\.json$/.test(f)).sort().pop();
+  if (!found) throw new Error(`run.sh wrote no results file in ${work}`);
+  const file = path.join(work, found);
   const json = JSON.parse(readFileSync(file, 'utf8')) as { peers: Record<string, PeerResult> };
   return { file, peers: Object.values(json.peers) };
 }

@@ -66,6 +66,8 @@ export function openMetricsDatabase(config: Pick<MetricsConfig, 'databaseUrl' | 
     pgSchema: config.dbSchema,
     dataDir: config.dataDir,
     sqliteFile: 'metrics.db',
+    // Sealed blocks are rows of several KiB spilling into overflow pages; 1 KiB pages waste ~6 % of them, 4 KiB ~20 %.
+    sqlitePageSize: 1024,
     migrations: metricsMigrations,
   });
 }

@@ -35,6 +35,8 @@ export interface OpenDatabaseOptions {
   migrations: (dialect: DialectName) => Record<string, Migration>;
   /** Largest PostgreSQL pool. */
   pgPoolSize?: number;
+  /** SQLite page size of a new file (an existing file keeps its own). */
+  sqlitePageSize?: number;
 }
 
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
@@ -53,12 +55,13 @@ export async function openDatabase<DB>(opts: OpenDatabaseOptions): Promise<Datab
 function openSqlite<DB>(opts: OpenDatabaseOptions): Database<DB> {
   mkdirSync(opts.dataDir, { recursive: true });
   const sqlite = new BetterSqlite3(path.join(opts.dataDir, opts.sqliteFile));
-  // Only takes effect on a new file (before its first table): freed pages can then be handed back to the
-  // filesystem piecemeal (PRAGMA incremental_vacuum) instead of staying in the file for ever.
+  // Both only take effect on a new file, page size first (setting auto_vacuum fixes it). Incremental auto-vacuum
+  // lets freed pages go back to the filesystem piecemeal (PRAGMA incremental_vacuum) instead of staying for ever.
+  if (opts.sqlitePageSize) sqlite.pragma(`page_size = ${opts.sqlitePageSize}`);
   sqlite.pragma('auto_vacuum = INCREMENTAL');
   sqlite.pragma('journal_mode = WAL');
   // A checkpointed WAL is cut back to this size rather than keeping its high-water mark on disk.
-  sqlite.pragma('journal_size_limit = 4194304');
+  sqlite.pragma('journal_size_limit = 1048576');
   // FULL: every commit is fsynced, so an answered write survives a crash or power loss.
   // Writers batch their commits (group commit) to keep this affordable.
   sqlite.pragma('synchronous = FULL');

@@ -137,7 +137,8 @@ export function createEngineWriter(conn: SqlConn, opts: WriterOptions, onError: 
     if (conn.dialect === 'sqlite' && (due.length || rolled)) {
       // Hand the pages the sealed head rows freed back to the filesystem; when no append waits, cut the WAL back too.
       await serial(async () => {
-        await conn.run('PRAGMA incremental_vacuum');
+        // exec, not a prepared run: each step of this pragma frees one page.
+        await conn.exec('PRAGMA incremental_vacuum');
         if (!queue.length) await conn.all('PRAGMA wal_checkpoint(TRUNCATE)');
       });
     }

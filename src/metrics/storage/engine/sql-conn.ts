@@ -14,6 +14,8 @@ export interface SqlConn {
   all<T>(text: string, params?: readonly unknown[]): Promise<T[]>;
   /** Runs a statement; resolves the number of rows it changed. */
   run(text: string, params?: readonly unknown[]): Promise<number>;
+  /** Runs a statement to its end, unprepared (SQLite pragmas that work a step at a time, such as incremental_vacuum). */
+  exec(text: string): Promise<void>;
   /** `fn` in one transaction on one connection (SQLite: BEGIN IMMEDIATE, so it never upgrades a read lock). */
   transaction<T>(fn: (c: SqlConn) => Promise<T>): Promise<T>;
 }
@@ -31,6 +33,7 @@ export function sqliteConn(db: BetterSqlite3.Database): SqlConn {
     dialect: 'sqlite',
     all: <T>(text: string, params: readonly unknown[] = []) => Promise.resolve(prepare(text).all(...params) as T[]),
     run: (text, params = []) => Promise.resolve(prepare(text).run(...params).changes),
+    exec: (text) => { db.exec(text); return Promise.resolve(); },
     async transaction(fn) {
       if (depth > 0) return fn(conn);
       db.exec('BEGIN IMMEDIATE');
@@ -98,6 +101,9 @@ function pgOn(q: PgQueryable, transaction?: Transaction): SqlConn {
       const s = pgStatement(text);
       const r = await q.query({ name: s.name, text: s.text, values: params as unknown[] });
       return r.rowCount ?? 0;
+    },
+    async exec(text) {
+      await q.query(text);
     },
     transaction: transaction ?? ((fn) => fn(self)),
   };
