@@ -15,6 +15,8 @@ export const ERROR_STATUS = {
   not_found: 404,
   /** The route exists but not for this method. */
   method_not_allowed: 405,
+  /** The client took longer than the server's bound to send its headers or body (answered by the HTTP layer). */
+  request_timeout: 408,
   /** The request conflicts with the current state (duplicate, not pending any more). */
   conflict: 409,
   /** The request body exceeds the documented limit. */
@@ -27,9 +29,11 @@ export const ERROR_STATUS = {
   locked: 423,
   /** Too many requests; the body carries `retry_after` in seconds. */
   rate_limited: 429,
+  /** The request's header section is larger than the server accepts (answered by the HTTP layer). */
+  header_too_large: 431,
   /** Unexpected failure; details are logged, never sent. */
   internal: 500,
-  /** A dependency (database, Redis) is unreachable. */
+  /** A dependency (database, Redis) is unreachable, the server is shutting down, or it sheds load (`retry_after` in seconds). */
   unavailable: 503,
 } as const;
 
