@@ -8,6 +8,7 @@ import { startRetentionSweep } from './domain/retention.js';
 import { registerIngestRoute } from './routes/ingest.js';
 import { registerOpenApiRoute } from './routes/openapi.js';
 import { registerSeriesRoutes } from './routes/series.js';
+import './http/authenticate.js';
 
 const DAY_MS = 86_400_000;
 
@@ -23,6 +24,12 @@ export async function buildMetricsApp(config: MetricsConfig, deps: MetricsDeps, 
     bodyLimit: config.bodyLimit,
     trustProxy: config.trustProxy,
     ...(opts.logStream ? { logStream: opts.logStream } : {}),
+    loadShedding: {
+      maxInFlight: config.maxExpensiveInFlight,
+      maxInFlightPerPrincipal: config.maxExpensivePerPrincipal,
+      maxEventLoopDelayMs: config.maxEventLoopDelayMs,
+      principal: (req) => req.tenant?.tenantId,
+    },
   });
   // Response schemas document the API (OpenAPI); replies are plain JSON.stringify so no field is silently dropped.
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));

@@ -28,6 +28,13 @@ export async function buildSyncApp(deps: SyncDeps, options: BuildSyncAppOptions 
     bodyLimit: config.bodyLimit,
     trustProxy: config.trustProxy,
     ...(options.logStream ? { logStream: options.logStream } : {}),
+    loadShedding: {
+      maxInFlight: config.maxExpensiveInFlight,
+      maxInFlightPerPrincipal: config.maxExpensivePerPrincipal,
+      maxEventLoopDelayMs: config.maxEventLoopDelayMs,
+      // Set by requireUser, which runs before the handler the shedder wraps.
+      principal: (req) => (req as { caller?: { userId: string } }).caller?.userId,
+    },
   });
 
   await app.register(swagger, {

@@ -98,7 +98,7 @@ for (const backend of BACKENDS) {
         platform: 'linux',
         ts: Date.now() - 10_000,
         network: { 'eth0-🙂': { rx: 1 } },
-        services: [{ name: 'postgresql@16-main', restarts: 2 }],
+        services: [{ name: 'postgresql@16-main', restarts: 2 } as { name: string }],
       });
       const r = await ingest(h.url, t.token, report);
       assert.equal(r.status, 200, r.text);

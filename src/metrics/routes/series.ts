@@ -3,7 +3,7 @@ import type { App } from '../../core/http/create-app.js';
 import type { MetricsStore } from '../domain/metrics-store.js';
 import { readAggregate, readHostSeries, resolveRange, type SeriesSettings } from '../domain/series.js';
 import { authenticate, requestTenant } from '../http/authenticate.js';
-import { AggregateSeriesSchema, AUTH_ERRORS, BEARER, HostSeriesSchema, SeriesQuerySchema, errorResponses } from './schemas.js';
+import { AggregateSeriesSchema, AUTH_ERRORS, LOAD_SHED_ERROR, BEARER, HostSeriesSchema, SeriesQuerySchema, errorResponses } from './schemas.js';
 
 export interface SeriesRouteDeps {
   store: MetricsStore;
@@ -30,6 +30,7 @@ export function registerSeriesRoutes(app: App, deps: SeriesRouteDeps): void {
 
   app.get('/api/v1/host/:id', {
     onRequest,
+    config: { expensive: true },
     schema: {
       summary: 'One host\'s series',
       description: 'Raw reports when they fit the point budget; otherwise per-metric means over equal-width buckets.',
@@ -40,9 +41,10 @@ export function registerSeriesRoutes(app: App, deps: SeriesRouteDeps): void {
       response: {
         200: HostSeriesSchema,
         ...errorResponses({
-          invalid_request: '`from`, `to` or `points` not an integer, `from` after `to`, or `points` above the cap.',
+          invalid_request: '`from`, `to` or `points` not a decimal integer, `from` after `to`, or `points` above the cap.',
           not_found: 'No such host in this tenant (identical whether it exists in another tenant or nowhere).',
           ...AUTH_ERRORS,
+          ...LOAD_SHED_ERROR,
         }),
       },
     },
@@ -53,6 +55,7 @@ export function registerSeriesRoutes(app: App, deps: SeriesRouteDeps): void {
 
   app.get('/api/v1/aggregate', {
     onRequest,
+    config: { expensive: true },
     schema: {
       summary: 'Average series across the tenant\'s hosts',
       description: 'Always bucketed (buckets at least 10 s wide): per bucket and metric, each host\'s mean, then the mean across hosts.',
@@ -62,8 +65,9 @@ export function registerSeriesRoutes(app: App, deps: SeriesRouteDeps): void {
       response: {
         200: AggregateSeriesSchema,
         ...errorResponses({
-          invalid_request: '`from`, `to` or `points` not an integer, `from` after `to`, or `points` above the cap.',
+          invalid_request: '`from`, `to` or `points` not a decimal integer, `from` after `to`, or `points` above the cap.',
           ...AUTH_ERRORS,
+          ...LOAD_SHED_ERROR,
         }),
       },
     },
