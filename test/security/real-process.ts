@@ -20,10 +20,14 @@ export function storageArgs(s: TestStorage): string[] {
   return ['--data-dir', s.dataDir, '--db-schema', s.pgSchema, ...(s.databaseUrl ? ['--database-url', s.databaseUrl] : [])];
 }
 
-/** Starts `<kind>-service serve` on an ephemeral port and resolves once it listens. */
-export async function spawnService(kind: ServiceKind, storage: TestStorage, extraArgs: string[] = []): Promise<RealService> {
-  const cli = path.join(PROJECT_ROOT, `src/${kind}/cli.ts`);
-  const args = ['--import', 'tsx', cli, 'serve', '--port', '0', '--log-level', 'info', ...storageArgs(storage), ...extraArgs];
+/**
+ * Starts `<kind>-service serve` on an ephemeral port and resolves once it
+ * listens: from the TypeScript sources through tsx, or from `compiledDir`
+ * (see compiled-services.ts) when a test starts it many times.
+ */
+export async function spawnService(kind: ServiceKind, storage: TestStorage, extraArgs: string[] = [], compiledDir?: string): Promise<RealService> {
+  const entry = compiledDir ? [path.join(compiledDir, kind, 'cli.js')] : ['--import', 'tsx', path.join(PROJECT_ROOT, `src/${kind}/cli.ts`)];
+  const args = [...entry, 'serve', '--port', '0', '--log-level', 'info', ...storageArgs(storage), ...extraArgs];
   const child = spawn(process.execPath, args, {
     cwd: PROJECT_ROOT,
     env: { PATH: process.env['PATH'] ?? '' },

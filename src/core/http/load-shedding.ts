@@ -122,13 +122,18 @@ function watchEventLoop(windowMs: number): { delayMs(): number; stop(): void } {
  * request of a burst as in flight instead of running them one after another
  * while everything else waits.
  */
-export function registerLoadShedding(app: FastifyInstance, opts: LoadSheddingOptions): LoadShedder {
-  const shedder = createLoadShedder(opts);
+export function registerLoadShedding(app: FastifyInstance, opts: LoadSheddingOptions): void {
+  // Created once the app is ready: loading modules and registering routes stall the loop, and that
+  // start-up stall must not shed the first requests.
+  let shedder: LoadShedder | undefined;
+  app.addHook('onReady', async () => { shedder = createLoadShedder(opts); });
+  app.addHook('onClose', async () => shedder?.stop());
   app.addHook('onRoute', (route: RouteOptions) => {
     if (route.config?.expensive !== true) return;
     const handler = route.handler;
     route.handler = async function shedWhenBusy(this: FastifyInstance, req, reply) {
-      const release = shedder.acquire(opts.principal(req));
+      // Requests are only served once the app is ready, so the shedder exists by now.
+      const release = shedder!.acquire(opts.principal(req));
       try {
         // One loop turn before the work: requests read in the same turn (a probe, cheap reads, more heavy
         // requests that must count as in flight, or be refused) are handled before this one's work begins.
@@ -139,6 +144,4 @@ export function registerLoadShedding(app: FastifyInstance, opts: LoadSheddingOpt
       }
     };
   });
-  app.addHook('onClose', async () => shedder.stop());
-  return shedder;
 }
