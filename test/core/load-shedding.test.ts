@@ -39,7 +39,7 @@ async function until(cond: () => boolean): Promise<void> {
 
 test('expensive requests past the per-principal or instance bound get 503 unavailable with Retry-After at once; cheap routes are never refused', async (t) => {
   const s = await build({ maxInFlight: 3, maxInFlightPerPrincipal: 2 });
-  t.after(() => s.app.close());
+  t.after(async () => { s.release(); await s.app.close(); });
   const held = [get(s.url, '/heavy', 'a'), get(s.url, '/heavy', 'a')];
   await until(() => s.started() === 2);
 
@@ -70,7 +70,7 @@ test('expensive requests past the per-principal or instance bound get 503 unavai
 
 test('a failing or aborted expensive request releases its slot', async (t) => {
   const s = await build({ maxInFlight: 1, maxInFlightPerPrincipal: 1 });
-  t.after(() => s.app.close());
+  t.after(async () => { s.release(); await s.app.close(); });
   const failing = get(s.url, '/heavy', 'a', { 'x-fail': '1' });
   await until(() => s.started() === 1);
   s.release();
@@ -95,7 +95,7 @@ test('a failing or aborted expensive request releases its slot', async (t) => {
 
 test('requests without a principal count against the instance bound only', async (t) => {
   const s = await build({ maxInFlight: 2, maxInFlightPerPrincipal: 1 });
-  t.after(() => s.app.close());
+  t.after(async () => { s.release(); await s.app.close(); });
   const held = [get(s.url, '/heavy'), get(s.url, '/heavy')];
   await until(() => s.started() === 2);
   assert.equal((await get(s.url, '/heavy')).status, 503);

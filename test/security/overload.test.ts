@@ -66,7 +66,7 @@ describe('overload', { concurrency: true }, () => {
         const replies = await Promise.all(Array.from({ length: 10 }, (_, i) => ingest(svc.url, token, makeReport({ agentId: `h-${host}`, ts: now - i * 60_000 - host }))));
         assert.ok(replies.every((r) => r.status === 200));
       }
-      const work = drive(640, 64, (i) => call(svc.url, 'GET',
+      const work = drive(256, 64, (i) => call(svc.url, 'GET',
         i % 2 ? `/api/v1/aggregate?from=${now - 3_600_000}&to=${now}&points=10000` : `/api/v1/host/h-${i % 40}?from=0&points=10000`,
         { token }));
       const probes = await probeWhile(svc.url, work);
