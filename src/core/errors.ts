@@ -23,6 +23,8 @@ export const ERROR_STATUS = {
   payload_too_large: 413,
   /** The body is not in a media type the endpoint accepts. */
   unsupported_media_type: 415,
+  /** An `Expect` header other than `100-continue` (answered by the HTTP layer). */
+  expectation_failed: 417,
   /** A documented bound was reached (metric names per host, members...). */
   limit_exceeded: 422,
   /** An account is temporarily locked after repeated failures. */

@@ -83,3 +83,12 @@ test('a well-formed request on the same server is answered normally', async (t) 
   const response = await raw(port, 'GET /ok HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
   assert.match(response, /^HTTP\/1\.1 200/);
 });
+
+test('an Expect other than 100-continue gets 417 expectation_failed in the same shape, and 100-continue still works', async (t) => {
+  const { app, port } = await build();
+  t.after(() => app.close());
+  const refused = parse(await raw(port, 'POST /echo HTTP/1.1\r\nHost: x\r\nExpect: foo\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}'));
+  assertShape(refused, 417, 'expectation_failed', 'Expect: foo');
+  const ok = await raw(port, 'POST /echo HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Type: application/json\r\nContent-Length: 7\r\nConnection: close\r\n\r\n{"n":1}');
+  assert.match(ok, /^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 200/);
+});

@@ -1,4 +1,5 @@
 import { STATUS_CODES } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import type { ErrorCode } from '../errors.js';
@@ -13,17 +14,21 @@ function classify(err: ClientErrorLike): { status: number; code: ErrorCode; deta
   return { status: 400, code: 'invalid_request', details: 'malformed HTTP request' };
 }
 
-/** The raw bytes of a Node-level error response: security headers, the `{error, details}` body, and the connection closed. */
-export function clientErrorResponse(err: ClientErrorLike): string {
-  const { status, code, details } = classify(err);
-  const body = JSON.stringify({ error: code, details });
-  const headers = {
+function errorHead(body: string): Record<string, string> {
+  return {
     ...SECURITY_HEADERS,
     'content-type': 'application/json; charset=utf-8',
     'content-length': String(Buffer.byteLength(body)),
     'cache-control': 'no-store',
     connection: 'close',
   };
+}
+
+/** The raw bytes of a Node-level error response: security headers, the `{error, details}` body, and the connection closed. */
+export function clientErrorResponse(err: ClientErrorLike): string {
+  const { status, code, details } = classify(err);
+  const body = JSON.stringify({ error: code, details });
+  const headers = errorHead(body);
   const lines = Object.entries(headers).map(([k, v]) => `${k}: ${v}`);
   return `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\n${lines.join('\r\n')}\r\n\r\n${body}`;
 }
@@ -48,4 +53,15 @@ export function onClientError(this: FastifyInstance, err: ClientErrorLike, socke
   }
   socket.once('finish', () => socket.destroy());
   socket.end(clientErrorResponse(err));
+}
+
+/**
+ * The server's `checkExpectation` listener: an `Expect` other than
+ * `100-continue` is refused (417, RFC 9110 section 10.1.1) in the services'
+ * shape instead of Node's bare 417. The connection is closed because the
+ * request body, if any, was never read.
+ */
+export function onCheckExpectation(req: IncomingMessage, res: ServerResponse): void {
+  const body = JSON.stringify({ error: 'expectation_failed', details: `unsupported Expect: ${String(req.headers.expect).slice(0, 100)}; only 100-continue is` });
+  res.writeHead(417, errorHead(body)).end(body);
 }

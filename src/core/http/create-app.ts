@@ -6,7 +6,7 @@ import { SECURITY_HEADERS } from './security-headers.js';
 import { errorHandler, notFoundHandler, toErrorResponse } from './error-handler.js';
 import { validatorCompiler } from './validation.js';
 import { redactUrl } from './redact.js';
-import { onClientError } from './client-error.js';
+import { onCheckExpectation, onClientError } from './client-error.js';
 import { registerLoadShedding, type LoadSheddingOptions } from './load-shedding.js';
 import { AppError } from '../errors.js';
 
@@ -84,6 +84,7 @@ export function createHttpApp(opts: HttpAppOptions): App {
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   // JSON only: a text/plain body is a 415, not a string that fails validation later.
+  app.server.on('checkExpectation', onCheckExpectation);
   app.removeContentTypeParser('text/plain');
   app.setValidatorCompiler(validatorCompiler());
   // While closing, requests still arriving on open connections (keep-alive, pipelined) get a JSON 503
