@@ -33,12 +33,15 @@ async function writer(svc: RealService, token: string, k: number, nextTs: () => 
 /** Every acknowledged report of every host is there, once. */
 async function verify(svc: RealService, token: string, acked: Map<number, Set<number>>, from: number, to: number): Promise<void> {
   for (const [k, want] of acked) {
-    let r = await call(svc.url, 'GET', `/api/v1/host/w${k}?from=${from}&to=${to}&points=10000`, { token });
-    // A reader told to come back (load shedding while the service warms up) does, as a client would.
-    for (let tries = 0; r.status === 503 && tries < 20; tries++) {
-      await sleep(1000 * Number(r.headers.get('retry-after') ?? 1));
-      r = await call(svc.url, 'GET', `/api/v1/host/w${k}?from=${from}&to=${to}&points=10000`, { token });
+    const read = () => call(svc.url, 'GET', `/api/v1/host/w${k}?from=${from}&to=${to}&points=10000`, { token });
+    // A reader told to come back (load shedding while the service warms up) does, as a client would; so does one
+    // whose kept-alive socket the server's idle timer closed just as it was reused (a loaded machine widens that race).
+    let r = await read().catch(() => undefined);
+    for (let tries = 0; (!r || r.status === 503) && tries < 20; tries++) {
+      await sleep(1000 * Number(r?.headers.get('retry-after') ?? 1));
+      r = await read().catch(() => undefined);
     }
+    assert.ok(r, 'the restarted service answers');
     if (!want.size && r.status === 404) continue;
     assert.equal(r.status, 200, r.text);
     const got = r.body.timestamps as number[];
@@ -54,7 +57,7 @@ describe('metrics under kill -9', { concurrency: true }, () => {
   after(() => compiled.remove());
 
   for (const backend of BACKENDS) {
-    test(`on ${backend}: ${CYCLES} SIGKILLs at random moments under ${WRITERS} concurrent writers lose no acknowledged report and store none twice`, async (t) => {
+    test(`on ${backend}: ${CYCLES} SIGKILLs at random moments under ${WRITERS} concurrent writers lose no acknowledged report and store none twice`, { timeout: 300_000 }, async (t) => {
       const storage: TestStorage = await freshStorage(backend);
       t.after(() => storage.cleanup());
       const token = await metricsToken(storage, 'acme');

@@ -32,8 +32,6 @@ export interface LoadSheddingOptions {
 export interface LoadShedder {
   /** Takes a slot for `principal`, or throws `unavailable` (503 with Retry-After) past a bound. Returns the release. */
   acquire(principal: string | undefined): () => void;
-  /** Expensive requests in progress now. */
-  inFlight(): number;
   /** Worst event-loop stall of the last two sample windows, or the one in progress, in ms. */
   eventLoopDelayMs(): number;
   stop(): void;
@@ -75,7 +73,6 @@ export function createLoadShedder(opts: Omit<LoadSheddingOptions, 'principal'>):
         else perPrincipal.delete(principal);
       };
     },
-    inFlight: () => total,
     eventLoopDelayMs: () => stall?.delayMs() ?? 0,
     stop() { stall?.stop(); },
   };
