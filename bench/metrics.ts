@@ -68,7 +68,7 @@ export async function run(argv: string[]): Promise<string> {
     'its group-committed transaction is durable (SQLite WAL with synchronous=FULL; PostgreSQL default synchronous_commit=on).',
     `Series: one host with one day of 10 s reports (8,640 reports, 241,920 samples); \`GET /api/v1/host/:id\` over the whole day`,
     `with the default budget of 500 points (173 s buckets, the peers' step), ${queries} runs after 3 warm-ups. Aggregate: \`GET /api/v1/aggregate\``,
-    `over one tenant of the ingest fleet (${hosts / 5} hosts x ${steps} reports). Bytes/sample: reports table and indexes over stored samples.`,
+    `over one tenant of the ingest fleet (${hosts / 5} hosts x ${steps} reports). Bytes/sample: head, blocks and tenant rollups with their indexes, after sealing, over stored samples.`,
     '',
     '| backend | reports/s | samples/s | ingest latency p50 / p95 (ms) | host day series p50 / p95 (ms) | tenant aggregate p50 / p95 (ms) | bytes/sample | day mean of cpu.usage |',
     '| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |',
@@ -129,6 +129,8 @@ async function runBackend(backend: 'sqlite' | 'postgres', input: BackendInput) {
     const reportsPerS = input.fleet.length / ((performance.now() - started) / 1000);
 
     await pool(input.dayBodies, input.concurrency, (b) => post(dayToken, b));
+    // The generator's windows are all closed: seal and roll up now rather than wait for the background passes.
+    await deps.store.flush();
     const from = input.dayStart;
     const to = input.dayStart + 86_400_000 + 10_000;
     const get = async (token: string, p: string) => {
@@ -198,7 +200,8 @@ function fmt(n: number): string {
 
 function sqliteReportBytes(db: { pragma(s: string): unknown; prepare(s: string): { get(): unknown } }): number {
   db.pragma('wal_checkpoint(TRUNCATE)');
-  const row = db.prepare("select sum(pgsize) as bytes from dbstat where name in ('reports', 'sqlite_autoindex_reports_1')").get() as { bytes: number };
+  const row = db.prepare(`select sum(pgsize) as bytes from dbstat where name in ('reports', 'blocks', 'tenant_windows')
+    or name like 'sqlite_autoindex_blocks%' or name like 'sqlite_autoindex_tenant_windows%' or name = 'blocks_window_start'`).get() as { bytes: number };
   return row.bytes;
 }
 
@@ -206,9 +209,13 @@ async function pgReportBytes(schema: string): Promise<number> {
   const client = new pg.Client({ connectionString: PG_URL });
   await client.connect();
   try {
-    await client.query('VACUUM ANALYZE ' + `"${schema}".reports`);
-    const r = await client.query<{ bytes: string }>(`select pg_total_relation_size('"${schema}".reports') as bytes`);
-    return Number(r.rows[0]!.bytes);
+    let bytes = 0;
+    for (const table of ['reports', 'blocks', 'tenant_windows']) {
+      await client.query(`VACUUM ANALYZE "${schema}".${table}`);
+      const r = await client.query<{ bytes: string }>(`select pg_total_relation_size('"${schema}".${table}') as bytes`);
+      bytes += Number(r.rows[0]!.bytes);
+    }
+    return bytes;
   } finally {
     await client.end();
   }

@@ -2,7 +2,10 @@
 // feed latency from sending a push to the WebSocket message, on SQLite and
 // PostgreSQL (fresh schema), the service in this process on a loopback port.
 //
-//   npm run bench -- sync [--devices 8] [--pushes 40] [--batch 100] [--page 1000] [--latency 200] [--backends sqlite,postgres]
+// Then a fresh client of the library (src/client, SQLite store) syncs the whole business, topped up to
+// --initial records (0 skips it).
+//
+//   npm run bench -- sync [--devices 8] [--pushes 40] [--batch 100] [--page 1000] [--latency 200] [--initial 100000] [--backends sqlite,postgres]
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -13,11 +16,13 @@ import WebSocket from 'ws';
 import { buildSyncApp } from '../src/sync/app.js';
 import { loadSyncConfig, type SyncConfig } from '../src/sync/config.js';
 import { createSyncDeps } from '../src/sync/deps.js';
+import { SyncClient } from '../src/client/index.js';
+import { createSqliteStore } from '../src/client/sqlite.js';
 
 const PG_URL = 'postgres://postgres@127.0.0.1:5432/test';
 
-interface Options { devices: number; pushes: number; batch: number; page: number; latency: number }
-interface Result { pushPerS: number; pushMs: number; pullPerS: number; pullMs: number; total: number; p50: number; p95: number }
+interface Options { devices: number; pushes: number; batch: number; page: number; latency: number; initial: number }
+interface Result { pushPerS: number; pushMs: number; pullPerS: number; pullMs: number; total: number; p50: number; p95: number; pushCpuUs: number; pullCpuUs: number; initialMs: number; initialRecords: number }
 
 export async function run(argv: string[]): Promise<string> {
   const { values } = parseArgs({
@@ -28,26 +33,33 @@ export async function run(argv: string[]): Promise<string> {
       batch: { type: 'string', default: '100' },
       page: { type: 'string', default: '1000' },
       latency: { type: 'string', default: '200' },
+      initial: { type: 'string', default: '100000' },
       backends: { type: 'string', default: 'sqlite,postgres' },
     },
   });
-  const o: Options = { devices: Number(values.devices), pushes: Number(values.pushes), batch: Number(values.batch), page: Number(values.page), latency: Number(values.latency) };
+  const o: Options = { devices: Number(values.devices), pushes: Number(values.pushes), batch: Number(values.batch), page: Number(values.page), latency: Number(values.latency), initial: Number(values.initial) };
   const load = os.loadavg()[0]!.toFixed(1);
   const rows: string[] = [];
   for (const backend of values.backends.split(',')) {
     const r = await runBackend(backend as 'sqlite' | 'postgres', o);
-    rows.push(`| ${backend} | ${fmt(r.pushPerS)} | ${fmt(r.pullPerS)} | ${r.p50.toFixed(1)} / ${r.p95.toFixed(1)} |`);
+    rows.push(`| ${backend} | ${fmt(r.pushPerS)} | ${r.pushCpuUs.toFixed(1)} | ${fmt(r.pullPerS)} | ${r.pullCpuUs.toFixed(1)} | ${r.p50.toFixed(1)} / ${r.p95.toFixed(1)} | ${r.initialRecords ? `${(r.initialMs / 1000).toFixed(2)} s (${fmt(r.initialRecords)})` : '-'} |`);
   }
   return [
     `Command: \`npm run bench -- sync --devices ${o.devices} --pushes ${o.pushes} --batch ${o.batch} --page ${o.page} --latency ${o.latency}\``,
     '',
-    `Push: ${o.devices} devices push concurrently, each ${o.pushes} pushes of ${o.batch} new records (${fmt(o.devices * o.pushes * o.batch)} changes), one HTTP request and one transaction per push.`,
+    `Push: ${o.devices} devices push concurrently, each ${o.pushes} pushes of ${o.batch} new records (${fmt(o.devices * o.pushes * o.batch)} changes), one HTTP request per push;`,
+    'pushes that arrive while another is committing share the next transaction (group commit, docs/sync-api.md).',
     `Pull: one client pulls all of them from version 0 in pages of ${o.page}. Feed latency: ${o.latency} sequential one-change pushes,`,
     'each timed from sending the push request to the WebSocket message for that record on a subscriber of the business.',
     'SQLite runs with synchronous=FULL (every commit fsynced); PostgreSQL with its defaults (fsync on commit), on the same machine.',
+    'CPU µs/change is the CPU time of this process (service and clients; not the PostgreSQL server) per change: steadier than',
+    'wall-clock rates when the machine is shared.',
     '',
-    '| Backend | Push (changes/s) | Pull (changes/s) | Feed latency p50 / p95 (ms) |',
-    '| --- | ---: | ---: | ---: |',
+    `Initial sync: the business is topped up to ${fmt(o.initial)} records, then a fresh client of the library (src/client, SQLite store,`,
+    'synchronous=FULL) signs in and runs sync() until it holds every record.',
+    '',
+    '| Backend | Push (changes/s) | Push CPU (µs/change) | Pull (changes/s) | Pull CPU (µs/change) | Feed latency p50 / p95 (ms) | Client initial sync (records) |',
+    '| --- | ---: | ---: | ---: | ---: | ---: | ---: |',
     ...rows,
     '',
     `1-minute load average when the run started: ${load} on ${os.cpus().length} cores (the server, the clients and any other work share them).`,
@@ -76,7 +88,8 @@ async function runBackend(backend: 'sqlite' | 'postgres', o: Options): Promise<R
     const addr = app.server.address();
     if (!addr || typeof addr === 'string') throw new Error('no address');
     const url = `http://127.0.0.1:${addr.port}`;
-    const reg = await json(url, 'POST', '/api/auth/register', undefined, { email: `bench-${randomUUID()}@example.com`, name: 'Bench', password: 'bench-password-123' });
+    const email = `bench-${randomUUID()}@example.com`;
+    const reg = await json(url, 'POST', '/api/auth/register', undefined, { email, name: 'Bench', password: 'bench-password-123' });
     const token = reg.token as string;
     const userId = (reg.user as { id: string }).id;
     const business = await json(url, 'POST', '/api/business', token, { name: 'Bench Pty Ltd', abn: '51824753556' });
@@ -89,6 +102,7 @@ async function runBackend(backend: 'sqlite' | 'postgres', o: Options): Promise<R
     })));
     const headers = { authorization: `Bearer ${token}`, 'x-business-id': businessId, 'content-type': 'application/json' };
     let t0 = performance.now();
+    let cpu0 = process.cpuUsage();
     await Promise.all(bodies.map(async (list) => {
       for (const body of list) {
         const r = await fetch(`${url}/api/sync/push`, { method: 'POST', headers, body });
@@ -97,10 +111,12 @@ async function runBackend(backend: 'sqlite' | 'postgres', o: Options): Promise<R
       }
     }));
     const pushMs = performance.now() - t0;
+    const pushCpu = cpuMicros(process.cpuUsage(cpu0));
     const total = o.devices * o.pushes * o.batch;
 
     // Pull throughput.
     t0 = performance.now();
+    cpu0 = process.cpuUsage();
     let version = 0;
     let pulled = 0;
     for (;;) {
@@ -110,6 +126,7 @@ async function runBackend(backend: 'sqlite' | 'postgres', o: Options): Promise<R
       if (!r.has_more) break;
     }
     const pullMs = performance.now() - t0;
+    const pullCpu = cpuMicros(process.cpuUsage(cpu0));
     if (pulled !== total) throw new Error(`pulled ${pulled} of ${total}`);
 
     // Feed latency: push one change, wait for its message.
@@ -131,9 +148,31 @@ async function runBackend(backend: 'sqlite' | 'postgres', o: Options): Promise<R
     }
     ws.close();
     latencies.sort((a, b) => a - b);
+
+    // Initial sync of a fresh client through the library.
+    let initialMs = 0;
+    const initialRecords = o.initial ? Math.max(o.initial, total + o.latency) : 0;
+    if (initialRecords) {
+      for (let have = total + o.latency; have < initialRecords; have += 1000) {
+        const n = Math.min(1000, initialRecords - have);
+        await json(url, 'POST', '/api/sync/push', token, {
+          business_id: businessId, instance_id: 'bench-fill',
+          changes: Array.from({ length: n }, (_, i) => ({ table_name: 'customers', record_uuid: randomUUID(), version: 1, operation: 'create', data: { name: `Customer ${i}`, email: `c${i}@example.com`, balance: i * 1.5, tags: ['a', 'b'] } })),
+        }, businessId);
+      }
+      const client = await SyncClient.open({ baseUrl: url, businessId, store: createSqliteStore(path.join(dataDir, 'client.sqlite')) });
+      await client.login({ email, password: 'bench-password-123' });
+      t0 = performance.now();
+      await client.sync();
+      initialMs = performance.now() - t0;
+      const held = (await client.list('customers')).length;
+      await client.close();
+      if (held !== initialRecords) throw new Error(`the client holds ${held} of ${initialRecords} records`);
+    }
     return {
       pushPerS: total / (pushMs / 1000), pushMs, pullPerS: total / (pullMs / 1000), pullMs, total,
       p50: quantile(latencies, 0.5), p95: quantile(latencies, 0.95),
+      pushCpuUs: pushCpu / total, pullCpuUs: pullCpu / total, initialMs, initialRecords,
     };
   } finally {
     await app.close();
@@ -157,6 +196,10 @@ async function dropSchema(schema: string): Promise<void> {
   const client = new pg.Client({ connectionString: PG_URL });
   await client.connect();
   try { await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`); } finally { await client.end(); }
+}
+
+function cpuMicros(u: NodeJS.CpuUsage): number {
+  return u.user + u.system;
 }
 
 function quantile(sorted: number[], q: number): number {

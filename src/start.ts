@@ -13,9 +13,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ConfigError, helpText, loadConfig, opt } from './core/config.js';
 import { loadMetricsConfig } from './metrics/config.js';
-import { openMetricsDatabase } from './metrics/deps.js';
+import { createMetricsStore, openMetricsDatabase } from './metrics/deps.js';
 import { issueToken } from './metrics/domain/tenant-tokens.js';
-import { createKyselyMetricsStore } from './metrics/storage/kysely-metrics-store.js';
 
 const startOptions = {
   dataDir: opt.string({ flag: 'data-dir', env: 'DATA_DIR', default: './data', doc: 'Directory for both services\' SQLite files, the agent spool and quickstart.json.' }),
@@ -37,7 +36,7 @@ async function firstToken(dataDir: string, env: Record<string, string | undefine
   // The same storage settings as the metrics child gets (DATABASE_URL included), so the token lands where it reads.
   const config = loadMetricsConfig(['--data-dir', dataDir], env);
   const database = await openMetricsDatabase(config);
-  const store = createKyselyMetricsStore(database, { perHost: config.maxMetricsPerHost, perTenant: config.maxMetricsPerTenant });
+  const store = createMetricsStore(database, config);
   try {
     const t = await issueToken(store, 'default');
     const qs = { tenant: t.tenantName, tokenId: t.tokenId, token: t.token };

@@ -15,7 +15,7 @@ export const ERROR_STATUS = {
   not_found: 404,
   /** The route exists but not for this method. */
   method_not_allowed: 405,
-  /** The client took longer than the server's bound to send its headers or body (answered by the HTTP layer). */
+  /** The request (headers or body) did not arrive in time; the connection is closed. */
   request_timeout: 408,
   /** The request conflicts with the current state (duplicate, not pending any more). */
   conflict: 409,

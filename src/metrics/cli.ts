@@ -4,8 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { ConfigError, helpText } from '../core/config.js';
 import { isAppError } from '../core/errors.js';
 import { loadMetricsConfig, metricsOptions } from './config.js';
-import { createKyselyMetricsStore } from './storage/kysely-metrics-store.js';
-import { openMetricsDatabase } from './deps.js';
+import { createMetricsStore, openMetricsDatabase } from './deps.js';
 import { issueToken, listTokens, revokeToken } from './domain/tenant-tokens.js';
 import { startMetricsServer } from './server.js';
 
@@ -44,7 +43,7 @@ export async function runCli(
     }
     if (command !== 'token' || rest.length || !sub) return usage(io, `unknown command: ${words.join(' ')}`);
     const database = await openMetricsDatabase(config);
-    const store = createKyselyMetricsStore(database, { perHost: config.maxMetricsPerHost, perTenant: config.maxMetricsPerTenant });
+    const store = createMetricsStore(database, config);
     try {
       if (sub === 'create' && arg) {
         const t = await issueToken(store, arg);

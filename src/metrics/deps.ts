@@ -2,7 +2,7 @@ import { openDatabase, type Database } from '../core/storage/database.js';
 import { createAlertRouter, loadAlertRoutes, type AlertRouter } from './alerts/alert-router.js';
 import type { MetricsConfig } from './config.js';
 import type { MetricsStore } from './domain/metrics-store.js';
-import { createKyselyMetricsStore } from './storage/kysely-metrics-store.js';
+import { createEngineMetricsStore } from './storage/engine-metrics-store.js';
 import { metricsMigrations } from './storage/migrations/index.js';
 import { createMetricsSelfMetrics, type MetricsSelfMetrics } from './self-metrics.js';
 import type { MetricsTables } from './storage/tables.js';
@@ -27,7 +27,7 @@ export async function createMetricsDeps(config: MetricsConfig, overrides: { now?
   // Routes first: a bad routes file stops the start before the database is touched.
   const routes = await loadAlertRoutes(config.alertRoutes);
   const database = await openMetricsDatabase(config);
-  const store = createKyselyMetricsStore(database, { perHost: config.maxMetricsPerHost, perTenant: config.maxMetricsPerTenant });
+  const store = createMetricsStore(database, config, overrides.now);
   return {
     database,
     store,
@@ -39,6 +39,19 @@ export async function createMetricsDeps(config: MetricsConfig, overrides: { now?
       await database.close();
     },
   };
+}
+
+/**
+ * The store over an open database, with the configured limits. Background
+ * failures of the storage engine (a seal pass) go to stderr as one JSON line:
+ * they are retried on the next pass and never lose a report.
+ */
+export function createMetricsStore(database: Database<MetricsTables>, config: Pick<MetricsConfig, 'maxMetricsPerHost' | 'maxMetricsPerTenant'>, now: () => number = Date.now): MetricsStore {
+  return createEngineMetricsStore(database, {
+    limits: { perHost: config.maxMetricsPerHost, perTenant: config.maxMetricsPerTenant },
+    now,
+    onError: (e) => process.stderr.write(JSON.stringify({ level: 50, time: Date.now(), msg: 'storage engine background work failed', err: e instanceof Error ? e.message : String(e) }) + '\n'),
+  });
 }
 
 export function openMetricsDatabase(config: Pick<MetricsConfig, 'databaseUrl' | 'dbSchema' | 'dataDir'>): Promise<Database<MetricsTables>> {

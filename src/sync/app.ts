@@ -7,12 +7,19 @@ import { registerBusinessRoutes } from './http/business-routes.js';
 import { registerChangeRoutes } from './changes/change-routes.js';
 import { registerAttachmentRoutes } from './attachments/attachment-routes.js';
 import { registerFeedRoutes } from './feed/feed-routes.js';
+import { registerExampleRoutes } from './http/example-routes.js';
 import { FEED_DEFAULTS } from './feed/feed-hub.js';
 import { registerOperations } from '../core/ops/register-operations.js';
+import { useStrictJsonParser } from './http/json-body.js';
+import { limitIp } from './http/rate-limit.js';
+import { drainEarlyAnswers } from './http/bounded-drain.js';
+import { enforceRequestDeadlines, REQUEST_DEADLINES, type RequestDeadlines } from './http/request-deadlines.js';
 
 export interface BuildSyncAppOptions {
   /** Log destination (tests); stdout by default. */
   logStream?: NodeJS.WritableStream;
+  /** Overrides of the body deadlines (tests shorten them to watch them fire). */
+  deadlines?: Partial<RequestDeadlines>;
 }
 
 /**
@@ -27,6 +34,8 @@ export async function buildSyncApp(deps: SyncDeps, options: BuildSyncAppOptions 
     logLevel: config.logLevel,
     bodyLimit: config.bodyLimit,
     trustProxy: config.trustProxy,
+    // Node's one total request timeout would cut off slow uploads; enforceRequestDeadlines bounds bodies instead.
+    timeouts: { requestTimeoutMs: 0 },
     ...(options.logStream ? { logStream: options.logStream } : {}),
     loadShedding: {
       maxInFlight: config.maxExpensiveInFlight,
@@ -36,6 +45,12 @@ export async function buildSyncApp(deps: SyncDeps, options: BuildSyncAppOptions 
       principal: (req) => (req as { caller?: { userId: string } }).caller?.userId,
     },
   });
+
+  useStrictJsonParser(app);
+  enforceRequestDeadlines(app, { ...REQUEST_DEADLINES, ...options.deadlines });
+  drainEarlyAnswers(app);
+  // A request for a route that does not exist has no token any route checked: it counts as unauthenticated (path scanning is throttled per IP).
+  app.addHook('onRequest', async (req) => { if (req.is404) await limitIp(deps, req.ip); });
 
   await app.register(swagger, {
     openapi: {
@@ -57,6 +72,7 @@ export async function buildSyncApp(deps: SyncDeps, options: BuildSyncAppOptions 
   registerChangeRoutes(app, deps);
   registerAttachmentRoutes(app, deps);
   registerFeedRoutes(app, deps, { ...FEED_DEFAULTS, heartbeatMs: deps.config.feedHeartbeatMs });
+  registerExampleRoutes(app);
 
   return app;
 }

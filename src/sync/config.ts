@@ -14,7 +14,11 @@ export const syncOptions = {
   }),
   refreshTokenTtlSeconds: opt.int({
     flag: 'refresh-token-ttl', env: 'SYNC_REFRESH_TOKEN_TTL', default: 30 * 86_400, min: 60, max: 365 * 86_400,
-    doc: 'Lifetime of a refresh token, in seconds; every refresh issues a new one with a fresh lifetime.',
+    doc: 'Lifetime of a refresh token, in seconds; every refresh issues a new one with a fresh lifetime (up to --session-max-age).',
+  }),
+  sessionMaxAgeSeconds: opt.int({
+    flag: 'session-max-age', env: 'SYNC_SESSION_MAX_AGE', default: 90 * 86_400, min: 60, max: 3650 * 86_400,
+    doc: 'Absolute lifetime of a session (refresh family), in seconds from the login: refreshing never extends it past this; then the user signs in again.',
   }),
   userRateLimit: opt.int({
     flag: 'user-rate-limit', env: 'SYNC_USER_RATE_LIMIT', default: 100, min: 1,
@@ -36,6 +40,14 @@ export const syncOptions = {
     flag: 'scrypt-log2n', env: 'SYNC_SCRYPT_LOG2N', default: 15, min: 10, max: 20,
     doc: 'scrypt cost for new password hashes: N = 2^value (r = 8, p = 3). 15 uses 32 MiB per hash; existing hashes keep the parameters they were made with.',
   }),
+  passwordHashConcurrency: opt.int({
+    flag: 'password-hash-concurrency', env: 'SYNC_PASSWORD_HASH_CONCURRENCY', default: 2, min: 1, max: 64,
+    doc: 'Password hashes (login, register) computed at once; must be below UV_THREADPOOL_SIZE (default 4) so file I/O always has a libuv thread.',
+  }),
+  passwordHashQueue: opt.int({
+    flag: 'password-hash-queue', env: 'SYNC_PASSWORD_HASH_QUEUE', default: 32, min: 0, max: 10_000,
+    doc: 'Logins and registrations that may wait for a hashing slot; past it they get 503 with Retry-After.',
+  }),
   attachmentMaxBytes: opt.int({
     flag: 'attachment-max-bytes', env: 'SYNC_ATTACHMENT_MAX_BYTES', default: 25 * 1024 * 1024, min: 1,
     doc: 'Largest accepted attachment, in bytes (25 MiB by default); a larger upload is refused with 413.',
@@ -47,6 +59,14 @@ export const syncOptions = {
   feedHeartbeatMs: opt.int({
     flag: 'feed-heartbeat-ms', env: 'SYNC_FEED_HEARTBEAT_MS', default: 30_000, min: 100, max: 600_000,
     doc: 'Interval of the change feed\'s heartbeat: each WebSocket is pinged and its token and membership are checked again.',
+  }),
+  feedAllowedOrigins: opt.list({
+    flag: 'feed-allowed-origins', env: 'SYNC_FEED_ALLOWED_ORIGINS', default: [],
+    doc: 'Comma-separated origins (scheme://host[:port]) whose browser pages may open the change feed; an upgrade with another Origin gets 403. Clients that send no Origin (apps, agents) are not affected.',
+  }),
+  feedMaxSocketsPerUser: opt.int({
+    flag: 'feed-max-sockets-per-user', env: 'SYNC_FEED_MAX_SOCKETS_PER_USER', default: 20, min: 1, max: 10_000,
+    doc: 'Change-feed WebSockets one user may hold open on one instance; another upgrade gets 429.',
   }),
   pullPageSize: opt.int({
     flag: 'pull-page-size', env: 'SYNC_PULL_PAGE_SIZE', default: 500, min: 1,
@@ -60,12 +80,34 @@ export const syncOptions = {
 
 export type SyncConfig = ConfigOf<typeof syncOptions>;
 
+/** libuv's default thread pool size, used when UV_THREADPOOL_SIZE is not set. */
+const LIBUV_DEFAULT_POOL = 4;
+
 export function loadSyncConfig(source: { argv?: string[]; env?: Record<string, string | undefined> } = {}): SyncConfig {
   const config = loadConfig(syncOptions, source);
+  const problems: string[] = [];
   if (config.pullPageSize > config.pullPageMax) {
-    throw new ConfigError([`--pull-page-size (${config.pullPageSize}) must not exceed --pull-page-max (${config.pullPageMax})`]);
+    problems.push(`--pull-page-size (${config.pullPageSize}) must not exceed --pull-page-max (${config.pullPageMax})`);
   }
+  // The pool size is fixed by the environment at process start (libuv reads it once); hashing must leave threads for file I/O.
+  const pool = Number(source.env?.['UV_THREADPOOL_SIZE'] ?? '') || LIBUV_DEFAULT_POOL;
+  if (config.passwordHashConcurrency >= pool) {
+    problems.push(`--password-hash-concurrency (${config.passwordHashConcurrency}) must be below the libuv thread pool size (UV_THREADPOOL_SIZE=${pool}), so attachment file I/O never waits behind password hashing`);
+  }
+  for (const origin of config.feedAllowedOrigins) {
+    if (!isOrigin(origin)) problems.push(`--feed-allowed-origins: "${origin}" is not an origin (scheme://host[:port], no path)`);
+  }
+  if (problems.length) throw new ConfigError(problems);
   return config;
+}
+
+function isOrigin(raw: string): boolean {
+  try {
+    const u = new URL(raw);
+    return (u.protocol === 'http:' || u.protocol === 'https:') && u.origin === raw.replace(/\/$/, '').toLowerCase();
+  } catch {
+    return false;
+  }
 }
 
 export function syncHelpText(): string {

@@ -22,6 +22,7 @@ import { createKyselyAttachmentStore, type AttachmentStore } from './attachments
 import type { BlobStore } from './attachments/blob-store.js';
 import { createLocalBlobStore } from './attachments/local-blob-store.js';
 import { createPgBlobStore } from './attachments/pg-blob-store.js';
+import { createHashGate, type HashGate } from './accounts/hash-gate.js';
 import { createSyncSelfMetrics, type SyncSelfMetrics } from './self-metrics.js';
 
 /** Every table of the sync database; each feature adds its own table interfaces here. */
@@ -49,6 +50,8 @@ export interface SyncDeps {
   blobs: BlobStore;
   /** This instance's Prometheus metrics (`/metrics`). */
   selfMetrics: SyncSelfMetrics;
+  /** Bounds concurrent password hashing so logins cannot fill libuv's thread pool (attachment file I/O shares it). */
+  passwordHashes: HashGate;
   /** Per-user and per-IP request limits and login lockouts; shared by all instances when backed by Redis. */
   rateLimiter: RateLimiter;
   /** Change notifications between instances (the WebSocket feed). */
@@ -98,12 +101,13 @@ export async function createSyncDeps(config: SyncConfig, options: SyncDepsOption
     database,
     accounts: createKyselyAccountStore(database.db),
     businesses: createKyselyBusinessStore(database.db, database.dialect),
-    changes: createKyselyChangeStore(database.db),
+    changes: createKyselyChangeStore(database.db, database.dialect),
     attachments: createKyselyAttachmentStore(database.db),
     blobs: database.pgPool && config.attachmentDir === undefined
       ? await createPgBlobStore(database.pgPool)
       : await createLocalBlobStore(config.attachmentDir ?? path.join(config.dataDir, 'attachments')),
     selfMetrics: createSyncSelfMetrics(),
+    passwordHashes: createHashGate({ concurrency: config.passwordHashConcurrency, queue: config.passwordHashQueue }),
     rateLimiter: shared.rateLimiter,
     pubsub: shared.pubsub,
     redis: shared.redis,

@@ -11,7 +11,7 @@ const NOW = Date.UTC(2026, 10, 21, 12, 0, 0);
 const HOSTILE = '<img src=x onerror=alert(1)>';
 
 function host(over: Partial<HostLatest> = {}): HostLatest {
-  return { hostId: 'web-1', hostname: 'web-1', platform: 'linux', lastTs: NOW - 12_000, cpuUsage: 42.25, memoryPercent: 61.04, ...over };
+  return { hostId: 'web-1', hostname: 'web-1', platform: 'linux', lastTs: NOW - 12_000, cpuUsage: 42.25, memoryPercent: 61.04, diskPercent: 55, intervalMs: 10_000, ...over };
 }
 
 test('escapeHtml neutralises every character that can open markup or close an attribute', () => {

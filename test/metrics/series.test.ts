@@ -73,7 +73,9 @@ for (const backend of BACKENDS) {
       assert.equal(r.body.from, NOW - 3_600_000);
       assert.equal(r.body.points, 100);
       assert.ok(r.body.timestamps.length <= 100 && r.body.timestamps.length > 0);
-      assert.equal(r.body.bucketMs, 36_001);
+      // ceil(3,600,001 / 100) = 36,001 ms, widened until the epoch-aligned grid fits 100 buckets.
+      assert.ok(r.body.bucketMs >= 36_001 && r.body.bucketMs < 36_500, String(r.body.bucketMs));
+      assert.ok(r.body.timestamps.every((t: number) => t % r.body.bucketMs === 0), 'buckets start at multiples of their width');
     });
 
     test('an empty range is an empty series, not an error', async () => {
@@ -110,13 +112,15 @@ for (const backend of BACKENDS) {
       assert.equal((await get(a.token, '/api/v1/host/hb')).status, 404);
     });
 
-    test('the aggregate averages each host\'s bucket mean across the tenant\'s hosts only', async () => {
+    test('the aggregate is the mean of every sample of the tenant\'s hosts only, per aligned bucket', async () => {
       const r = await get(a.token, `/api/v1/aggregate?from=${T0}&to=${T0 + 99_999}&points=1`);
       assert.equal(r.status, 200);
       assert.equal(r.body.hosts, 2);
+      // 100 s at one point reads the 1-minute tier: the bucket is 120 s wide, aligned, and covers all of it.
+      assert.equal(r.body.bucketMs, 120_000);
       assert.deepEqual(r.body.timestamps, [T0]);
-      // h1's mean over its first 10 reports is 4.5, h2's is 50: each host counts once.
-      assert.deepEqual(r.body.metrics['cpu.usage'], [27.25]);
+      // h1's 12 reports there are 0..11 (sum 66), h2's 12 are 50 each: (66 + 600) / 24.
+      assert.deepEqual(r.body.metrics['cpu.usage'], [27.75]);
       // Only h1 has disks: the fleet value is h1's own.
       assert.deepEqual(r.body.metrics['disk./.percent'], [50]);
       const rb = await get(b.token, `/api/v1/aggregate?from=${T0}&to=${T0 + 99_999}&points=1`);

@@ -4,7 +4,7 @@ import type { Database } from '../../src/core/storage/database.js';
 import { openMetricsDatabase } from '../../src/metrics/deps.js';
 import type { MetricsStore, NewReport } from '../../src/metrics/domain/metrics-store.js';
 import { startRetentionSweep } from '../../src/metrics/domain/retention.js';
-import { createKyselyMetricsStore } from '../../src/metrics/storage/kysely-metrics-store.js';
+import { createEngineMetricsStore } from '../../src/metrics/storage/engine-metrics-store.js';
 import type { MetricsTables } from '../../src/metrics/storage/tables.js';
 import { BACKENDS, freshStorage, type TestStorage } from '../helpers/backends.js';
 import { newTenant } from '../helpers/metrics.js';
@@ -15,11 +15,19 @@ function report(tenantId: string, hostId: string, ts: number, metrics: Record<st
   return { tenantId, hostId, hostname: `${hostId}.example`, platform: 'linux', ts, metrics: new Map(Object.entries(metrics)) };
 }
 
+/** A host's raw reports in [from, to] (a budget large enough that nothing is bucketed). */
 async function collect(store: MetricsStore, tenantId: string, hostId: string, from: number, to: number) {
-  const rows = [];
-  for await (const page of store.scanReports(tenantId, hostId, from, to)) rows.push(...page);
-  return rows;
+  const s = await store.readHostSeries(tenantId, hostId, { from, to, points: 1_000_000, minmax: false });
+  if (!s) return [];
+  assert.equal(s.bucketMs, null);
+  return s.timestamps.map((ts, i) => ({
+    ts,
+    metricIds: [...s.metrics].filter(([, col]) => col[i] !== null).map(([id]) => id),
+    values: [...s.metrics].filter(([, col]) => col[i] !== null).map(([, col]) => col[i]!),
+  }));
 }
+
+const openStore = (database: Database<MetricsTables>) => createEngineMetricsStore(database, { limits: LIMITS, now: Date.now });
 
 for (const backend of BACKENDS) {
   describe(`metrics store on ${backend}`, () => {
@@ -29,7 +37,7 @@ for (const backend of BACKENDS) {
     before(async () => {
       storage = await freshStorage(backend);
       database = await openMetricsDatabase({ databaseUrl: storage.databaseUrl, dbSchema: storage.pgSchema, dataDir: storage.dataDir });
-      store = createKyselyMetricsStore(database, LIMITS);
+      store = openStore(database);
     });
     after(async () => {
       await store.close();
@@ -48,7 +56,7 @@ for (const backend of BACKENDS) {
 
     test('two stores on one database (two instances) ingesting the same new hosts in opposite orders lose nothing', async () => {
       const second = await openMetricsDatabase({ databaseUrl: storage.databaseUrl, dbSchema: storage.pgSchema, dataDir: storage.dataDir });
-      const other = createKyselyMetricsStore(second, LIMITS);
+      const other = openStore(second);
       try {
         for (let round = 0; round < 10; round++) {
           const t = await newTenant(store);
@@ -137,9 +145,19 @@ for (const backend of BACKENDS) {
       await store.appendReport({ ...report(t.tenantId, 'b', 1000, { 'cpu.usage': 10, 'memory.percent': 30 }), hostname: 'old-name' });
       await store.appendReport({ ...report(t.tenantId, 'a', 500, { 'disk./.percent': 3 }), hostname: 'alpha' });
       assert.deepEqual(await store.latestByHost(t.tenantId), [
-        { hostId: 'a', hostname: 'alpha', platform: 'linux', lastTs: 500, cpuUsage: null, memoryPercent: null },
-        { hostId: 'b', hostname: 'beta', platform: 'linux', lastTs: 2000, cpuUsage: 20, memoryPercent: 40 },
+        { hostId: 'a', hostname: 'alpha', platform: 'linux', lastTs: 500, cpuUsage: null, memoryPercent: null, diskPercent: 3, intervalMs: null },
+        { hostId: 'b', hostname: 'beta', platform: 'linux', lastTs: 2000, cpuUsage: 20, memoryPercent: 40, diskPercent: null, intervalMs: 1000 },
       ]);
+    });
+
+    test('latestByHost: the fullest disk, and the gap between the two latest reports as the interval', async () => {
+      const t = await newTenant(store);
+      await store.appendReport(report(t.tenantId, 'h', 10_000, { 'disk./.percent': 30, 'disk./data.percent': 70 }));
+      await store.appendReport(report(t.tenantId, 'h', 25_000, { 'disk./.percent': 31, 'disk./data.percent': 12 }));
+      await store.appendReport(report(t.tenantId, 'h', 5_000, { 'disk./.percent': 99 }));
+      const [h] = await store.latestByHost(t.tenantId);
+      assert.equal(h!.diskPercent, 31);
+      assert.equal(h!.intervalMs, 15_000);
     });
 
     test('retention deletes older reports and hosts left with none; the sweep reports what it removed', async () => {
@@ -156,6 +174,48 @@ for (const backend of BACKENDS) {
       assert.deepEqual(await store.listHosts(t.tenantId), ['live']);
       assert.deepEqual((await collect(store, t.tenantId, 'live', 0, now)).map((r) => r.ts), [now - 29 * day]);
       assert.equal((await store.appendReport(report(t.tenantId, 'stale', now))).status, 'stored');
+    });
+
+    test('a report the database refuses fails alone: the other reports of its group commit, other tenants\' too, are stored', async () => {
+      const victim = await newTenant(store);
+      const attacker = await newTenant(store);
+      // What each database refuses (the HTTP edge refuses both long before; this is the store's own guard).
+      const poison = backend === 'sqlite' ? 'a\ud800' : 'a\u0000b';
+      const sends = Array.from({ length: 200 }, (_, i) => store.appendReport(report(victim.tenantId, `v${i % 10}`, 50_000 + i)));
+      const bad = store.appendReport(report(attacker.tenantId, 'evil', 50_000, { [poison]: 1 }));
+      const outcomes = await Promise.all(sends);
+      await assert.rejects(bad);
+      assert.ok(outcomes.every((o) => o.status === 'stored'), JSON.stringify(outcomes.filter((o) => o.status !== 'stored')));
+      assert.equal((await store.listHosts(victim.tenantId)).length, 10);
+      assert.deepEqual(await store.listHosts(attacker.tenantId), []);
+    });
+
+    test('past the bound of reports waiting for the disk, appends are refused with 503 and a retry hint, and nothing is half stored', async () => {
+      const small = createEngineMetricsStore(database, { limits: LIMITS, now: Date.now, writer: { maxQueued: 20 } });
+      try {
+        const t = await newTenant(small);
+        const first = small.appendReports(Array.from({ length: 15 }, (_, i) => report(t.tenantId, 'q', 90_000 + i)));
+        const refused = small.appendReports(Array.from({ length: 10 }, (_, i) => report(t.tenantId, 'q', 95_000 + i)));
+        await assert.rejects(refused, (e: unknown) => (e as { code?: string; extra?: { retry_after?: number } }).code === 'unavailable'
+          && (e as { extra: { retry_after: number } }).extra.retry_after > 0);
+        assert.equal((await first).length, 15);
+        assert.deepEqual((await collect(small, t.tenantId, 'q', 0, 100_000)).map((r) => r.ts), Array.from({ length: 15 }, (_, i) => 90_000 + i));
+      } finally {
+        await small.close();
+      }
+    });
+
+    test('an aggregate answer past the bound of metrics x buckets is refused up front (limit_exceeded), a smaller budget is served', async () => {
+      const t = await newTenant(store);
+      const wide = createEngineMetricsStore(database, { limits: { perHost: 1000, perTenant: 1000 }, now: Date.now });
+      try {
+        await wide.appendReport(report(t.tenantId, 'w', 1_000_000, Object.fromEntries(Array.from({ length: 250 }, (_, i) => [`m.${i}`, i]))));
+      } finally {
+        await wide.close();
+      }
+      const q = { from: 0, to: 10_000 * 10_000, points: 10_000, minmax: false };
+      await assert.rejects(store.readAggregate(t.tenantId, q), (e: unknown) => (e as { code?: string }).code === 'limit_exceeded' && /at most 8000 points/.test(String((e as Error).message)));
+      assert.equal((await store.readAggregate(t.tenantId, { ...q, points: 8_000 })).hosts, 1);
     });
 
     test('tokens: listed without secrets, found by hash while active, revoked once', async () => {

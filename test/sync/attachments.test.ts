@@ -118,6 +118,22 @@ for (const backend of BACKENDS) {
       assert.equal(d.headers.get('content-disposition'), `attachment; filename="r_sum_.pdf"; filename*=UTF-8''r%C3%A9sum%C3%A9.pdf`);
     });
 
+    test('file names are percent-decoded (RFC 7578 section 4.2): a name fetch\'s FormData sent as a%22b.txt is a"b.txt', async () => {
+      const { u, businessId } = await member();
+      const form = new FormData();
+      form.set('record_type', 'invoice');
+      form.set('record_uuid', randomUUID());
+      form.set('file', new Blob(['x']), 'a"b.txt');
+      const r = await call(s.url, 'POST', '/api/sync/attachment', { token: u.token, body: form, headers: { 'x-business-id': businessId } });
+      assert.equal(r.status, 201, r.text);
+      assert.equal(r.body.filename, 'a"b.txt');
+      const cases: [string, string][] = [['r%C3%A9sum%C3%A9.pdf', 'résumé.pdf'], ['100%.txt', '100%.txt'], ['..%2F..%2Fetc%2Fpasswd', 'passwd'], ['line%0Abreak.txt', 'linebreak.txt']];
+      for (const [raw, shown] of cases) {
+        const up = await upload(u.token, businessId, [...fields(randomUUID()), { name: 'file', filename: raw, content: 'x' }]);
+        assert.equal(up.body.filename, shown, raw);
+      }
+    });
+
     test('a file over the maximum gets 413 and leaves nothing behind, on disk or in the list', async () => {
       const { u, businessId } = await member();
       const rec = randomUUID();

@@ -16,7 +16,7 @@ for (const backend of BACKENDS) {
       s = await startSync(backend, {}, {
         extraRoutes(app, deps) {
           app.post('/probe', {
-            preHandler: requireUser(deps),
+            onRequest: requireUser(deps),
             schema: { body: Type.Object({ business_id: Type.Optional(Type.String()) }) },
           }, async (req) => ({ business_id: await resolveBusiness(req, deps, req.body.business_id), kind: req.caller.tokenKind }));
         },

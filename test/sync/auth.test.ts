@@ -44,6 +44,10 @@ for (const backend of BACKENDS) {
         ['          ', /whitespace/],
         ['aaaaaaaaaaaa', /repeated/],
         ['policy@example.com', /e-mail/],
+        ['password12', /too common/],
+        ['Password123', /too common/],
+        ['qwertyuiop', /too common/],
+        ['1234567890', /too common/],
       ];
       for (const [password, reason] of cases) {
         const r = await call(s.url, 'POST', '/api/auth/register', { json: { email: 'policy@example.com', name: 'P', password } });
@@ -137,6 +141,28 @@ for (const backend of BACKENDS) {
       ]);
       assert.ok(!dump.includes(u.token) && !dump.includes(u.token.slice(4)), 'access token stored in clear');
       assert.ok(!dump.includes(u.refreshToken) && !dump.includes(u.refreshToken.slice(4)), 'refresh token stored in clear');
+    });
+
+    test('a session has an absolute lifetime: refreshing never extends it past --session-max-age', async (t) => {
+      const own = await startSync(backend, { sessionMaxAgeSeconds: 3600, refreshTokenTtlSeconds: 3000 });
+      t.after(() => own.close());
+      const u = await newUser(own);
+      let refreshToken = u.refreshToken;
+      const refresh = () => call(own.url, 'POST', '/api/auth/refresh', { json: { refresh_token: refreshToken } });
+      own.clock.advance(2000_000);
+      const first = await refresh();
+      assert.equal(first.status, 200, 'within both lifetimes');
+      refreshToken = first.body.refresh_token;
+      own.clock.advance(1000_000);
+      const second = await refresh();
+      assert.equal(second.status, 200, 'the sliding lifetime alone would allow refreshing until 5000 s');
+      refreshToken = second.body.refresh_token;
+      own.clock.advance(700_000);
+      const late = await refresh();
+      assert.equal(late.status, 401, '3700 s after the login the session is over, however recently it was refreshed');
+      assert.match(late.body.details, /maximum age/);
+      const login = await call(own.url, 'POST', '/api/auth/login', { json: { email: u.email, password: u.password } });
+      assert.equal(login.status, 200, 'signing in again starts a new session');
     });
 
     test('refresh rotates: a new token and refresh token, and the new ones work', async () => {

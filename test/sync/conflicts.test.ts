@@ -49,7 +49,9 @@ for (const backend of BACKENDS) {
       await a.push({ changes: [change(rec, 2, { name: 'edited' })] });
       const r = await c.push({ tombstones: [tombstone(rec, 2)] });
       assert.equal(r.body.conflicts[0].operation, 'delete');
-      assert.equal(r.body.conflicts[0].local_data, 'null');
+      assert.equal(r.body.conflicts[0].local_data, null, 'JSON null, not the text "null"');
+      const retried = await c.push({ tombstones: [tombstone(rec, 2)] });
+      assert.equal(retried.body.conflicts[0].id, r.body.conflicts[0].id, 'retrying the delete returns the same conflict');
       assert.deepEqual(JSON.parse(r.body.conflicts[0].remote_data), { name: 'edited' });
     });
 
@@ -129,6 +131,18 @@ for (const backend of BACKENDS) {
       const results = await Promise.all(['local', 'local', 'remote', 'skip'].map((r) => resolve(c, conflict.id, r)));
       assert.equal(results.filter((r) => r.status === 200).length, 1);
       assert.equal(results.filter((r) => r.status === 409).length, 3);
+    });
+
+    test('resolve with a user token and no X-Business-ID finds the conflict\'s business; membership is still checked', async () => {
+      const { c, rec, owner } = await twoDevices();
+      const conflict = (await c.push({ changes: [change(rec, 1, { name: 'v' }, 'update')] })).body.conflicts[0];
+      const outsider = await newUser(s);
+      const refused = await call(s.url, 'POST', `/api/sync/conflicts/${conflict.id}/resolve`, { token: outsider.token, json: { resolution: 'local' } });
+      assert.equal(refused.status, 404, 'an outsider learns nothing: as for an unknown id');
+      assert.equal((await call(s.url, 'POST', '/api/sync/conflicts/999999/resolve', { token: owner.token, json: { resolution: 'local' } })).status, 404);
+      const r = await call(s.url, 'POST', `/api/sync/conflicts/${conflict.id}/resolve`, { token: owner.token, json: { resolution: 'skip' } });
+      assert.equal(r.status, 200, r.text);
+      assert.equal(r.body.resolution, 'skip');
     });
 
     test('another business\'s conflict is 404 by id, even to its own members through the wrong business; bad input 400', async () => {

@@ -14,11 +14,11 @@ interface Feed {
 }
 
 /** Opens the feed; rejects with the HTTP status when the upgrade is refused. */
-function openFeed(url: string, q: { businessId: string; userId: string; token?: string; via?: 'header' | 'query' }): Promise<Feed> {
+function openFeed(url: string, q: { businessId: string; userId: string; token?: string; via?: 'header' | 'query'; origin?: string }): Promise<Feed> {
   const params = new URLSearchParams({ business_id: q.businessId, user_id: q.userId });
   if (q.token && q.via === 'query') params.set('token', q.token);
   const headers = q.token && q.via !== 'query' ? { authorization: `Bearer ${q.token}` } : undefined;
-  const ws = new WebSocket(`${url.replace('http', 'ws')}/ws/sync?${params}`, headers ? { headers } : {});
+  const ws = new WebSocket(`${url.replace('http', 'ws')}/ws/sync?${params}`, { ...(headers ? { headers } : {}), ...(q.origin ? { origin: q.origin } : {}) });
   const queue: unknown[] = [];
   const waiters: (() => void)[] = [];
   ws.on('message', (data) => {
@@ -188,6 +188,68 @@ for (const backend of BACKENDS) {
       const closed = new Promise<number>((r) => f.ws.once('close', (code) => r(code)));
       await own.close();
       assert.equal(await closed, 1001);
+    });
+
+    test('a browser page from an origin not on --feed-allowed-origins cannot open the feed (403); listed origins and clients without Origin can', async (t) => {
+      const own = await startSync(backend, { feedAllowedOrigins: ['https://app.example.com'] });
+      t.after(() => own.close());
+      const u = await newUser(own);
+      const b = await newBusiness(own, u);
+      const q = { businessId: b.id, userId: u.id, token: u.token };
+      for (const origin of ['https://evil.example', 'null', 'https://app.example.com.evil.example', 'http://app.example.com']) {
+        const r = await refusal(() => openFeed(own.url, { ...q, origin }));
+        assert.equal(r.status, 403, origin);
+        assert.match(r.body, /Origin/);
+      }
+      (await openFeed(own.url, { ...q, origin: 'https://app.example.com' })).ws.close();
+      (await openFeed(own.url, { ...q, origin: 'https://APP.example.com' })).ws.close();
+      (await openFeed(own.url, q)).ws.close();
+      // The default allows no browser origin at all.
+      const r = await refusal(() => openFeed(s.url, { businessId, userId: owner.id, token: owner.token, origin: 'https://app.example.com' }));
+      assert.equal(r.status, 403);
+    });
+
+    test('one user holds at most --feed-max-sockets-per-user feed sockets, even opened all at once', async (t) => {
+      const own = await startSync(backend, { feedMaxSocketsPerUser: 3 });
+      const sockets: WebSocket[] = [];
+      t.after(async () => { for (const ws of sockets) ws.close(); await own.close(); });
+      const u = await newUser(own);
+      const b = await newBusiness(own, u);
+      const q = { businessId: b.id, userId: u.id, token: u.token };
+      const attempts = await Promise.allSettled(Array.from({ length: 20 }, () => openFeed(own.url, q)));
+      const opened = attempts.flatMap((a) => (a.status === 'fulfilled' ? [a.value.ws] : []));
+      sockets.push(...opened);
+      // A socket that raced past the HTTP check is closed by the server at once (1008); wait for those closes.
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      const alive = opened.filter((ws) => ws.readyState === WebSocket.OPEN);
+      assert.equal(alive.length, 3, `${alive.length} sockets stayed open`);
+      for (const a of attempts) if (a.status === 'rejected') assert.equal((a.reason as { status: number }).status, 429);
+      const r = await refusal(() => openFeed(own.url, q));
+      assert.equal(r.status, 429);
+      assert.match(r.body, /at most 3/);
+      const other = await newUser(own);
+      await addMember(own, u, b.id, other);
+      const fOther = await openFeed(own.url, { businessId: b.id, userId: other.id, token: other.token });
+      sockets.push(fOther.ws);
+      const closed = new Promise((resolve) => alive[0]!.once('close', resolve));
+      alive[0]!.close();
+      await closed;
+      for (let i = 0; i < 100; i++) {
+        const again = await openFeed(own.url, q).catch(() => undefined);
+        if (again) { sockets.push(again.ws); return; }
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      assert.fail('a freed place was not given back');
+    });
+
+    test('without a token the upgrade is 401 even when the query is malformed too', async () => {
+      const ws = new WebSocket(`${s.url.replace('http', 'ws')}/ws/sync?business_id=nope`);
+      const status = await new Promise<number>((resolve, reject) => {
+        ws.once('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0));
+        ws.once('open', () => reject(new Error('opened')));
+        ws.once('error', reject);
+      });
+      assert.equal(status, 401);
     });
   });
 }

@@ -18,7 +18,7 @@ for (const backend of BACKENDS) {
       t.after(() => s.cleanup());
       const database = await openDatabase<SyncTables>({ databaseUrl: s.databaseUrl, pgSchema: s.pgSchema, dataDir: s.dataDir, sqliteFile: 'sync.db', migrations: syncMigrations });
       t.after(() => database.close());
-      const store = createKyselyChangeStore(database.db);
+      const store = createKyselyChangeStore(database.db, database.dialect);
       const business = randomUUID();
       assert.equal((await store.applyPush(business, { instanceId: 'd', branch: 'main', items: items(2) }, Date.now())).serverVersion, 2);
       // Make the step after the change-log insert fail: writing record states is refused inside the transaction.

@@ -16,6 +16,8 @@ export interface Database<DB> {
   readonly dialect: DialectName;
   readonly sqlite?: BetterSqlite3.Database;
   readonly pgPool?: pg.Pool;
+  /** Where the PostgreSQL pool points, for a worker thread that opens its own. */
+  readonly pgTarget?: { url: string; schema: string };
   close(): Promise<void>;
 }
 
@@ -50,7 +52,12 @@ export async function openDatabase<DB>(opts: OpenDatabaseOptions): Promise<Datab
 function openSqlite<DB>(opts: OpenDatabaseOptions): Database<DB> {
   mkdirSync(opts.dataDir, { recursive: true });
   const sqlite = new BetterSqlite3(path.join(opts.dataDir, opts.sqliteFile));
+  // Only takes effect on a new file (before its first table): freed pages can then be handed back to the
+  // filesystem piecemeal (PRAGMA incremental_vacuum) instead of staying in the file for ever.
+  sqlite.pragma('auto_vacuum = INCREMENTAL');
   sqlite.pragma('journal_mode = WAL');
+  // A checkpointed WAL is cut back to this size rather than keeping its high-water mark on disk.
+  sqlite.pragma('journal_size_limit = 4194304');
   // FULL: every commit is fsynced, so an answered write survives a crash or power loss.
   // Writers batch their commits (group commit) to keep this affordable.
   sqlite.pragma('synchronous = FULL');
@@ -88,15 +95,20 @@ function withStatementCache(sqlite: BetterSqlite3.Database): SqliteDatabase {
 async function openPostgres<DB>(opts: OpenDatabaseOptions, url: string): Promise<Database<DB>> {
   if (!SCHEMA_NAME.test(opts.pgSchema)) throw new Error(`invalid PostgreSQL schema name "${opts.pgSchema}"`);
   await ensureSchema(url, opts.pgSchema);
-  const pool = new pg.Pool({
+  const pool = createPgPool(url, opts.pgSchema, opts.pgPoolSize ?? 10);
+  const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
+  return { db, dialect: 'postgres', pgPool: pool, pgTarget: { url, schema: opts.pgSchema }, close: () => db.destroy() };
+}
+
+/** A pool on one service's schema, with BIGINT read as numbers (epoch milliseconds and versions, all below 2^53). */
+export function createPgPool(url: string, schema: string, max: number): pg.Pool {
+  if (!SCHEMA_NAME.test(schema)) throw new Error(`invalid PostgreSQL schema name "${schema}"`);
+  return new pg.Pool({
     connectionString: url,
-    max: opts.pgPoolSize ?? 10,
-    options: `-c search_path=${opts.pgSchema}`,
-    // BIGINT columns hold epoch milliseconds and versions, all below 2^53.
+    max,
+    options: `-c search_path=${schema}`,
     types: { getTypeParser: ((oid: number, format?: 'text' | 'binary') => (oid === 20 ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format as 'text'))) as typeof pg.types.getTypeParser },
   });
-  const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
-  return { db, dialect: 'postgres', pgPool: pool, close: () => db.destroy() };
 }
 
 async function ensureSchema(url: string, schema: string): Promise<void> {

@@ -1,9 +1,8 @@
-import type { SampleRow } from './downsample.js';
-
 /**
  * Storage of the metrics service, in domain terms. Implemented over SQLite
- * and PostgreSQL by storage/kysely-metrics-store.ts; every contract below is
- * checked by test/metrics/store.test.ts on both.
+ * and PostgreSQL by storage/engine-metrics-store.ts (the storage engine in
+ * storage/engine/); every contract below is checked by
+ * test/metrics/store.test.ts on both.
  */
 export interface MetricsStore {
   /** Creates a tenant; `conflict` when the name is taken. */
@@ -36,8 +35,22 @@ export interface MetricsStore {
   /** Host ids of a tenant, sorted. */
   listHosts(tenantId: string): Promise<string[]>;
   hostExists(tenantId: string, hostId: string): Promise<boolean>;
-  /** A host's reports with from <= ts <= to, ascending, in pages (a page never holds more than a few thousand rows). */
-  scanReports(tenantId: string, hostId: string, from: number, to: number): AsyncIterable<SampleRow[]>;
+  /**
+   * A host's series over [from, to]: every report as it is when at most
+   * `points` fall in the range, otherwise per-metric means over at most
+   * `points` buckets aligned to epoch multiples of their width (each bucket
+   * covering its whole span). Undefined when the tenant has no such host.
+   */
+  readHostSeries(tenantId: string, hostId: string, q: SeriesRequest): Promise<StoredSeries | undefined>;
+  /**
+   * The tenant's average over [from, to] in at most `points` aligned buckets
+   * of at least 10 s: per bucket and metric, the mean of every sample of every
+   * host in it. `limit_exceeded` when metrics x buckets would pass the bound
+   * of one answer.
+   */
+  readAggregate(tenantId: string, q: SeriesRequest): Promise<StoredSeries & { hosts: number }>;
+  /** Seals every closed window and rolls up every tenant window now (the service does it on its own in the background). */
+  flush(): Promise<void>;
   /** Names of the given metric ids of a tenant (ids of other tenants are absent from the result). */
   metricNames(tenantId: string, ids: Iterable<number>): Promise<Map<number, string>>;
   /** One row per host of the tenant with its latest report's headline numbers, sorted by hostname then host id. */
@@ -46,6 +59,28 @@ export interface MetricsStore {
   deleteBefore(cutoff: number): Promise<{ reports: number; hosts: number }>;
   /** Waits for queued reports to commit; later appends are refused. */
   close(): Promise<void>;
+}
+
+export interface SeriesRequest {
+  from: number;
+  to: number;
+  points: number;
+  /** Also return each point's min and max. */
+  minmax: boolean;
+}
+
+/** Column-oriented series keyed by metric id: one timestamp per point, one value (or null) per metric per point. */
+export interface SeriesColumns {
+  timestamps: number[];
+  metrics: Map<number, (number | null)[]>;
+  /** With minmax: per metric, each point's smallest raw value. */
+  min?: Map<number, (number | null)[]>;
+  max?: Map<number, (number | null)[]>;
+}
+
+export interface StoredSeries extends SeriesColumns {
+  /** Bucket width in ms; null when every point is one report. */
+  bucketMs: number | null;
 }
 
 export interface Tenant {
@@ -83,6 +118,14 @@ export interface HostLatest {
   lastTs: number;
   cpuUsage: number | null;
   memoryPercent: number | null;
+  /** The fullest filesystem's `disk.<path>.percent` in the latest report; null when it had none. */
+  diskPercent: number | null;
+  /**
+   * The host's own reporting interval: the gap between its two latest reports
+   * (null after one report). Status (up / late / down) is judged against it,
+   * not a fixed timeout, since agents run at different cadences.
+   */
+  intervalMs: number | null;
 }
 
 export interface MetricLimits {

@@ -33,7 +33,7 @@ export function registerSeriesRoutes(app: App, deps: SeriesRouteDeps): void {
     config: { expensive: true },
     schema: {
       summary: 'One host\'s series',
-      description: 'Raw reports when they fit the point budget; otherwise per-metric means over equal-width buckets.',
+      description: 'Raw reports when they fit the point budget; otherwise per-metric means over equal-width buckets aligned to multiples of their width.',
       tags: ['series'],
       security: BEARER,
       params: Type.Object({ id: Type.String({ description: 'Host id (the agentId).' }) }),
@@ -58,7 +58,7 @@ export function registerSeriesRoutes(app: App, deps: SeriesRouteDeps): void {
     config: { expensive: true },
     schema: {
       summary: 'Average series across the tenant\'s hosts',
-      description: 'Always bucketed (buckets at least 10 s wide): per bucket and metric, each host\'s mean, then the mean across hosts.',
+      description: 'Always bucketed (buckets at least 10 s wide, aligned to multiples of their width): per bucket and metric, the mean of every sample of the tenant\'s hosts.',
       tags: ['series'],
       security: BEARER,
       querystring: SeriesQuerySchema,
@@ -66,6 +66,7 @@ export function registerSeriesRoutes(app: App, deps: SeriesRouteDeps): void {
         200: AggregateSeriesSchema,
         ...errorResponses({
           invalid_request: '`from`, `to` or `points` not a decimal integer, `from` after `to`, or `points` above the cap.',
+          limit_exceeded: 'The tenant\'s metric names times the buckets would pass 2,000,000 values; details name the largest budget that fits.',
           ...AUTH_ERRORS,
           ...LOAD_SHED_ERROR,
         }),

@@ -11,10 +11,10 @@ export interface MetricsTables {
     host_id: string;
     hostname: string;
     platform: string;
+    /** Time of the report that set hostname and platform (the newest that changed them). */
     last_ts: number;
-    cpu_usage: number | null;
-    memory_percent: number | null;
   };
   host_metric_names: { host_key: number; metric_id: number };
+  /** The durable head: raw reports not yet sealed into a block. */
   reports: { host_key: number; ts: number; samples: Uint8Array };
 }

@@ -26,6 +26,12 @@ export interface SessionIssue {
   accessExpiresAt: number;
   refreshHash: string;
   refreshExpiresAt: number;
+  /**
+   * Absolute end of the session: no refresh token of the family outlives it
+   * (stores cap `refreshExpiresAt` at it). On rotation the family keeps the end
+   * set at login; this value only applies to families that have none yet.
+   */
+  sessionExpiresAt: number;
   now: number;
 }
 
@@ -55,6 +61,7 @@ export interface AccountStore {
    * Exchanges a refresh token, atomically: marks the presented token used and
    * stores the next pair in the same family. A token that was already used is
    * evidence of theft, so its whole family (refresh and access tokens) is revoked.
+   * A token past its own expiry or past its session's absolute end is invalid.
    */
   rotateRefreshToken(presentedHash: string, next: Omit<SessionIssue, 'userId' | 'familyId'>): Promise<RotateOutcome>;
   /** Deletes every refresh and access token of the family. */

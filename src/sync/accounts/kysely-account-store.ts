@@ -34,7 +34,10 @@ export function createKyselyAccountStore(db: Kysely<AccountTables>): AccountStor
       await db.transaction().execute(async (trx) => {
         await trx.deleteFrom('access_tokens').where('user_id', '=', s.userId).where('expires_at', '<=', s.now).execute();
         await trx.deleteFrom('refresh_tokens').where('user_id', '=', s.userId).where('expires_at', '<=', s.now).execute();
-        await trx.insertInto('refresh_tokens').values({ token_hash: s.refreshHash, family_id: s.familyId, user_id: s.userId, expires_at: s.refreshExpiresAt, created_at: s.now, used_at: null }).execute();
+        await trx.insertInto('refresh_tokens').values({
+          token_hash: s.refreshHash, family_id: s.familyId, user_id: s.userId, expires_at: Math.min(s.refreshExpiresAt, s.sessionExpiresAt),
+          created_at: s.now, used_at: null, session_expires_at: s.sessionExpiresAt,
+        }).execute();
         await trx.insertInto('access_tokens').values({ token_hash: s.accessHash, user_id: s.userId, business_id: null, family_id: s.familyId, expires_at: s.accessExpiresAt, created_at: s.now }).execute();
       });
     },
@@ -55,9 +58,10 @@ export function createKyselyAccountStore(db: Kysely<AccountTables>): AccountStor
 
     async rotateRefreshToken(presentedHash, next): Promise<RotateOutcome> {
       return db.transaction().execute(async (trx): Promise<RotateOutcome> => {
-        const row = await trx.selectFrom('refresh_tokens').select(['family_id', 'user_id', 'expires_at', 'used_at'])
+        const row = await trx.selectFrom('refresh_tokens').select(['family_id', 'user_id', 'expires_at', 'used_at', 'session_expires_at'])
           .where('token_hash', '=', presentedHash).executeTakeFirst();
-        if (!row || Number(row.expires_at) <= next.now) return { outcome: 'invalid' };
+        const sessionEnd = row?.session_expires_at == null ? next.sessionExpiresAt : Number(row.session_expires_at);
+        if (!row || Number(row.expires_at) <= next.now || sessionEnd <= next.now) return { outcome: 'invalid' };
         // The conditional UPDATE is the arbiter: of two concurrent exchanges of one token exactly one marks it.
         const marked = await trx.updateTable('refresh_tokens').set({ used_at: next.now })
           .where('token_hash', '=', presentedHash).where('used_at', 'is', null).executeTakeFirst();
@@ -65,7 +69,10 @@ export function createKyselyAccountStore(db: Kysely<AccountTables>): AccountStor
           await revokeFamilyIn(trx, row.family_id);
           return { outcome: 'reused' };
         }
-        await trx.insertInto('refresh_tokens').values({ token_hash: next.refreshHash, family_id: row.family_id, user_id: row.user_id, expires_at: next.refreshExpiresAt, created_at: next.now, used_at: null }).execute();
+        await trx.insertInto('refresh_tokens').values({
+          token_hash: next.refreshHash, family_id: row.family_id, user_id: row.user_id, expires_at: Math.min(next.refreshExpiresAt, sessionEnd),
+          created_at: next.now, used_at: null, session_expires_at: sessionEnd,
+        }).execute();
         await trx.insertInto('access_tokens').values({ token_hash: next.accessHash, user_id: row.user_id, business_id: null, family_id: row.family_id, expires_at: next.accessExpiresAt, created_at: next.now }).execute();
         return { outcome: 'rotated', userId: row.user_id, familyId: row.family_id };
       });

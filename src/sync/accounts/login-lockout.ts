@@ -5,37 +5,69 @@ import type { AccountsContext } from './accounts-context.js';
 /**
  * Login lockout on the shared `RateLimiter`, keyed by the e-mail as typed
  * (normalized), whether or not an account has it, so a lock says nothing about
- * which accounts exist. Failures are counted in a window as long as the lock;
- * the failure that reaches the threshold starts a lock lasting the full lock
- * period from that moment. While locked, attempts are refused before the
- * password is looked at, so the right password does not get in either; they
- * do not extend the lock. Keys carry a hash, not the address, because they
- * may live in a shared Redis.
+ * which accounts exist. Keys carry a hash, not the address, because they may
+ * live in a shared Redis.
+ *
+ * Every attempt is counted, atomically (one `hit`: a Redis INCR, or one
+ * synchronous step in memory), BEFORE its password is checked. So a burst of
+ * parallel guesses gets no more than `threshold` password checks in the
+ * window, on one instance or across instances; the rest are refused at once.
+ * The attempt that reaches the threshold and fails starts the lock, lasting
+ * the full lock period from that moment. While locked, attempts are refused
+ * before the password is looked at (the right password does not get in
+ * either) and are not counted, so they do not extend the lock.
  */
 function keys(email: string) {
   const id = createHash('sha256').update(email).digest('hex').slice(0, 32);
-  return { failures: `sync:login-failures:${id}`, lock: `sync:login-lock:${id}` };
+  return { attempts: `sync:login-attempts:${id}`, lock: `sync:login-lock:${id}` };
 }
 
-/** 429 with the time the lock has left when `email` is locked. */
-export async function assertNotLocked(ctx: AccountsContext, email: string): Promise<void> {
-  const w = await ctx.rateLimiter.inspect(keys(email).lock);
-  if (w.count > 0) {
-    throw new AppError('rate_limited', 'too many failed logins for this e-mail address; try again later', { retry_after: Math.max(1, Math.ceil(w.retryAfterMs / 1000)) });
-  }
+function locked(retryAfterMs: number): AppError {
+  return new AppError('rate_limited', 'too many failed logins for this e-mail address; try again later', { retry_after: Math.max(1, Math.ceil(retryAfterMs / 1000)) });
 }
 
-export async function recordLoginFailure(ctx: AccountsContext, email: string): Promise<void> {
+/**
+ * Seconds an attempt beyond the threshold is told to wait while no lock is set
+ * yet: the attempts in flight settle within about that (a success frees the
+ * address, a last failure locks it and the next answer gives the lock's time).
+ */
+const IN_FLIGHT_RETRY_SECONDS = 1;
+
+/** One counted login attempt; settle it with `loginFailed` or `loginSucceeded` once the password is checked. */
+export interface LoginAttempt {
+  email: string;
+  /** This attempt is the threshold-th of the window: if it fails, the address locks. */
+  last: boolean;
+}
+
+/**
+ * Counts a login attempt for `email` before any password work: 429 with the
+ * time left while the address is locked, and 429 for an attempt beyond the
+ * threshold (a parallel burst, racing the attempt that is about to lock it).
+ */
+export async function countLoginAttempt(ctx: AccountsContext, email: string): Promise<LoginAttempt> {
   const k = keys(email);
+  const lock = await ctx.rateLimiter.inspect(k.lock);
+  if (lock.count > 0) throw locked(lock.retryAfterMs);
   const periodMs = ctx.config.lockoutSeconds * 1000;
-  const r = await ctx.rateLimiter.hit(k.failures, ctx.config.lockoutThreshold, periodMs);
-  if (r.count >= ctx.config.lockoutThreshold) {
-    await ctx.rateLimiter.reset(k.lock);
-    await ctx.rateLimiter.hit(k.lock, 1, periodMs);
-    await ctx.rateLimiter.reset(k.failures);
+  const r = await ctx.rateLimiter.hit(k.attempts, ctx.config.lockoutThreshold, periodMs);
+  // Refused without a password check: as many attempts as the threshold allows are already being checked.
+  if (!r.allowed) {
+    throw new AppError('rate_limited', 'too many login attempts for this e-mail address at once; try again later', { retry_after: IN_FLIGHT_RETRY_SECONDS });
   }
+  return { email, last: r.count >= ctx.config.lockoutThreshold };
 }
 
-export async function clearLoginFailures(ctx: AccountsContext, email: string): Promise<void> {
-  await ctx.rateLimiter.reset(keys(email).failures);
+/** The attempt's password was wrong: the threshold-th failure locks the address for the full period. */
+export async function loginFailed(ctx: AccountsContext, attempt: LoginAttempt): Promise<void> {
+  if (!attempt.last) return;
+  const k = keys(attempt.email);
+  await ctx.rateLimiter.reset(k.lock);
+  await ctx.rateLimiter.hit(k.lock, 1, ctx.config.lockoutSeconds * 1000);
+  await ctx.rateLimiter.reset(k.attempts);
+}
+
+/** A successful login clears the count. */
+export async function loginSucceeded(ctx: AccountsContext, attempt: LoginAttempt): Promise<void> {
+  await ctx.rateLimiter.reset(keys(attempt.email).attempts);
 }

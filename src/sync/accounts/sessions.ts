@@ -27,6 +27,8 @@ function newPair(ctx: AccountsContext) {
       accessExpiresAt: now + ctx.config.accessTokenTtlSeconds * 1000,
       refreshHash: hashToken(refreshToken),
       refreshExpiresAt: now + ctx.config.refreshTokenTtlSeconds * 1000,
+      // For a new session, its absolute end; a refreshed session keeps the end its login set.
+      sessionExpiresAt: now + ctx.config.sessionMaxAgeSeconds * 1000,
       now,
     },
   };
@@ -51,7 +53,7 @@ export async function refreshSession(ctx: AccountsContext, refreshToken: string)
   if (r.outcome === 'reused') {
     throw new AppError('unauthorized', 'this refresh token was already used; every token of its session has been revoked, sign in again');
   }
-  throw new AppError('unauthorized', 'the refresh token is invalid, expired or revoked');
+  throw new AppError('unauthorized', 'the refresh token is invalid, expired or revoked, or its session reached its maximum age; sign in again');
 }
 
 /** Revokes the session (refresh family) the caller's token belongs to: its refresh token and every access token issued from it. */

@@ -31,6 +31,8 @@ export interface RefreshTokensTable {
   created_at: number;
   /** Set when the token has been exchanged; presenting it again revokes the family. */
   used_at: number | null;
+  /** Absolute end of the session (family); NULL for sessions opened before migration 0003, set at their next refresh. */
+  session_expires_at: number | null;
 }
 
 export interface AccountTables {

@@ -29,12 +29,14 @@ export function registerAttachmentRoutes(app: App, deps: SyncDeps): void {
     await scope.register(multipart, { throwFileSizeLimit: true });
 
     scope.post('/api/sync/attachment', {
-      preHandler: auth,
+      onRequest: auth,
+      // A large file on a slow link may take minutes: bounded by inactivity, not total time.
+      config: { upload: true },
       schema: {
         tags: ['attachments'], summary: 'Upload a file for a record (multipart/form-data: file, record_type, record_uuid)', security: BearerSecurity,
         description: `At most ${maxBytes} bytes by default (--attachment-max-bytes); larger uploads get 413 and leave nothing stored.`,
         headers: BusinessHeaderSchema,
-        response: { 201: AttachmentSchema, ...errors(400, 401, 403, 404, 413, 415) },
+        response: { 201: AttachmentSchema, ...errors(400, 401, 403, 404, 408, 413, 415) },
       },
     }, async (req, reply) => {
       const businessId = await resolveBusiness(req, deps);
@@ -52,7 +54,7 @@ export function registerAttachmentRoutes(app: App, deps: SyncDeps): void {
   });
 
   app.get('/api/sync/attachment/:uuid', {
-    preHandler: auth,
+    onRequest: auth,
     schema: {
       tags: ['attachments'], summary: 'Download the exact bytes of an attachment (application/octet-stream)', security: BearerSecurity,
       headers: BusinessHeaderSchema, params: AttachmentParamsSchema,
@@ -76,7 +78,7 @@ export function registerAttachmentRoutes(app: App, deps: SyncDeps): void {
   });
 
   app.get('/api/sync/attachments', {
-    preHandler: auth,
+    onRequest: auth,
     schema: {
       tags: ['attachments'], summary: 'Attachments of one record, oldest first', security: BearerSecurity,
       headers: BusinessHeaderSchema, querystring: AttachmentListQuerySchema,

@@ -13,6 +13,18 @@ export interface Upload {
 }
 
 /**
+ * busboy's parse errors are plain Errors (no status, no code) with these
+ * messages: a missing boundary, a malformed header, a body that ends early or
+ * never shows the boundary. They are the client's fault, so 400; storage errors
+ * (with a system or database `code`) stay 500.
+ */
+const MALFORMED_FORM = /^(Multipart: Boundary not found|Malformed |Unexpected end of |Part terminated early)/;
+
+function isMalformedForm(e: unknown): boolean {
+  return e instanceof Error && !('code' in e) && !('statusCode' in e) && MALFORMED_FORM.test(e.message);
+}
+
+/**
  * Reads a multipart form with exactly one part named `file`, streaming that
  * part straight into the blob store (fields may come before or after it).
  * A file above `maxBytes` stops the stream at once with 413; on any failure
@@ -40,7 +52,7 @@ export async function readUpload(req: FastifyRequest, blobs: BlobStore, maxBytes
     }
   } catch (e: unknown) {
     if (blob) await blobs.delete(blob.storedName);
-    throw e;
+    throw isMalformedForm(e) ? new AppError('invalid_request', `malformed multipart/form-data body: ${(e as Error).message}`) : e;
   }
   if (!blob) throw new AppError('invalid_request', 'the form has no "file" part');
   return { fields, filename, blob };

@@ -8,11 +8,27 @@ export const MAX_FILENAME_LENGTH = 255;
  * 255 characters; an empty result, `.` or `..` becomes `file`.
  */
 export function safeFilename(raw: string | undefined): string {
-  const last = (raw ?? '').split(/[/\\]/).pop() ?? '';
+  const last = percentDecoded(raw ?? '').split(/[/\\]/).pop() ?? '';
   // eslint-disable-next-line no-control-regex -- removing control characters is the point
   const cleaned = last.replace(/[\u0000-\u001f\u007f-\u009f]/g, '').trim();
   const short = [...cleaned].slice(0, MAX_FILENAME_LENGTH).join('');
   return short === '' || short === '.' || short === '..' ? 'file' : short;
+}
+
+/**
+ * The file name as the user saw it. Browsers and fetch's FormData write a
+ * multipart file name with `"`, CR and LF percent-encoded (WHATWG HTML), and
+ * RFC 7578 section 4.2 lets senders percent-encode names, so a name is decoded
+ * (UTF-8) once; one that is not valid percent-encoded UTF-8 (`100%.txt`) is
+ * kept as sent. Decoding comes before the path and control-character rules.
+ */
+function percentDecoded(name: string): string {
+  if (!name.includes('%')) return name;
+  try {
+    return decodeURIComponent(name);
+  } catch {
+    return name;
+  }
 }
 
 /**

@@ -1,7 +1,9 @@
 import { Type } from 'typebox';
 import type { App } from '../../core/http/create-app.js';
 import type { SyncDeps } from '../deps.js';
-import { requireUser, resolveBusiness } from '../http/auth-guard.js';
+import type { FastifyRequest } from 'fastify';
+import { AppError } from '../../core/errors.js';
+import { isMember, requireUser, resolveBusiness } from '../http/auth-guard.js';
 import { BearerSecurity, errors } from '../http/schemas.js';
 import { createPubSubNotifier } from '../feed/change-events.js';
 import type { ChangeDeps } from './change-operations.js';
@@ -25,7 +27,7 @@ export function registerChangeRoutes(app: App, deps: SyncDeps): void {
   };
 
   app.post('/api/sync/push', {
-    preHandler: auth,
+    onRequest: auth,
     config: { expensive: true },
     schema: {
       tags: ['sync'], summary: 'Apply changes and tombstones in one transaction', security: BearerSecurity,
@@ -49,7 +51,7 @@ export function registerChangeRoutes(app: App, deps: SyncDeps): void {
   });
 
   app.post('/api/sync/pull', {
-    preHandler: auth,
+    onRequest: auth,
     config: { expensive: true },
     schema: {
       tags: ['sync'], summary: 'Changes after since_version, one page at a time, in version order', security: BearerSecurity,
@@ -64,7 +66,7 @@ export function registerChangeRoutes(app: App, deps: SyncDeps): void {
   });
 
   app.get('/api/sync/status', {
-    preHandler: auth,
+    onRequest: auth,
     schema: {
       tags: ['sync'], summary: 'Server version and pending conflicts of the business', security: BearerSecurity,
       headers: BusinessHeaderSchema,
@@ -73,7 +75,7 @@ export function registerChangeRoutes(app: App, deps: SyncDeps): void {
   }, async (req) => syncStatus(changeDeps, await resolveBusiness(req, deps)));
 
   app.get('/api/sync/conflicts', {
-    preHandler: auth,
+    onRequest: auth,
     schema: {
       tags: ['sync'], summary: 'Conflicts of the business (pending by default), by ascending id', security: BearerSecurity,
       headers: BusinessHeaderSchema, querystring: ConflictListQuerySchema,
@@ -82,7 +84,7 @@ export function registerChangeRoutes(app: App, deps: SyncDeps): void {
   }, async (req) => listConflicts(changeDeps, await resolveBusiness(req, deps), req.query));
 
   app.post('/api/sync/conflicts/:id/resolve', {
-    preHandler: auth,
+    onRequest: auth,
     schema: {
       tags: ['sync'], summary: 'Resolve a pending conflict: local (apply the pushed data), remote (keep the server data) or skip', security: BearerSecurity,
       headers: BusinessHeaderSchema,
@@ -90,5 +92,19 @@ export function registerChangeRoutes(app: App, deps: SyncDeps): void {
       body: ResolveBodySchema,
       response: { 200: ConflictSchema, ...errors(400, 401, 403, 404, 409, 413, 415) },
     },
-  }, async (req) => resolveConflict(changeDeps, await resolveBusiness(req, deps), req.params.id, req.body.resolution));
+  }, async (req) => resolveConflict(changeDeps, await conflictTarget(req, deps, req.params.id), req.params.id, req.body.resolution));
+}
+
+/**
+ * The business a resolve acts on. Named by X-Business-ID or a business token,
+ * it follows the rules of every sync request; otherwise (a user token alone)
+ * it is the conflict's own business, as attachment download finds the
+ * attachment's. The caller must be a member of it: if not, 404, exactly as for
+ * an unknown id, so another business's conflict ids reveal nothing.
+ */
+async function conflictTarget(req: FastifyRequest, deps: SyncDeps, conflictId: number): Promise<string> {
+  if (req.headers['x-business-id'] !== undefined || req.caller.businessId !== undefined) return resolveBusiness(req, deps);
+  const businessId = await deps.changes.conflictBusiness(conflictId);
+  if (businessId === undefined || !(await isMember(deps, req.caller.userId, businessId))) throw new AppError('not_found', `conflict ${conflictId} not found`);
+  return businessId;
 }

@@ -61,6 +61,9 @@ export interface ChangeStore {
   /** Conflicts of the business by ascending id: `pending`, `resolved` (any other resolution) or `all`. */
   listConflicts(businessId: string, filter: ConflictFilter, afterId: number, limit: number): Promise<Conflict[]>;
 
+  /** The business a conflict belongs to (any business); undefined for an unknown id. Callers check membership. */
+  conflictBusiness(conflictId: number): Promise<string | undefined>;
+
   /**
    * Closes a pending conflict of this business. `local` applies the conflict's
    * local data as a new change (next server version, record version one above

@@ -19,13 +19,24 @@ const FeedQuery = Type.Object({
 /** Largest message a client may send; the feed is server-to-client, so anything bigger is abuse. */
 const MAX_CLIENT_PAYLOAD = 4096;
 
+/** Close code for an upgrade that raced past the per-user cap: 1008 "policy violation" (the HTTP check refuses the rest with 429). */
+export const TOO_MANY_FEEDS = 1008;
+
 /**
  * `GET /ws/sync?business_id=&user_id=`: the change feed. The upgrade is
- * authorised before it happens (a preHandler on the route), so a refused
- * client gets a plain HTTP 400/401/403 and never a WebSocket. Every
- * subscriber of the business then gets one JSON message per applied change.
+ * authorised before it happens, so a refused client gets a plain HTTP error
+ * and never a WebSocket: the token first (401, before the query is even
+ * validated), then the browser Origin (403 unless allow-listed; clients that
+ * send none are not browsers and pass), then the query (400), the user and
+ * membership (403) and the per-user socket cap (429). Every subscriber of the
+ * business then gets one JSON message per applied change.
  */
 export function registerFeedRoutes(app: App, deps: SyncDeps, options: FeedOptions = FEED_DEFAULTS): void {
+  const allowedOrigins = new Set(deps.config.feedAllowedOrigins.map((o) => o.toLowerCase()));
+  const maxPerUser = deps.config.feedMaxSocketsPerUser;
+  // Open feed sockets per user on this instance.
+  const openByUser = new Map<string, number>();
+
   void app.register(async (scope) => {
     await scope.register(websocket, { preClose: closeSocketsGoingAway, options: { maxPayload: MAX_CLIENT_PAYLOAD } });
     const hub = createFeedHub(deps.pubsub, options, scope.log);
@@ -34,21 +45,46 @@ export function registerFeedRoutes(app: App, deps: SyncDeps, options: FeedOption
     scope.get('/ws/sync', {
       websocket: true,
       schema: { querystring: FeedQuery },
-      preHandler: async (req) => {
-        const query = req.query as Static<typeof FeedQuery>;
-        const token = requestToken(req.headers.authorization, query);
+      onRequest: async (req) => {
+        const token = requestToken(req.headers.authorization, req.query as Partial<Static<typeof FeedQuery>>);
         const caller = token ? await authenticateAccessToken(deps, token) : undefined;
         if (!caller) {
           await limitIp(deps, req.ip);
           throw new AppError('unauthorized', 'a valid access token is required (Authorization: Bearer, or the token query parameter)');
         }
         await limitUser(deps, caller.userId);
+        // Browsers always send Origin on a WebSocket upgrade and let any page open one: only listed origins may.
+        const origin = req.headers.origin;
+        if (origin !== undefined && !allowedOrigins.has(origin.toLowerCase())) {
+          throw new AppError('forbidden', 'this Origin may not open the change feed (see --feed-allowed-origins)');
+        }
+        req.caller = caller;
+      },
+      preHandler: async (req) => {
+        const query = req.query as Static<typeof FeedQuery>;
+        const caller = req.caller;
         const businessId = query.business_id.toLowerCase();
         if (caller.userId !== query.user_id.toLowerCase()) throw new AppError('forbidden', 'user_id is not the user of the token');
         if (caller.businessId !== undefined && caller.businessId !== businessId) throw new AppError('forbidden', 'the business token is for another business');
         if (!(await isMember(deps, caller.userId, businessId))) throw new AppError('forbidden', 'you are not a member of this business');
+        if ((openByUser.get(caller.userId) ?? 0) >= maxPerUser) {
+          throw new AppError('rate_limited', `at most ${maxPerUser} change-feed connections per user; close one first`, { retry_after: FEED_CAP_RETRY_SECONDS });
+        }
       },
     }, async (socket, req) => {
+      // Counted synchronously on arrival, so upgrades that raced past the HTTP check are closed here.
+      const userId = req.caller.userId;
+      const open = (openByUser.get(userId) ?? 0) + 1;
+      if (open > maxPerUser) {
+        socket.close(TOO_MANY_FEEDS, 'too many change-feed connections for this user');
+        return;
+      }
+      openByUser.set(userId, open);
+      socket.once('close', () => {
+        const left = (openByUser.get(userId) ?? 1) - 1;
+        if (left > 0) openByUser.set(userId, left);
+        else openByUser.delete(userId);
+      });
       // Nothing is expected from the client; a message is ignored rather than answered.
       socket.on('message', () => undefined);
       const query = req.query as Static<typeof FeedQuery>;
@@ -75,6 +111,9 @@ export function registerFeedRoutes(app: App, deps: SyncDeps, options: FeedOption
   });
 }
 
-function requestToken(authorization: string | undefined, query: Static<typeof FeedQuery>): string | undefined {
-  return parseBearer(authorization) ?? (query.token === undefined ? undefined : parseBearer(`Bearer ${query.token}`));
+/** What a client over the per-user cap is told to wait: sockets are long-lived, so about a minute. */
+const FEED_CAP_RETRY_SECONDS = 60;
+
+function requestToken(authorization: string | undefined, query: { token?: unknown }): string | undefined {
+  return parseBearer(authorization) ?? (typeof query.token === 'string' ? parseBearer(`Bearer ${query.token}`) : undefined);
 }

@@ -1,4 +1,4 @@
-import type { FastifyRequest, preHandlerAsyncHookHandler } from 'fastify';
+import type { FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
 import { AppError } from '../../core/errors.js';
 import { bindLogContext } from '../../core/http/log-context.js';
 import { hashToken, parseBearer } from '../../core/auth/tokens.js';
@@ -20,7 +20,7 @@ export interface Caller {
 
 declare module 'fastify' {
   interface FastifyRequest {
-    /** Set by the `requireUser` preHandler; only routes that use it may read it. */
+    /** Set by the `requireUser` onRequest hook; only routes that use it may read it. */
     caller: Caller;
   }
 }
@@ -38,11 +38,14 @@ export interface RequireUserOptions {
 }
 
 /**
- * preHandler for every authenticated route: 401 without a valid access token
- * (and the attempt counts against the per-IP limit, so tokens cannot be guessed
- * at leisure), then the per-user rate limit (429), then the token-kind check (403).
+ * onRequest hook for every authenticated route: it runs before the body is
+ * read or anything is validated, so a caller without a valid access token gets
+ * 401 and never a 400, 404, 413 or 415 that would tell them about the route or
+ * cost the server a body. The failure counts against the per-IP limit, so
+ * tokens cannot be guessed at leisure. Then the per-user rate limit (429),
+ * then the token-kind check (403).
  */
-export function requireUser(deps: SyncDeps, options: RequireUserOptions = {}): preHandlerAsyncHookHandler {
+export function requireUser(deps: SyncDeps, options: RequireUserOptions = {}): onRequestAsyncHookHandler {
   const kinds = options.tokenKinds ?? ['user', 'business'];
   return async (req, reply) => {
     const token = parseBearer(req.headers.authorization);

@@ -16,12 +16,16 @@ import { normalizeUuid } from '../../core/uuid.js';
 const Email = Type.String({ maxLength: EMAIL_MAX_LENGTH * 2, description: 'E-mail address (case-insensitive)' });
 const Password = Type.String({ maxLength: PASSWORD_MAX_LENGTH * 4, description: 'Password (policy: docs/sync-api.md)' });
 
-const SessionBody = Type.Object({
+/** Register and login answers; exported for the client library (src/client), typed from the same schemas. */
+export const SessionBody = Type.Object({
   token: Type.String({ description: 'User access token' }),
   refresh_token: Type.String(),
   expires_at: Timestamp,
   user: UserBody,
 });
+
+export const RefreshReplyBody = Type.Object({ token: Type.String(), refresh_token: Type.String(), expires_at: Timestamp });
+export const BusinessTokenBody = Type.Object({ token: Type.String(), expires_at: Timestamp, business_id: Uuid });
 
 function sessionReply(s: SignedIn) {
   return {
@@ -42,7 +46,7 @@ export function registerAuthRoutes(app: App, deps: SyncDeps): void {
     schema: {
       tags: ['auth'], summary: 'Create an account and sign in',
       body: Type.Object({ email: Email, name: Type.String({ maxLength: 1000 }), password: Password }, { additionalProperties: false }),
-      response: { 201: SessionBody, ...errors(400, 409, 413, 415) },
+      response: { 201: SessionBody, ...errors(400, 409, 413, 415, 503) },
     },
   }, async (req, reply) => {
     const s = await registerUser(deps, req.body);
@@ -54,7 +58,7 @@ export function registerAuthRoutes(app: App, deps: SyncDeps): void {
     schema: {
       tags: ['auth'], summary: 'Sign in with e-mail and password',
       body: Type.Object({ email: Email, password: Password }, { additionalProperties: false }),
-      response: { 200: SessionBody, ...errors(400, 401, 413, 415) },
+      response: { 200: SessionBody, ...errors(400, 401, 413, 415, 503) },
     },
   }, async (req) => sessionReply(await loginUser(deps, req.body)));
 
@@ -63,7 +67,7 @@ export function registerAuthRoutes(app: App, deps: SyncDeps): void {
     schema: {
       tags: ['auth'], summary: 'Exchange a refresh token for a new token pair (rotation)',
       body: Type.Object({ refresh_token: Type.String({ minLength: 1, maxLength: 512 }) }, { additionalProperties: false }),
-      response: { 200: Type.Object({ token: Type.String(), refresh_token: Type.String(), expires_at: Timestamp }), ...errors(400, 401, 413, 415) },
+      response: { 200: RefreshReplyBody, ...errors(400, 401, 413, 415) },
     },
   }, async (req) => {
     const s = await refreshSession(deps, req.body.refresh_token);
@@ -71,11 +75,11 @@ export function registerAuthRoutes(app: App, deps: SyncDeps): void {
   });
 
   app.post('/api/auth/token', {
-    preHandler: requireUser(deps, { tokenKinds: ['user'] }),
+    onRequest: requireUser(deps, { tokenKinds: ['user'] }),
     schema: {
       tags: ['auth'], summary: 'Get a business-scoped access token (members only)', security: BearerSecurity,
       body: Type.Object({ business_id: Uuid }, { additionalProperties: false }),
-      response: { 200: Type.Object({ token: Type.String(), expires_at: Timestamp, business_id: Uuid }), ...errors(400, 401, 403, 404, 413, 415) },
+      response: { 200: BusinessTokenBody, ...errors(400, 401, 403, 404, 413, 415) },
     },
   }, async (req) => {
     const businessId = normalizeUuid(req.body.business_id);
@@ -85,7 +89,7 @@ export function registerAuthRoutes(app: App, deps: SyncDeps): void {
   });
 
   app.post('/api/auth/logout', {
-    preHandler: requireUser(deps, { tokenKinds: ['user'] }),
+    onRequest: requireUser(deps, { tokenKinds: ['user'] }),
     schema: {
       tags: ['auth'], summary: 'End the session: revoke its refresh token and every access token issued from it', security: BearerSecurity,
       response: { 204: Type.Null({ description: 'Signed out' }), ...errors(401, 403) },

@@ -12,7 +12,7 @@ import { normalizeUuid } from '../../core/uuid.js';
 
 const Role = Type.Union([Type.Literal(ROLES[0]), Type.Literal(ROLES[1])], { description: 'owner: manages members; member: uses the data' });
 
-const BusinessBody = Type.Object({
+export const BusinessBody = Type.Object({
   id: Uuid,
   name: Type.String(),
   abn: Type.String({ description: '11 digits' }),
@@ -20,7 +20,7 @@ const BusinessBody = Type.Object({
   created_at: Timestamp,
 });
 
-const MemberBody = Type.Object({
+export const MemberBody = Type.Object({
   user_id: Uuid,
   email: Type.String(),
   name: Type.String(),
@@ -50,7 +50,7 @@ export function registerBusinessRoutes(app: App, deps: SyncDeps): void {
   const userOnly = requireUser(deps, { tokenKinds: ['user'] });
 
   app.get('/api/business', {
-    preHandler: userOnly,
+    onRequest: userOnly,
     schema: {
       tags: ['businesses'], summary: 'The businesses the caller belongs to', security: BearerSecurity,
       response: { 200: Type.Array(BusinessBody), ...errors(401, 403) },
@@ -58,7 +58,7 @@ export function registerBusinessRoutes(app: App, deps: SyncDeps): void {
   }, async (req) => (await listBusinesses(deps, req.caller.userId)).map(businessReply));
 
   app.post('/api/business', {
-    preHandler: userOnly,
+    onRequest: userOnly,
     schema: {
       tags: ['businesses'], summary: 'Create a business; the caller becomes its owner', security: BearerSecurity,
       body: Type.Object({ name: Type.String({ maxLength: 1000 }), abn: Type.String({ maxLength: 100 }) }, { additionalProperties: false }),
@@ -67,7 +67,7 @@ export function registerBusinessRoutes(app: App, deps: SyncDeps): void {
   }, async (req, reply) => reply.code(201).send(businessReply(await createBusiness(deps, req.caller.userId, req.body))));
 
   app.get('/api/business/:id', {
-    preHandler: userOnly,
+    onRequest: userOnly,
     schema: {
       tags: ['businesses'], summary: 'One business the caller belongs to', security: BearerSecurity,
       params: BusinessParams,
@@ -76,7 +76,7 @@ export function registerBusinessRoutes(app: App, deps: SyncDeps): void {
   }, async (req) => businessReply(await getBusiness(deps, req.caller.userId, pathUuid(req.params.id, 'id'))));
 
   app.get('/api/business/:id/members', {
-    preHandler: userOnly,
+    onRequest: userOnly,
     schema: {
       tags: ['businesses'], summary: 'Members of a business (any member may list)', security: BearerSecurity,
       params: BusinessParams,
@@ -85,7 +85,7 @@ export function registerBusinessRoutes(app: App, deps: SyncDeps): void {
   }, async (req) => (await listMembers(deps, req.caller.userId, pathUuid(req.params.id, 'id'))).map(memberReply));
 
   app.post('/api/business/:id/members', {
-    preHandler: userOnly,
+    onRequest: userOnly,
     schema: {
       tags: ['businesses'], summary: 'Add a registered user by e-mail (owners only)', security: BearerSecurity,
       params: BusinessParams,
@@ -98,7 +98,7 @@ export function registerBusinessRoutes(app: App, deps: SyncDeps): void {
   });
 
   app.delete('/api/business/:id/members/:userId', {
-    preHandler: userOnly,
+    onRequest: userOnly,
     schema: {
       tags: ['businesses'], summary: 'Remove a member (owners; or a member removing themselves)', security: BearerSecurity,
       params: Type.Object({ id: Type.String(), userId: Type.String() }),

@@ -2,6 +2,7 @@ import type { Migration } from 'kysely';
 import type { DialectName } from '../../../core/storage/database.js';
 import { metrics0001 } from './0001_metrics.js';
 import { metrics0002 } from './0002_dashboard_sessions.js';
+import { metrics0005 } from './0005_blocks.js';
 
 /**
  * The metrics service's migrations, in the order they apply. Each entry gives
@@ -10,6 +11,7 @@ import { metrics0002 } from './0002_dashboard_sessions.js';
 const MIGRATIONS: Array<[name: string, perDialect: Record<DialectName, Migration>]> = [
   ['0001_metrics', metrics0001],
   ['0002_dashboard_sessions', metrics0002],
+  ['0005_blocks', metrics0005],
 ];
 
 export function metricsMigrations(dialect: DialectName): Record<string, Migration> {

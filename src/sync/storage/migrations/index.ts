@@ -2,6 +2,8 @@ import type { Migration } from 'kysely';
 import type { DialectName } from '../../../core/storage/database.js';
 import { accountsMigration } from './0001_accounts.js';
 import { changesMigration } from './0002_changes.js';
+import { sessionLifetimeMigration } from './0003_session_lifetime.js';
+import { dropRecordUuidIndexMigration } from './0005_drop_record_uuid_index.js';
 
 /**
  * The sync service's migrations, in the order they apply. Names sort in that
@@ -12,6 +14,8 @@ import { changesMigration } from './0002_changes.js';
 const MIGRATIONS: ReadonlyArray<readonly [name: string, build: (dialect: DialectName) => Migration]> = [
   ['0001_accounts', () => accountsMigration],
   ['0002_changes', changesMigration],
+  ['0003_session_lifetime', () => sessionLifetimeMigration],
+  ['0005_drop_record_uuid_index', () => dropRecordUuidIndexMigration],
 ];
 
 export function syncMigrations(dialect: DialectName): Record<string, Migration> {

@@ -1,0 +1,169 @@
+// Why: attachment transfers fail halfway on real networks; this retries them with backoff, reports progress, and never stores an upload twice.
+import { backoffDelay, type BackoffOptions } from './backoff.js';
+import { SyncClientError, isTransient } from './errors.js';
+import type { Session } from './session.js';
+import type { RequestBody } from './transport.js';
+import type { Attachment } from './wire.js';
+
+export interface AttachmentOptions {
+  /** Attempts per transfer, the first included (default 5). */
+  attempts?: number;
+  retry?: BackoffOptions;
+  /**
+   * Stream upload bodies so progress follows the bytes sent (default: on outside
+   * browsers; browsers stream request bodies only over HTTP/2, so there the
+   * body is sent whole and progress jumps from 0 to the total).
+   */
+  streamUploads?: boolean;
+}
+
+export interface Progress {
+  loaded: number;
+  total: number;
+}
+
+export interface UploadInput {
+  recordType: string;
+  recordUuid: string;
+  filename: string;
+  bytes: Uint8Array;
+  onProgress?: (p: Progress) => void;
+  signal?: AbortSignal;
+}
+
+const CHUNK = 64 * 1024;
+
+/** Upload, download and list the attachments of the client's business. */
+export class AttachmentClient {
+  constructor(private readonly session: Session, private readonly business: () => string, private readonly o: AttachmentOptions = {}) {}
+
+  async list(recordType: string, recordUuid: string): Promise<Attachment[]> {
+    const q = `record_type=${encodeURIComponent(recordType)}&record_uuid=${encodeURIComponent(recordUuid)}`;
+    return (await this.session.businessRequest(this.business(), 'GET', `/api/sync/attachments?${q}`)).json() as Promise<Attachment[]>;
+  }
+
+  /**
+   * Uploads a file for a record. A network failure retries the whole upload
+   * after a backoff (the server has no partial uploads); before each retry the
+   * record's attachments are listed, and one with the same name, size and
+   * SHA-256 means the lost attempt was stored, so it is returned instead of
+   * uploading a duplicate. 413 (`payload_too_large`) and 403 (`forbidden`) are thrown at once.
+   */
+  async upload(input: UploadInput): Promise<Attachment> {
+    const sha256 = await hexSha256(input.bytes);
+    const attempts = this.o.attempts ?? 5;
+    for (let attempt = 0; ; attempt++) {
+      if (attempt > 0) {
+        const stored = (await this.list(input.recordType, input.recordUuid))
+          .find((a) => a.sha256 === sha256 && a.size === input.bytes.length && a.filename === input.filename);
+        if (stored) {
+          input.onProgress?.({ loaded: input.bytes.length, total: input.bytes.length });
+          return stored;
+        }
+      }
+      try {
+        return await this.uploadOnce(input);
+      } catch (e: unknown) {
+        if (!isTransient(e) || attempt + 1 >= attempts || input.signal?.aborted) throw e;
+        await this.session.transportSleep(backoffDelay(attempt, this.o.retry ?? { baseMs: 250, maxMs: 10_000 }));
+      }
+    }
+  }
+
+  /** Downloads an attachment's bytes, checking them against the listed size and SHA-256 when `expect` is given. */
+  async download(uuid: string, options: { onProgress?: (p: Progress) => void; signal?: AbortSignal; expect?: Pick<Attachment, 'size' | 'sha256'> } = {}): Promise<Uint8Array> {
+    const attempts = this.o.attempts ?? 5;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const bytes = await this.downloadOnce(uuid, options);
+        if (options.expect && (bytes.length !== options.expect.size || (await hexSha256(bytes)) !== options.expect.sha256)) {
+          throw new SyncClientError('integrity', `attachment ${uuid}: the bytes received do not match its size and SHA-256`);
+        }
+        return bytes;
+      } catch (e: unknown) {
+        if (!isTransient(e) || attempt + 1 >= attempts || options.signal?.aborted) throw e;
+        await this.session.transportSleep(backoffDelay(attempt, this.o.retry ?? { baseMs: 250, maxMs: 10_000 }));
+      }
+    }
+  }
+
+  private async uploadOnce(input: UploadInput): Promise<Attachment> {
+    const boundary = `----fleetsync${Math.random().toString(16).slice(2)}${Date.now().toString(16)}`;
+    const enc = new TextEncoder();
+    const field = (name: string, value: string) => `--${boundary}\r\ncontent-disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`;
+    const head = enc.encode(
+      field('record_type', input.recordType) + field('record_uuid', input.recordUuid)
+      + `--${boundary}\r\ncontent-disposition: form-data; name="file"; filename="${quoteName(input.filename)}"\r\ncontent-type: application/octet-stream\r\n\r\n`,
+    );
+    const tail = enc.encode(`\r\n--${boundary}--\r\n`);
+    const total = input.bytes.length;
+    const stream = this.o.streamUploads ?? !('document' in globalThis);
+    input.onProgress?.({ loaded: 0, total });
+    const headers = { 'content-type': `multipart/form-data; boundary=${boundary}` };
+    let body: () => RequestBody;
+    if (stream) {
+      body = () => {
+        let offset = 0;
+        let stage = 0;
+        return new ReadableStream<Uint8Array>({
+          pull(controller) {
+            if (stage === 0) { controller.enqueue(head); stage = 1; return; }
+            if (offset < total) {
+              const chunk = input.bytes.subarray(offset, Math.min(total, offset + CHUNK));
+              offset += chunk.length;
+              controller.enqueue(chunk);
+              input.onProgress?.({ loaded: offset, total });
+              return;
+            }
+            controller.enqueue(tail);
+            controller.close();
+          },
+        });
+      };
+    } else {
+      body = () => new Blob([head, input.bytes as Uint8Array<ArrayBuffer>, tail]);
+    }
+    const res = await this.session.businessRequest(this.business(), 'POST', '/api/sync/attachment', {
+      body, headers, signal: input.signal, ...(stream ? { init: { duplex: 'half' } } : {}),
+    });
+    const attachment = (await res.json()) as Attachment;
+    input.onProgress?.({ loaded: total, total });
+    return attachment;
+  }
+
+  private async downloadOnce(uuid: string, options: { onProgress?: (p: Progress) => void; signal?: AbortSignal }): Promise<Uint8Array> {
+    const res = await this.session.businessRequest(this.business(), 'GET', `/api/sync/attachment/${encodeURIComponent(uuid)}`, { signal: options.signal });
+    const total = Number(res.headers.get('content-length') ?? 0);
+    const chunks: Uint8Array[] = [];
+    let loaded = 0;
+    options.onProgress?.({ loaded, total });
+    try {
+      const reader = res.body!.getReader();
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        chunks.push(value);
+        loaded += value.length;
+        options.onProgress?.({ loaded, total });
+      }
+    } catch (e: unknown) {
+      if (options.signal?.aborted) throw e;
+      throw new SyncClientError('network', `attachment ${uuid}: the download broke off after ${loaded} of ${total} bytes`, { cause: e });
+    }
+    if (total && loaded !== total) throw new SyncClientError('network', `attachment ${uuid}: received ${loaded} of ${total} bytes`);
+    const out = new Uint8Array(loaded);
+    let at = 0;
+    for (const c of chunks) { out.set(c, at); at += c.length; }
+    return out;
+  }
+}
+
+async function hexSha256(bytes: Uint8Array): Promise<string> {
+  const digest = await globalThis.crypto.subtle.digest('SHA-256', bytes as Uint8Array<ArrayBuffer>);
+  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, '0')).join('');
+}
+
+/** A multipart file name: quotes, backslashes and line breaks would end the header early. */
+function quoteName(name: string): string {
+  return name.replace(/["\\\r\n]/g, '_');
+}

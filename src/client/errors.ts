@@ -1,0 +1,36 @@
+// Why: one error type for the client, carrying the server's `error` code so apps branch on codes, not on messages.
+import type { ErrorCode } from '../core/errors.js';
+
+/**
+ * Codes a `SyncClientError` can carry: the server's codes (docs/sync-api.md,
+ * "Errors") and the client's own:
+ * - `network`: no answer (offline, connection reset, server gone);
+ * - `session_expired`: refresh failed, the user must sign in again;
+ * - `not_signed_in`: a call that needs a session was made without one;
+ * - `rejected`: the server rejected a pushed item (stale or invalid), `details` says why;
+ * - `integrity`: downloaded bytes do not match the attachment's size or SHA-256.
+ */
+export type SyncErrorCode = ErrorCode | 'network' | 'session_expired' | 'not_signed_in' | 'rejected' | 'integrity';
+
+export class SyncClientError extends Error {
+  readonly code: SyncErrorCode;
+  /** HTTP status when the server answered; undefined for client-side failures. */
+  readonly status: number | undefined;
+  readonly details: string | undefined;
+  /** Seconds the server asked to wait (429). */
+  readonly retryAfter: number | undefined;
+
+  constructor(code: SyncErrorCode, message: string, init: { status?: number; details?: string; retryAfter?: number; cause?: unknown } = {}) {
+    super(message, init.cause === undefined ? undefined : { cause: init.cause });
+    this.name = 'SyncClientError';
+    this.code = code;
+    this.status = init.status;
+    this.details = init.details;
+    this.retryAfter = init.retryAfter;
+  }
+}
+
+/** True for failures worth retrying later with the same request: no answer, or the server briefly unavailable. */
+export function isTransient(e: unknown): boolean {
+  return e instanceof SyncClientError && (e.code === 'network' || e.code === 'unavailable' || e.code === 'internal');
+}

@@ -1,0 +1,116 @@
+// Why: the WebSocket feed is only a hint to pull, so this keeps one socket open, reconnects with backoff and jitter, and lets the engine catch up after each (re)connect.
+import { backoffDelay, type BackoffOptions } from './backoff.js';
+import type { FeedMessage } from './wire.js';
+
+/** The part of the WebSocket API the client uses; the browser's WebSocket and the `ws` package both fit. */
+export interface FeedSocket {
+  onopen: ((ev: unknown) => void) | null;
+  onmessage: ((ev: { data: unknown }) => void) | null;
+  onclose: ((ev: { code: number }) => void) | null;
+  onerror: ((ev: unknown) => void) | null;
+  close(code?: number): void;
+}
+export type FeedSocketConstructor = new (url: string) => FeedSocket;
+
+export interface FeedHandlers {
+  /** The socket URL to connect to (fetching a fresh token first); a throw counts as a failed attempt. */
+  url(): Promise<string>;
+  onOpen(): void;
+  onMessage(message: FeedMessage): void;
+  /** `code` is the close code; 1008 means the token is no longer valid. */
+  onClose(code: number): void;
+  /** Failures to connect that will be retried (the engine reports them as errors and goes offline). */
+  onRetry(error: unknown): void;
+}
+
+/** Keeps the feed connected until `stop()`. */
+export class FeedConnection {
+  private socket: FeedSocket | null = null;
+  private timer: ReturnType<typeof setTimeout> | null = null;
+  private attempt = 0;
+  private stopped = true;
+
+  constructor(private readonly Socket: FeedSocketConstructor, private readonly handlers: FeedHandlers, private readonly backoff: BackoffOptions = {}) {}
+
+  get connected(): boolean {
+    return this.socket !== null;
+  }
+
+  start(): void {
+    if (!this.stopped) return;
+    this.stopped = false;
+    void this.connect();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    const s = this.socket;
+    this.socket = null;
+    if (s) {
+      s.onclose = null;
+      s.onmessage = null;
+      s.close(1000);
+    }
+  }
+
+  /** Drops the current socket as if the network had (tests, and apps that know the network changed). */
+  drop(): void {
+    this.socket?.close(4000);
+  }
+
+  private async connect(): Promise<void> {
+    if (this.stopped) return;
+    let url: string;
+    try {
+      url = await this.handlers.url();
+    } catch (e: unknown) {
+      this.handlers.onRetry(e);
+      this.scheduleReconnect();
+      return;
+    }
+    if (this.stopped) return;
+    const socket = new this.Socket(url);
+    let opened = false;
+    socket.onopen = () => {
+      opened = true;
+      this.attempt = 0;
+      this.socket = socket;
+      this.handlers.onOpen();
+    };
+    socket.onmessage = (ev) => {
+      let msg: unknown;
+      try {
+        msg = JSON.parse(typeof ev.data === 'string' ? ev.data : String(ev.data));
+      } catch {
+        return;
+      }
+      if (isFeedMessage(msg)) this.handlers.onMessage(msg);
+    };
+    // An error is always followed by close; reconnecting happens there.
+    socket.onerror = () => undefined;
+    socket.onclose = (ev) => {
+      if (this.socket === socket) this.socket = null;
+      if (this.stopped) return;
+      this.handlers.onClose(opened ? ev.code : 1006);
+      this.scheduleReconnect();
+    };
+  }
+
+  private scheduleReconnect(): void {
+    if (this.stopped || this.timer) return;
+    const delay = backoffDelay(this.attempt++, this.backoff);
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      void this.connect();
+    }, delay);
+  }
+}
+
+function isFeedMessage(m: unknown): m is FeedMessage {
+  if (typeof m !== 'object' || m === null) return false;
+  const o = m as Record<string, unknown>;
+  return o['type'] === 'change' && typeof o['table_name'] === 'string' && typeof o['record_uuid'] === 'string'
+    && typeof o['version'] === 'number' && typeof o['instance_id'] === 'string';
+}

@@ -1,0 +1,75 @@
+// Why: the durable store of the browser; a queued change survives a closed tab because it is committed to IndexedDB before the write resolves.
+import type { CollectionName, Collections, LocalStore, StoreOp } from './local-store.js';
+
+const COLLECTIONS: readonly CollectionName[] = ['records', 'outbox', 'conflicts', 'meta'];
+
+// The slice of the IndexedDB API used here, typed locally: the project compiles without the DOM library (it would retype Node's globals).
+interface Req<T> { result: T; error: Error | null; onsuccess: (() => void) | null; onerror: (() => void) | null }
+interface ObjectStore { get(key: string): Req<unknown>; getAll(range?: unknown): Req<unknown[]>; put(value: unknown, key: string): Req<unknown>; delete(key: string): Req<unknown> }
+interface Tx { objectStore(name: string): ObjectStore; oncomplete: (() => void) | null; onerror: (() => void) | null; onabort: (() => void) | null; error: Error | null }
+interface Db {
+  objectStoreNames: { contains(name: string): boolean };
+  createObjectStore(name: string): unknown;
+  transaction(stores: string[], mode: 'readonly' | 'readwrite', options?: { durability: 'strict' | 'relaxed' | 'default' }): Tx;
+  close(): void;
+}
+interface OpenReq extends Req<Db> { onupgradeneeded: (() => void) | null }
+export interface IdbFactory { open(name: string, version: number): OpenReq }
+interface KeyRangeStatic { bound(lower: string, upper: string): unknown }
+
+/** Opens (creating on first use) the IndexedDB database `name`, one object store per collection. */
+export async function createIndexedDbStore(name: string, factory: IdbFactory = (globalThis as unknown as { indexedDB: IdbFactory }).indexedDB): Promise<LocalStore> {
+  const db = await new Promise<Db>((resolve, reject) => {
+    const open = factory.open(name, 1);
+    open.onupgradeneeded = () => {
+      for (const c of COLLECTIONS) if (!open.result.objectStoreNames.contains(c)) open.result.createObjectStore(c);
+    };
+    open.onsuccess = () => resolve(open.result);
+    open.onerror = () => reject(open.error ?? new Error(`cannot open IndexedDB ${name}`));
+  });
+
+  function run<T>(stores: CollectionName[], mode: 'readonly' | 'readwrite', body: (tx: Tx) => Req<T> | undefined): Promise<T | undefined> {
+    return new Promise((resolve, reject) => {
+      // "strict" asks the browser to flush to disk before completing (Chromium otherwise reports success earlier).
+      const tx = db.transaction(stores, mode, { durability: 'strict' });
+      const req = body(tx);
+      tx.oncomplete = () => resolve(req?.result);
+      tx.onerror = () => reject(tx.error ?? new Error('IndexedDB transaction failed'));
+      tx.onabort = () => reject(tx.error ?? new Error('IndexedDB transaction aborted'));
+    });
+  }
+
+  return {
+    async get<C extends CollectionName>(collection: C, key: string) {
+      return (await run([collection], 'readonly', (tx) => tx.objectStore(collection).get(key))) as Collections[C] | undefined;
+    },
+    async getMany<C extends CollectionName>(collection: C, keys: readonly string[]) {
+      const requests: Req<unknown>[] = [];
+      await run([collection], 'readonly', (tx) => {
+        const store = tx.objectStore(collection);
+        for (const k of keys) requests.push(store.get(k));
+        return undefined;
+      });
+      return requests.map((r) => r.result as Collections[C] | undefined);
+    },
+    async list<C extends CollectionName>(collection: C, prefix = '') {
+      const KeyRange = (globalThis as unknown as { IDBKeyRange: KeyRangeStatic }).IDBKeyRange;
+      const range = prefix ? KeyRange.bound(prefix, `${prefix}\uffff`) : undefined;
+      return ((await run([collection], 'readonly', (tx) => tx.objectStore(collection).getAll(range))) ?? []) as Collections[C][];
+    },
+    async write(ops: readonly StoreOp[]) {
+      if (!ops.length) return;
+      const stores = [...new Set(ops.map((o) => o.collection))];
+      await run(stores, 'readwrite', (tx) => {
+        for (const o of ops) {
+          if (o.op === 'put') tx.objectStore(o.collection).put(o.value, o.key);
+          else tx.objectStore(o.collection).delete(o.key);
+        }
+        return undefined;
+      });
+    },
+    async close() {
+      db.close();
+    },
+  };
+}

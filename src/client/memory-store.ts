@@ -1,0 +1,31 @@
+// Why: a store for tests, demos and apps that keep nothing across restarts.
+import type { CollectionName, Collections, LocalStore, StoreOp } from './local-store.js';
+
+/** Keeps everything in memory; values are copied in and out so callers cannot alter stored state by reference. */
+export function createMemoryStore(): LocalStore {
+  const maps: { [C in CollectionName]: Map<string, Collections[C]> } = { records: new Map(), outbox: new Map(), conflicts: new Map(), meta: new Map() };
+  return {
+    async get(collection, key) {
+      const v = maps[collection].get(key);
+      return v === undefined ? undefined : structuredClone(v) as never;
+    },
+    async getMany(collection, keys) {
+      return keys.map((k) => {
+        const v = maps[collection].get(k);
+        return v === undefined ? undefined : structuredClone(v);
+      }) as never;
+    },
+    async list(collection, prefix = '') {
+      const map = maps[collection] as Map<string, unknown>;
+      return [...map.keys()].filter((k) => k.startsWith(prefix)).sort().map((k) => structuredClone(map.get(k))) as never;
+    },
+    async write(ops: readonly StoreOp[]) {
+      for (const o of ops) {
+        const map = maps[o.collection] as Map<string, unknown>;
+        if (o.op === 'put') map.set(o.key, structuredClone(o.value));
+        else map.delete(o.key);
+      }
+    },
+    async close() {},
+  };
+}

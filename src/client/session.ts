@@ -1,0 +1,183 @@
+// Why: refresh tokens rotate and a reused one revokes the whole family, so exactly one refresh may be in flight however many calls wait on it.
+import { SyncClientError } from './errors.js';
+import type { RequestOptions, Transport } from './transport.js';
+import type { BusinessTokenReply, RefreshReply, SessionReply, User } from './wire.js';
+
+/** What a signed-in client holds; apps may persist it (the sync client keeps it in its local store). */
+export interface SavedSession {
+  user: User;
+  token: string;
+  refreshToken: string;
+  /** Expiry of `token`, epoch milliseconds. */
+  expiresAt: number;
+}
+
+export interface SessionOptions {
+  /** Refresh this long before `expires_at` (default 30 s), so a request never leaves with a token about to lapse. */
+  refreshSkewMs?: number;
+  /** The client's clock (default `Date.now`). */
+  now?: () => number;
+  /** Called whenever the tokens change (sign-in, refresh) and with null when the session ends. */
+  onChange?: (session: SavedSession | null) => void;
+  /** Called once when a refresh is refused: the user must sign in again. */
+  onSessionExpired?: () => void;
+}
+
+interface BusinessToken { token: string; expiresAt: number }
+
+/**
+ * Holds the user's tokens and business-scoped tokens and sends authenticated
+ * requests: a token close to expiry is refreshed first, a 401 triggers one
+ * refresh and one retry, and concurrent callers share the same refresh.
+ */
+export class Session {
+  private saved: SavedSession | null = null;
+  private refreshing: Promise<void> | null = null;
+  private readonly businessTokens = new Map<string, BusinessToken>();
+  private readonly businessTokenRequests = new Map<string, Promise<BusinessToken>>();
+  private readonly skew: number;
+  private readonly now: () => number;
+
+  constructor(private readonly transport: Transport, private readonly options: SessionOptions = {}) {
+    this.skew = options.refreshSkewMs ?? 30_000;
+    this.now = options.now ?? Date.now;
+  }
+
+  get user(): User | undefined {
+    return this.saved?.user;
+  }
+
+  get current(): SavedSession | null {
+    return this.saved;
+  }
+
+  /** Waits as the transport does (attachment retries share the client's clock). */
+  transportSleep(ms: number): Promise<void> {
+    return this.transport.sleep(ms);
+  }
+
+  /** Adopts a session saved earlier (no request is made; the next call refreshes it if needed). */
+  restore(saved: SavedSession | null): void {
+    this.saved = saved;
+    this.businessTokens.clear();
+  }
+
+  async register(input: { email: string; name: string; password: string }): Promise<User> {
+    const res = await this.transport.request('POST', '/api/auth/register', { json: input });
+    return this.adopt((await res.json()) as SessionReply);
+  }
+
+  async login(input: { email: string; password: string }): Promise<User> {
+    const res = await this.transport.request('POST', '/api/auth/login', { json: input });
+    return this.adopt((await res.json()) as SessionReply);
+  }
+
+  /** Revokes the session on the server (its refresh token and every access token issued from it) and forgets it. */
+  async logout(): Promise<void> {
+    if (!this.saved) return;
+    try {
+      await this.request('POST', '/api/auth/logout');
+    } catch (e: unknown) {
+      // Already expired or revoked on the server: forgetting it locally is all that is left to do.
+      if (!(e instanceof SyncClientError && (e.code === 'session_expired' || e.code === 'unauthorized'))) throw e;
+    }
+    this.end(false);
+  }
+
+  /** Sends a request with the user token (refreshed when needed). */
+  async request(method: string, path: string, options: RequestOptions = {}): Promise<Response> {
+    const token = await this.userToken();
+    try {
+      return await this.transport.request(method, path, { ...options, token });
+    } catch (e: unknown) {
+      if (!(e instanceof SyncClientError && e.code === 'unauthorized')) throw e;
+      // Another caller may have refreshed while this request was out; only refresh if the token used is still current.
+      if (this.saved?.token === token) await this.refresh();
+      return this.transport.request(method, path, { ...options, token: await this.userToken() });
+    }
+  }
+
+  /** Sends a request with a business-scoped token for `businessId` (obtained, and renewed, through the user token). */
+  async businessRequest(businessId: string, method: string, path: string, options: RequestOptions = {}): Promise<Response> {
+    const first = await this.businessToken(businessId);
+    try {
+      return await this.transport.request(method, path, { ...options, token: first.token });
+    } catch (e: unknown) {
+      if (!(e instanceof SyncClientError && e.code === 'unauthorized')) throw e;
+      if (this.businessTokens.get(businessId) === first) this.businessTokens.delete(businessId);
+      return this.transport.request(method, path, { ...options, token: (await this.businessToken(businessId)).token });
+    }
+  }
+
+  /** Drops the cached business token (the feed was refused with it), so the next use fetches a fresh one. */
+  forgetBusinessToken(businessId: string): void {
+    this.businessTokens.delete(businessId);
+  }
+
+  /** A business token valid for at least the refresh skew; one request per business at a time. */
+  async businessToken(businessId: string): Promise<BusinessToken> {
+    const held = this.businessTokens.get(businessId);
+    if (held && held.expiresAt - this.skew > this.now()) return held;
+    let pending = this.businessTokenRequests.get(businessId);
+    if (!pending) {
+      pending = (async () => {
+        const res = await this.request('POST', '/api/auth/token', { json: { business_id: businessId }, idempotent: true });
+        const body = (await res.json()) as BusinessTokenReply;
+        const t = { token: body.token, expiresAt: Date.parse(body.expires_at) };
+        this.businessTokens.set(businessId, t);
+        return t;
+      })().finally(() => this.businessTokenRequests.delete(businessId));
+      this.businessTokenRequests.set(businessId, pending);
+    }
+    return pending;
+  }
+
+  /** The user access token, refreshed first when it expires within the skew. */
+  async userToken(): Promise<string> {
+    if (!this.saved) throw new SyncClientError('not_signed_in', 'sign in first (register or login)');
+    if (this.saved.expiresAt - this.skew <= this.now()) await this.refresh();
+    return this.saved!.token;
+  }
+
+  /** Exchanges the refresh token; concurrent callers share one exchange. */
+  refresh(): Promise<void> {
+    this.refreshing ??= this.exchange().finally(() => { this.refreshing = null; });
+    return this.refreshing;
+  }
+
+  private async exchange(): Promise<void> {
+    const saved = this.saved;
+    if (!saved) throw new SyncClientError('not_signed_in', 'sign in first (register or login)');
+    let body: RefreshReply;
+    try {
+      const res = await this.transport.request('POST', '/api/auth/refresh', { json: { refresh_token: saved.refreshToken } });
+      body = (await res.json()) as RefreshReply;
+    } catch (e: unknown) {
+      // Only a refusal ends the session; being offline does not.
+      if (e instanceof SyncClientError && (e.code === 'unauthorized' || e.code === 'invalid_request')) {
+        this.end(true);
+        throw new SyncClientError('session_expired', 'the session has expired or was revoked; sign in again', { status: e.status, cause: e });
+      }
+      throw e;
+    }
+    this.set({ user: saved.user, token: body.token, refreshToken: body.refresh_token, expiresAt: Date.parse(body.expires_at) });
+  }
+
+  private adopt(body: SessionReply): User {
+    this.businessTokens.clear();
+    this.set({ user: body.user, token: body.token, refreshToken: body.refresh_token, expiresAt: Date.parse(body.expires_at) });
+    return body.user;
+  }
+
+  private set(saved: SavedSession): void {
+    this.saved = saved;
+    this.options.onChange?.(saved);
+  }
+
+  private end(expired: boolean): void {
+    this.saved = null;
+    this.businessTokens.clear();
+    this.options.onChange?.(null);
+    if (expired) this.options.onSessionExpired?.();
+  }
+}

@@ -1,0 +1,658 @@
+// Why: the offline-first engine: local writes go to a durable outbox numbered as the server expects, and push, pull, feed and conflicts keep the local store converging with the server.
+import { AttachmentClient, type AttachmentOptions } from './attachments.js';
+import { backoffDelay, type BackoffOptions } from './backoff.js';
+import { sameJson, type ConflictChoice, type ConflictResolver, type ConflictView } from './conflict-resolvers.js';
+import { SyncClientError, isTransient } from './errors.js';
+import { Emitter } from './events.js';
+import { FeedConnection, type FeedSocketConstructor } from './feed.js';
+import { conflictKey, outboxKey, recordKey, type LocalConflict, type LocalRecord, type LocalStore, type OutboxEntry, type RecordData, type StoreOp } from './local-store.js';
+import { Session, type SavedSession, type SessionOptions } from './session.js';
+import { createTransport, type TransportOptions } from './transport.js';
+import type { Business, Change, Conflict, FeedMessage, PullResult, PushResult, Resolution, SyncStatus, User } from './wire.js';
+
+export type SyncState = 'offline' | 'syncing' | 'up-to-date';
+
+/** A record change made visible to the app: by a pull (`remote`), or by going back to the server's state after a rejected push or a conflict resolved for the server (`revert`). */
+export interface ChangeApplied {
+  table: string;
+  uuid: string;
+  data: RecordData | null;
+  version: number;
+  origin: 'remote' | 'revert';
+}
+
+export interface SyncClientEvents extends Record<string, unknown> {
+  change: ChangeApplied;
+  state: SyncState;
+  error: SyncClientError;
+  conflict: ConflictView;
+  sessionExpired: undefined;
+}
+
+export interface SyncClientOptions extends TransportOptions, Omit<SessionOptions, 'onChange'> {
+  /** Where records, the outbox, conflicts and the session are kept. */
+  store: LocalStore;
+  /** The business this store holds. A store belongs to one business: opening it for another is refused. */
+  businessId?: string;
+  /** Device id sent as `instance_id` (default: generated once and kept in the store). */
+  instanceId?: string;
+  /** Branch recorded on conflicts (default `main`). */
+  branch?: string;
+  /** WebSocket constructor for the feed (default: the global one; on Node 20 pass the `ws` package's). */
+  WebSocket?: FeedSocketConstructor;
+  /** Automatic conflict policy (e.g. `lastWriterWins`, `fieldMerge`); without one conflicts wait for `resolveConflict`. */
+  resolver?: ConflictResolver;
+  /** Items per push (default 500; the server takes at most 1000). */
+  pushBatchSize?: number;
+  /** Changes per pull page (default 1000). */
+  pullPageSize?: number;
+  /** Feed reconnects. */
+  reconnect?: BackoffOptions;
+  /** Retries of a failed background sync. */
+  retry?: BackoffOptions;
+  attachments?: AttachmentOptions;
+}
+
+/** Bytes of JSON per push, well under the server's 1 MiB body limit. */
+const PUSH_BODY_BUDGET = 768 * 1024;
+
+const META = { instance: 'instance_id', business: 'business_id', cursor: 'cursor', session: 'session', seq: 'next_seq' } as const;
+
+/**
+ * The sync client. Open it with `SyncClient.open`, sign in, then read and
+ * write records locally (`get`, `list`, `put`, `delete`); `sync()` runs one
+ * round trip, `start()` keeps syncing in the background over the feed.
+ */
+export class SyncClient {
+  readonly attachments: AttachmentClient;
+  private readonly emitter = new Emitter<SyncClientEvents>();
+  private readonly session: Session;
+  private mutex: Promise<void> = Promise.resolve();
+  private outbox = new Map<string, OutboxEntry>();
+  private conflictsByKey = new Map<string, LocalConflict>();
+  private cursor = 0;
+  private nextSeq = 1;
+  private cycle: Promise<void> | null = null;
+  private queued: Promise<void> | null = null;
+  private feed: FeedConnection | null = null;
+  private started = false;
+  private retryAttempt = 0;
+  private retryTimer: ReturnType<typeof setTimeout> | null = null;
+  private kickTimer: ReturnType<typeof setTimeout> | null = null;
+  private state: SyncState = 'offline';
+  private closed = false;
+
+  private constructor(private readonly o: SyncClientOptions, readonly instanceId: string, private readonly store: LocalStore) {
+    const transport = createTransport(o);
+    this.session = new Session(transport, {
+      ...o,
+      onChange: (s) => {
+        this.store.write([s ? { op: 'put', collection: 'meta', key: META.session, value: s } : { op: 'delete', collection: 'meta', key: META.session }])
+          .catch((e: unknown) => this.emitter.emit('error', new SyncClientError('internal', `the session could not be saved: ${e instanceof Error ? e.message : String(e)}`, { cause: e })));
+      },
+      onSessionExpired: () => {
+        o.onSessionExpired?.();
+        this.emitter.emit('sessionExpired', undefined);
+        this.stop();
+      },
+    });
+    this.attachments = new AttachmentClient(this.session, () => this.requireBusiness(), o.attachments);
+  }
+
+  /** Opens the store: restores the device id, the session, the pull cursor, the outbox and the pending conflicts. */
+  static async open(o: SyncClientOptions): Promise<SyncClient> {
+    const store = o.store;
+    const storedBusiness = (await store.get('meta', META.business)) as string | undefined;
+    const businessId = o.businessId?.toLowerCase();
+    if (businessId && storedBusiness && storedBusiness !== businessId) {
+      throw new SyncClientError('invalid_request', `this store holds business ${storedBusiness}; open another store for ${businessId}`);
+    }
+    const ops: StoreOp[] = [];
+    let instanceId = (await store.get('meta', META.instance)) as string | undefined;
+    if (o.instanceId && o.instanceId !== instanceId) instanceId = o.instanceId;
+    instanceId ??= `dev-${randomId()}`;
+    ops.push({ op: 'put', collection: 'meta', key: META.instance, value: instanceId });
+    if (businessId && !storedBusiness) ops.push({ op: 'put', collection: 'meta', key: META.business, value: businessId });
+    await store.write(ops);
+    const client = new SyncClient({ ...o, ...(businessId || storedBusiness ? { businessId: businessId ?? storedBusiness } : {}) }, instanceId, store);
+    client.session.restore(((await store.get('meta', META.session)) as SavedSession | undefined) ?? null);
+    client.cursor = ((await store.get('meta', META.cursor)) as number | undefined) ?? 0;
+    client.nextSeq = ((await store.get('meta', META.seq)) as number | undefined) ?? 1;
+    for (const e of await store.list('outbox')) client.outbox.set(outboxKey(e.seq), e);
+    for (const c of await store.list('conflicts')) client.conflictsByKey.set(conflictKey(c.conflict.id), c);
+    return client;
+  }
+
+  on<E extends keyof SyncClientEvents>(event: E, listener: (value: SyncClientEvents[E]) => void): () => void {
+    return this.emitter.on(event, listener);
+  }
+
+  get syncState(): SyncState {
+    return this.state;
+  }
+
+  /** The server version this device has pulled up to. */
+  get pulledVersion(): number {
+    return this.cursor;
+  }
+
+  // ---- accounts and businesses -------------------------------------------------------------
+
+  get user(): User | undefined {
+    return this.session.user;
+  }
+
+  register(input: { email: string; name: string; password: string }): Promise<User> {
+    return this.session.register(input);
+  }
+
+  login(input: { email: string; password: string }): Promise<User> {
+    return this.session.login(input);
+  }
+
+  /** Ends the session on the server and stops syncing. Local data and the outbox stay (a later login continues). */
+  async logout(): Promise<void> {
+    this.stop();
+    await this.session.logout();
+  }
+
+  async listBusinesses(): Promise<Business[]> {
+    return (await this.session.request('GET', '/api/business')).json() as Promise<Business[]>;
+  }
+
+  async createBusiness(input: { name: string; abn: string }): Promise<Business> {
+    return (await this.session.request('POST', '/api/business', { json: input })).json() as Promise<Business>;
+  }
+
+  async addMember(businessId: string, email: string, role: 'owner' | 'member' = 'member'): Promise<void> {
+    await this.session.request('POST', `/api/business/${encodeURIComponent(businessId)}/members`, { json: { email, role } });
+  }
+
+  /** Binds a store opened without a business to one (once). */
+  async useBusiness(businessId: string): Promise<void> {
+    const id = businessId.toLowerCase();
+    if (this.o.businessId && this.o.businessId !== id) throw new SyncClientError('invalid_request', `this store holds business ${this.o.businessId}`);
+    this.o.businessId = id;
+    await this.store.write([{ op: 'put', collection: 'meta', key: META.business, value: id }]);
+  }
+
+  /** The server's view of the business: server version and pending conflicts. */
+  async status(): Promise<SyncStatus> {
+    return (await this.businessRequest('GET', '/api/sync/status')).json() as Promise<SyncStatus>;
+  }
+
+  // ---- local data ---------------------------------------------------------------------------
+
+  async get(table: string, uuid: string): Promise<RecordData | null> {
+    const r = await this.store.get('records', recordKey(table, uuid.toLowerCase()));
+    return r?.data ?? null;
+  }
+
+  /** Live (not deleted) records of a table, by uuid. */
+  async list(table: string): Promise<{ uuid: string; data: RecordData; version: number }[]> {
+    const rows = await this.store.list('records', `${table}\u0000`);
+    return rows.filter((r) => r.data !== null).map((r) => ({ uuid: r.uuid, data: r.data!, version: r.version }));
+  }
+
+  /** Creates or replaces a record locally and queues it for the server; durable when it resolves. */
+  put(table: string, uuid: string, data: RecordData): Promise<void> {
+    return this.write(table, uuid.toLowerCase(), data);
+  }
+
+  /** Deletes a record locally and queues the tombstone. */
+  delete(table: string, uuid: string): Promise<void> {
+    return this.write(table, uuid.toLowerCase(), null);
+  }
+
+  /** Local changes not yet acknowledged by the server. */
+  get pendingChanges(): number {
+    return this.outbox.size;
+  }
+
+  // ---- sync ---------------------------------------------------------------------------------
+
+  /**
+   * One sync round: pull until up to date, push the outbox in batches, pull
+   * again. Rejects on failure (the outbox is kept, a later round retries the
+   * same items). A call during a round waits for a round that starts after it.
+   */
+  sync(): Promise<void> {
+    if (!this.cycle) {
+      this.cycle = this.runCycle().finally(() => { this.cycle = null; });
+      return this.cycle;
+    }
+    this.queued ??= this.cycle.catch(() => undefined).then(() => {
+      this.queued = null;
+      return this.sync();
+    });
+    return this.queued;
+  }
+
+  /** Keeps syncing in the background: the feed is watched, local writes are pushed, failures are retried with backoff. */
+  start(): void {
+    if (this.started || this.closed) return;
+    this.started = true;
+    const Socket = this.o.WebSocket ?? (globalThis as { WebSocket?: FeedSocketConstructor }).WebSocket;
+    if (!Socket) throw new SyncClientError('invalid_request', 'no WebSocket implementation: pass options.WebSocket (e.g. the ws package on Node 20)');
+    this.feed = new FeedConnection(Socket, {
+      url: () => this.feedUrl(),
+      // After every (re)connect, pull from the last applied version: nothing sent while away is missed.
+      onOpen: () => this.kick(),
+      onMessage: (m) => this.onFeedMessage(m),
+      onClose: (code) => {
+        this.setState('offline');
+        // 1008: the token was revoked or expired; 1006: the upgrade itself may have been refused (a WebSocket hides the status).
+        // Either way the next connect takes a fresh token, and a round over HTTP finds out whether the session still holds.
+        if (code === 1008 || code === 1006) {
+          this.session.forgetBusinessToken(this.requireBusiness());
+          this.kick();
+        }
+      },
+      onRetry: (e) => this.onBackgroundError(e),
+    }, this.o.reconnect);
+    this.feed.start();
+    this.kick();
+  }
+
+  stop(): void {
+    this.started = false;
+    this.feed?.stop();
+    this.feed = null;
+    for (const t of [this.retryTimer, this.kickTimer]) if (t) clearTimeout(t);
+    this.retryTimer = this.kickTimer = null;
+  }
+
+  /** Drops the feed socket as a network failure would; it reconnects and catches up. */
+  dropFeed(): void {
+    this.feed?.drop();
+  }
+
+  async close(): Promise<void> {
+    this.stop();
+    this.closed = true;
+    await this.cycle?.catch(() => undefined);
+    await this.locked(async () => this.store.close());
+  }
+
+  // ---- conflicts ----------------------------------------------------------------------------
+
+  /** Conflicts waiting for a decision, oldest first. */
+  async conflicts(): Promise<ConflictView[]> {
+    return Promise.all([...this.conflictsByKey.values()].sort((a, b) => a.conflict.id - b.conflict.id).map((c) => this.view(c)));
+  }
+
+  /**
+   * Resolves a conflict of this device. `local` applies this device's side on
+   * the server, `remote` and `skip` keep the server's side (and drop this
+   * device's edits of the record made since), `{ merged }` keeps the server's
+   * side and pushes the merged record on top of it.
+   */
+  async resolveConflict(id: number, choice: ConflictChoice): Promise<void> {
+    const held = this.conflictsByKey.get(conflictKey(id));
+    if (!held) throw new SyncClientError('not_found', `no pending conflict ${id} on this device`);
+    const resolution: Resolution = typeof choice === 'string' ? choice : 'remote';
+    let outcome: Conflict;
+    try {
+      outcome = await (await this.businessRequest('POST', `/api/sync/conflicts/${id}/resolve`, { json: { resolution } })).json() as Conflict;
+    } catch (e: unknown) {
+      // Resolved already (by another device, or by this one when the answer was lost): follow what the server decided.
+      if (!(e instanceof SyncClientError && e.code === 'conflict')) throw e;
+      const listed = await (await this.businessRequest('GET', `/api/sync/conflicts?status=all&after_id=${id - 1}&limit=1`)).json() as Conflict[];
+      const found = listed.find((c) => c.id === id);
+      if (!found) throw e;
+      outcome = found;
+    }
+    const { table_name: table, record_uuid: uuid } = held.conflict;
+    const localWins = outcome.resolution === 'local';
+    let reverted: ChangeApplied | undefined;
+    await this.locked(async () => {
+      const ops: StoreOp[] = [{ op: 'delete', collection: 'conflicts', key: conflictKey(id) }];
+      this.conflictsByKey.delete(conflictKey(id));
+      if (!localWins) {
+        // The server keeps its side: edits made here since are dropped and the record shows the server's state.
+        for (const e of this.entriesOf(table, uuid)) {
+          ops.push({ op: 'delete', collection: 'outbox', key: outboxKey(e.seq) });
+          this.outbox.delete(outboxKey(e.seq));
+        }
+        const rec = await this.store.get('records', recordKey(table, uuid));
+        if (rec) {
+          rec.data = rec.remote.data;
+          rec.version = rec.remote.version;
+          rec.base = null;
+          ops.push({ op: 'put', collection: 'records', key: recordKey(table, uuid), value: rec });
+          reverted = { table, uuid, data: rec.data, version: rec.version, origin: 'revert' };
+        }
+      }
+      await this.store.write(ops);
+    });
+    if (reverted) this.emitter.emit('change', reverted);
+    // The pull brings the resolution's change (for `local`) and the server's latest record version to number from.
+    await this.pullAll();
+    await this.locked(async () => {
+      const rec = await this.store.get('records', recordKey(table, uuid));
+      if (!rec) return;
+      const ops: StoreOp[] = [];
+      if (localWins) {
+        // Edits made here after the conflict were never sent (held back), so they can be renumbered above the server's version.
+        for (const e of this.entriesOf(table, uuid)) {
+          if (e.sent) continue;
+          e.version = rec.remote.version + 1;
+          if (e.operation === 'create') e.operation = 'update';
+          rec.version = e.version;
+          ops.push({ op: 'put', collection: 'outbox', key: outboxKey(e.seq), value: e });
+        }
+        if (ops.length) ops.push({ op: 'put', collection: 'records', key: recordKey(table, uuid), value: rec });
+        await this.store.write(ops);
+      }
+    });
+    if (typeof choice === 'object') await this.put(table, uuid, choice.merged);
+    if (this.started) this.kick();
+  }
+
+  // ---- internals: local writes --------------------------------------------------------------
+
+  private async write(table: string, uuid: string, data: RecordData | null): Promise<void> {
+    if (!/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(table)) throw new SyncClientError('invalid_request', `table_name: "${table}" is not an identifier`);
+    if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(uuid)) throw new SyncClientError('invalid_request', `record_uuid: "${uuid}" is not a UUID`);
+    await this.locked(async () => {
+      const key = recordKey(table, uuid);
+      const rec: LocalRecord = (await this.store.get('records', key))
+        ?? { table, uuid, data: null, version: 0, remote: { data: null, version: 0, instanceId: '', at: '' }, base: null };
+      const pending = this.entriesOf(table, uuid);
+      const open = pending.find((e) => !e.sent);
+      const ops: StoreOp[] = [];
+      if (!pending.length) rec.base = rec.remote.data;
+      if (open) {
+        // Not sent yet: the entry takes the new state; its version stays one above what the server may have seen.
+        if (data === null && open.operation === 'create' && pending.length === 1 && rec.remote.version === 0 && !this.hasConflict(table, uuid)) {
+          // Created and deleted before the server ever saw it: nothing to tell the server.
+          this.outbox.delete(outboxKey(open.seq));
+          await this.store.write([{ op: 'delete', collection: 'outbox', key: outboxKey(open.seq) }, { op: 'delete', collection: 'records', key }]);
+          return;
+        }
+        open.data = data;
+        open.operation = data === null ? 'delete' : open.operation === 'create' ? 'create' : 'update';
+        open.editedAt = Date.now();
+        ops.push({ op: 'put', collection: 'outbox', key: outboxKey(open.seq), value: open });
+      } else {
+        const entry: OutboxEntry = {
+          seq: this.nextSeq++, table, uuid, version: rec.version + 1,
+          operation: data === null ? 'delete' : rec.data === null && rec.version === 0 ? 'create' : 'update',
+          data, sent: false, editedAt: Date.now(),
+        };
+        this.outbox.set(outboxKey(entry.seq), entry);
+        rec.version = entry.version;
+        ops.push({ op: 'put', collection: 'outbox', key: outboxKey(entry.seq), value: entry }, { op: 'put', collection: 'meta', key: META.seq, value: this.nextSeq });
+      }
+      rec.data = data;
+      ops.push({ op: 'put', collection: 'records', key, value: rec });
+      await this.store.write(ops);
+    });
+    if (this.started) this.kick();
+  }
+
+  /** Outbox entries of one record, oldest first. */
+  private entriesOf(table: string, uuid: string): OutboxEntry[] {
+    return [...this.outbox.values()].filter((e) => e.table === table && e.uuid === uuid).sort((a, b) => a.seq - b.seq);
+  }
+
+  /** Records with outbox entries or open conflicts, by record key. */
+  private pendingRecords(): Set<string> {
+    const keys = new Set<string>();
+    for (const e of this.outbox.values()) keys.add(recordKey(e.table, e.uuid));
+    for (const c of this.conflictsByKey.values()) keys.add(recordKey(c.conflict.table_name, c.conflict.record_uuid));
+    return keys;
+  }
+
+  private hasConflict(table: string, uuid: string): boolean {
+    for (const c of this.conflictsByKey.values()) if (c.conflict.table_name === table && c.conflict.record_uuid === uuid) return true;
+    return false;
+  }
+
+  // ---- internals: the sync round ------------------------------------------------------------
+
+  private async runCycle(): Promise<void> {
+    this.requireBusiness();
+    this.setState('syncing');
+    try {
+      await this.pullAll();
+      let pushed = false;
+      while (await this.pushOnce()) pushed = true;
+      if (pushed) await this.pullAll();
+      this.retryAttempt = 0;
+      this.setState(this.started && !this.feed?.connected ? 'offline' : 'up-to-date');
+    } catch (e: unknown) {
+      this.setState('offline');
+      throw e;
+    }
+  }
+
+  private async pullAll(): Promise<void> {
+    for (;;) {
+      const res = await this.businessRequest('POST', '/api/sync/pull', { json: { since_version: this.cursor, limit: this.o.pullPageSize ?? 1000 } });
+      const page = (await res.json()) as PullResult;
+      await this.applyPage(page);
+      if (!page.has_more) return;
+    }
+  }
+
+  /** Applies one pulled page and moves the cursor in the same store write: a change is applied exactly once. */
+  private async applyPage(page: PullResult): Promise<void> {
+    const events: ChangeApplied[] = [];
+    await this.locked(async () => {
+      const fresh = page.changes.filter((c) => c.version > this.cursor);
+      const keys = [...new Set(fresh.map((c) => recordKey(c.table_name, c.record_uuid)))];
+      const stored = await this.store.getMany('records', keys);
+      const touched = new Map<string, LocalRecord>();
+      keys.forEach((k, i) => { if (stored[i]) touched.set(k, stored[i]!); });
+      const pending = this.pendingRecords();
+      for (const c of fresh) {
+        const key = recordKey(c.table_name, c.record_uuid);
+        const rec = touched.get(key)
+          ?? { table: c.table_name, uuid: c.record_uuid, data: null, version: 0, remote: { data: null, version: 0, instanceId: '', at: '' }, base: null };
+        const data = c.operation === 'delete' ? null : c.data;
+        rec.remote = { data, version: c.record_version, instanceId: c.instance_id, at: c.created_at };
+        // A record with local edits in flight or in conflict keeps showing them; the push decides.
+        if (!pending.has(key)) {
+          const changed = rec.version !== c.record_version || !sameJson(rec.data, data);
+          rec.data = data;
+          rec.version = c.record_version;
+          rec.base = null;
+          if (changed) events.push(changeEvent(c, data));
+        }
+        touched.set(key, rec);
+      }
+      const ops: StoreOp[] = [...touched].map(([key, value]) => ({ op: 'put', collection: 'records', key, value }) as const);
+      const cursor = Math.max(this.cursor, page.version);
+      ops.push({ op: 'put', collection: 'meta', key: META.cursor, value: cursor });
+      await this.store.write(ops);
+      this.cursor = cursor;
+    });
+    for (const e of events) this.emitter.emit('change', e);
+  }
+
+  /** Pushes one batch: the oldest outstanding entry of each record not held by a conflict. False when nothing was due. */
+  private async pushOnce(): Promise<boolean> {
+    const batch: OutboxEntry[] = [];
+    await this.locked(async () => {
+      const seen = new Set<string>();
+      let bytes = 0;
+      for (const e of [...this.outbox.values()].sort((a, b) => a.seq - b.seq)) {
+        const key = recordKey(e.table, e.uuid);
+        if (seen.has(key)) continue;
+        seen.add(key);
+        // Later edits of a record wait for the earlier one's outcome; edits of a conflicted record wait for the resolution.
+        if (this.hasConflict(e.table, e.uuid)) continue;
+        const size = JSON.stringify(e.data).length + 200;
+        if (batch.length >= Math.min(this.o.pushBatchSize ?? 500, 1000) || (batch.length && bytes + size > PUSH_BODY_BUDGET)) break;
+        bytes += size;
+        batch.push(e);
+      }
+      // Freeze before the entries leave the device: a retry after a lost answer must repeat them exactly.
+      const unsent = batch.filter((e) => !e.sent);
+      for (const e of unsent) e.sent = true;
+      await this.store.write(unsent.map((e) => ({ op: 'put', collection: 'outbox', key: outboxKey(e.seq), value: e }) as const));
+    });
+    if (!batch.length) return false;
+
+    const changes = batch.filter((e) => e.operation !== 'delete');
+    const tombstones = batch.filter((e) => e.operation === 'delete');
+    const res = await this.businessRequest('POST', '/api/sync/push', {
+      json: {
+        business_id: this.requireBusiness(),
+        instance_id: this.instanceId,
+        branch: this.o.branch ?? 'main',
+        changes: changes.map((e) => ({ table_name: e.table, record_uuid: e.uuid, version: e.version, operation: e.operation, data: e.data ?? {} })),
+        tombstones: tombstones.map((e) => ({ table_name: e.table, record_uuid: e.uuid, version: e.version })),
+      },
+    });
+    const result = (await res.json()) as PushResult;
+    const newConflicts = await this.settlePush(batch, changes, tombstones, result);
+    for (const c of newConflicts) await this.offerToResolver(c);
+    return true;
+  }
+
+  private async settlePush(batch: OutboxEntry[], changes: OutboxEntry[], tombstones: OutboxEntry[], result: PushResult): Promise<LocalConflict[]> {
+    const rejected = new Map<OutboxEntry, string>();
+    for (const r of result.rejections) {
+      const e = (r.kind === 'change' ? changes : tombstones)[r.index];
+      if (e) rejected.set(e, r.reason);
+    }
+    const conflicts = new Map(result.conflicts.map((c) => [`${c.table_name}\u0000${c.record_uuid}\u0000${c.version}`, c]));
+    const created: LocalConflict[] = [];
+    const events: ChangeApplied[] = [];
+    const errors: SyncClientError[] = [];
+    await this.locked(async () => {
+      const ops: StoreOp[] = [];
+      const records = new Map<string, LocalRecord>();
+      for (const e of batch) {
+        ops.push({ op: 'delete', collection: 'outbox', key: outboxKey(e.seq) });
+        this.outbox.delete(outboxKey(e.seq));
+        const key = recordKey(e.table, e.uuid);
+        const rec = records.get(key) ?? (await this.store.get('records', key));
+        if (!rec) continue;
+        records.set(key, rec);
+        const conflict = conflicts.get(`${e.table}\u0000${e.uuid}\u0000${e.version}`);
+        const reason = rejected.get(e);
+        if (conflict) {
+          const held: LocalConflict = { conflict, entry: e };
+          this.conflictsByKey.set(conflictKey(conflict.id), held);
+          ops.push({ op: 'put', collection: 'conflicts', key: conflictKey(conflict.id), value: held });
+          created.push(held);
+        } else if (reason !== undefined) {
+          errors.push(new SyncClientError('rejected', `the server rejected ${e.table}/${e.uuid} version ${e.version}: ${reason}`, { details: reason }));
+          // Nothing of it reached the server: unless newer edits are queued, show the server's state again.
+          if (!this.entriesOf(e.table, e.uuid).length) {
+            rec.data = rec.remote.data;
+            rec.version = rec.remote.version;
+            rec.base = null;
+            events.push({ table: e.table, uuid: e.uuid, data: rec.data, version: rec.version, origin: 'revert' });
+          }
+        } else {
+          if (e.version >= rec.remote.version) rec.remote = { data: e.data, version: e.version, instanceId: this.instanceId, at: new Date().toISOString() };
+          if (!this.entriesOf(e.table, e.uuid).length) rec.base = null;
+        }
+      }
+      for (const [key, value] of records) ops.push({ op: 'put', collection: 'records', key, value });
+      await this.store.write(ops);
+    });
+    for (const e of events) this.emitter.emit('change', e);
+    for (const e of errors) this.emitter.emit('error', e);
+    return created;
+  }
+
+  private async offerToResolver(c: LocalConflict): Promise<void> {
+    const view = await this.view(c);
+    this.emitter.emit('conflict', view);
+    if (!this.o.resolver) return;
+    const choice = await this.o.resolver(view);
+    if (choice !== undefined) await this.resolveConflict(c.conflict.id, choice);
+  }
+
+  private async view(c: LocalConflict): Promise<ConflictView> {
+    const rec = await this.store.get('records', recordKey(c.conflict.table_name, c.conflict.record_uuid));
+    const remoteKnown = rec && rec.remote.at && rec.remote.instanceId !== this.instanceId;
+    return {
+      id: c.conflict.id,
+      table: c.conflict.table_name,
+      uuid: c.conflict.record_uuid,
+      // A pushed delete (or a record deleted on the server) is null, not JSON text.
+      local: c.conflict.local_data === null ? null : JSON.parse(c.conflict.local_data) as RecordData | null,
+      remote: c.conflict.remote_data === null ? null : JSON.parse(c.conflict.remote_data) as RecordData | null,
+      base: rec?.base ?? null,
+      localEditedAt: c.entry.editedAt,
+      remoteAt: remoteKnown ? Date.parse(rec.remote.at) : undefined,
+      conflict: c.conflict,
+    };
+  }
+
+  // ---- internals: background ----------------------------------------------------------------
+
+  /** Schedules a round soon (several triggers in a row make one round). */
+  private kick(): void {
+    if (!this.started || this.kickTimer) return;
+    this.kickTimer = setTimeout(() => {
+      this.kickTimer = null;
+      this.sync().catch((e: unknown) => this.onBackgroundError(e));
+    }, 0);
+  }
+
+  private onFeedMessage(m: FeedMessage): void {
+    if (m.version > this.cursor) this.kick();
+  }
+
+  private onBackgroundError(e: unknown): void {
+    const error = e instanceof SyncClientError ? e : new SyncClientError('internal', e instanceof Error ? e.message : String(e), { cause: e });
+    this.emitter.emit('error', error);
+    if (error.code === 'session_expired' || error.code === 'not_signed_in' || !this.started) return;
+    this.setState('offline');
+    if (!isTransient(error) || this.retryTimer) return;
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = null;
+      this.kick();
+    }, backoffDelay(this.retryAttempt++, this.o.retry));
+  }
+
+  private async feedUrl(): Promise<string> {
+    const businessId = this.requireBusiness();
+    const token = (await this.session.businessToken(businessId)).token;
+    const user = this.session.user;
+    if (!user) throw new SyncClientError('not_signed_in', 'sign in first (register or login)');
+    const base = this.o.baseUrl.replace(/\/+$/, '').replace(/^http/, 'ws');
+    // Browsers cannot set headers on a WebSocket, so the token goes in the query (the server redacts it from logs).
+    return `${base}/ws/sync?business_id=${businessId}&user_id=${user.id}&token=${encodeURIComponent(token)}`;
+  }
+
+  private setState(s: SyncState): void {
+    if (this.state === s) return;
+    this.state = s;
+    this.emitter.emit('state', s);
+  }
+
+  private requireBusiness(): string {
+    if (!this.o.businessId) throw new SyncClientError('invalid_request', 'no business: pass businessId to SyncClient.open or call useBusiness');
+    return this.o.businessId;
+  }
+
+  /** Every sync call is safe to repeat: push retries are recognised by the server, the others only read or are checked (resolve answers 409). */
+  private businessRequest(method: string, path: string, options: { json?: unknown } = {}): Promise<Response> {
+    return this.session.businessRequest(this.requireBusiness(), method, path, { ...options, idempotent: true });
+  }
+
+  /** Runs store read-modify-writes one at a time (the engine's only lock; network calls happen outside it). */
+  private locked<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.mutex.then(fn);
+    this.mutex = run.then(() => undefined, () => undefined);
+    return run;
+  }
+}
+
+function changeEvent(c: Change, data: RecordData | null): ChangeApplied {
+  return { table: c.table_name, uuid: c.record_uuid, data, version: c.record_version, origin: 'remote' };
+}
+
+function randomId(): string {
+  const c = (globalThis as { crypto?: { randomUUID?: () => string } }).crypto;
+  if (c?.randomUUID) return c.randomUUID();
+  return `${Date.now().toString(36)}-${Math.random().toString(36).slice(2)}-${Math.random().toString(36).slice(2)}`;
+}

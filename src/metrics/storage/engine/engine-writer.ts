@@ -1,0 +1,193 @@
+import { AppError } from '../../../core/errors.js';
+import type { AppendOutcome, MetricLimits, NewReport } from '../../domain/metrics-store.js';
+import { appendBatch, newWriterState } from './head-writer.js';
+import { SealedTimestamps } from './sealed-timestamps.js';
+import { findSealable, sealWindow, type SealSettings } from './sealer.js';
+import type { SqlConn } from './sql-conn.js';
+import { rollTenantWindows } from './tenant-rollup.js';
+import { WINDOW_MS } from './windows.js';
+
+/**
+ * Everything that writes the engine's tables, over one SqlConn: group commit
+ * of appends (one transaction, one fsync, for every report that arrived while
+ * the previous one committed), the background seal and tenant-rollup passes,
+ * and retention. It runs inside the writer thread (writer-worker.ts) on both
+ * backends, so neither a commit nor a seal's encoding ever holds up the HTTP
+ * event loop.
+ */
+export interface EngineWriter {
+  /** Resolves one outcome per report after the commit that holds them; all of one call share one commit. */
+  append(reports: NewReport[]): Promise<AppendOutcome[]>;
+  /** Retention: drops whole blocks (and head rows, tenant rollups) before `cutoff`, and hosts left with nothing. */
+  deleteBefore(cutoff: number): Promise<{ reports: number; hosts: number }>;
+  /** Seals every closed window and rolls up every tenant window now (operations and tests; the loop does it on its own). */
+  flush(): Promise<void>;
+  /** Commits what is queued, stops the loops; later appends are refused. */
+  close(): Promise<void>;
+}
+
+export interface WriterOptions {
+  limits: MetricLimits;
+  seal: SealSettings;
+  /** The service clock (report times are judged against it). */
+  now: () => number;
+  /** Reports per commit at most. */
+  maxBatch: number;
+  /** Reports waiting for a commit at most; past it appends are refused with 503 so memory stays bounded under a slow disk. */
+  maxQueued: number;
+  /** Period of the seal and rollup passes; 0 disables the loop (flush() still works). */
+  sealIntervalMs: number;
+}
+
+export const DEFAULT_WRITER_OPTIONS = {
+  maxBatch: 2_000,
+  maxQueued: 50_000,
+  sealIntervalMs: 500,
+  seal: { graceMs: 120_000, idleMs: 500 },
+} as const;
+
+/** Append transactions in flight at once on PostgreSQL (each on its own pooled connection). */
+const PG_COMMITS_IN_FLIGHT = 4;
+/** Seconds a refused append is told to wait. */
+const RETRY_AFTER_S = 1;
+
+type Job = { reports: NewReport[]; resolve: (o: AppendOutcome[]) => void; reject: (e: unknown) => void };
+
+export function createEngineWriter(conn: SqlConn, opts: WriterOptions, onError: (e: unknown) => void): EngineWriter {
+  const state = newWriterState();
+  const sealed = new SealedTimestamps();
+  const wallNow = () => Date.now();
+  const deps = { conn, state, limits: opts.limits, sealed, wallNow };
+  const queue: Job[] = [];
+  let queued = 0;
+  let closed = false;
+  // One chain of background work (seals, rollups, retention). On SQLite appends join it too: a transaction must
+  // never interleave with another on the same connection. On PostgreSQL appends run beside it on other
+  // connections, a few commits in flight at once so that round trips overlap instead of adding up.
+  let chain: Promise<unknown> = Promise.resolve();
+  const serial = <T>(fn: () => Promise<T>): Promise<T> => {
+    const run = chain.then(fn, fn);
+    chain = run.catch(() => undefined);
+    return run;
+  };
+  const parallel = conn.dialect === 'postgres' ? PG_COMMITS_IN_FLIGHT : 1;
+  const runAppend = conn.dialect === 'sqlite' ? serial : <T>(fn: () => Promise<T>) => fn();
+  let active = 0;
+  let scheduled = false;
+  let idle: (() => void) | undefined;
+
+  function scheduleDrain(): void {
+    if (scheduled) return;
+    scheduled = true;
+    // One macrotask turn first: requests whose bytes already arrived get to join this commit.
+    setImmediate(() => {
+      scheduled = false;
+      while (active < parallel && queue.length) {
+        active++;
+        void runAppend(commitOnce).finally(() => {
+          active--;
+          if (queue.length) scheduleDrain();
+          else if (active === 0) idle?.();
+        });
+      }
+      if (active === 0 && !queue.length) idle?.();
+    });
+  }
+
+  /** Takes what is queued (whole calls, up to maxBatch reports) and commits it in one transaction. */
+  async function commitOnce(): Promise<void> {
+    const jobs: Job[] = [];
+    let n = 0;
+    while (queue.length && (n === 0 || n + queue[0]!.reports.length <= opts.maxBatch)) {
+      const job = queue.shift()!;
+      jobs.push(job);
+      n += job.reports.length;
+    }
+    if (!jobs.length) return;
+    queued -= n;
+    const outcomes = await appendBatch(deps, jobs.flatMap((j) => j.reports));
+    let at = 0;
+    for (const job of jobs) {
+      const mine = outcomes.slice(at, at + job.reports.length);
+      at += job.reports.length;
+      const failed = mine.find((o) => o.status === 'error');
+      if (failed) job.reject(failed.status === 'error' ? failed.error : undefined);
+      else job.resolve(mine as AppendOutcome[]);
+    }
+  }
+
+  /** Resolves once nothing is queued or committing. */
+  function drained(): Promise<void> {
+    if (!queue.length && active === 0 && !scheduled) return Promise.resolve();
+    return new Promise((resolve) => { idle = () => { idle = undefined; resolve(); }; });
+  }
+
+  /**
+   * Finds what is due and seals it one window per turn of the work chain, so
+   * appends that arrive meanwhile commit between two seals instead of after
+   * the whole pass.
+   */
+  async function sealPass(force: boolean): Promise<void> {
+    const due = await serial(() => findSealable(conn, opts.seal, opts.now(), wallNow(), state, force));
+    for (const c of due) {
+      if (closed && !force) return;
+      await serial(() => sealWindow(conn, c, wallNow()));
+    }
+    const rolled = await serial(() => rollTenantWindows(conn, wallNow(), force ? 0 : opts.seal.idleMs, force ? 1_000_000 : 32));
+    if (conn.dialect === 'sqlite' && (due.length || rolled)) {
+      // Hand the pages the sealed head rows freed back to the filesystem; when no append waits, cut the WAL back too.
+      await serial(async () => {
+        await conn.run('PRAGMA incremental_vacuum');
+        if (!queue.length) await conn.all('PRAGMA wal_checkpoint(TRUNCATE)');
+      });
+    }
+  }
+
+  let passing: Promise<void> | undefined;
+  const timer = opts.sealIntervalMs > 0
+    ? setInterval(() => {
+      if (closed || passing) return;
+      passing = sealPass(false).catch(onError).finally(() => { passing = undefined; });
+    }, opts.sealIntervalMs)
+    : undefined;
+  timer?.unref();
+
+  return {
+    append(reports) {
+      if (closed) return Promise.reject(new AppError('unavailable', 'the service is shutting down'));
+      if (queued + reports.length > opts.maxQueued) {
+        return Promise.reject(new AppError('unavailable', `${queued} reports are waiting for the disk; retry shortly`, { retry_after: RETRY_AFTER_S }));
+      }
+      return new Promise((resolve, reject) => {
+        queue.push({ reports, resolve, reject });
+        queued += reports.length;
+        scheduleDrain();
+      });
+    },
+    deleteBefore: (cutoff) => serial(() => deleteBefore(conn, cutoff)),
+    async flush() {
+      await passing;
+      await sealPass(true);
+    },
+    async close() {
+      closed = true;
+      if (timer) clearInterval(timer);
+      await passing;
+      await drained();
+      await chain;
+    },
+  };
+}
+
+async function deleteBefore(conn: SqlConn, cutoff: number): Promise<{ reports: number; hosts: number }> {
+  return conn.transaction(async (tx) => {
+    // Whole blocks only: a block is dropped once its whole window is past the cutoff.
+    const [sealedRows] = await tx.all<{ n: number | string | null }>('SELECT SUM(rows) AS n FROM blocks WHERE window_start + ? <= ?', [WINDOW_MS, cutoff]);
+    await tx.run('DELETE FROM blocks WHERE window_start + ? <= ?', [WINDOW_MS, cutoff]);
+    await tx.run('DELETE FROM tenant_windows WHERE window_start + ? <= ?', [WINDOW_MS, cutoff]);
+    const head = await tx.run('DELETE FROM reports WHERE ts < ?', [cutoff]);
+    const gone = await tx.run(
+      'DELETE FROM hosts WHERE NOT EXISTS (SELECT 1 FROM reports r WHERE r.host_key = hosts.key) AND NOT EXISTS (SELECT 1 FROM blocks b WHERE b.host_key = hosts.key)');
+    return { reports: Number(sealedRows?.n ?? 0) + head, hosts: gone };
+  });
+}

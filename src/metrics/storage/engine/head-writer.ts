@@ -1,0 +1,288 @@
+import type { AppendOutcome, MetricLimits, NewReport } from '../../domain/metrics-store.js';
+import { chunks } from '../../../core/storage/chunks.js';
+import { encodeSamples } from '../sample-codec.js';
+import type { SqlConn } from './sql-conn.js';
+import { loadSealedMeta, type SealedTimestamps } from './sealed-timestamps.js';
+import { windowOf } from './windows.js';
+
+/**
+ * The ingest path: appends a batch of reports to the durable head (`reports`)
+ * in one transaction. Append-only: a report inserts its own row and touches no
+ * row another report (or another instance) updates, so instances on one
+ * PostgreSQL add throughput instead of queueing on row locks. What is shared
+ * (metric names, hosts, a host's name set) is written only when a report
+ * brings something new, which after the first minutes is almost never; the
+ * caches below make the common report cost one INSERT.
+ *
+ * Caches are per instance and only ever lag the database (names and hosts are
+ * never renamed; retention deletes hosts, which is handled on the foreign-key
+ * error): a limit is always judged on a fresh read.
+ */
+export interface WriterState {
+  nameIds: Map<string, Map<string, number>>;
+  hosts: Map<string, CachedHost>;
+  hostMetricIds: Map<number, Set<number>>;
+  /** Wall time of the last append per host key: the sealer leaves a window alone while it is being filled. */
+  lastAppend: Map<number, number>;
+  /** Smoothed wall-clock gap between a host's appends: "quiet" is judged against the host's own pace. */
+  appendGap: Map<number, number>;
+}
+
+interface CachedHost {
+  key: number;
+  hostname: string;
+  platform: string;
+}
+
+export function newWriterState(): WriterState {
+  return { nameIds: new Map(), hosts: new Map(), hostMetricIds: new Map(), lastAppend: new Map(), appendGap: new Map() };
+}
+
+export interface WriterDeps {
+  conn: SqlConn;
+  state: WriterState;
+  limits: MetricLimits;
+  sealed: SealedTimestamps;
+  wallNow: () => number;
+}
+
+/**
+ * Stores a batch; one outcome per report, in order. A report that fails on
+ * its own (a constraint the validation did not foresee) is isolated: the
+ * batch is split and retried, so it never fails another tenant's report.
+ */
+export async function appendBatch(deps: WriterDeps, batch: NewReport[]): Promise<Array<AppendOutcome | { status: 'error'; error: unknown }>> {
+  try {
+    return await appendWithRetry(deps, batch);
+  } catch (e: unknown) {
+    if (batch.length === 1) return [{ status: 'error', error: e }];
+    const half = Math.ceil(batch.length / 2);
+    return [...await appendBatch(deps, batch.slice(0, half)), ...await appendBatch(deps, batch.slice(half))];
+  }
+}
+
+const MAX_ATTEMPTS = 5;
+
+async function appendWithRetry(deps: WriterDeps, batch: NewReport[]): Promise<AppendOutcome[]> {
+  for (let attempt = 1; ; attempt++) {
+    const after: Array<() => void> = [];
+    try {
+      const out = await deps.conn.transaction((c) => appendInTransaction({ ...deps, conn: c }, batch, after));
+      for (const apply of after) apply();
+      return out;
+    } catch (e: unknown) {
+      const code = (e as { code?: unknown }).code;
+      if (code === '23503' || code === 'SQLITE_CONSTRAINT_FOREIGNKEY') {
+        // Retention removed a cached host meanwhile: forget the caches and create it again.
+        deps.state.hosts.clear();
+        deps.state.hostMetricIds.clear();
+      } else if (code !== '40P01' && code !== '40001') {
+        throw e;
+      }
+      if (attempt >= MAX_ATTEMPTS) throw e;
+      await new Promise((resolve) => setTimeout(resolve, Math.random() * 20 * attempt));
+    }
+  }
+}
+
+async function appendInTransaction(deps: WriterDeps, batch: NewReport[], after: Array<() => void>): Promise<AppendOutcome[]> {
+  const { conn, state, limits } = deps;
+  const outcomes: AppendOutcome[] = new Array(batch.length);
+  const byTenant = groupByTenant(batch);
+  const ids = new Map<string, Map<string, number>>();
+  const hosts = new Map<string, CachedHost>();
+  const hostSets = new Map<number, Set<number>>();
+  for (const [tenantId, reports] of byTenant) {
+    ids.set(tenantId, await loadNameIds(conn, state, tenantId, reports));
+    for (const [hostId, host] of await loadHosts(conn, state, tenantId, reports)) hosts.set(`${tenantId}\0${hostId}`, host);
+  }
+  const uncachedKeys = [...hosts.values()].map((h) => h.key).filter((k) => !state.hostMetricIds.has(k));
+  for (const [key, set] of await loadHostMetricIds(conn, uncachedKeys)) hostSets.set(key, set);
+  // Reports for windows already sealed: their duplicates are looked up in the blocks, all in one query.
+  const sealedMeta = await loadSealedMeta(conn, batch.flatMap((r) => {
+    const h = hosts.get(`${r.tenantId}\0${r.hostId}`);
+    return h ? [[h.key, windowOf(r.ts)] as [number, number]] : [];
+  }));
+
+  const seen = new Set<string>();
+  const rows: Array<{ index: number; hostKey: number; report: NewReport; samples: Uint8Array }> = [];
+  const tenantCounts = new Map<string, number>();
+  // Hosts and names are created in one order on every instance (tenant, host), so two instances creating the
+  // same new hosts never wait on each other in a cycle (a deadlock PostgreSQL would break after a second).
+  const order = [...batch.keys()].sort((a, b) => cmp(batch[a]!.tenantId, batch[b]!.tenantId) || cmp(batch[a]!.hostId, batch[b]!.hostId) || a - b);
+  for (const index of order) {
+    const report = batch[index]!;
+    const seenKey = `${report.tenantId}\0${report.hostId}\0${report.ts}`;
+    if (seen.has(seenKey)) { outcomes[index] = { status: 'duplicate' }; continue; }
+    seen.add(seenKey);
+    const tenantIds = ids.get(report.tenantId)!;
+    const unknown: string[] = [];
+    for (const n of report.metrics.keys()) if (!tenantIds.has(n)) unknown.push(n);
+    if (unknown.length) {
+      const count = tenantCounts.get(report.tenantId) ?? await countTenantNames(conn, report.tenantId);
+      tenantCounts.set(report.tenantId, count);
+      if (count + unknown.length > limits.perTenant) {
+        outcomes[index] = { status: 'limit_exceeded', details: `the report would take the tenant to ${count + unknown.length} distinct metric names; the limit is ${limits.perTenant}` };
+        continue;
+      }
+    }
+    const hostMapKey = `${report.tenantId}\0${report.hostId}`;
+    let host = hosts.get(hostMapKey);
+    let hostIds = host ? hostSets.get(host.key) ?? new Set(state.hostMetricIds.get(host.key)) : new Set<number>();
+    const newFor = (set: Set<number>) => [...report.metrics.keys()].filter((n) => { const id = tenantIds.get(n); return id === undefined || !set.has(id); });
+    if (host && !hostSets.has(host.key) && newFor(hostIds).length) {
+      // The cache may lag another instance's writes: judge the limit on a fresh read.
+      hostIds = (await loadHostMetricIds(conn, [host.key])).get(host.key) ?? new Set();
+    }
+    const newForHost = newFor(hostIds);
+    if (hostIds.size + newForHost.length > limits.perHost) {
+      outcomes[index] = { status: 'limit_exceeded', details: `the report would take host ${report.hostId} to ${hostIds.size + newForHost.length} distinct metric names; the limit is ${limits.perHost}` };
+      continue;
+    }
+    if (unknown.length) {
+      await insertNames(conn, report.tenantId, unknown, tenantIds);
+      tenantCounts.set(report.tenantId, tenantCounts.get(report.tenantId)! + unknown.length);
+    }
+    if (!host) {
+      host = await insertHost(conn, report);
+      hosts.set(hostMapKey, host);
+    } else if (host.hostname !== report.hostname || host.platform !== report.platform) {
+      await renameHost(conn, host.key, report);
+      host = { ...host, hostname: report.hostname, platform: report.platform };
+      hosts.set(hostMapKey, host);
+    }
+    if (newForHost.length) {
+      const newIds = newForHost.map((n) => tenantIds.get(n)!);
+      await insertHostMetrics(conn, host.key, newIds);
+      for (const id of newIds) hostIds.add(id);
+    }
+    hostSets.set(host.key, hostIds);
+    if (await deps.sealed.contains(conn, sealedMeta, host.key, report.ts)) { outcomes[index] = { status: 'duplicate' }; continue; }
+    rows.push({ index, hostKey: host.key, report, samples: encodeSamples([...report.metrics].map(([n, v]) => [tenantIds.get(n)!, v])) });
+  }
+
+  rows.sort((a, b) => a.index - b.index);
+  const inserted = await insertHeadRows(conn, rows);
+  const wall = deps.wallNow();
+  rows.forEach(({ index, hostKey }, i) => {
+    outcomes[index] = { status: inserted[i] ? 'stored' : 'duplicate' };
+    if (!inserted[i]) return;
+    const last = state.lastAppend.get(hostKey);
+    if (last !== undefined) state.appendGap.set(hostKey, 0.8 * (state.appendGap.get(hostKey) ?? wall - last) + 0.2 * (wall - last));
+    state.lastAppend.set(hostKey, wall);
+  });
+
+  after.push(() => {
+    for (const [tenantId, m] of ids) state.nameIds.set(tenantId, m);
+    for (const [k, h] of hosts) state.hosts.set(k, h);
+    for (const [key, set] of hostSets) state.hostMetricIds.set(key, set);
+  });
+  return outcomes;
+}
+
+const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
+function groupByTenant(batch: NewReport[]): Map<string, NewReport[]> {
+  const out = new Map<string, NewReport[]>();
+  for (const r of batch) {
+    let list = out.get(r.tenantId);
+    if (!list) out.set(r.tenantId, (list = []));
+    list.push(r);
+  }
+  return out;
+}
+
+/** The tenant's ids of every name the batch uses: the cache, then one query for what it lacks. */
+async function loadNameIds(conn: SqlConn, state: WriterState, tenantId: string, reports: NewReport[]): Promise<Map<string, number>> {
+  const out = new Map(state.nameIds.get(tenantId));
+  const wanted = new Set<string>();
+  for (const r of reports) for (const n of r.metrics.keys()) if (!out.has(n)) wanted.add(n);
+  for (const chunk of chunks([...wanted])) {
+    const found = await conn.all<{ id: number; name: string }>(
+      `SELECT id, name FROM metric_names WHERE tenant_id = ? AND name IN (${chunk.map(() => '?').join(',')})`, [tenantId, ...chunk]);
+    for (const f of found) out.set(f.name, f.id);
+  }
+  return out;
+}
+
+async function loadHosts(conn: SqlConn, state: WriterState, tenantId: string, reports: NewReport[]): Promise<Map<string, CachedHost>> {
+  const out = new Map<string, CachedHost>();
+  const wanted = new Set<string>();
+  for (const r of reports) {
+    const cached = state.hosts.get(`${tenantId}\0${r.hostId}`);
+    if (cached) out.set(r.hostId, cached);
+    else wanted.add(r.hostId);
+  }
+  for (const chunk of chunks([...wanted])) {
+    const found = await conn.all<{ key: number; host_id: string; hostname: string; platform: string }>(
+      `SELECT key, host_id, hostname, platform FROM hosts WHERE tenant_id = ? AND host_id IN (${chunk.map(() => '?').join(',')})`, [tenantId, ...chunk]);
+    for (const f of found) out.set(f.host_id, { key: f.key, hostname: f.hostname, platform: f.platform });
+  }
+  return out;
+}
+
+async function loadHostMetricIds(conn: SqlConn, keys: number[]): Promise<Map<number, Set<number>>> {
+  const out = new Map<number, Set<number>>(keys.map((k) => [k, new Set<number>()]));
+  for (const chunk of chunks(keys)) {
+    const rows = await conn.all<{ host_key: number; metric_id: number }>(
+      `SELECT host_key, metric_id FROM host_metric_names WHERE host_key IN (${chunk.map(() => '?').join(',')})`, chunk);
+    for (const r of rows) out.get(r.host_key)!.add(r.metric_id);
+  }
+  return out;
+}
+
+async function countTenantNames(conn: SqlConn, tenantId: string): Promise<number> {
+  const [r] = await conn.all<{ n: number | string }>('SELECT COUNT(*) AS n FROM metric_names WHERE tenant_id = ?', [tenantId]);
+  return Number(r?.n ?? 0);
+}
+
+async function insertNames(conn: SqlConn, tenantId: string, names: string[], into: Map<string, number>): Promise<void> {
+  for (const chunk of chunks([...names].sort(cmp))) {
+    const marks = chunk.map(() => '?').join(',');
+    await conn.run(`INSERT INTO metric_names (tenant_id, name) VALUES ${chunk.map(() => '(?, ?)').join(',')} ON CONFLICT (tenant_id, name) DO NOTHING`,
+      chunk.flatMap((n) => [tenantId, n]));
+    const found = await conn.all<{ id: number; name: string }>(`SELECT id, name FROM metric_names WHERE tenant_id = ? AND name IN (${marks})`, [tenantId, ...chunk]);
+    for (const f of found) into.set(f.name, f.id);
+  }
+}
+
+async function insertHost(conn: SqlConn, r: NewReport): Promise<CachedHost> {
+  // A concurrent instance may create the same host first: keep its row and read its key.
+  await conn.run('INSERT INTO hosts (tenant_id, host_id, hostname, platform, last_ts) VALUES (?, ?, ?, ?, ?) ON CONFLICT (tenant_id, host_id) DO NOTHING',
+    [r.tenantId, r.hostId, r.hostname, r.platform, r.ts]);
+  const [row] = await conn.all<{ key: number; hostname: string; platform: string }>(
+    'SELECT key, hostname, platform FROM hosts WHERE tenant_id = ? AND host_id = ?', [r.tenantId, r.hostId]);
+  return row!;
+}
+
+/** A new hostname or platform: kept from the newest report that carried one (last_ts is that report's ts). */
+async function renameHost(conn: SqlConn, key: number, r: NewReport): Promise<void> {
+  await conn.run('UPDATE hosts SET hostname = ?, platform = ?, last_ts = ? WHERE key = ? AND last_ts <= ?', [r.hostname, r.platform, r.ts, key, r.ts]);
+}
+
+async function insertHostMetrics(conn: SqlConn, hostKey: number, ids: number[]): Promise<void> {
+  for (const chunk of chunks(ids)) {
+    await conn.run(`INSERT INTO host_metric_names (host_key, metric_id) VALUES ${chunk.map(() => '(?, ?)').join(',')} ON CONFLICT (host_key, metric_id) DO NOTHING`,
+      chunk.flatMap((id) => [hostKey, id]));
+  }
+}
+
+/** Inserts head rows; true where the row is new, false where (host, ts) was already there. */
+async function insertHeadRows(conn: SqlConn, rows: Array<{ hostKey: number; report: NewReport; samples: Uint8Array }>): Promise<boolean[]> {
+  if (conn.dialect === 'sqlite') {
+    const out: boolean[] = [];
+    for (const r of rows) {
+      out.push(await conn.run('INSERT INTO reports (host_key, ts, samples) VALUES (?, ?, ?) ON CONFLICT (host_key, ts) DO NOTHING', [r.hostKey, r.report.ts, r.samples]) > 0);
+    }
+    return out;
+  }
+  const done = new Set<string>();
+  for (const chunk of chunks(rows, 1000)) {
+    // One prepared statement for any batch size: arrays unnested server-side.
+    const got = await conn.all<{ host_key: number; ts: number }>(
+      'INSERT INTO reports (host_key, ts, samples) SELECT * FROM unnest(?::int[], ?::bigint[], ?::bytea[]) ON CONFLICT (host_key, ts) DO NOTHING RETURNING host_key, ts',
+      [chunk.map((r) => r.hostKey), chunk.map((r) => r.report.ts), chunk.map((r) => Buffer.from(r.samples.buffer, r.samples.byteOffset, r.samples.byteLength))]);
+    for (const g of got) done.add(`${g.host_key}\0${g.ts}`);
+  }
+  return rows.map((r) => done.has(`${r.hostKey}\0${r.report.ts}`));
+}

@@ -1,0 +1,35 @@
+/**
+ * Query planning: the bucket grid of a downsampled answer and the tier it is
+ * read from. Buckets are aligned to epoch multiples of their width (as
+ * Prometheus and VictoriaMetrics align steps) and each covers its whole span,
+ * so a bucket is made of whole rollup cells and its mean is exact. The
+ * coarsest tier that is no coarser than the requested resolution is used.
+ */
+export interface Grid {
+  /** Start of the first bucket (a multiple of width, at or before `from`). */
+  start: number;
+  width: number;
+  count: number;
+  /** Cell width of the tier the buckets are read from; null: raw samples. */
+  tier: number | null;
+}
+
+export function planGrid(from: number, to: number, points: number, opts: { minWidth: number; tiers: readonly number[] }): Grid {
+  let width = Math.max(opts.minWidth, Math.ceil((to - from + 1) / points));
+  let tier: number | null = null;
+  for (const t of opts.tiers) if (t <= width && (tier === null || t > tier)) tier = t;
+  const unit = tier ?? 1;
+  width = Math.ceil(width / unit) * unit;
+  for (;;) {
+    const first = Math.floor(from / width);
+    const count = Math.floor(to / width) - first + 1;
+    // Alignment can add one bucket past the budget: widen by one unit until it fits.
+    if (count <= points) return { start: first * width, width, count, tier };
+    width += unit;
+  }
+}
+
+/** The end (exclusive) of the span a grid covers. */
+export function gridEnd(g: Grid): number {
+  return g.start + g.count * g.width;
+}

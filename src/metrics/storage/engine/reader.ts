@@ -1,0 +1,157 @@
+import { AppError } from '../../../core/errors.js';
+import { decodeSamples } from '../sample-codec.js';
+import { decodeBlock } from './block-codec.js';
+import type { SeriesRequest, StoredSeries } from '../../domain/metrics-store.js';
+import { Buckets } from './buckets.js';
+import { gridEnd, planGrid, type Grid } from './query-plan.js';
+import { decodeRollup } from './rollup.js';
+import type { SqlConn } from './sql-conn.js';
+import { HOST_TIER_MS, TENANT_COARSE_MS, TENANT_FINE_MS, windowOf } from './windows.js';
+
+/**
+ * The read side: a host's series and a tenant's aggregate, from the head,
+ * the blocks and the tiers, planned by query-plan.ts. Reads return raw
+ * buffers and decode them column by column into typed arrays; no row ever
+ * becomes a JavaScript object per sample.
+ */
+/** Bucket values one answer may accumulate (metrics x buckets); bounds a request's memory whatever the tenant holds. */
+export const MAX_ANSWER_CELLS = 2_000_000;
+
+interface BlockMeta {
+  window_start: number;
+  rows: number;
+  min_ts: number;
+  max_ts: number;
+}
+
+export async function readHost(conn: SqlConn, hostKey: number, q: SeriesRequest): Promise<StoredSeries> {
+  const metas = (await conn.all<BlockMeta>(
+    'SELECT window_start, rows, min_ts, max_ts FROM blocks WHERE host_key = ? AND window_start >= ? AND window_start <= ? ORDER BY window_start',
+    [hostKey, windowOf(q.from), q.to])).filter((b) => b.max_ts >= q.from && b.min_ts <= q.to);
+  const [head] = await conn.all<{ n: number | string }>('SELECT COUNT(*) AS n FROM reports WHERE host_key = ? AND ts >= ? AND ts <= ?', [hostKey, q.from, q.to]);
+  const headRows = Number(head?.n ?? 0);
+  if (await countInRange(conn, hostKey, metas, q) + headRows <= q.points) return readRaw(conn, hostKey, metas, q);
+
+  const grid = planGrid(q.from, q.to, q.points, { minWidth: 1, tiers: [HOST_TIER_MS] });
+  const buckets = new Buckets(grid);
+  const column = grid.tier ? 'rollup' : 'data';
+  const rows = await conn.all<{ blob: Uint8Array }>(
+    `SELECT ${column} AS blob FROM blocks WHERE host_key = ? AND window_start >= ? AND window_start < ? ORDER BY window_start`,
+    [hostKey, windowOf(grid.start), gridEnd(grid)]);
+  for (const r of rows) {
+    if (grid.tier) buckets.addRollup(decodeRollup(r.blob, HOST_TIER_MS));
+    else buckets.addBlock(decodeBlock(r.blob));
+  }
+  await addHeadRows(conn, buckets, 'SELECT ts, samples FROM reports WHERE host_key = ? AND ts >= ? AND ts < ?', [hostKey, grid.start, gridEnd(grid)]);
+  return { bucketMs: grid.width, ...buckets.columns(q.minmax) };
+}
+
+/** Reports in [from, to]: whole blocks count by their row count, the edge blocks by their timestamps. */
+async function countInRange(conn: SqlConn, hostKey: number, metas: BlockMeta[], q: SeriesRequest): Promise<number> {
+  let n = 0;
+  for (const m of metas) {
+    if (m.min_ts >= q.from && m.max_ts <= q.to) { n += m.rows; continue; }
+    if (n > q.points) return n;
+    const ts = await blockTimestamps(conn, hostKey, m.window_start);
+    for (const t of ts) if (t >= q.from && t <= q.to) n++;
+  }
+  return n;
+}
+
+async function blockTimestamps(conn: SqlConn, hostKey: number, windowStart: number): Promise<Float64Array> {
+  const [row] = await conn.all<{ data: Uint8Array }>('SELECT data FROM blocks WHERE host_key = ? AND window_start = ?', [hostKey, windowStart]);
+  return row ? decodeBlock(row.data).ts : new Float64Array();
+}
+
+async function readRaw(conn: SqlConn, hostKey: number, metas: BlockMeta[], q: SeriesRequest): Promise<StoredSeries> {
+  const rows: Array<{ ts: number; values: Map<number, number> }> = [];
+  for (const m of metas) {
+    const [row] = await conn.all<{ data: Uint8Array }>('SELECT data FROM blocks WHERE host_key = ? AND window_start = ?', [hostKey, m.window_start]);
+    if (!row) continue;
+    const b = decodeBlock(row.data);
+    for (let i = 0; i < b.ts.length; i++) {
+      const ts = b.ts[i]!;
+      if (ts < q.from || ts > q.to) continue;
+      const values = new Map<number, number>();
+      for (const [id, col] of b.columns) if (col[i] === col[i]) values.set(id, col[i]!);
+      rows.push({ ts, values });
+    }
+  }
+  const head = await conn.all<{ ts: number; samples: Uint8Array }>('SELECT ts, samples FROM reports WHERE host_key = ? AND ts >= ? AND ts <= ?', [hostKey, q.from, q.to]);
+  for (const h of head) {
+    const { metricIds, values } = decodeSamples(h.samples);
+    const m = new Map<number, number>();
+    for (let i = 0; i < metricIds.length; i++) m.set(metricIds[i]!, values[i]!);
+    rows.push({ ts: Number(h.ts), values: m });
+  }
+  rows.sort((a, b) => a.ts - b.ts);
+  const metrics = new Map<number, (number | null)[]>();
+  rows.forEach((row, r) => {
+    for (const [id, v] of row.values) {
+      let col = metrics.get(id);
+      if (!col) metrics.set(id, (col = new Array<number | null>(rows.length).fill(null)));
+      col[r] = v;
+    }
+  });
+  // A raw point is its own smallest and largest value.
+  return { bucketMs: null, timestamps: rows.map((r) => r.ts), metrics, ...(q.minmax ? { min: metrics, max: metrics } : {}) };
+}
+
+/**
+ * The tenant's average: per bucket and metric, the mean of every sample of
+ * every host in the bucket (hosts at one reporting interval weigh the same).
+ * Windows whose tenant rollup is current are read from it; the others (not yet
+ * rolled up, or changed by a late seal) from their hosts' blocks; the head
+ * from raw rows.
+ */
+export async function readAggregate(conn: SqlConn, tenantId: string, q: SeriesRequest): Promise<StoredSeries & { hosts: number }> {
+  const grid = planGrid(q.from, q.to, q.points, { minWidth: 10_000, tiers: [TENANT_FINE_MS, TENANT_COARSE_MS] });
+  await assertAnswerFits(conn, tenantId, grid);
+  const buckets = new Buckets(grid);
+  const first = windowOf(grid.start);
+  const end = gridEnd(grid);
+  const fresh = new Set<number>();
+  if (grid.tier) {
+    const column = grid.tier === TENANT_COARSE_MS ? 'coarse' : 'fine';
+    const rolled = await conn.all<{ window_start: number; blob: Uint8Array }>(
+      `SELECT window_start, ${column} AS blob FROM tenant_windows
+       WHERE tenant_id = ? AND window_start >= ? AND window_start < ? AND rolled_version = version`, [tenantId, first, end]);
+    for (const r of rolled) {
+      buckets.addRollup(decodeRollup(r.blob, grid.tier));
+      fresh.add(Number(r.window_start));
+    }
+  }
+  const windows = await conn.all<{ window_start: number }>(
+    `SELECT DISTINCT b.window_start FROM blocks b JOIN hosts h ON h.key = b.host_key
+     WHERE h.tenant_id = ? AND b.window_start >= ? AND b.window_start < ? ORDER BY b.window_start`, [tenantId, first, end]);
+  for (const { window_start } of windows) {
+    if (fresh.has(Number(window_start))) continue;
+    // One window at a time: memory holds one window's blocks, however long the range.
+    const blocks = await conn.all<{ data: Uint8Array }>(
+      'SELECT b.data FROM blocks b JOIN hosts h ON h.key = b.host_key WHERE h.tenant_id = ? AND b.window_start = ?', [tenantId, window_start]);
+    for (const b of blocks) buckets.addBlock(decodeBlock(b.data));
+  }
+  await addHeadRows(conn, buckets,
+    'SELECT r.ts, r.samples FROM reports r JOIN hosts h ON h.key = r.host_key WHERE h.tenant_id = ? AND r.ts >= ? AND r.ts < ?', [tenantId, grid.start, end]);
+  const [counted] = await conn.all<{ n: number | string }>(
+    `SELECT COUNT(*) AS n FROM hosts h WHERE h.tenant_id = ? AND (
+       EXISTS (SELECT 1 FROM blocks b WHERE b.host_key = h.key AND b.window_start >= ? AND b.window_start < ? AND b.max_ts >= ? AND b.min_ts <= ?)
+       OR EXISTS (SELECT 1 FROM reports r WHERE r.host_key = h.key AND r.ts >= ? AND r.ts <= ?))`,
+    [tenantId, windowOf(q.from), q.to + 1, q.from, q.to, q.from, q.to]);
+  return { bucketMs: grid.width, hosts: Number(counted?.n ?? 0), ...buckets.columns(q.minmax) };
+}
+
+async function assertAnswerFits(conn: SqlConn, tenantId: string, grid: Grid): Promise<void> {
+  const [r] = await conn.all<{ n: number | string }>('SELECT COUNT(*) AS n FROM metric_names WHERE tenant_id = ?', [tenantId]);
+  const names = Number(r?.n ?? 0);
+  if (names * grid.count > MAX_ANSWER_CELLS) {
+    throw new AppError('limit_exceeded', `the answer would hold ${names} metrics x ${grid.count} points; at most ${MAX_ANSWER_CELLS} values are served: ask for at most ${Math.max(1, Math.floor(MAX_ANSWER_CELLS / names))} points`);
+  }
+}
+
+async function addHeadRows(conn: SqlConn, buckets: Buckets, text: string, params: unknown[]): Promise<void> {
+  for (const h of await conn.all<{ ts: number; samples: Uint8Array }>(text, params)) {
+    const { metricIds, values } = decodeSamples(h.samples);
+    buckets.addRow(Number(h.ts), metricIds, values);
+  }
+}

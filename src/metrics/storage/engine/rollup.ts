@@ -1,0 +1,153 @@
+import { decimalExponent, decodeBlock, encodeBlock, type BlockData } from './block-codec.js';
+
+/**
+ * Rollup tiers: per metric and per cell of a fixed width (aligned to epoch
+ * multiples of it), the sum, count, min and max of the raw values in the
+ * cell. Sums and counts add up exactly, so a bucket made of whole cells has
+ * exactly the mean of its raw values; min and max give the band. A rollup is
+ * stored as a block (block-codec.ts) whose rows are cells and whose column
+ * `id * 4 + stat` holds one statistic of metric `id`.
+ */
+export interface Rollup {
+  /** Cell starts, ascending. */
+  cells: Float64Array;
+  width: number;
+  /** Metric id -> one value per cell each (count 0 and NaN sums where a cell holds no value of the metric). */
+  metrics: Map<number, CellStats>;
+}
+
+export interface CellStats {
+  sum: Float64Array;
+  count: Float64Array;
+  min: Float64Array;
+  max: Float64Array;
+}
+
+const STATS = 4;
+
+/** Cells of `width` over the rows of one block (or several, merged), for every metric. */
+export function rollUp(block: BlockData, width: number): Rollup {
+  const n = block.ts.length;
+  const cellOf = new Int32Array(n);
+  const starts: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const start = Math.floor(block.ts[i]! / width) * width;
+    if (starts.length === 0 || starts[starts.length - 1] !== start) starts.push(start);
+    cellOf[i] = starts.length - 1;
+  }
+  const c = starts.length;
+  const metrics = new Map<number, CellStats>();
+  for (const [id, col] of block.columns) {
+    const s = emptyStats(c);
+    const digits = new DecimalDigits();
+    for (let i = 0; i < n; i++) {
+      const v = col[i]!;
+      if (Number.isNaN(v)) continue;
+      const k = cellOf[i]!;
+      s.sum[k] = s.count[k] ? s.sum[k]! + v : v;
+      s.count[k]! += 1;
+      if (!(v >= s.min[k]!)) s.min[k] = v;
+      if (!(v <= s.max[k]!)) s.max[k] = v;
+      digits.see(v);
+    }
+    digits.tidy(s.sum);
+    metrics.set(id, s);
+  }
+  return { cells: Float64Array.from(starts), width, metrics };
+}
+
+/**
+ * Float addition leaves noise (0.1 + 0.2) that would turn a decimal sum into
+ * an incompressible float; summands of at most e decimals have a sum of at
+ * most e decimals, so rounding to e restores the exact decimal sum.
+ */
+class DecimalDigits {
+  private e = 0;
+
+  see(v: number): void {
+    if (this.e < 0) return;
+    const e = decimalExponent(v);
+    this.e = e < 0 ? -1 : Math.max(this.e, e);
+  }
+
+  tidy(sums: Float64Array): void {
+    if (this.e < 0) return;
+    const p = 10 ** this.e;
+    for (let i = 0; i < sums.length; i++) {
+      const m = Math.round(sums[i]! * p);
+      if (Math.abs(m) < 2 ** 50) sums[i] = m / p;
+    }
+  }
+}
+
+function emptyStats(c: number): CellStats {
+  return {
+    sum: new Float64Array(c).fill(Number.NaN),
+    count: new Float64Array(c),
+    min: new Float64Array(c).fill(Number.NaN),
+    max: new Float64Array(c).fill(Number.NaN),
+  };
+}
+
+/** Adds rollups of the same width cell by cell (a tenant's rollup is the sum of its hosts'). */
+export function mergeRollups(parts: Rollup[], width: number): Rollup {
+  const starts = [...new Set(parts.flatMap((p) => [...p.cells]))].sort((a, b) => a - b);
+  const index = new Map(starts.map((s, i) => [s, i]));
+  const metrics = new Map<number, CellStats>();
+  const digits = new Map<number, DecimalDigits>();
+  for (const p of parts) {
+    const at = Int32Array.from(p.cells, (s) => index.get(s)!);
+    for (const [id, src] of p.metrics) {
+      let s = metrics.get(id);
+      if (!s) metrics.set(id, (s = emptyStats(starts.length)));
+      let d = digits.get(id);
+      if (!d) digits.set(id, (d = new DecimalDigits()));
+      for (let i = 0; i < at.length; i++) {
+        if (!src.count[i]) continue;
+        d.see(src.sum[i]!);
+        const k = at[i]!;
+        s.sum[k] = s.count[k] ? s.sum[k]! + src.sum[i]! : src.sum[i]!;
+        s.count[k]! += src.count[i]!;
+        if (!(src.min[i]! >= s.min[k]!)) s.min[k] = src.min[i]!;
+        if (!(src.max[i]! <= s.max[k]!)) s.max[k] = src.max[i]!;
+      }
+    }
+  }
+  for (const [id, d] of digits) d.tidy(metrics.get(id)!.sum);
+  return { cells: Float64Array.from(starts), width, metrics };
+}
+
+/** Coarser cells (a multiple of the rollup's width) from finer ones. */
+export function coarsen(r: Rollup, width: number): Rollup {
+  const parts: Rollup = { cells: r.cells.map((s) => Math.floor(s / width) * width), width, metrics: r.metrics };
+  return mergeRollups([parts], width);
+}
+
+export function encodeRollup(r: Rollup): Uint8Array {
+  const columns = new Map<number, Float64Array>();
+  for (const [id, s] of r.metrics) {
+    // Cells without a value of this metric are absent (NaN), so the count column needs no zeros.
+    const count = s.count.map((x) => (x ? x : Number.NaN));
+    columns.set(id * STATS, s.sum);
+    columns.set(id * STATS + 1, count);
+    columns.set(id * STATS + 2, s.min);
+    columns.set(id * STATS + 3, s.max);
+  }
+  return encodeBlock({ ts: r.cells, columns });
+}
+
+export function decodeRollup(bytes: Uint8Array, width: number): Rollup {
+  const b = decodeBlock(bytes);
+  const metrics = new Map<number, CellStats>();
+  for (const [col, values] of b.columns) {
+    const id = Math.floor(col / STATS);
+    let s = metrics.get(id);
+    if (!s) metrics.set(id, (s = emptyStats(b.ts.length)));
+    const stat = col % STATS;
+    if (stat === 0) s.sum = values;
+    else if (stat === 1) s.count = values.map((x) => (Number.isNaN(x) ? 0 : x));
+    else if (stat === 2) s.min = values;
+    else s.max = values;
+  }
+  return { cells: b.ts, width, metrics };
+}

@@ -1,0 +1,116 @@
+import { decodeSamples } from '../sample-codec.js';
+import { decodeBlock, encodeBlock, type BlockData } from './block-codec.js';
+import { encodeRollup, rollUp } from './rollup.js';
+import type { SqlConn } from './sql-conn.js';
+import { HOST_TIER_MS, WINDOW_MS, windowOf } from './windows.js';
+
+/**
+ * Sealing: a host's head rows of a closed window move into one compressed,
+ * immutable block (merged with the window's earlier block when late reports
+ * arrived), in one transaction that also deletes exactly the head rows it
+ * read, so a report is always in the head or in a block, never both, never
+ * neither. On PostgreSQL an instance seals a host only while it holds that
+ * host's row lock (SKIP LOCKED): two instances never seal the same host at
+ * once, and the lock does not block ingest (inserts take a weaker lock).
+ */
+export interface SealSettings {
+  /** How long after a window's end late reports are still waited for before it is sealed. */
+  graceMs: number;
+  /**
+   * A window still receiving reports (a backlog being replayed) is left alone
+   * until it has been quiet this long, and at least four of its host's usual
+   * gaps between reports: sealing it sooner would only seal it again.
+   */
+  idleMs: number;
+}
+
+export interface SealCandidate {
+  hostKey: number;
+  windowStart: number;
+}
+
+/**
+ * Head windows ready to seal: closed (end + grace <= now) and not being
+ * filled (the host has moved on to a later window, or this instance has not
+ * appended to it for a while, see SealSettings.idleMs). `force` ignores the idle rule.
+ */
+export async function findSealable(conn: SqlConn, s: SealSettings, now: number, wallNow: number, pace: { lastAppend: Map<number, number>; appendGap: Map<number, number> }, force: boolean): Promise<SealCandidate[]> {
+  const rows = await conn.all<{ host_key: number; first_ts: number; last_ts: number }>(
+    'SELECT host_key, MIN(ts) AS first_ts, MAX(ts) AS last_ts FROM reports GROUP BY host_key');
+  const out: SealCandidate[] = [];
+  for (const r of rows) {
+    const windowStart = windowOf(Number(r.first_ts));
+    if (windowStart + WINDOW_MS + s.graceMs > now) continue;
+    const movedOn = windowOf(Number(r.last_ts)) > windowStart;
+    const quietSince = pace.lastAppend.get(r.host_key);
+    const quietEnough = Math.max(s.idleMs, 4 * (pace.appendGap.get(r.host_key) ?? 0));
+    if (force || movedOn || quietSince === undefined || wallNow - quietSince >= quietEnough) out.push({ hostKey: r.host_key, windowStart });
+  }
+  return out;
+}
+
+/** Seals one host window; false when there was nothing to do or another instance holds the host. */
+export async function sealWindow(conn: SqlConn, c: SealCandidate, wallNow: number): Promise<boolean> {
+  return conn.transaction(async (tx) => {
+    const lock = tx.dialect === 'postgres' ? ' FOR NO KEY UPDATE SKIP LOCKED' : '';
+    const [host] = await tx.all<{ tenant_id: string }>(`SELECT tenant_id FROM hosts WHERE key = ?${lock}`, [c.hostKey]);
+    if (!host) return false;
+    const end = c.windowStart + WINDOW_MS;
+    const head = await tx.all<{ ts: number; samples: Uint8Array }>(
+      'SELECT ts, samples FROM reports WHERE host_key = ? AND ts >= ? AND ts < ? ORDER BY ts', [c.hostKey, c.windowStart, end]);
+    if (!head.length) return false;
+    const [old] = await tx.all<{ data: Uint8Array }>('SELECT data FROM blocks WHERE host_key = ? AND window_start = ?', [c.hostKey, c.windowStart]);
+    const merged = mergeRows(old ? decodeBlock(old.data) : undefined, head);
+    const ts = merged.ts;
+    await tx.run(
+      `INSERT INTO blocks (host_key, window_start, rows, min_ts, max_ts, rollup, data) VALUES (?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (host_key, window_start) DO UPDATE SET rows = excluded.rows, min_ts = excluded.min_ts, max_ts = excluded.max_ts,
+       rollup = excluded.rollup, data = excluded.data`,
+      [c.hostKey, c.windowStart, ts.length, ts[0]!, ts[ts.length - 1]!, asBuffer(encodeRollup(rollUp(merged, HOST_TIER_MS))), asBuffer(encodeBlock(merged))]);
+    if (tx.dialect === 'postgres') {
+      // Exactly the rows read: another instance may have appended to this window since.
+      await tx.run('DELETE FROM reports WHERE host_key = ? AND ts = ANY(?::bigint[])', [c.hostKey, head.map((r) => r.ts)]);
+    } else {
+      await tx.run('DELETE FROM reports WHERE host_key = ? AND ts >= ? AND ts <= ?', [c.hostKey, c.windowStart, head[head.length - 1]!.ts]);
+    }
+    await tx.run(
+      `INSERT INTO tenant_windows (tenant_id, window_start, version, changed_at) VALUES (?, ?, 1, ?)
+       ON CONFLICT (tenant_id, window_start) DO UPDATE SET version = tenant_windows.version + 1, changed_at = excluded.changed_at`,
+      [host.tenant_id, c.windowStart, wallNow]);
+    return true;
+  });
+}
+
+/** A block's rows plus head rows, by ts; where both hold a ts the sealed one stays (it was answered first). */
+export function mergeRows(block: BlockData | undefined, head: Array<{ ts: number; samples: Uint8Array }>): BlockData {
+  const rows = new Map<number, Map<number, number>>();
+  if (block) {
+    for (let i = 0; i < block.ts.length; i++) {
+      const values = new Map<number, number>();
+      for (const [id, col] of block.columns) if (!Number.isNaN(col[i]!)) values.set(id, col[i]!);
+      rows.set(block.ts[i]!, values);
+    }
+  }
+  for (const h of head) {
+    const ts = Number(h.ts);
+    if (rows.has(ts)) continue;
+    const { metricIds, values } = decodeSamples(h.samples);
+    const m = new Map<number, number>();
+    for (let i = 0; i < metricIds.length; i++) m.set(metricIds[i]!, values[i]!);
+    rows.set(ts, m);
+  }
+  const ts = Float64Array.from([...rows.keys()].sort((a, b) => a - b));
+  const columns = new Map<number, Float64Array>();
+  ts.forEach((t, i) => {
+    for (const [id, v] of rows.get(t)!) {
+      let col = columns.get(id);
+      if (!col) columns.set(id, (col = new Float64Array(ts.length).fill(Number.NaN)));
+      col[i] = v;
+    }
+  });
+  return { ts, columns };
+}
+
+export function asBuffer(b: Uint8Array): Buffer {
+  return Buffer.from(b.buffer, b.byteOffset, b.byteLength);
+}

@@ -1,0 +1,105 @@
+import { createHash } from 'node:crypto';
+import type BetterSqlite3 from 'better-sqlite3';
+import type pg from 'pg';
+import type { DialectName } from '../../../core/storage/database.js';
+
+/**
+ * The storage engine's one way to reach SQL: hand-written statements with `?`
+ * placeholders, prepared once (better-sqlite3 statements, named PostgreSQL
+ * statements), no query builder on the hot paths. The same engine code runs
+ * over either dialect; where SQL differs, callers branch on `dialect`.
+ */
+export interface SqlConn {
+  readonly dialect: DialectName;
+  all<T>(text: string, params?: readonly unknown[]): Promise<T[]>;
+  /** Runs a statement; resolves the number of rows it changed. */
+  run(text: string, params?: readonly unknown[]): Promise<number>;
+  /** `fn` in one transaction on one connection (SQLite: BEGIN IMMEDIATE, so it never upgrades a read lock). */
+  transaction<T>(fn: (c: SqlConn) => Promise<T>): Promise<T>;
+}
+
+/** A better-sqlite3 connection as a SqlConn. Statements are cached by text. */
+export function sqliteConn(db: BetterSqlite3.Database): SqlConn {
+  const cache = new Map<string, BetterSqlite3.Statement>();
+  const prepare = (text: string) => {
+    let s = cache.get(text);
+    if (!s) cache.set(text, (s = db.prepare(text)));
+    return s;
+  };
+  let depth = 0;
+  const conn: SqlConn = {
+    dialect: 'sqlite',
+    all: <T>(text: string, params: readonly unknown[] = []) => Promise.resolve(prepare(text).all(...params) as T[]),
+    run: (text, params = []) => Promise.resolve(prepare(text).run(...params).changes),
+    async transaction(fn) {
+      if (depth > 0) return fn(conn);
+      db.exec('BEGIN IMMEDIATE');
+      depth++;
+      try {
+        const out = await fn(conn);
+        db.exec('COMMIT');
+        return out;
+      } catch (e: unknown) {
+        if (db.inTransaction) db.exec('ROLLBACK');
+        throw e;
+      } finally {
+        depth--;
+      }
+    },
+  };
+  return conn;
+}
+
+/** `?` placeholders to PostgreSQL's `$n`; statements are named so each connection prepares them once. */
+function pgText(text: string): { name: string; text: string } {
+  let n = 0;
+  const converted = text.replace(/\?/g, () => `$${++n}`);
+  return { name: `e_${createHash('sha1').update(converted).digest('hex').slice(0, 16)}`, text: converted };
+}
+
+const pgCache = new Map<string, { name: string; text: string }>();
+function pgStatement(text: string): { name: string; text: string } {
+  let s = pgCache.get(text);
+  if (!s) pgCache.set(text, (s = pgText(text)));
+  return s;
+}
+
+type PgQueryable = pg.Pool | pg.PoolClient;
+type Transaction = <T>(fn: (c: SqlConn) => Promise<T>) => Promise<T>;
+
+export function pgConn(pool: pg.Pool): SqlConn {
+  const transaction: Transaction = async (fn) => {
+    const client = await pool.connect();
+    try {
+      await client.query('BEGIN');
+      const out = await fn(pgOn(client));
+      await client.query('COMMIT');
+      return out;
+    } catch (e: unknown) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw e;
+    } finally {
+      client.release();
+    }
+  };
+  return pgOn(pool, transaction);
+}
+
+/** With no `transaction`, `q` is a client already inside one: a nested transaction joins it. */
+function pgOn(q: PgQueryable, transaction?: Transaction): SqlConn {
+  const self: SqlConn = {
+    dialect: 'postgres',
+    async all<T>(text: string, params: readonly unknown[] = []) {
+      const s = pgStatement(text);
+      const r = await q.query({ name: s.name, text: s.text, values: params as unknown[] });
+      return r.rows as T[];
+    },
+    async run(text, params = []) {
+      const s = pgStatement(text);
+      const r = await q.query({ name: s.name, text: s.text, values: params as unknown[] });
+      return r.rowCount ?? 0;
+    },
+    transaction: transaction ?? ((fn) => fn(self)),
+  };
+  return self;
+}

@@ -1,0 +1,27 @@
+import type { NewReport } from '../../domain/metrics-store.js';
+
+/** What the writer thread opens: the SQLite file, or a small pool on the service's PostgreSQL schema. */
+export type WriterTarget = { sqliteFile: string } | { pgUrl: string; pgSchema: string; poolSize: number };
+
+/** Messages between the service and its writer thread (writer-worker.ts). */
+export type WriterRequest = { id: number; now: number } & (
+  | { op: 'append'; reports: NewReport[] }
+  | { op: 'delete'; cutoff: number }
+  | { op: 'flush' }
+  | { op: 'close' }
+);
+
+export interface WireError {
+  message: string;
+  code?: string;
+  /** Set when the writer threw an AppError: rebuilt as one on the service side. */
+  appCode?: string;
+  details?: string;
+  extra?: Record<string, unknown>;
+}
+
+export type WriterReply =
+  | { kind: 'result'; id: number; ok: true; result: unknown }
+  | { kind: 'result'; id: number; ok: false; error: WireError }
+  | { kind: 'log'; error: WireError }
+  | { kind: 'batch'; replies: WriterReply[] };

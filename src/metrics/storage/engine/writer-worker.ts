@@ -1,0 +1,68 @@
+import { parentPort, workerData } from 'node:worker_threads';
+import BetterSqlite3 from 'better-sqlite3';
+import { isAppError } from '../../../core/errors.js';
+import { createPgPool } from '../../../core/storage/database.js';
+import { createEngineWriter, type WriterOptions } from './engine-writer.js';
+import { pgConn, sqliteConn, type SqlConn } from './sql-conn.js';
+import type { WriterReply, WriterRequest, WriterTarget } from './worker-protocol.js';
+
+/**
+ * The writer thread: owns the connections that write the engine's tables, so
+ * group commits (and on SQLite their fsyncs), seals and rollups run here, off
+ * the HTTP event loop. Requests carry the service clock, which the seal loop
+ * follows between them.
+ */
+const { target, options } = workerData as { target: WriterTarget; options: Omit<WriterOptions, 'now'> };
+const port = parentPort!;
+let conn: SqlConn;
+let closeConnection: () => Promise<void>;
+if ('sqliteFile' in target) {
+  const db = new BetterSqlite3(target.sqliteFile);
+  db.pragma('journal_mode = WAL');
+  // FULL: every commit is fsynced before the service answers.
+  db.pragma('synchronous = FULL');
+  db.pragma('busy_timeout = 5000');
+  db.pragma('foreign_keys = ON');
+  // Checkpoint every ~1 MiB of WAL rather than 4: the WAL's size on disk stays small, and checkpoints run here.
+  db.pragma('wal_autocheckpoint = 256');
+  conn = sqliteConn(db);
+  closeConnection = async () => { db.close(); };
+} else {
+  const pool = createPgPool(target.pgUrl, target.pgSchema, target.poolSize);
+  conn = pgConn(pool);
+  closeConnection = () => pool.end();
+}
+
+let clock = { service: Date.now(), wall: Date.now() };
+const now = () => clock.service + (Date.now() - clock.wall);
+const writer = createEngineWriter(conn, { ...options, now }, (e) => port.postMessage({ kind: 'log', error: describe(e) } satisfies WriterReply));
+
+let replies: WriterReply[] = [];
+function reply(r: WriterReply): void {
+  if (!replies.length) setImmediate(() => { const out = replies; replies = []; port.postMessage({ kind: 'batch', replies: out } satisfies WriterReply); });
+  replies.push(r);
+}
+
+function describe(e: unknown): { message: string; code?: string; appCode?: string; details?: string; extra?: Record<string, unknown> } {
+  if (isAppError(e)) return { message: e.message, appCode: e.code, ...(e.details !== undefined ? { details: e.details } : {}), ...(e.extra ? { extra: e.extra } : {}) };
+  const code = (e as { code?: unknown }).code;
+  return { message: e instanceof Error ? e.message : String(e), ...(typeof code === 'string' ? { code } : {}) };
+}
+
+port.on('message', (msg: { kind: 'requests'; requests: WriterRequest[] }) => {
+  for (const req of msg.requests) {
+    clock = { service: req.now, wall: Date.now() };
+    const settle = (p: Promise<unknown>) => p.then(
+      (result) => reply({ kind: 'result', id: req.id, ok: true, result }),
+      (e: unknown) => reply({ kind: 'result', id: req.id, ok: false, error: describe(e) }));
+    if (req.op === 'append') void settle(writer.append(req.reports));
+    else if (req.op === 'delete') void settle(writer.deleteBefore(req.cutoff));
+    else if (req.op === 'flush') void settle(writer.flush());
+    else {
+      void writer.close().then(closeConnection).then(() => {
+        port.postMessage({ kind: 'batch', replies: [...replies, { kind: 'result', id: req.id, ok: true, result: null }] } satisfies WriterReply);
+        port.close();
+      });
+    }
+  }
+});

@@ -1,0 +1,46 @@
+import type { App } from '../../core/http/create-app.js';
+import { AppError } from '../../core/errors.js';
+
+/**
+ * Deepest nesting of arrays and objects a JSON body may have. Records are
+ * shallow in practice; the bound keeps every later walk of the data (key
+ * sorting, storage, serialisation) far from the stack limit, which 3000
+ * levels (6 KB of text) used to reach.
+ */
+export const MAX_JSON_DEPTH = 64;
+
+/**
+ * Replaces the JSON body parser with one that refuses, with 400 before any
+ * route runs, what JSON.parse accepts but the service cannot keep faithfully:
+ * nesting deeper than `MAX_JSON_DEPTH`, and numbers outside the double range
+ * (`1e999` parses as Infinity, which JSON.stringify would silently store as
+ * null). Prototype-poisoning keys are refused as by Fastify's own parser.
+ */
+export function useStrictJsonParser(app: App): void {
+  const parse = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
+    parse(req, body as string, (err, value) => {
+      if (err) return done(err, undefined);
+      const problem = jsonValueProblem(value);
+      if (problem) return done(new AppError('invalid_request', problem), undefined);
+      done(null, value);
+    });
+  });
+}
+
+/** Why a parsed JSON value cannot be accepted, or undefined. Iterative, so no input can exhaust the stack. */
+export function jsonValueProblem(value: unknown, maxDepth: number = MAX_JSON_DEPTH): string | undefined {
+  const stack: [unknown, number][] = [[value, 0]];
+  while (stack.length) {
+    const [v, depth] = stack.pop()!;
+    if (typeof v === 'number') {
+      if (!Number.isFinite(v)) return 'body: a number is out of range (JSON numbers must be finite doubles, e.g. not 1e999)';
+      continue;
+    }
+    if (v === null || typeof v !== 'object') continue;
+    if (depth >= maxDepth) return `body: arrays and objects may nest at most ${maxDepth} levels deep`;
+    for (const child of Array.isArray(v) ? v : Object.values(v)) stack.push([child, depth + 1]);
+  }
+  return undefined;
+}

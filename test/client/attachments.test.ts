@@ -1,0 +1,89 @@
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { BACKENDS } from '../helpers/backends.js';
+import { addMember, newBusiness, newUser, startSync } from '../helpers/sync.js';
+import { SyncClientError, type Progress } from '../../src/client/index.js';
+import { device } from './client-fixtures.js';
+
+describe('sync client: attachments', { concurrency: true }, () => {
+  for (const backend of BACKENDS) {
+    test(`on ${backend}: upload and download report progress; an upload whose answer was lost is not stored twice; a broken download is retried`, async (t) => {
+      const s = await startSync(backend);
+      t.after(() => s.close());
+      const u = await newUser(s);
+      const b = await newBusiness(s, u);
+      let loseNextUploadAnswer = false;
+      let breakNextDownload = false;
+      const flaky = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+        const url = String(input);
+        if (url.endsWith('/api/sync/attachment') && loseNextUploadAnswer) {
+          loseNextUploadAnswer = false;
+          const res = await fetch(input, init);
+          assert.equal(res.status, 201);
+          await res.arrayBuffer();
+          throw new TypeError('fetch failed (answer lost)');
+        }
+        if (url.includes('/api/sync/attachment/') && breakNextDownload) {
+          breakNextDownload = false;
+          const res = await fetch(input, init);
+          const reader = res.body!.getReader();
+          let sent = 0;
+          // Half the bytes arrive, then the connection breaks.
+          const broken = new ReadableStream<Uint8Array>({
+            async pull(controller) {
+              const { done, value } = await reader.read();
+              if (done || sent > 100_000) { controller.error(new TypeError('terminated')); return; }
+              sent += value.length;
+              controller.enqueue(value);
+            },
+          });
+          return new Response(broken, { status: res.status, headers: res.headers });
+        }
+        return fetch(input, init);
+      };
+      const a = await device(s.url, u, b.id, { fetch: flaky, sleep: async () => undefined });
+      t.after(() => a.close());
+
+      const rec = randomUUID();
+      const bytes = new Uint8Array(randomBytes(300_000));
+      const up: Progress[] = [];
+      loseNextUploadAnswer = true;
+      const att = await a.attachments.upload({ recordType: 'invoice', recordUuid: rec, filename: 'scan.pdf', bytes, onProgress: (p) => up.push(p) });
+      assert.equal(att.size, bytes.length);
+      assert.equal(att.sha256, createHash('sha256').update(bytes).digest('hex'));
+      assert.equal((await a.attachments.list('invoice', rec)).length, 1, 'the retried upload found the stored one instead of storing a duplicate');
+      assert.ok(up.length > 3, 'streamed upload reports progress along the way');
+      assert.deepEqual(up.at(-1), { loaded: bytes.length, total: bytes.length });
+      assert.ok(up.every((p, i) => i === 0 || p.loaded >= up[i - 1]!.loaded || p.loaded === 0));
+
+      const down: Progress[] = [];
+      breakNextDownload = true;
+      const got = await a.attachments.download(att.uuid, { expect: att, onProgress: (p) => down.push(p) });
+      assert.deepEqual(Buffer.from(got), Buffer.from(bytes));
+      assert.ok(down.some((p) => p.loaded > 0 && p.loaded < bytes.length));
+      assert.deepEqual(down.at(-1), { loaded: bytes.length, total: bytes.length });
+    });
+
+    test(`on ${backend}: 413 and membership failures are typed errors, not retried`, async (t) => {
+      const s = await startSync(backend, { attachmentMaxBytes: 1000 });
+      t.after(() => s.close());
+      const owner = await newUser(s);
+      const member = await newUser(s);
+      const b = await newBusiness(s, owner);
+      await addMember(s, owner, b.id, member);
+      const a = await device(s.url, member, b.id);
+      t.after(() => a.close());
+      const rec = randomUUID();
+      await assert.rejects(a.attachments.upload({ recordType: 'invoice', recordUuid: rec, filename: 'big.bin', bytes: new Uint8Array(2000) }),
+        (e: unknown) => e instanceof SyncClientError && e.code === 'payload_too_large' && e.status === 413);
+      const ok = await a.attachments.upload({ recordType: 'invoice', recordUuid: rec, filename: 'small.bin', bytes: new Uint8Array(10) });
+      // Removed from the business: the next transfer is refused (403), the attachment of another business is 404.
+      const removed = await fetch(`${s.url}/api/business/${b.id}/members/${member.id}`, { method: 'DELETE', headers: { authorization: `Bearer ${owner.token}` } });
+      assert.equal(removed.status, 204);
+      await assert.rejects(a.attachments.upload({ recordType: 'invoice', recordUuid: rec, filename: 'x.bin', bytes: new Uint8Array(10) }),
+        (e: unknown) => e instanceof SyncClientError && e.code === 'forbidden' && e.status === 403);
+      await assert.rejects(a.attachments.download(ok.uuid), (e: unknown) => e instanceof SyncClientError && (e.code === 'forbidden' || e.code === 'not_found'));
+    });
+  }
+});

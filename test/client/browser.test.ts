@@ -1,0 +1,80 @@
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync } from 'node:fs';
+import { chromium, type Page } from 'playwright-core';
+import { BACKENDS } from '../helpers/backends.js';
+import { startSync } from '../helpers/sync.js';
+// @ts-expect-error -- a plain ESM build script without type declarations
+import { buildBrowserClient } from '../../scripts/build-browser-client.mjs';
+
+const CHROMIUM = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
+
+async function valueOf(page: Page, device: string): Promise<string> {
+  return (await page.textContent(`[data-device="${device}"] .value`)) ?? '';
+}
+
+async function waitFor(page: Page, what: string, fn: () => Promise<boolean>, ms = 20_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await fn())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}; A: ${await valueOf(page, 'A')}, B: ${await valueOf(page, 'B')}`);
+    await page.waitForTimeout(50);
+  }
+}
+
+async function save(page: Page, device: string, name: string): Promise<void> {
+  await page.fill(`[data-device="${device}"] .name`, name);
+  await page.click(`[data-device="${device}"] .edit button`);
+  await waitFor(page, `${device} to show ${name}`, async () => (await valueOf(page, device)) === name);
+}
+
+describe('sync client in a browser', { concurrency: true }, () => {
+  const bundle: Promise<string> = buildBrowserClient();
+
+  for (const backend of BACKENDS) {
+    test(`on ${backend}: the example page in Chromium: two devices with IndexedDB edit offline, survive a reload, reconnect and resolve the conflict`, { skip: !existsSync(CHROMIUM) && `no Chromium at ${CHROMIUM}` }, async (t) => {
+      const file = await bundle;
+      assert.doesNotMatch(readFileSync(file, 'utf8'), /from\s*["']node:|require\(["'](fs|path|crypto|better-sqlite3)/, 'the browser bundle has no Node built-in');
+      const s = await startSync(backend);
+      t.after(() => s.close());
+      const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu'] });
+      t.after(() => browser.close());
+      const page = await browser.newPage();
+      const problems: string[] = [];
+      page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
+      // Failed loads are checked by URL below (the browser's own /favicon.ico probe is expected to 404).
+      page.on('console', (m) => { if (m.type() === 'error' && !m.text().includes('offline (demo switch)') && !m.text().startsWith('Failed to load resource')) problems.push(`console: ${m.text()}`); });
+      page.on('response', (r) => { if (r.status() >= 400 && !r.url().endsWith('/favicon.ico')) problems.push(`${r.status()} ${r.url()}`); });
+
+      await page.goto(`${s.url}/example/`);
+      await page.click('#start');
+      await page.waitForSelector('body[data-ready="true"]', { timeout: 20_000 });
+      await waitFor(page, 'both devices up to date (feed connected under the CSP)', async () =>
+        (await page.getAttribute('[data-device="A"]', 'data-state')) === 'up-to-date' && (await page.getAttribute('[data-device="B"]', 'data-state')) === 'up-to-date');
+
+      await save(page, 'A', 'Ann');
+      await waitFor(page, 'B to hear of Ann through the feed', async () => (await valueOf(page, 'B')) === 'Ann');
+
+      await page.uncheck('[data-device="A"] .online');
+      await page.uncheck('[data-device="B"] .online');
+      await save(page, 'A', 'Ann from A');
+      await save(page, 'B', 'Ann from B');
+      // Close the "tab": the offline edits live only in IndexedDB now. The page reopens both devices, online.
+      await page.reload();
+      await page.waitForSelector('body[data-ready="true"]', { timeout: 20_000 });
+      await waitFor(page, 'one device to show a conflict', async () => (await page.$$('.conflict')).length === 1);
+      const withConflict = (await page.$('[data-device="A"] .conflict')) ? 'A' : 'B';
+      const other = withConflict === 'A' ? 'B' : 'A';
+      const mine = `Ann from ${withConflict}`;
+      assert.match(await page.textContent(`[data-device="${withConflict}"] .conflict`) ?? '', new RegExp(`wrote "${mine}", the server has "Ann from ${other}"`));
+
+      await page.click(`[data-device="${withConflict}"] .conflict button[data-choice="local"]`);
+      await waitFor(page, 'both devices to converge', async () => (await valueOf(page, 'A')) === mine && (await valueOf(page, 'B')) === mine);
+      assert.equal((await page.$$('.conflict')).length, 0);
+      const dbs = await page.evaluate(async () => (await (globalThis as unknown as { indexedDB: { databases(): Promise<{ name: string }[]> } }).indexedDB.databases()).map((d) => d.name));
+      assert.equal(dbs.filter((n) => /^fleetsync-example-[AB]-/.test(n)).length, 2);
+      const status = await fetch(`${s.url}/example/nope.js`);
+      assert.equal(status.status, 404);
+      assert.deepEqual(problems, []);
+    });
+  }
+});

@@ -1,0 +1,176 @@
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { BACKENDS } from '../helpers/backends.js';
+import { call } from '../helpers/http.js';
+import { addMember, newBusiness, newUser, startSync } from '../helpers/sync.js';
+import { fieldMerge, lastWriterWins, SyncClientError, type ConflictView, type SyncState } from '../../src/client/index.js';
+import { device, Network } from './client-fixtures.js';
+
+describe('sync client: conflicts', { concurrency: true }, () => {
+  for (const backend of BACKENDS) {
+    test(`on ${backend}: two devices edit one record offline; the later one gets the conflict with both sides, resolves it, and both converge`, async (t) => {
+      const s = await startSync(backend);
+      t.after(() => s.close());
+      const owner = await newUser(s);
+      const other = await newUser(s);
+      const b = await newBusiness(s, owner);
+      await addMember(s, owner, b.id, other);
+      const netA = new Network();
+      const netB = new Network();
+      const a = await device(s.url, owner, b.id, { fetch: netA.fetch });
+      const c = await device(s.url, other, b.id, { fetch: netB.fetch });
+      t.after(() => Promise.all([a.close(), c.close()]));
+
+      const rec = randomUUID();
+      await a.put('customers', rec, { name: 'Ann', phone: '1' });
+      await a.sync();
+      await c.sync();
+
+      netA.offline = true;
+      netB.offline = true;
+      const statesA: SyncState[] = [];
+      a.on('state', (st) => statesA.push(st));
+      await a.put('customers', rec, { name: 'Ann', phone: '2' });
+      await c.put('customers', rec, { name: 'Anne', phone: '1' });
+      await assert.rejects(a.sync(), (e: unknown) => e instanceof SyncClientError && e.code === 'network');
+      assert.deepEqual(statesA, ['syncing', 'offline']);
+      assert.equal(a.pendingChanges, 1, 'the offline edit waits in the outbox');
+
+      netA.offline = false;
+      netB.offline = false;
+      await a.sync();
+      const seen: ConflictView[] = [];
+      c.on('conflict', (v) => seen.push(v));
+      await c.sync();
+
+      assert.equal(seen.length, 1);
+      const [conflict] = await c.conflicts();
+      assert.ok(conflict);
+      assert.deepEqual(conflict.local, { name: 'Anne', phone: '1' });
+      assert.deepEqual(conflict.remote, { name: 'Ann', phone: '2' });
+      assert.deepEqual(conflict.base, { name: 'Ann', phone: '1' });
+      assert.equal(conflict.conflict.resolution, 'pending');
+      assert.deepEqual(await c.get('customers', rec), { name: 'Anne', phone: '1' }, 'the device keeps showing its edit until resolved');
+      assert.equal((await c.status()).pending_conflicts, 1);
+
+      await c.resolveConflict(conflict.id, 'local');
+      assert.deepEqual(await c.conflicts(), []);
+      await a.sync();
+      assert.deepEqual(await a.get('customers', rec), { name: 'Anne', phone: '1' });
+      assert.deepEqual(await c.get('customers', rec), { name: 'Anne', phone: '1' });
+      assert.deepEqual(await a.list('customers'), await c.list('customers'));
+      assert.equal((await c.status()).pending_conflicts, 0);
+
+      // Both devices continue the same numbering: a new edit on either applies without conflict.
+      await a.put('customers', rec, { name: 'Anne', phone: '3' });
+      await a.sync();
+      await c.sync();
+      assert.deepEqual(await c.get('customers', rec), { name: 'Anne', phone: '3' });
+      assert.deepEqual(await c.conflicts(), []);
+    });
+
+    test(`on ${backend}: resolving remote drops the local side, edits made while conflicted included; both converge on the server's record`, async (t) => {
+      const s = await startSync(backend);
+      t.after(() => s.close());
+      const u = await newUser(s);
+      const b = await newBusiness(s, u);
+      const a = await device(s.url, u, b.id);
+      const c = await device(s.url, u, b.id);
+      t.after(() => Promise.all([a.close(), c.close()]));
+      const rec = randomUUID();
+      await a.put('notes', rec, { text: 'v1' });
+      await a.sync();
+      await c.sync();
+      await a.put('notes', rec, { text: 'from a' });
+      await c.put('notes', rec, { text: 'from c' });
+      await a.sync();
+      await c.sync();
+      const [conflict] = await c.conflicts();
+      assert.ok(conflict);
+      await c.put('notes', rec, { text: 'from c, edited again while conflicted' });
+      await c.sync();
+      assert.equal(c.pendingChanges, 1, 'an edit of a conflicted record is held until the conflict is resolved');
+
+      const reverts: unknown[] = [];
+      c.on('change', (e) => { if (e.origin === 'revert') reverts.push(e.data); });
+      await c.resolveConflict(conflict.id, 'remote');
+      assert.deepEqual(reverts, [{ text: 'from a' }], 'the app hears that the record went back to the server side');
+      await c.sync();
+      await a.sync();
+      assert.deepEqual(await c.get('notes', rec), { text: 'from a' });
+      assert.deepEqual(await a.get('notes', rec), { text: 'from a' });
+      assert.equal(c.pendingChanges, 0);
+    });
+
+    test(`on ${backend}: an edit made while conflicted is renumbered and pushed after a local resolution`, async (t) => {
+      const s = await startSync(backend);
+      t.after(() => s.close());
+      const u = await newUser(s);
+      const b = await newBusiness(s, u);
+      const a = await device(s.url, u, b.id);
+      const c = await device(s.url, u, b.id);
+      t.after(() => Promise.all([a.close(), c.close()]));
+      const rec = randomUUID();
+      await a.put('notes', rec, { text: 'v1' });
+      await a.sync();
+      await c.sync();
+      await a.put('notes', rec, { text: 'from a' });
+      await c.put('notes', rec, { text: 'from c' });
+      await a.sync();
+      await c.sync();
+      const [conflict] = await c.conflicts();
+      assert.ok(conflict);
+      await c.put('notes', rec, { text: 'from c, later' });
+      await c.resolveConflict(conflict.id, 'local');
+      await c.sync();
+      await a.sync();
+      assert.deepEqual(await a.get('notes', rec), { text: 'from c, later' });
+      assert.deepEqual(await c.get('notes', rec), { text: 'from c, later' });
+      assert.equal(c.pendingChanges, 0);
+      assert.deepEqual(await c.conflicts(), []);
+    });
+
+    test(`on ${backend}: a resolver callback settles conflicts automatically (field merge, last writer wins)`, async (t) => {
+      const s = await startSync(backend);
+      t.after(() => s.close());
+      const u = await newUser(s);
+      const b = await newBusiness(s, u);
+      const a = await device(s.url, u, b.id);
+      const merger = await device(s.url, u, b.id, { resolver: fieldMerge });
+      const lww = await device(s.url, u, b.id, { resolver: lastWriterWins });
+      t.after(() => Promise.all([a.close(), merger.close(), lww.close()]));
+      const r1 = randomUUID();
+      const r2 = randomUUID();
+      await a.put('customers', r1, { name: 'Ann', phone: '1', city: 'Perth' });
+      await a.put('customers', r2, { name: 'Bob' });
+      await a.sync();
+      await merger.sync();
+      await lww.sync();
+
+      // Field merge: a changes the phone, the merger changes the name; both changes survive.
+      await merger.put('customers', r1, { name: 'Anne', phone: '1', city: 'Perth' });
+      await a.put('customers', r1, { name: 'Ann', phone: '2', city: 'Perth' });
+      await a.sync();
+      await merger.sync();
+      await a.sync();
+      assert.deepEqual(await merger.get('customers', r1), { name: 'Anne', phone: '2', city: 'Perth' });
+      assert.deepEqual(await a.get('customers', r1), { name: 'Anne', phone: '2', city: 'Perth' });
+      assert.deepEqual(await merger.conflicts(), []);
+
+      // Last writer wins: lww edits first, a edits later and syncs first; the remote (later) edit wins.
+      await lww.put('customers', r2, { name: 'Bobby (earlier)' });
+      await new Promise((r) => setTimeout(r, 20));
+      await a.put('customers', r2, { name: 'Robert (later)' });
+      await a.sync();
+      await lww.sync();
+      await a.sync();
+      assert.deepEqual(await lww.get('customers', r2), { name: 'Robert (later)' });
+      assert.deepEqual(await a.get('customers', r2), { name: 'Robert (later)' });
+      assert.equal((await a.status()).pending_conflicts, 0);
+      const resolved = await call(s.url, 'GET', '/api/sync/conflicts?status=resolved', { token: u.token, headers: { 'x-business-id': b.id } });
+      assert.deepEqual(resolved.body.map((c: { record_uuid: string; resolution: string }) => [c.record_uuid, c.resolution]), [[r1, 'remote'], [r2, 'remote']],
+        'the merge keeps the server side and pushes the merged record on top; last writer wins kept the later remote edit');
+    });
+  }
+});

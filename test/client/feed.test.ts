@@ -1,0 +1,88 @@
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { BACKENDS } from '../helpers/backends.js';
+import { newBusiness, newUser, startSync } from '../helpers/sync.js';
+import type { SyncState } from '../../src/client/index.js';
+import { device, Network, until } from './client-fixtures.js';
+
+describe('sync client: live feed', { concurrency: true }, () => {
+  for (const backend of BACKENDS) {
+    test(`on ${backend}: the feed drops and reconnects during a burst of pushes, and every change is applied exactly once`, async (t) => {
+      const s = await startSync(backend);
+      t.after(() => s.close());
+      const u = await newUser(s);
+      const b = await newBusiness(s, u);
+      const writer = await device(s.url, u, b.id);
+      const watcher = await device(s.url, u, b.id);
+      t.after(() => Promise.all([writer.close(), watcher.close()]));
+
+      const applied = new Map<string, number>();
+      watcher.on('change', (e) => applied.set(e.uuid, (applied.get(e.uuid) ?? 0) + 1));
+      const states: SyncState[] = [];
+      watcher.on('state', (st) => states.push(st));
+      watcher.start();
+      await until(() => watcher.syncState === 'up-to-date', 10_000, 'the watcher to connect');
+
+      const ids: string[] = [];
+      for (let push = 0; push < 30; push++) {
+        for (let i = 0; i < 10; i++) {
+          const id = randomUUID();
+          ids.push(id);
+          await writer.put('orders', id, { push, i });
+        }
+        await writer.sync();
+        // Drop the socket every few pushes, while changes keep coming.
+        if (push % 7 === 3) watcher.dropFeed();
+      }
+      const { server_version } = await writer.status();
+      assert.equal(server_version, 300);
+      await until(() => watcher.pulledVersion === server_version && watcher.syncState === 'up-to-date', 15_000, 'the watcher to catch up');
+
+      assert.equal(applied.size, 300);
+      assert.ok([...applied.values()].every((n) => n === 1), 'no change applied twice');
+      assert.deepEqual((await watcher.list('orders')).map((r) => r.uuid).sort(), ids.sort());
+      assert.ok(states.filter((st) => st === 'offline').length >= 4, `went offline at each drop: ${states.join(',')}`);
+    });
+
+    test(`on ${backend}: a started client pushes local writes by itself and hears other devices within moments`, async (t) => {
+      const s = await startSync(backend);
+      t.after(() => s.close());
+      const u = await newUser(s);
+      const b = await newBusiness(s, u);
+      const a = await device(s.url, u, b.id);
+      const c = await device(s.url, u, b.id);
+      t.after(() => Promise.all([a.close(), c.close()]));
+      a.start();
+      c.start();
+      const rec = randomUUID();
+      await a.put('customers', rec, { name: 'Live' });
+      await until(async () => (await c.get('customers', rec)) !== null, 10_000, 'the record to reach the other device');
+      assert.deepEqual(await c.get('customers', rec), { name: 'Live' });
+      await until(() => a.pendingChanges === 0, 5000, 'the outbox to drain');
+    });
+
+    test(`on ${backend}: a feed closed for an expired token (1008) reconnects with fresh tokens and keeps delivering`, async (t) => {
+      const s = await startSync(backend, { feedHeartbeatMs: 100 });
+      t.after(() => s.close());
+      const u = await newUser(s);
+      const b = await newBusiness(s, u);
+      const net = new Network();
+      const watcher = await device(s.url, u, b.id, { fetch: net.fetch });
+      const writer = await device(s.url, u, b.id);
+      t.after(() => Promise.all([watcher.close(), writer.close()]));
+      const states: SyncState[] = [];
+      watcher.on('state', (st) => states.push(st));
+      watcher.start();
+      await until(() => watcher.syncState === 'up-to-date', 10_000, 'the watcher to connect');
+      states.length = 0;
+      s.clock.advance(16 * 60_000);
+      await until(() => states.includes('offline') && watcher.syncState === 'up-to-date', 10_000, 'the feed to be closed and reconnected');
+      assert.equal(net.count('/api/auth/refresh'), 1);
+      const rec = randomUUID();
+      await writer.put('customers', rec, { name: 'after the reconnect' });
+      await writer.sync();
+      await until(async () => (await watcher.get('customers', rec)) !== null, 10_000, 'the change to arrive over the new socket');
+    });
+  }
+});

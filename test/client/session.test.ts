@@ -1,0 +1,134 @@
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { BACKENDS } from '../helpers/backends.js';
+import { call } from '../helpers/http.js';
+import { newBusiness, newUser, startSync } from '../helpers/sync.js';
+import { SyncClient, SyncClientError, createMemoryStore } from '../../src/client/index.js';
+import { device, Network } from './client-fixtures.js';
+
+const MINUTE = 60_000;
+
+describe('sync client: sessions, limits and errors', { concurrency: true }, () => {
+  for (const backend of BACKENDS) {
+    test(`on ${backend}: concurrent calls that meet an expired token share one refresh, and all succeed`, async (t) => {
+      const s = await startSync(backend);
+      t.after(() => s.close());
+      const u = await newUser(s);
+      const b = await newBusiness(s, u);
+      const net = new Network();
+      const a = await device(s.url, u, b.id, { fetch: net.fetch });
+      t.after(() => a.close());
+      await a.put('customers', randomUUID(), { name: 'Ann' });
+      await a.sync();
+
+      // The server's clock passes the 15-minute access lifetime; the client's clock does not, so it learns from 401s.
+      s.clock.advance(16 * MINUTE);
+      const answers = await Promise.all(Array.from({ length: 12 }, () => a.status()));
+      assert.ok(answers.every((st) => st.server_version === 1));
+      assert.equal(net.count('/api/auth/refresh'), 1, 'one refresh for all the waiting calls (a second would revoke the family)');
+      // The refresh rotated the tokens and the family is intact: more calls work.
+      await a.sync();
+      assert.equal(net.count('/api/auth/refresh'), 1);
+    });
+
+    test(`on ${backend}: a token about to expire is refreshed before the request, not after a 401`, async (t) => {
+      const s = await startSync(backend);
+      t.after(() => s.close());
+      const u = await newUser(s);
+      const b = await newBusiness(s, u);
+      const net = new Network();
+      let skew = 0;
+      const a = await device(s.url, u, b.id, { fetch: net.fetch, now: () => Date.now() + skew });
+      t.after(() => a.close());
+      await a.status();
+      net.calls.length = 0;
+      skew = 14.7 * MINUTE; // within the 30 s refresh margin of both tokens
+      await a.status();
+      assert.deepEqual(net.calls, ['/api/auth/refresh', '/api/auth/token', '/api/sync/status']);
+    });
+
+    test(`on ${backend}: a refused refresh signals onSessionExpired once and fails calls with session_expired`, async (t) => {
+      const s = await startSync(backend);
+      t.after(() => s.close());
+      const u = await newUser(s);
+      const b = await newBusiness(s, u);
+      const store = createMemoryStore();
+      const net = new Network();
+      let signalled = 0;
+      const a = await device(s.url, u, b.id, { fetch: net.fetch, store, onSessionExpired: () => { signalled++; } });
+      t.after(() => a.close());
+      await a.status();
+      // Someone else spends the device's refresh token: the device's next refresh is a reuse and revokes the family.
+      const saved = (await store.get('meta', 'session')) as { refreshToken: string };
+      assert.equal((await call(s.url, 'POST', '/api/auth/refresh', { json: { refresh_token: saved.refreshToken } })).status, 200);
+      s.clock.advance(16 * MINUTE);
+      let expired = 0;
+      a.on('sessionExpired', () => { expired++; });
+      const results = await Promise.allSettled([a.status(), a.status(), a.sync()]);
+      for (const r of results) {
+        assert.equal(r.status, 'rejected');
+        assert.ok(r.reason instanceof SyncClientError);
+        assert.ok(['session_expired', 'not_signed_in'].includes(r.reason.code), r.reason.code);
+      }
+      assert.equal(expired, 1);
+      assert.equal(signalled, 1, 'the onSessionExpired option is called too');
+      assert.equal(net.count('/api/auth/refresh'), 1);
+      assert.equal(a.user, undefined);
+      assert.equal(await store.get('meta', 'session'), undefined, 'the dead session is forgotten');
+    });
+
+    test(`on ${backend}: a 429 is waited out for retry_after seconds, then the call succeeds`, async (t) => {
+      const s = await startSync(backend, { userRateLimit: 6 });
+      t.after(() => s.close());
+      const u = await newUser(s);
+      const b = await newBusiness(s, u);
+      const waits: number[] = [];
+      // The client's wait moves the server's clock, so the test does not sleep a minute.
+      const a = await device(s.url, u, b.id, { sleep: async (ms) => { waits.push(ms); s.clock.advance(ms); } });
+      t.after(() => a.close());
+      for (let i = 0; i < 8; i++) await a.status();
+      assert.equal(waits.length, 1);
+      assert.ok(waits[0]! > 0 && waits[0]! <= 60_000, String(waits[0]));
+    });
+
+    test(`on ${backend}: errors are typed with the server's code and status`, async (t) => {
+      const s = await startSync(backend);
+      t.after(() => s.close());
+      const u = await newUser(s);
+      const outsider = await newUser(s);
+      const b = await newBusiness(s, u);
+      const a = await device(s.url, outsider, b.id);
+      t.after(() => a.close());
+      await assert.rejects(a.sync(), (e: unknown) => e instanceof SyncClientError && e.code === 'forbidden' && e.status === 403);
+      const ghost = await device(s.url, u, randomUUID());
+      t.after(() => ghost.close());
+      await assert.rejects(ghost.status(), (e: unknown) => e instanceof SyncClientError && e.code === 'not_found' && e.status === 404);
+      const fresh = await SyncClient.open({ baseUrl: s.url, store: createMemoryStore() });
+      await assert.rejects(fresh.login({ email: u.email, password: 'wrong password!' }), (e: unknown) => e instanceof SyncClientError && e.code === 'unauthorized' && e.status === 401);
+      await assert.rejects(fresh.register({ email: u.email, name: 'Again', password: 'long enough password' }), (e: unknown) => e instanceof SyncClientError && e.code === 'conflict' && e.status === 409);
+      await assert.rejects(fresh.register({ email: 'not-an-email', name: 'X', password: 'long enough password' }), (e: unknown) => e instanceof SyncClientError && e.code === 'invalid_request' && typeof e.details === 'string');
+      await assert.rejects(fresh.status(), (e: unknown) => e instanceof SyncClientError && e.code === 'invalid_request');
+      await assert.rejects(fresh.put('bad table!', randomUUID(), {}), (e: unknown) => e instanceof SyncClientError && e.code === 'invalid_request');
+    });
+
+    test(`on ${backend}: register, business creation, logout; after logout the tokens are revoked on the server`, async (t) => {
+      const s = await startSync(backend);
+      t.after(() => s.close());
+      const store = createMemoryStore();
+      const a = await SyncClient.open({ baseUrl: s.url, store });
+      const user = await a.register({ email: `c-${randomUUID()}@example.com`, name: 'Client', password: 'long enough password' });
+      assert.equal(a.user?.id, user.id);
+      const biz = await a.createBusiness({ name: 'Client Pty Ltd', abn: '51824753556' });
+      assert.deepEqual((await a.listBusinesses()).map((x) => x.id), [biz.id]);
+      await a.useBusiness(biz.id);
+      await a.put('customers', randomUUID(), { name: 'Ann' });
+      await a.sync();
+      const saved = (await store.get('meta', 'session')) as { token: string };
+      await a.logout();
+      assert.equal(a.user, undefined);
+      assert.equal((await call(s.url, 'GET', '/api/business', { token: saved.token })).status, 401);
+      await a.close();
+    });
+  }
+});

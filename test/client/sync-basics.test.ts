@@ -1,0 +1,100 @@
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { BACKENDS } from '../helpers/backends.js';
+import { newBusiness, newUser, startSync } from '../helpers/sync.js';
+import { call } from '../helpers/http.js';
+import type { SyncClientError} from '../../src/client/index.js';
+import { type ChangeApplied } from '../../src/client/index.js';
+import { device, Network } from './client-fixtures.js';
+
+describe('sync client: local writes, push and pull', { concurrency: true }, () => {
+  for (const backend of BACKENDS) {
+    test(`on ${backend}: writes on one device reach another, deletes as tombstones, versions numbered as the server expects`, async (t) => {
+      const s = await startSync(backend);
+      t.after(() => s.close());
+      const u = await newUser(s);
+      const b = await newBusiness(s, u);
+      const a = await device(s.url, u, b.id);
+      const c = await device(s.url, u, b.id);
+      t.after(() => Promise.all([a.close(), c.close()]));
+
+      const r1 = randomUUID();
+      const r2 = randomUUID();
+      await a.put('customers', r1, { name: 'Ann' });
+      await a.put('customers', r1, { name: 'Anne' }); // coalesced with the unsent create
+      await a.put('customers', r2, { name: 'Bob' });
+      assert.equal(a.pendingChanges, 2);
+      await a.sync();
+      assert.equal(a.pendingChanges, 0);
+
+      const applied: string[] = [];
+      c.on('change', (e) => applied.push(`${e.uuid}:${e.version}:${JSON.stringify(e.data)}`));
+      await c.sync();
+      assert.deepEqual(await c.get('customers', r1), { name: 'Anne' });
+      assert.deepEqual(await c.get('customers', r2), { name: 'Bob' });
+      assert.deepEqual(applied.sort(), [`${r1}:1:{"name":"Anne"}`, `${r2}:1:{"name":"Bob"}`].sort());
+
+      await c.put('customers', r1, { name: 'Anna' });
+      await c.delete('customers', r2);
+      await c.sync();
+      await a.sync();
+      assert.deepEqual(await a.get('customers', r1), { name: 'Anna' });
+      assert.equal(await a.get('customers', r2), null);
+      assert.deepEqual((await a.list('customers')).map((r) => [r.uuid, r.version]), [[r1, 2]]);
+
+      // The server holds exactly one change per local edit that left the device: 2 creates, 1 update, 1 delete.
+      const pulled = await call(s.url, 'POST', '/api/sync/pull', { token: u.token, headers: { 'x-business-id': b.id }, json: { since_version: 0 } });
+      assert.deepEqual(pulled.body.changes.map((ch: { record_uuid: string; record_version: number; operation: string }) => [ch.record_uuid === r1 ? 'r1' : 'r2', ch.record_version, ch.operation]),
+        [['r1', 1, 'create'], ['r2', 1, 'create'], ['r1', 2, 'update'], ['r2', 2, 'delete']]);
+      assert.equal(a.pulledVersion, 4);
+      assert.equal(c.pulledVersion, 4);
+    });
+
+    test(`on ${backend}: the outbox is pushed in batches; a record created and deleted offline never reaches the server`, async (t) => {
+      const s = await startSync(backend);
+      t.after(() => s.close());
+      const u = await newUser(s);
+      const b = await newBusiness(s, u);
+      const net = new Network();
+      const a = await device(s.url, u, b.id, { fetch: net.fetch, pushBatchSize: 400 });
+      t.after(() => a.close());
+      for (let i = 0; i < 1000; i++) await a.put('lines', randomUUID(), { i });
+      const gone = randomUUID();
+      await a.put('lines', gone, { i: -1 });
+      await a.delete('lines', gone);
+      assert.equal(a.pendingChanges, 1000);
+      await a.sync();
+      assert.equal(net.count('/api/sync/push'), 3);
+      assert.equal((await a.status()).server_version, 1000);
+      assert.equal(await a.get('lines', gone), null);
+    });
+
+    test(`on ${backend}: an item the server rejects is reported as a typed error and the record shows the server's state again`, async (t) => {
+      const s = await startSync(backend);
+      t.after(() => s.close());
+      const u = await newUser(s);
+      const b = await newBusiness(s, u);
+      // Two stores claiming one device id: the second numbers version 1 with other content, which the server rejects.
+      const a = await device(s.url, u, b.id, { instanceId: 'shared-id' });
+      const c = await device(s.url, u, b.id, { instanceId: 'shared-id' });
+      t.after(() => Promise.all([a.close(), c.close()]));
+      const rec = randomUUID();
+      await a.put('customers', rec, { name: 'first' });
+      await a.sync();
+      const errors: SyncClientError[] = [];
+      const changes: ChangeApplied[] = [];
+      c.on('error', (e) => errors.push(e));
+      c.on('change', (e) => changes.push(e));
+      await c.put('customers', rec, { name: 'second' });
+      await c.sync();
+      assert.equal(errors.length, 1);
+      assert.equal(errors[0]!.code, 'rejected');
+      assert.match(errors[0]!.details ?? '', /already pushed by this instance with different content/);
+      assert.equal(c.pendingChanges, 0);
+      assert.deepEqual(await c.get('customers', rec), { name: 'first' });
+      // The round pulled the server's version before pushing, so the revert lands directly on it.
+      assert.deepEqual(changes.map((e) => [e.origin, e.data]), [['revert', { name: 'first' }]]);
+    });
+  }
+});

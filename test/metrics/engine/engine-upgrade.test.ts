@@ -1,0 +1,98 @@
+import { after, before, describe, test } from 'node:test';
+import { sql } from 'kysely';
+import assert from 'node:assert/strict';
+import { openDatabase, type Database } from '../../../src/core/storage/database.js';
+import { openMetricsDatabase } from '../../../src/metrics/deps.js';
+import type { MetricsStore, NewReport } from '../../../src/metrics/domain/metrics-store.js';
+import { createEngineMetricsStore } from '../../../src/metrics/storage/engine-metrics-store.js';
+import { metricsMigrations } from '../../../src/metrics/storage/migrations/index.js';
+import { encodeSamples } from '../../../src/metrics/storage/sample-codec.js';
+import type { MetricsTables } from '../../../src/metrics/storage/tables.js';
+import { BACKENDS, freshStorage, type TestStorage } from '../../helpers/backends.js';
+import { newTenant } from '../../helpers/metrics.js';
+
+const T0 = Date.UTC(2025, 5, 1);
+const open = (s: TestStorage) => openMetricsDatabase({ databaseUrl: s.databaseUrl, dbSchema: s.pgSchema, dataDir: s.dataDir });
+const storeOn = (d: Database<MetricsTables>) => createEngineMetricsStore(d, { limits: { perHost: 100, perTenant: 100 }, now: Date.now, writer: { sealIntervalMs: 0 } });
+
+async function rawTimestamps(store: MetricsStore, tenantId: string, hostId: string): Promise<number[]> {
+  return (await store.readHostSeries(tenantId, hostId, { from: 0, to: T0 + 100 * 3_600_000, points: 1_000_000, minmax: false }))?.timestamps ?? [];
+}
+
+for (const backend of BACKENDS) {
+  describe(`storage engine upgrades and instances on ${backend}`, () => {
+    let storage: TestStorage;
+    before(async () => { storage = await freshStorage(backend); });
+    after(() => storage.cleanup());
+
+    test('a database written by the row-per-report layout is upgraded in place on start and loses no report', async () => {
+      // The layout before the engine: migrations up to 0002, a reports row per report, latest values on hosts.
+      const old = await openDatabase<MetricsTables>({
+        databaseUrl: storage.databaseUrl, pgSchema: storage.pgSchema, dataDir: storage.dataDir, sqliteFile: 'metrics.db',
+        migrations: (d) => Object.fromEntries(Object.entries(metricsMigrations(d)).filter(([name]) => name <= '0002')),
+      });
+      await old.db.insertInto('tenants').values({ id: 'ten-old', name: 'old', created_at: 1 }).execute();
+      await old.db.insertInto('metric_names').values([{ tenant_id: 'ten-old', name: 'cpu.usage' }, { tenant_id: 'ten-old', name: 'memory.percent' }]).execute();
+      const ids = await old.db.selectFrom('metric_names').select(['id', 'name']).execute();
+      const id = (n: string) => ids.find((r) => r.name === n)!.id;
+      // The old hosts row carried the latest values, which the upgrade drops.
+      await sql`INSERT INTO hosts (tenant_id, host_id, hostname, platform, last_ts, cpu_usage, memory_percent) VALUES ('ten-old', 'legacy', 'legacy', 'linux', ${T0}, 1, 2)`.execute(old.db);
+      const [host] = await old.db.selectFrom('hosts').select('key').execute();
+      const rows = Array.from({ length: 900 }, (_, i) => ({ host_key: host!.key, ts: T0 + i * 10_000, samples: encodeSamples([[id('cpu.usage'), i / 10], [id('memory.percent'), 50]]) }));
+      for (let i = 0; i < rows.length; i += 100) await old.db.insertInto('reports').values(rows.slice(i, i + 100)).execute();
+      await old.close();
+
+      const database = await open(storage);
+      const store = storeOn(database);
+      try {
+        const expected = rows.map((r) => r.ts);
+        assert.deepEqual(await rawTimestamps(store, 'ten-old', 'legacy'), expected, 'readable at once, from the head');
+        await store.flush();
+        assert.deepEqual(await rawTimestamps(store, 'ten-old', 'legacy'), expected, 'and after being sealed');
+        const agg = await store.readAggregate('ten-old', { from: T0, to: T0 + 3 * 3_600_000 - 1, points: 3, minmax: false });
+        const names = await store.metricNames('ten-old', agg.metrics.keys());
+        const cpu = agg.metrics.get([...names].find(([, n]) => n === 'cpu.usage')![0])!;
+        assert.deepEqual(cpu, [17.95, 53.95, 80.95], 'hour means of i/10 over 0..359, 360..719, 720..899');
+      } finally {
+        await store.close();
+        await database.close();
+      }
+    });
+
+    test('two instances appending and sealing the same hosts at once store every report once', async () => {
+      const d1 = await open(storage);
+      const d2 = await open(storage);
+      const s1 = storeOn(d1);
+      const s2 = storeOn(d2);
+      try {
+        const { tenantId } = await newTenant(s1);
+        const reports: NewReport[] = [];
+        for (let i = 0; i < 2_000; i++) {
+          for (const hostId of ['x1', 'x2', 'x3']) reports.push({ tenantId, hostId, hostname: hostId, platform: 'linux', ts: T0 + i * 10_000 + hostId.length, metrics: new Map([['cpu.usage', i % 97]]) });
+        }
+        // Every report goes to both instances (a client retrying through a load balancer), in chunks, while both seal.
+        const sends: Array<Promise<unknown>> = [];
+        for (let i = 0; i < reports.length; i += 300) {
+          const chunk = reports.slice(i, i + 300);
+          sends.push(s1.appendReports(chunk).then(() => s1.flush()), s2.appendReports([...chunk].reverse()).then(() => s2.flush()));
+        }
+        await Promise.all(sends);
+        await Promise.all([s1.flush(), s2.flush()]);
+        for (const hostId of ['x1', 'x2', 'x3']) {
+          const expected = reports.filter((r) => r.hostId === hostId).map((r) => r.ts);
+          assert.deepEqual(await rawTimestamps(s1, tenantId, hostId), expected);
+          assert.deepEqual(await rawTimestamps(s2, tenantId, hostId), expected);
+        }
+        const agg = await s2.readAggregate(tenantId, { from: T0, to: T0 + 2_000 * 10_000, points: 1, minmax: true });
+        const expectedMean = reports.reduce((x, r) => x + r.metrics.get('cpu.usage')!, 0) / reports.length;
+        const [value] = [...agg.metrics.values()][0]!;
+        assert.ok(Math.abs(value! - expectedMean) < 1e-9, `aggregate ${value} vs ${expectedMean}: nothing counted twice`);
+      } finally {
+        await s1.close();
+        await s2.close();
+        await d1.close();
+        await d2.close();
+      }
+    });
+  });
+}

@@ -1,0 +1,99 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Redis } from 'ioredis';
+import { BACKENDS } from '../helpers/backends.js';
+import { call } from '../helpers/http.js';
+import { REDIS_UP, TEST_REDIS_URL, deletePrefix, testPrefix } from '../helpers/redis.js';
+import { newUser, startSync, type SyncUnderTest } from '../helpers/sync.js';
+import { createRedisRateLimiter } from '../../src/core/rate-limit/redis-rate-limiter.js';
+import { createHashGate } from '../../src/sync/accounts/hash-gate.js';
+import { loginUser } from '../../src/sync/accounts/register-and-login.js';
+import type { AccountsContext } from '../../src/sync/accounts/accounts-context.js';
+import { isAppError } from '../../src/core/errors.js';
+
+const BURST = 40;
+const THRESHOLD = 5;
+
+/**
+ * The lockout bounds guesses per run of failures: at most THRESHOLD wrong passwords are checked, plus THRESHOLD more
+ * after each successful login (a success starts a new run, in a burst as when sequential; only the password holder
+ * can cause one).
+ */
+function assertBounded(statuses: number[]): void {
+  const successes = statuses.filter((st) => st === 200).length;
+  const guesses = statuses.filter((st) => st === 401).length;
+  assert.equal(successes + guesses + statuses.filter((st) => st === 429).length, BURST, `only 200, 401 and 429: ${statuses.join(',')}`);
+  assert.ok(successes <= 1);
+  assert.ok(guesses <= THRESHOLD * (1 + successes), `${guesses} wrong passwords were checked (${successes} success): ${statuses.join(',')}`);
+}
+
+/** 39 wrong passwords and the right one somewhere in the middle, all at once. */
+function burst<T>(right: () => Promise<T>, wrong: (i: number) => Promise<T>): Promise<T[]> {
+  const at = Math.floor(BURST / 2);
+  return Promise.all(Array.from({ length: BURST }, (_, i) => (i === at ? right() : wrong(i))));
+}
+
+for (const backend of BACKENDS) {
+  describe(`sync login lockout under a parallel burst on ${backend}`, () => {
+    let s: SyncUnderTest;
+    // The hashing queue is large enough that no attempt of the burst is shed with 503: the lockout alone must hold.
+    before(async () => { s = await startSync(backend, { passwordHashQueue: 100 }); });
+    after(() => s.close());
+
+    test('40 parallel logins for one address (39 wrong, 1 right) get at most 5 wrong passwords checked per run; the rest are 429', async () => {
+      const u = await newUser(s);
+      const login = (password: string) => call(s.url, 'POST', '/api/auth/login', { json: { email: u.email, password } });
+      const replies = await burst(() => login(u.password), (i) => login(`wrong password ${i}`));
+      assertBounded(replies.map((r) => r.status));
+      for (const r of replies.filter((x) => x.status === 429)) {
+        assert.equal(r.body.error, 'rate_limited');
+        assert.ok(Number(r.headers.get('retry-after')) > 0);
+      }
+    });
+
+    test('after a burst of wrong guesses the address is locked: even the right password is refused', async () => {
+      const u = await newUser(s);
+      const login = (password: string) => call(s.url, 'POST', '/api/auth/login', { json: { email: u.email, password } });
+      const replies = await Promise.all(Array.from({ length: BURST }, (_, i) => login(`wrong password ${i}`)));
+      assert.equal(replies.filter((r) => r.status === 401).length, THRESHOLD);
+      assert.equal((await login(u.password)).status, 429);
+    });
+  });
+}
+
+describe('sync login lockout across instances sharing Redis', { skip: REDIS_UP ? false : 'Redis not reachable' }, () => {
+  let s: SyncUnderTest;
+  let redisA: Redis;
+  let redisB: Redis;
+  const prefix = testPrefix();
+  before(async () => {
+    s = await startSync('sqlite');
+    redisA = new Redis(TEST_REDIS_URL);
+    redisB = new Redis(TEST_REDIS_URL);
+  });
+  after(async () => {
+    await deletePrefix(redisA, prefix);
+    redisA.disconnect();
+    redisB.disconnect();
+    await s.close();
+  });
+
+  test('two instances (own Redis connections, own hashing queues) together check at most 5 wrong passwords per run of 40 parallel guesses', async () => {
+    const u = await newUser(s);
+    // Each instance as the service builds it: the same accounts, its own limiter connection and hashing gate.
+    const instance = (redis: Redis): AccountsContext => ({
+      accounts: s.deps.accounts,
+      rateLimiter: createRedisRateLimiter(redis, prefix),
+      passwordHashes: createHashGate({ concurrency: 2, queue: 100 }),
+      now: Date.now,
+      config: s.deps.config,
+    });
+    const instances = [instance(redisA), instance(redisB)];
+    const outcome = (p: Promise<unknown>) => p.then(() => 200, (e: unknown) => (isAppError(e) ? e.status : 500));
+    const statuses = await burst(
+      () => outcome(loginUser(instances[0]!, { email: u.email, password: u.password })),
+      (i) => outcome(loginUser(instances[i % 2]!, { email: u.email, password: `wrong password ${i}` })),
+    );
+    assertBounded(statuses);
+  });
+});
