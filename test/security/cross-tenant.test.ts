@@ -85,7 +85,11 @@ for (const backend of BACKENDS) {
   });
 }
 
-const SYNC_PUBLIC = new Set(['GET /healthz', 'GET /readyz', 'GET /metrics', 'GET /api/openapi.json', 'POST /api/auth/register', 'POST /api/auth/login', 'POST /api/auth/refresh']);
+// The example client page (static files, no data) is public; its data comes through the authenticated API.
+const SYNC_PUBLIC = new Set([
+  'GET /healthz', 'GET /readyz', 'GET /metrics', 'GET /api/openapi.json', 'POST /api/auth/register', 'POST /api/auth/login', 'POST /api/auth/refresh',
+  'GET /example', 'GET /example/', 'GET /example/:name',
+]);
 
 interface SyncWorld {
   a: TestUser;

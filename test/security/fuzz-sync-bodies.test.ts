@@ -8,13 +8,6 @@ import { FUZZ_RUNS, HOSTILE_STRINGS, HOSTILE_VALUES, toJsonText } from './fuzz/a
 import { fuzzBody } from './fuzz/operations.js';
 import { syncFuzzWorld, type SyncFuzzWorld } from './fuzz/sync-target.js';
 
-/**
- * Known failures of the sync service (issue 9, items owned by the sync
- * service's fix, reported to the lead): these run and report, without
- * failing the suite, until that fix lands and the marker is removed.
- */
-const SYNC_FIX_PENDING = 'issue 9: deep push data (canonical-json stack) and malformed multipart answer 500; fixed in src/sync by the sync service work';
-
 const MP_BOUNDARY = 'XyZboundary';
 const part = (name: string, value: string, filename?: string) =>
   `--${MP_BOUNDARY}\r\nContent-Disposition: form-data; name="${name}"${filename === undefined ? '' : `; filename="${filename}"`}\r\n\r\n${value}\r\n`;
@@ -57,7 +50,7 @@ describe('sync body fuzzing', { concurrency: true }, () => {
         assert.equal((await call(w.s.url, 'GET', '/healthz')).status, 200);
       });
 
-      test('hostile values as pushed record data: never a 5xx, a 4xx stores nothing', { todo: SYNC_FIX_PENDING }, async () => {
+      test('hostile values as pushed record data: never a 5xx, a 4xx stores nothing', async () => {
         let known = await w.target.fingerprint();
         for (const value of [...HOSTILE_VALUES, ...HOSTILE_STRINGS]) {
           const text = toJsonText({ business_id: w.business.id, instance_id: 'fuzz', changes: [{ table_name: 'customers', record_uuid: randomUUID(), version: 1, operation: 'create', data: { value } }] });
@@ -68,7 +61,7 @@ describe('sync body fuzzing', { concurrency: true }, () => {
         }
       });
 
-      test('malformed multipart uploads: never a 5xx, a 4xx stores nothing', { todo: SYNC_FIX_PENDING }, async () => {
+      test('malformed multipart uploads: never a 5xx, a 4xx stores nothing', async () => {
         let known = await w.target.fingerprint();
         await fc.assert(fc.asyncProperty(malformedMultipart(w.record), async ({ contentType, body }) => {
           const r = await fetch(`${w.s.url}/api/sync/attachment`, { method: 'POST', headers: { ...w.target.headers, 'content-type': contentType }, body });
