@@ -13,12 +13,23 @@ export default tseslint.config(
     },
   },
   {
+    // Type-checked: a promise nobody awaits or handles loses its error (an unhandled rejection ends the process),
+    // and an async function where a void callback is expected runs unobserved.
+    files: ['**/*.ts'],
+    languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
+    rules: {
+      // node:test's test() and describe() return promises the runner itself awaits.
+      '@typescript-eslint/no-floating-promises': ['error', { allowForKnownSafeCalls: [{ from: 'package', package: 'node:test', name: ['test', 'describe', 'it', 'suite'] }] }],
+      '@typescript-eslint/no-misused-promises': 'error',
+    },
+  },
+  {
     files: ['**/migrations/**'],
     rules: { '@typescript-eslint/no-explicit-any': 'off' },
   },
   {
     // Browser code served as a static asset.
     files: ['static/**/*.js'],
-    languageOptions: { globals: { document: 'readonly', window: 'readonly', fetch: 'readonly', location: 'readonly' } },
+    languageOptions: { globals: { document: 'readonly', window: 'readonly', fetch: 'readonly', location: 'readonly', history: 'readonly', getComputedStyle: 'readonly', ResizeObserver: 'readonly', URLSearchParams: 'readonly' } },
   },
 );

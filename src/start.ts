@@ -9,8 +9,10 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { EXIT_USAGE, portInUseMessage, usageError } from './core/cli/cli-error.js';
 import { ConfigError, helpText, loadConfig, opt } from './core/config.js';
 import { loadMetricsConfig } from './metrics/config.js';
 import { createMetricsStore, openMetricsDatabase } from './metrics/deps.js';
@@ -24,6 +26,8 @@ const startOptions = {
 };
 
 interface Quickstart { tenant: string; tokenId: string; token: string }
+
+const PROGRAM = 'npm start';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 // Run from the build (node dist/start.js) the children are compiled JS; run from source (tsx), TypeScript.
@@ -50,7 +54,8 @@ async function firstToken(dataDir: string, env: Record<string, string | undefine
 
 function run(name: string, script: string, args: string[], env: Record<string, string>): ChildProcess {
   const entry = fromSource ? ['--import', 'tsx', path.join(here, script.replace(/\.js$/, '.ts'))] : [path.join(here, script)];
-  const child = spawn(process.execPath, [...entry, ...args], { stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, ...env } });
+  // The IPC channel is the children's lifeline: it closes when the launcher dies, even by SIGKILL, and they stop (exitWithParent).
+  const child = spawn(process.execPath, [...entry, ...args], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], env: { ...process.env, ...env } });
   child.on('exit', (code, signal) => {
     if (!stopping) {
       console.error(`${name} exited (${signal ?? code}); stopping the others`);
@@ -61,45 +66,73 @@ function run(name: string, script: string, args: string[], env: Record<string, s
   return child;
 }
 
-async function waitUntilServing(url: string, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
+/** Waits for /healthz; says every 10 s what it is waiting for, since migrations of a large database take a while. */
+async function waitUntilServing(name: string, url: string, timeoutMs = 600_000): Promise<void> {
+  const started = Date.now();
+  let told = started;
   for (;;) {
     try {
       await fetch(url);
       return;
     } catch {
-      if (Date.now() > deadline) throw new Error(`${url} did not answer within ${timeoutMs} ms`);
+      if (stopping) return;
+      if (Date.now() - started > timeoutMs) throw new Error(`${url} did not answer within ${timeoutMs / 1000} s`);
+      if (Date.now() - told >= 10_000) {
+        told = Date.now();
+        console.error(`${PROGRAM}: still waiting for the ${name} (${Math.round((told - started) / 1000)} s; database migrations run at its start)`);
+      }
       await new Promise((r) => setTimeout(r, 200));
     }
   }
+}
+
+/** Whether nothing listens on host:port: checked before anything starts, so a second `npm start` starts nothing. */
+function portFree(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = net.createServer();
+    server.once('error', () => resolve(false));
+    server.listen(port, host, () => server.close(() => resolve(true)));
+  });
 }
 
 let stopping = false;
 function stop(code: number): void {
   if (stopping) return;
   stopping = true;
-  for (const c of children) c.kill('SIGTERM');
-  let left = children.length;
+  const running = children.filter((c) => c.exitCode === null && c.signalCode === null);
+  for (const c of running) c.kill('SIGTERM');
+  let left = running.length;
   if (!left) process.exit(code);
-  for (const c of children) c.once('exit', () => { if (--left === 0) process.exit(code); });
+  for (const c of running) c.once('exit', () => { if (--left === 0) process.exit(code); });
   setTimeout(() => process.exit(code), 15_000).unref();
 }
 
 async function main(): Promise<void> {
-  if (process.argv.includes('--help')) {
+  if (process.argv.includes('--help') || process.argv.includes('-h')) {
     console.log(helpText('npm start: both services and a local agent on the embedded default', startOptions));
     return;
   }
   const o = loadConfig(startOptions, { argv: process.argv.slice(2), env: process.env });
+  const hosts = { metrics: process.env['METRICS_HOST'] ?? '127.0.0.1', sync: process.env['SYNC_HOST'] ?? '127.0.0.1' };
+  for (const [host, port, option] of [[hosts.metrics, o.metricsPort, '--metrics-port'], [hosts.sync, o.syncPort, '--sync-port']] as const) {
+    if (!(await portFree(host, port))) {
+      console.error(portInUseMessage(PROGRAM, `${host}:${port}`, option, 'is fleetsync already running?'));
+      process.exit(1);
+    }
+  }
+  process.once('SIGINT', () => stop(0));
+  process.once('SIGTERM', () => stop(0));
   const dataDir = path.resolve(o.dataDir);
   mkdirSync(dataDir, { recursive: true });
+  console.error(`${PROGRAM}: opening the database in ${dataDir} (migrations run on the first start and after upgrades)...`);
   const { qs, created } = await firstToken(dataDir, process.env);
 
   const metricsUrl = `http://127.0.0.1:${o.metricsPort}`;
   const syncUrl = `http://127.0.0.1:${o.syncPort}`;
   run('metrics service', 'metrics/cli.js', ['serve'], { DATA_DIR: dataDir, METRICS_PORT: String(o.metricsPort) });
   run('sync service', 'sync/cli.js', ['serve'], { DATA_DIR: dataDir, SYNC_PORT: String(o.syncPort) });
-  await Promise.all([waitUntilServing(`${metricsUrl}/healthz`), waitUntilServing(`${syncUrl}/healthz`)]);
+  await Promise.all([waitUntilServing('metrics service', `${metricsUrl}/healthz`), waitUntilServing('sync service', `${syncUrl}/healthz`)]);
+  if (stopping) return;
   if (o.agent) {
     run('host agent', 'agent/cli.js', [], {
       HOST_AGENT_URL: metricsUrl,
@@ -121,12 +154,14 @@ async function main(): Promise<void> {
            -d '{"email":"me@example.com","name":"Me","password":"correct horse battery"}'
 ${o.agent ? '  an agent reports this machine every 10 s; the dashboard shows it after the first report.\n' : ''}  Ctrl-C stops everything.
 `);
-  process.once('SIGINT', () => stop(0));
-  process.once('SIGTERM', () => stop(0));
 }
 
 main().catch((e: unknown) => {
-  console.error(e instanceof ConfigError ? e.message : e);
+  if (e instanceof ConfigError) {
+    console.error(usageError(PROGRAM, e.problems, 'npm start -- --help'));
+    process.exit(EXIT_USAGE);
+  }
+  console.error(`${PROGRAM}: ${e instanceof Error ? e.message : String(e)}`);
   stop(1);
   if (!children.length) process.exit(1);
 });

@@ -1,11 +1,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
-import { readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { appSpecificMachineId, persistentAgentId } from '../src/agent/agent-id.js';
 import { PROJECT_ROOT } from '../src/core/paths.js';
 import { BACKENDS, freshStorage } from './helpers/backends.js';
 import { call } from './helpers/http.js';
@@ -55,7 +56,8 @@ for (const backend of BACKENDS) test(`npm start runs both services and an agent 
     const r = await call(metrics, 'GET', '/api/v1/hosts', { token });
     return Array.isArray(r.body) && r.body.length === 1 ? (r.body as string[]) : undefined;
   }, 'the agent\'s first report');
-  assert.deepEqual(hosts, [readFileSync(path.join(dataDir, 'agent-spool', 'agent-id'), 'utf8').trim()], 'the host is the local agent, under its agent id');
+  const machineId = existsSync('/etc/machine-id') ? appSpecificMachineId(readFileSync('/etc/machine-id', 'utf8')) : undefined;
+  assert.deepEqual(hosts, [machineId ?? await persistentAgentId(path.join(dataDir, 'agent-spool'))], 'the host is the local agent, under the machine\'s agent id');
   const page = await call(metrics, 'GET', '/', { token, headers: { accept: 'text/html' } });
   assert.equal(page.status, 200);
   assert.ok(page.text.includes(os.hostname()), 'the dashboard lists this machine');
@@ -65,4 +67,109 @@ for (const backend of BACKENDS) test(`npm start runs both services and an agent 
   child.kill('SIGTERM');
   const [code] = await once(child, 'exit');
   assert.equal(code, 0, out);
+});
+
+/** Every live descendant of `pid` (from /proc), so a test can tell whether a process tree is gone. */
+function descendants(pid: number): number[] {
+  const children = new Map<number, number[]>();
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (fields[0] === 'Z') continue;
+      const ppid = Number(fields[1]);
+      children.set(ppid, [...(children.get(ppid) ?? []), Number(name)]);
+    } catch { /* exited meanwhile */ }
+  }
+  const out: number[] = [];
+  const walk = (p: number) => { for (const c of children.get(p) ?? []) { out.push(c); walk(c); } };
+  walk(pid);
+  return out;
+}
+
+function alive(pid: number): boolean {
+  try {
+    const state = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return state.slice(state.lastIndexOf(')') + 2)[0] !== 'Z';
+  } catch {
+    return false;
+  }
+}
+
+async function startLauncher(command: string[], dataDir: string, ports: { metrics: number; sync: number }, extraEnv: Record<string, string> = {}) {
+  const child = spawn(command[0]!, [...command.slice(1), '--data-dir', dataDir, '--metrics-port', String(ports.metrics), '--sync-port', String(ports.sync)], {
+    cwd: PROJECT_ROOT, stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, HOST_AGENT_INTERVAL_MS: '500', LOG_LEVEL: 'warn', HOST_AGENT_LOG_LEVEL: 'warn', ...extraEnv },
+  });
+  const output = { text: '' };
+  child.stdout.on('data', (c: Buffer) => { output.text += String(c); });
+  child.stderr.on('data', (c: Buffer) => { output.text += String(c); });
+  return { child, output };
+}
+
+const TREE_TIMEOUT = 300_000;
+
+test('SIGTERM to `npm start` stops the whole process tree: npm, the launcher, both services and the agent; the ports are free again', { timeout: TREE_TIMEOUT }, async (t) => {
+  const storage = await freshStorage('sqlite');
+  t.after(() => storage.cleanup());
+  const ports = { metrics: await freePort(), sync: await freePort() };
+  const { child, output } = await startLauncher(['npm', 'start', '--'], storage.dataDir, ports);
+  t.after(() => { for (const p of [child.pid!, ...descendants(child.pid!)]) { try { process.kill(p, 'SIGKILL'); } catch { /* gone */ } } });
+  // The build may run first (stale dist/): allow for it.
+  await until(async () => (/\bmtk_[A-Za-z0-9_-]{43}\b/.test(output.text) ? true : undefined), `the banner in:\n${output.text}`, TREE_TIMEOUT - 60_000);
+  const tree = descendants(child.pid!);
+  assert.ok(tree.length >= 4, `npm's tree holds the launcher, two services and the agent: ${tree.length} processes`);
+  assert.ok(!/\bsh -c\b/.test(tree.map((p) => { try { return readFileSync(`/proc/${p}/cmdline`, 'utf8').replace(/\0/g, ' '); } catch { return ''; } }).join('\n')), 'no shell chain between npm and node');
+  child.kill('SIGTERM');
+  await once(child, 'exit');
+  await until(async () => (tree.every((p) => !alive(p)) ? true : undefined), 'every process of the tree to exit', 30_000);
+  for (const port of [ports.metrics, ports.sync]) {
+    const server = createServer();
+    await new Promise<void>((resolve, reject) => { server.once('error', reject); server.listen(port, '127.0.0.1', resolve); });
+    server.close();
+  }
+});
+
+test('children die with the launcher even when it is killed outright (SIGKILL)', async (t) => {
+  const storage = await freshStorage('sqlite');
+  t.after(() => storage.cleanup());
+  const ports = { metrics: await freePort(), sync: await freePort() };
+  const { child, output } = await startLauncher([process.execPath, '--import', 'tsx', path.join(PROJECT_ROOT, 'src/start.ts')], storage.dataDir, ports);
+  t.after(() => { for (const p of [child.pid!, ...descendants(child.pid!)]) { try { process.kill(p, 'SIGKILL'); } catch { /* gone */ } } });
+  await until(async () => (/\bmtk_[A-Za-z0-9_-]{43}\b/.test(output.text) ? true : undefined), `the banner in:\n${output.text}`);
+  const tree = descendants(child.pid!);
+  assert.equal(tree.length, 3, 'two services and the agent');
+  child.kill('SIGKILL');
+  await until(async () => (tree.every((p) => !alive(p)) ? true : undefined), 'the orphaned services and agent to stop', 30_000).catch((e: unknown) => {
+    throw new Error(`${String(e)}; alive: ${tree.filter(alive).map((p) => readFileSync(`/proc/${p}/cmdline`, 'utf8').replace(/\0/g, ' ')).join(' | ')}\n${output.text}`);
+  });
+});
+
+test('a second start on a port in use says so in one line, exits 1 and starts nothing', async (t) => {
+  const storage = await freshStorage('sqlite');
+  t.after(() => storage.cleanup());
+  const holder = createServer().listen(0, '127.0.0.1');
+  await once(holder, 'listening');
+  t.after(() => holder.close());
+  const ports = { metrics: (holder.address() as { port: number }).port, sync: await freePort() };
+  const { child, output } = await startLauncher([process.execPath, '--import', 'tsx', path.join(PROJECT_ROOT, 'src/start.ts')], storage.dataDir, ports);
+  const [code] = await once(child, 'exit');
+  assert.equal(code, 1);
+  assert.equal(output.text, `npm start: 127.0.0.1:${ports.metrics} is in use: is fleetsync already running? --metrics-port chooses another\n`);
+  assert.deepEqual(readdirSync(storage.dataDir), [], 'no database, token or spool was created');
+});
+
+test('npm start: bad options in the one CLI error style (exit 2); --help answers from the sources without building', async () => {
+  const bad = spawnSync(process.execPath, ['--import', 'tsx', path.join(PROJECT_ROOT, 'src/start.ts'), '--metrics-port', 'x'], { cwd: PROJECT_ROOT, encoding: 'utf8' });
+  assert.equal(bad.status, 2);
+  assert.equal(bad.stderr, 'npm start: --metrics-port / METRICS_PORT: "x" is not an integer (see npm start -- --help)\n');
+  const stamp = path.join(PROJECT_ROOT, 'dist', '.build-complete');
+  const before = existsSync(stamp) ? statSync(stamp).mtimeMs : undefined;
+  const help = spawnSync(process.execPath, [path.join(PROJECT_ROOT, 'scripts/start.mjs'), '--help'], { cwd: PROJECT_ROOT, encoding: 'utf8' });
+  assert.equal(help.status, 0, help.stderr);
+  assert.match(help.stdout, /--metrics-port/);
+  assert.doesNotMatch(help.stderr, /building/);
+  assert.equal(existsSync(stamp) ? statSync(stamp).mtimeMs : undefined, before, 'no build ran');
+  assert.match(readFileSync(path.join(PROJECT_ROOT, 'package.json'), 'utf8'), /"start": "exec node scripts\/start\.mjs"/, 'npm\'s shell execs node: no build && node chain');
 });

@@ -1,11 +1,15 @@
 #!/usr/bin/env node
 import { ConfigError, helpText } from '../core/config.js';
+import { EXIT_USAGE, usageError } from '../core/cli/cli-error.js';
+import { exitWithParent } from '../core/cli/exit-with-parent.js';
 import { agentOptions, loadAgentOptions } from './agent-options.js';
 import { jsonLogger } from './logger.js';
 import { runOnce, startAgent } from './start-agent.js';
 
+const PROGRAM = 'host-agent';
 /** EX_TEMPFAIL (sysexits.h): `--once` left reports spooled; a later run will send them. */
 const EXIT_SPOOLED = 75;
+const EXIT_REFUSED = 1;
 
 async function main(): Promise<number | undefined> {
   const argv = process.argv.slice(2);
@@ -18,13 +22,29 @@ async function main(): Promise<number | undefined> {
     options = loadAgentOptions(argv, process.env);
   } catch (e: unknown) {
     if (e instanceof ConfigError) {
-      console.error(`host-agent: ${e.message}\n(see host-agent --help)`);
-      return 2;
+      console.error(usageError(PROGRAM, e.problems));
+      return EXIT_USAGE;
     }
     throw e;
   }
+  // Before anything slow: a launcher that dies during our start must still take us with it.
+  exitWithParent();
   const log = jsonLogger(options.logLevel);
-  if (options.once) return (await runOnce({ ...options, log })) ? 0 : EXIT_SPOOLED;
+  if (options.once) {
+    const r = await runOnce({ ...options, log });
+    const reports = (n: number) => `${n} report${n === 1 ? '' : 's'}`;
+    if (r.rejected.length) {
+      const first = r.rejected[0]!;
+      console.error(`${PROGRAM}: the metrics service at ${options.url} refused ${reports(r.rejected.length)}: ${first.status} ${first.error}${first.details ? `: ${first.details}` : ''}`);
+      return EXIT_REFUSED;
+    }
+    if (r.spooled) {
+      console.error(`${PROGRAM}: ${reports(r.spooled)} left spooled, the metrics service at ${options.url} is unavailable (${r.retryReason ?? 'no answer'}); a later run sends them`);
+      return EXIT_SPOOLED;
+    }
+    console.log(`${PROGRAM}: delivered ${reports(r.delivered)} to ${options.url} as host ${r.agentId}`);
+    return 0;
+  }
 
   const agent = await startAgent({ ...options, log });
   const shutdown = (signal: string) => {
@@ -40,6 +60,6 @@ async function main(): Promise<number | undefined> {
 }
 
 main().then((code) => { if (code !== undefined) process.exitCode = code; }, (e: unknown) => {
-  console.error(`host-agent: ${e instanceof Error ? e.message : String(e)}`);
+  console.error(`${PROGRAM}: ${e instanceof Error ? e.message : String(e)}`);
   process.exit(1);
 });

@@ -1,13 +1,15 @@
+import { readdir } from 'node:fs/promises';
 import os from 'node:os';
 import { agentOptions, type AgentOptions } from './agent-options.js';
 import { loadAgentConfigFile, type AgentConfigFile } from './agent-config-file.js';
-import { persistentAgentId } from './agent-id.js';
+import { machineAgentId } from './agent-id.js';
 import { compileRules } from './alerts/threshold-alerts.js';
 import { reportBuilder } from './build-report.js';
 import { createCollector, type Collector } from './collect/collector.js';
 import { linuxHostSource, type HostSource } from './collect/host-source.js';
-import { drainSpool, startDeliveryLoop, type DeliveryOptions } from './delivery/delivery-loop.js';
-import { postReport } from './delivery/post-report.js';
+import { destinationSpoolDir } from './delivery/destination.js';
+import { drainSpool, startDeliveryLoop, type DeliveryOptions, type DrainSummary } from './delivery/delivery-loop.js';
+import { postBatch } from './delivery/post-batch.js';
 import { Spool } from './delivery/spool.js';
 import { jsonLogger, type Logger } from './logger.js';
 
@@ -26,11 +28,18 @@ export interface AgentHandle {
   stop(): Promise<void>;
 }
 
+const DEFAULTED = [
+  'intervalMs', 'spoolDir', 'spoolMaxBytes', 'spoolMaxAgeMs', 'requestTimeoutMs', 'retryBaseMs', 'retryMaxMs', 'serviceTimeoutMs', 'shutdownTimeoutMs',
+  'machineIdFile', 'procRoot', 'sysRoot', 'rootFs', 'batchMaxReports', 'perCoreCpuModes',
+] as const;
+
 /** An embedded agent gets the CLI's defaults for whatever it leaves out. */
 const DEFAULTS = Object.fromEntries(
-  (['intervalMs', 'spoolDir', 'spoolMaxBytes', 'spoolMaxAgeMs', 'requestTimeoutMs', 'retryBaseMs', 'retryMaxMs', 'serviceTimeoutMs', 'shutdownTimeoutMs'] as const)
-    .map((k) => [k, agentOptions[k].default]),
-) as Pick<AgentOptions, 'intervalMs' | 'spoolDir' | 'spoolMaxBytes' | 'spoolMaxAgeMs' | 'requestTimeoutMs' | 'retryBaseMs' | 'retryMaxMs' | 'serviceTimeoutMs' | 'shutdownTimeoutMs'>;
+  DEFAULTED.map((k) => [k, agentOptions[k].default]),
+) as Pick<AgentOptions, (typeof DEFAULTED)[number]>;
+
+/** Uncompressed bytes per batch: well under the service's default bulk limit (32 MiB); a smaller limit is met by halving on 413. */
+const BATCH_MAX_BYTES = 8 * 1024 * 1024;
 
 interface Prepared {
   c: AgentConfig & typeof DEFAULTS;
@@ -47,20 +56,31 @@ async function prepare(config: AgentConfig): Promise<Prepared> {
   const log = config.log ?? jsonLogger(config.logLevel ?? 'info');
   const file = config.rules ?? (config.config ? await loadAgentConfigFile(config.config) : { services: [], alerts: [] });
   const rules = compileRules(file.alerts);
-  const spool = await Spool.open({ dir: c.spoolDir, maxBytes: c.spoolMaxBytes, maxAgeMs: c.spoolMaxAgeMs, log });
-  const agentId = config.agentId ?? (await persistentAgentId(c.spoolDir));
+  const spoolDir = await destinationSpoolDir(c.spoolDir, c.url, c.token);
+  await warnAboutUnaddressedReports(c.spoolDir, log);
+  const spool = await Spool.open({ dir: spoolDir, maxBytes: c.spoolMaxBytes, maxAgeMs: c.spoolMaxAgeMs, log });
+  const agentId = config.agentId ?? (await machineAgentId(c.machineIdFile, c.spoolDir));
   const collector = createCollector({
-    source: config.source ?? linuxHostSource({ serviceTimeoutMs: c.serviceTimeoutMs }),
-    agentId, hostname: config.hostname ?? os.hostname(), services: file.services, log,
+    source: config.source ?? linuxHostSource({ procRoot: c.procRoot, sysRoot: c.sysRoot, rootFs: c.rootFs, serviceTimeoutMs: c.serviceTimeoutMs }),
+    agentId, hostname: config.hostname ?? os.hostname(), services: file.services, perCoreCpuModes: c.perCoreCpuModes, log,
   });
   const build = reportBuilder(collector, rules);
   const report = async (now: number) => Buffer.from(JSON.stringify(await build(now)));
   const target = { url: c.url, token: c.token, secret: c.secret, timeoutMs: c.requestTimeoutMs };
   const delivery: DeliveryOptions = {
-    spool, log, retryBaseMs: c.retryBaseMs, retryMaxMs: c.retryMaxMs,
-    send: (body, signal) => postReport(target, body, signal),
+    spool, log, retryBaseMs: c.retryBaseMs, retryMaxMs: c.retryMaxMs, batchMaxReports: c.batchMaxReports, batchMaxBytes: BATCH_MAX_BYTES,
+    send: (reports, signal) => postBatch(target, reports, signal),
   };
   return { c, log, spool, agentId, collector, report, delivery };
+}
+
+/**
+ * Agents before the per-destination spools kept reports directly in the state directory, with nothing saying where
+ * they were going: they are never sent (they could belong to another service or tenant), and the operator is told.
+ */
+async function warnAboutUnaddressedReports(stateDir: string, log: Logger): Promise<void> {
+  const left = (await readdir(stateDir)).filter((n) => /^r-\d+-\d+\.json$/.test(n)).length;
+  if (left) log.warn('reports spooled by an older agent for an unknown destination are left unsent', { dir: stateDir, reports: left });
 }
 
 function stripUndefined<T extends object>(o: T): T {
@@ -79,7 +99,7 @@ export async function startAgent(config: AgentConfig): Promise<AgentHandle> {
   const loop = startDeliveryLoop(delivery);
   const started = Date.now();
   await collector.prime(started);
-  log.info('host agent started', { agentId, url: c.url, intervalMs: c.intervalMs, spoolDir: c.spoolDir, spooled: spool.length, signed: Boolean(c.secret) });
+  log.info('host agent started', { agentId, url: c.url, intervalMs: c.intervalMs, spoolDir: spool.dir, spooled: spool.length, signed: Boolean(c.secret) });
 
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
@@ -124,13 +144,13 @@ export async function startAgent(config: AgentConfig): Promise<AgentHandle> {
 /**
  * `--once`: one report over a short sampling window (CPU usage and network
  * rates need two readings), appended to the spool, then the spool is sent.
- * Returns whether everything was delivered; what was not stays spooled.
+ * Returns what the drain did (what was not sent stays spooled) and the agent id.
  */
-export async function runOnce(config: AgentConfig, windowMs = 1_000): Promise<boolean> {
-  const { collector, report, spool, delivery } = await prepare(config);
+export async function runOnce(config: AgentConfig, windowMs = 1_000): Promise<DrainSummary & { agentId: string }> {
+  const { collector, report, spool, delivery, agentId } = await prepare(config);
   await collector.prime(Date.now());
   await new Promise((r) => setTimeout(r, windowMs));
   const now = Date.now();
   await spool.append(await report(now), now);
-  return drainSpool(delivery);
+  return { ...(await drainSpool(delivery)), agentId };
 }

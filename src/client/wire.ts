@@ -1,7 +1,7 @@
 // Why: the client's view of the wire, inferred from the very TypeBox schemas the server validates with, so the two cannot drift.
 import type { Static } from 'typebox';
 import type { BusinessTokenBody, RefreshReplyBody, SessionBody } from '../sync/http/auth-routes.js';
-import type { BusinessBody, MemberBody } from '../sync/http/business-routes.js';
+import type { BusinessBody, MemberBody } from '../sync/businesses/business-routes.js';
 import type { UserBody } from '../sync/http/schemas.js';
 import type { AttachmentSchema } from '../sync/attachments/attachment-schemas.js';
 

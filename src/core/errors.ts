@@ -27,8 +27,6 @@ export const ERROR_STATUS = {
   expectation_failed: 417,
   /** A documented bound was reached (metric names per host, members...). */
   limit_exceeded: 422,
-  /** An account is temporarily locked after repeated failures. */
-  locked: 423,
   /** Too many requests; the body carries `retry_after` in seconds. */
   rate_limited: 429,
   /** The request's header section is larger than the server accepts (answered by the HTTP layer). */

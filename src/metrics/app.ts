@@ -1,12 +1,16 @@
-import swagger from '@fastify/swagger';
 import { createHttpApp, type App } from '../core/http/create-app.js';
+import { registerOpenApi } from '../core/http/openapi.js';
 import { registerOperations } from '../core/ops/register-operations.js';
 import type { MetricsConfig } from './config.js';
 import type { MetricsDeps } from './deps.js';
 import { registerDashboard } from './dashboard/dashboard-routes.js';
+import { startSessionCleanup } from './dashboard/session-cleanup.js';
+import { createSessionDeps, createSessionReader } from './dashboard/session-cookie.js';
+import type { DashboardSessionTables } from './dashboard/session-store.js';
 import { startRetentionSweep } from './domain/retention.js';
 import { registerIngestRoute } from './routes/ingest.js';
-import { registerOpenApiRoute } from './routes/openapi.js';
+import { registerFleetReadRoutes } from './routes/fleet-reads.js';
+import { registerBulkIngestRoute } from './routes/ingest-bulk.js';
 import { registerSeriesRoutes } from './routes/series.js';
 import './http/authenticate.js';
 
@@ -33,19 +37,22 @@ export async function buildMetricsApp(config: MetricsConfig, deps: MetricsDeps, 
   });
   // Response schemas document the API (OpenAPI); replies are plain JSON.stringify so no field is silently dropped.
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));
-  await app.register(swagger, {
-    openapi: {
-      info: { title: 'fleetsync metrics service', version: '0.1.0', description: 'Host metrics ingest, per-tenant series and fleet aggregates. See docs/metrics-api.md.' },
-      components: { securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', description: 'Tenant token from `metrics-service token create <tenant>`.' } } },
-    },
+  await registerOpenApi(app, {
+    title: 'fleetsync metrics service', version: '0.1.0', path: '/api/v1/openapi.json',
+    description: 'Host metrics ingest, per-tenant series and fleet aggregates. See docs/metrics-api.md.',
+    bearerDescription: 'Tenant token from `metrics-service token create <tenant>`.',
   });
-  registerOpenApiRoute(app);
   // /healthz, /readyz, /metrics and per-route request metrics (docs/deployment.md). The metrics service needs no Redis.
   registerOperations(app, { selfMetrics: deps.selfMetrics, metricsToken: config.metricsToken, db: deps.database.db, redis: undefined });
   const retentionMs = config.retentionDays * DAY_MS;
-  await registerIngestRoute(app, { store: deps.store, alertRouter: deps.alertRouter, now: deps.now, maxFutureMs: config.maxFutureMs, retentionMs, secret: config.secret, selfMetrics: deps.selfMetrics });
-  registerSeriesRoutes(app, { store: deps.store, now: deps.now, settings: { defaultPoints: config.seriesPoints, maxPoints: config.seriesPointsMax } });
-  await registerDashboard(app, { store: deps.store, db: deps.database.db, now: deps.now });
+  await registerIngestRoute(app, { store: deps.store, alertRouter: deps.alertRouter, now: deps.now, maxFutureMs: config.maxFutureMs, retentionMs, secret: config.secret, bodyLimit: config.bodyLimit, selfMetrics: deps.selfMetrics });
+  await registerBulkIngestRoute(app, { store: deps.store, alertRouter: deps.alertRouter, now: deps.now, maxFutureMs: config.maxFutureMs, retentionMs, secret: config.secret, bodyLimit: config.bodyLimit, bulkBodyLimit: config.bulkBodyLimit, selfMetrics: deps.selfMetrics });
+  const sessions = createSessionDeps(deps.database.db.withTables<DashboardSessionTables>(), deps.store, deps.now);
+  const readSession = createSessionReader(sessions);
+  const settings = { defaultPoints: config.seriesPoints, maxPoints: config.seriesPointsMax };
+  registerSeriesRoutes(app, { store: deps.store, now: deps.now, settings, readSession });
+  registerFleetReadRoutes(app, { store: deps.store, alerts: deps.alerts, now: deps.now, settings, readSession });
+  await registerDashboard(app, { store: deps.store, alerts: deps.alerts, sessions, settings, now: deps.now });
 
   let stopSweep: (() => Promise<void>) | undefined;
   app.addHook('onReady', async () => {
@@ -60,5 +67,8 @@ export async function buildMetricsApp(config: MetricsConfig, deps: MetricsDeps, 
     });
   });
   app.addHook('onClose', async () => { await stopSweep?.(); });
+  let stopSessionCleanup: (() => Promise<void>) | undefined;
+  app.addHook('onReady', async () => { stopSessionCleanup = startSessionCleanup(deps.database, deps.now, app.log); });
+  app.addHook('onClose', async () => { await stopSessionCleanup?.(); });
   return app;
 }

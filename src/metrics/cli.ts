@@ -1,12 +1,16 @@
 #!/usr/bin/env node
 import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { EXIT_USAGE, isAddressInUse, portInUseMessage, usageError } from '../core/cli/cli-error.js';
+import { exitWithParent } from '../core/cli/exit-with-parent.js';
 import { ConfigError, helpText } from '../core/config.js';
 import { isAppError } from '../core/errors.js';
 import { loadMetricsConfig, metricsOptions } from './config.js';
 import { createMetricsStore, openMetricsDatabase } from './deps.js';
 import { issueToken, listTokens, revokeToken } from './domain/tenant-tokens.js';
 import { startMetricsServer } from './server.js';
+
+const PROGRAM = 'metrics-service';
 
 const USAGE = `Usage:
   metrics-service serve [options]                 run the service
@@ -37,8 +41,15 @@ export async function runCli(
     const config = loadMetricsConfig(flags, env);
     const [command, sub, arg, ...rest] = words;
     if (command === 'serve' && words.length === 1) {
-      const address = await startMetricsServer(config);
-      io.fail(`metrics service listening on ${address}`);
+      exitWithParent();
+      try {
+        const address = await startMetricsServer(config);
+        io.fail(`metrics service listening on ${address}`);
+      } catch (e: unknown) {
+        if (!isAddressInUse(e)) throw e;
+        io.fail(portInUseMessage(PROGRAM, `${config.host}:${config.port}`, '--port', 'is the metrics service already running (npm start runs one on 8080)?'));
+        return 1;
+      }
       return 0;
     }
     if (command !== 'token' || rest.length || !sub) return usage(io, `unknown command: ${words.join(' ')}`);
@@ -72,21 +83,21 @@ export async function runCli(
       await database.close();
     }
   } catch (e: unknown) {
-    if (e instanceof ConfigError) { io.fail(e.message); return 2; }
-    if (isAppError(e)) { io.fail(`error: ${e.details ?? e.code}`); return 1; }
+    if (e instanceof ConfigError) { io.fail(usageError(PROGRAM, e.problems)); return EXIT_USAGE; }
+    if (isAppError(e)) { io.fail(`${PROGRAM}: ${e.details ?? e.code}`); return 1; }
     throw e;
   }
 }
 
 function usage(io: { fail: (line: string) => void }, problem: string): number {
-  io.fail(`${problem}\n\n${USAGE}`);
-  return 2;
+  io.fail(usageError(PROGRAM, [problem]));
+  return EXIT_USAGE;
 }
 
 const entry = process.argv[1];
 if (entry && realpathSync(entry) === fileURLToPath(import.meta.url)) {
   runCli(process.argv.slice(2), process.env).then((code) => { if (code !== 0) process.exit(code); }, (e: unknown) => {
-    console.error(e);
+    console.error(`${PROGRAM}: ${e instanceof Error ? e.message : String(e)}`);
     process.exit(1);
   });
 }

@@ -11,6 +11,10 @@ export const metricsOptions = {
     flag: 'secret', env: 'METRICS_SECRET', secret: true,
     doc: 'HMAC-SHA256 key for ingest signatures; when set, POST /api/v1/ingest needs a valid x-collector-signature header.',
   }),
+  bulkBodyLimit: opt.int({
+    flag: 'bulk-body-limit', env: 'METRICS_BULK_BODY_LIMIT', default: 32 * 1_048_576, min: 1024,
+    doc: 'Largest POST /api/v1/ingest/bulk body in bytes, both as sent and once decompressed (a gzip body inflating past it is refused with 413).',
+  }),
   seriesPoints: opt.int({
     flag: 'series-points', env: 'METRICS_SERIES_POINTS', default: 500, min: 1, max: 100_000,
     doc: 'Point budget of a series when the request gives no ?points=; longer ranges are averaged into this many buckets.',

@@ -1,5 +1,6 @@
 import { openDatabase, type Database } from '../core/storage/database.js';
 import { createAlertRouter, loadAlertRoutes, type AlertRouter } from './alerts/alert-router.js';
+import { createAlertStore, type AlertStore, type AlertTables } from './alerts/alert-store.js';
 import type { MetricsConfig } from './config.js';
 import type { MetricsStore } from './domain/metrics-store.js';
 import { createEngineMetricsStore } from './storage/engine-metrics-store.js';
@@ -16,6 +17,8 @@ export interface MetricsDeps {
   database: Database<MetricsTables>;
   store: MetricsStore;
   alertRouter: AlertRouter;
+  /** Alerts carried in reports (incidents and their notifications), listed by /api/v1/alerts and the dashboard. */
+  alerts: AlertStore;
   /** This instance's Prometheus metrics (`/metrics`). */
   selfMetrics: MetricsSelfMetrics;
   now: () => number;
@@ -27,13 +30,16 @@ export async function createMetricsDeps(config: MetricsConfig, overrides: { now?
   // Routes first: a bad routes file stops the start before the database is touched.
   const routes = await loadAlertRoutes(config.alertRoutes);
   const database = await openMetricsDatabase(config);
-  const store = createMetricsStore(database, config, overrides.now);
+  const now = overrides.now ?? Date.now;
+  const store = createMetricsStore(database, config, now);
+  const alerts = createAlertStore(database.db.withTables<AlertTables>());
   return {
     database,
     store,
-    alertRouter: createAlertRouter(routes, { timeoutMs: config.alertTimeoutMs }),
+    alertRouter: createAlertRouter(routes, { timeoutMs: config.alertTimeoutMs, store: alerts, now }),
+    alerts,
     selfMetrics: createMetricsSelfMetrics(),
-    now: overrides.now ?? Date.now,
+    now,
     async close() {
       await store.close();
       await database.close();

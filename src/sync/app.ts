@@ -1,9 +1,9 @@
-import swagger from '@fastify/swagger';
 import { createHttpApp, type App } from '../core/http/create-app.js';
+import { registerOpenApi } from '../core/http/openapi.js';
 import type { SyncDeps } from './deps.js';
 import { dummyHash } from './accounts/password-hash.js';
 import { registerAuthRoutes } from './http/auth-routes.js';
-import { registerBusinessRoutes } from './http/business-routes.js';
+import { registerBusinessRoutes } from './businesses/business-routes.js';
 import { registerChangeRoutes } from './changes/change-routes.js';
 import { registerAttachmentRoutes } from './attachments/attachment-routes.js';
 import { registerFeedRoutes } from './feed/feed-routes.js';
@@ -14,6 +14,8 @@ import { useStrictJsonParser } from './http/json-body.js';
 import { limitIp } from './http/rate-limit.js';
 import { drainEarlyAnswers } from './http/bounded-drain.js';
 import { enforceRequestDeadlines, REQUEST_DEADLINES, type RequestDeadlines } from './http/request-deadlines.js';
+import { startExpiryCleanup } from '../core/storage/expiry-cleanup.js';
+import { SYNC_CLEANUP_INTERVAL_MS, syncExpiryRules } from './storage/expiry-rules.js';
 
 export interface BuildSyncAppOptions {
   /** Log destination (tests); stdout by default. */
@@ -50,16 +52,13 @@ export async function buildSyncApp(deps: SyncDeps, options: BuildSyncAppOptions 
   enforceRequestDeadlines(app, { ...REQUEST_DEADLINES, ...options.deadlines });
   drainEarlyAnswers(app);
   // A request for a route that does not exist has no token any route checked: it counts as unauthenticated (path scanning is throttled per IP).
-  app.addHook('onRequest', async (req) => { if (req.is404) await limitIp(deps, req.ip); });
+  app.addHook('onRequest', async (req) => { if (req.is404) await limitIp(deps, req); });
 
-  await app.register(swagger, {
-    openapi: {
-      openapi: '3.0.3',
-      info: { title: 'Business data sync service', version: '1.0.0', description: 'See docs/sync-api.md for the rules behind each endpoint.' },
-      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'A user token (register/login/refresh) or a business-scoped token (POST /api/auth/token)' } } },
-    },
+  await registerOpenApi(app, {
+    title: 'Business data sync service', version: '1.0.0', path: '/api/openapi.json',
+    description: 'See docs/sync-api.md for the rules behind each endpoint.',
+    bearerDescription: 'A user token (register/login/refresh) or a business-scoped token (POST /api/auth/token)',
   });
-  app.get('/api/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   // /healthz, /readyz, /metrics and per-route request metrics (docs/deployment.md).
   registerOperations(app, { selfMetrics: deps.selfMetrics, metricsToken: config.metricsToken, db: deps.database.db, redis: deps.redis });
 
@@ -73,6 +72,22 @@ export async function buildSyncApp(deps: SyncDeps, options: BuildSyncAppOptions 
   registerAttachmentRoutes(app, deps);
   registerFeedRoutes(app, deps, { ...FEED_DEFAULTS, heartbeatMs: deps.config.feedHeartbeatMs });
   registerExampleRoutes(app);
+
+  // Expired tokens and old resolved conflicts go in small batches, on every instance, while the app is up.
+  let stopCleanup: (() => Promise<void>) | undefined;
+  app.addHook('onReady', async () => {
+    stopCleanup = startExpiryCleanup({
+      database: deps.database,
+      rules: syncExpiryRules(config),
+      intervalMs: SYNC_CLEANUP_INTERVAL_MS,
+      now: deps.now,
+      onRun: (r) => {
+        if ('error' in r) app.log.error({ err: r.error }, 'expiry cleanup failed');
+        else if (Object.values(r).some((n) => n > 0)) app.log.info({ removed: r }, 'expiry cleanup removed expired rows');
+      },
+    });
+  });
+  app.addHook('onClose', async () => { await stopCleanup?.(); });
 
   return app;
 }

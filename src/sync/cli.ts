@@ -1,7 +1,11 @@
 #!/usr/bin/env node
+import { EXIT_USAGE, isAddressInUse, portInUseMessage, usageError } from '../core/cli/cli-error.js';
+import { exitWithParent } from '../core/cli/exit-with-parent.js';
 import { ConfigError } from '../core/config.js';
 import { loadSyncConfig, syncHelpText } from './config.js';
 import { startSyncServer } from './server.js';
+
+const PROGRAM = 'sync-service';
 
 const USAGE = `Usage: sync-service serve [options]
        sync-service serve --help
@@ -13,11 +17,11 @@ async function main(): Promise<number | undefined> {
   const [command, ...argv] = process.argv.slice(2);
   if (command === undefined || command === '--help' || command === '-h' || command === 'help') {
     console.log(USAGE);
-    return command === undefined ? 2 : 0;
+    return command === undefined ? EXIT_USAGE : 0;
   }
   if (command !== 'serve') {
-    console.error(`sync-service: unknown command "${command}"\n\n${USAGE}`);
-    return 2;
+    console.error(usageError(PROGRAM, [`unknown command "${command}"`]));
+    return EXIT_USAGE;
   }
   if (argv.includes('--help') || argv.includes('-h')) {
     console.log(syncHelpText());
@@ -28,16 +32,24 @@ async function main(): Promise<number | undefined> {
     config = loadSyncConfig({ argv, env: process.env });
   } catch (e: unknown) {
     if (e instanceof ConfigError) {
-      console.error(`sync-service: ${e.message}\n(see sync-service serve --help)`);
-      return 2;
+      console.error(usageError(PROGRAM, e.problems, `${PROGRAM} serve --help`));
+      return EXIT_USAGE;
     }
     throw e;
   }
-  await startSyncServer(config);
+  exitWithParent();
+  try {
+    await startSyncServer(config);
+  } catch (e: unknown) {
+    if (!isAddressInUse(e)) throw e;
+    console.error(portInUseMessage(PROGRAM, `${config.host}:${config.port}`, '--port', 'is the sync service already running (npm start runs one on 8081)?'));
+    return 1;
+  }
   return undefined;
 }
 
-main().then((code) => { if (code !== undefined) process.exitCode = code; }, (e: unknown) => {
-  console.error(`sync-service: ${e instanceof Error ? e.message : String(e)}`);
+// Exit outright on a failure: a half-opened database or Redis client must not keep the process alive.
+main().then((code) => { if (code === 0) process.exitCode = 0; else if (code !== undefined) process.exit(code); }, (e: unknown) => {
+  console.error(`${PROGRAM}: ${e instanceof Error ? e.message : String(e)}`);
   process.exit(1);
 });

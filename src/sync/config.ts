@@ -68,6 +68,10 @@ export const syncOptions = {
     flag: 'feed-max-sockets-per-user', env: 'SYNC_FEED_MAX_SOCKETS_PER_USER', default: 20, min: 1, max: 10_000,
     doc: 'Change-feed WebSockets one user may hold open on one instance; another upgrade gets 429.',
   }),
+  resolvedConflictRetentionDays: opt.int({
+    flag: 'resolved-conflict-retention-days', env: 'SYNC_RESOLVED_CONFLICT_RETENTION_DAYS', default: 30, min: 1, max: 3650,
+    doc: 'Days a resolved conflict stays listable (status=resolved/all) after its resolution; the background cleanup then deletes it. Pending conflicts are never deleted.',
+  }),
   pullPageSize: opt.int({
     flag: 'pull-page-size', env: 'SYNC_PULL_PAGE_SIZE', default: 500, min: 1,
     doc: 'Changes returned by one pull when the client gives no limit.',

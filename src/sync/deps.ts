@@ -67,7 +67,9 @@ export interface SyncDeps {
 export interface SyncDepsOptions {
   /**
    * Replaces the wall clock (tests). Redis keeps its own time, so with a
-   * replaced clock the limiter and pub/sub are the in-memory ones.
+   * replaced clock the limiter and pub/sub are the in-memory ones (which
+   * follow it) unless the config names a Redis: then the clock moves token
+   * expiry while rate-limit windows follow Redis's time.
    */
   now?: () => number;
 }
@@ -80,7 +82,7 @@ function inMemoryState(now: () => number): SharedState {
 
 export async function createSyncDeps(config: SyncConfig, options: SyncDepsOptions = {}): Promise<SyncDeps> {
   const now = options.now ?? Date.now;
-  const shared = options.now
+  const shared = options.now && config.redisUrl === undefined
     ? inMemoryState(now)
     : await openSharedState({ redisUrl: config.redisUrl, prefix: config.redisPrefix, connectionName: 'sync-service' });
   let database: Database<SyncTables>;
@@ -104,7 +106,7 @@ export async function createSyncDeps(config: SyncConfig, options: SyncDepsOption
     changes: createKyselyChangeStore(database.db, database.dialect),
     attachments: createKyselyAttachmentStore(database.db),
     blobs: database.pgPool && config.attachmentDir === undefined
-      ? await createPgBlobStore(database.pgPool)
+      ? await createPgBlobStore(database.pgPool, path.join(config.dataDir, 'attachment-staging'))
       : await createLocalBlobStore(config.attachmentDir ?? path.join(config.dataDir, 'attachments')),
     selfMetrics: createSyncSelfMetrics(),
     passwordHashes: createHashGate({ concurrency: config.passwordHashConcurrency, queue: config.passwordHashQueue }),

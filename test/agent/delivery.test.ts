@@ -5,7 +5,8 @@ import type { AddressInfo } from 'node:net';
 import { rmSync } from 'node:fs';
 import { createHmac } from 'node:crypto';
 import { backoffDelay, parseRetryAfter, MAX_RETRY_AFTER_MS } from '../../src/agent/delivery/backoff.js';
-import { postReport } from '../../src/agent/delivery/post-report.js';
+import { postBatch } from '../../src/agent/delivery/post-batch.js';
+import { gunzipSync } from 'node:zlib';
 import { drainSpool, startDeliveryLoop } from '../../src/agent/delivery/delivery-loop.js';
 import { Spool } from '../../src/agent/delivery/spool.js';
 import { captureLog, tempDir, waitFor } from './agent-harness.js';
@@ -16,14 +17,18 @@ function dir() { const d = tempDir(); dirs.push(d); return d; }
 
 /** A local HTTP receiver answering from a script of (status, headers, body); records every request. */
 async function receiver(script: { status: number; headers?: Record<string, string>; body?: string }[]) {
-  const seen: { body: string; headers: http.IncomingHttpHeaders; url: string }[] = [];
+  const seen: { body: string; raw: Buffer; headers: http.IncomingHttpHeaders; url: string }[] = [];
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      seen.push({ body: Buffer.concat(chunks).toString('utf8'), headers: req.headers, url: req.url ?? '' });
+      const raw = Buffer.concat(chunks);
+      const text = req.headers['content-encoding'] === 'gzip' ? gunzipSync(raw).toString('utf8') : raw.toString('utf8');
+      seen.push({ body: text, raw, headers: req.headers, url: req.url ?? '' });
       const next = script.length > 1 ? script.shift()! : script[0]!;
-      res.writeHead(next.status, { 'content-type': 'application/json', ...next.headers }).end(next.body ?? '{}');
+      // A 2xx without a scripted body answers like the service: every line stored.
+      const body = next.body ?? (next.status < 300 ? JSON.stringify({ results: text.split('\n').filter(Boolean).map((_, i) => ({ line: i + 1, status: 'stored' })) }) : '{}');
+      res.writeHead(next.status, { 'content-type': 'application/json', ...next.headers }).end(body);
     });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -47,41 +52,53 @@ test('Retry-After as seconds or HTTP date, bounded; garbage ignored', () => {
   assert.equal(parseRetryAfter(undefined, now), undefined);
 });
 
-test('POST carries the bearer token and the HMAC of the exact body bytes, to /api/v1/ingest under the base path', async () => {
+const lines = (body: string) => body.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { n: number });
+const FAST = { retryBaseMs: 5, retryMaxMs: 20, batchMaxReports: 1000, batchMaxBytes: 1e6 };
+
+test('a batch is gzip-compressed NDJSON to /api/v1/ingest/bulk under the base path, with the bearer token and the HMAC of the bytes as sent', async () => {
   const r = await receiver([{ status: 200 }]);
   try {
-    const body = Buffer.from('{"a": 1,  "b":"ü"}');
-    const out = await postReport({ url: `${r.url}/metrics`, token: 'tok', secret: 'k', timeoutMs: 2000 }, body);
-    assert.equal(out.kind, 'delivered');
-    assert.equal(r.seen[0]!.url, '/metrics/api/v1/ingest');
-    assert.equal(r.seen[0]!.headers.authorization, 'Bearer tok');
-    assert.equal(r.seen[0]!.headers['x-collector-signature'], `sha256=${createHmac('sha256', 'k').update(body).digest('hex')}`);
-    assert.equal(r.seen[0]!.body, body.toString('utf8'));
+    const bodies = [Buffer.from('{"a": 1,  "b":"ü"}'), Buffer.from('{\n  "pretty": true\n}')];
+    const out = await postBatch({ url: `${r.url}/metrics`, token: 'tok', secret: 'k', timeoutMs: 2000 }, bodies);
+    assert.equal(out.kind, 'answered');
+    const seen = r.seen[0]!;
+    assert.equal(seen.url, '/metrics/api/v1/ingest/bulk');
+    assert.equal(seen.headers.authorization, 'Bearer tok');
+    assert.equal(seen.headers['content-type'], 'application/x-ndjson');
+    assert.equal(seen.headers['content-encoding'], 'gzip');
+    assert.equal(seen.headers['x-collector-signature'], `sha256=${createHmac('sha256', 'k').update(seen.raw).digest('hex')}`);
+    assert.equal(seen.body, '{"a": 1,  "b":"ü"}\n{"pretty":true}\n', 'exact spooled bytes, one report per line');
   } finally { await r.close(); }
 });
 
-test('classifies answers: 2xx delivered, 5xx/429/408 retried with Retry-After, other 4xx rejected with the details, unreachable retried', async () => {
+test('classifies answers: 2xx with one result per line, 413 too large, 5xx/404/429/408 retried with Retry-After, other 4xx rejected, unreachable retried', async () => {
   const r = await receiver([
-    { status: 202, body: '{"alertResults":[{"outcome":"failed"}]}' },
+    { status: 202, body: '{"results":[{"line":1,"status":"stored","alertResults":[{"outcome":"failed"}]}]}' },
+    { status: 200, body: '{"results":[]}' },
     { status: 503, body: '{"error":"unavailable","details":"db down"}' },
     { status: 429, headers: { 'retry-after': '3' }, body: '{"error":"rate_limited","retry_after":3}' },
     { status: 408 },
+    { status: 404, body: '{"error":"not_found"}' },
     { status: 413, body: '{"error":"payload_too_large","details":"body is over 1048576 bytes"}' },
+    { status: 401, body: '{"error":"unauthorized","details":"unknown or revoked token"}' },
     { status: 400, body: '<html>bad gateway config</html>' },
   ]);
   const t = { url: r.url, token: 't', timeoutMs: 2000 };
-  const b = Buffer.from('{}');
+  const b = [Buffer.from('{}')];
   try {
-    assert.deepEqual(await postReport(t, b), { kind: 'delivered', status: 202, alertResults: [{ outcome: 'failed' }] });
-    const s503 = await postReport(t, b);
+    assert.deepEqual(await postBatch(t, b), { kind: 'answered', status: 202, lines: [{ line: 1, status: 'stored', alertResults: [{ outcome: 'failed' }] }] });
+    assert.equal((await postBatch(t, b)).kind, 'retry', 'a 2xx without one result per report removes nothing');
+    const s503 = await postBatch(t, b);
     assert.equal(s503.kind, 'retry');
     assert.match((s503 as { reason: string }).reason, /503 unavailable: db down/);
-    assert.deepEqual(await postReport(t, b), { kind: 'retry', status: 429, reason: '429 rate_limited', retryAfterMs: 3000 });
-    assert.equal((await postReport(t, b)).kind, 'retry');
-    assert.deepEqual(await postReport(t, b), { kind: 'rejected', status: 413, error: 'payload_too_large', details: 'body is over 1048576 bytes' });
-    assert.deepEqual(await postReport(t, b), { kind: 'rejected', status: 400, error: 'http_400', details: '<html>bad gateway config</html>' });
+    assert.deepEqual(await postBatch(t, b), { kind: 'retry', status: 429, reason: '429 rate_limited', retryAfterMs: 3000 });
+    assert.equal((await postBatch(t, b)).kind, 'retry');
+    assert.equal((await postBatch(t, b)).kind, 'retry', 'a 404 (old service, wrong path) keeps the reports');
+    assert.deepEqual(await postBatch(t, b), { kind: 'too_large', status: 413, details: 'body is over 1048576 bytes' });
+    assert.deepEqual(await postBatch(t, b), { kind: 'rejected', status: 401, error: 'unauthorized', details: 'unknown or revoked token' });
+    assert.deepEqual(await postBatch(t, b), { kind: 'rejected', status: 400, error: 'http_400', details: '<html>bad gateway config</html>' });
   } finally { await r.close(); }
-  const down = await postReport(t, b);
+  const down = await postBatch(t, b);
   assert.equal(down.kind, 'retry');
   assert.match((down as { reason: string }).reason, /ECONN(REFUSED|RESET)/);
 });
@@ -90,37 +107,69 @@ test('a service that never answers is a retry after the request timeout', async 
   const server = http.createServer(() => { /* never answers */ });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   try {
-    const out = await postReport({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, token: 't', timeoutMs: 200 }, Buffer.from('{}'));
+    const out = await postBatch({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, token: 't', timeoutMs: 200 }, [Buffer.from('{}')]);
     assert.equal(out.kind, 'retry');
     assert.match((out as { reason: string }).reason, /no answer within 200 ms/);
   } finally { server.closeAllConnections(); server.close(); }
 });
 
-test('delivery keeps the head report through 503 and 429 (honouring Retry-After), then sends the rest in order', async () => {
+test('delivery keeps the head batch through 503 and 429 (honouring Retry-After), then sends everything in order', async () => {
   const r = await receiver([{ status: 503 }, { status: 429, headers: { 'retry-after': '0' } }, { status: 200 }]);
   const cap = captureLog();
   const spool = await Spool.open({ dir: dir(), maxBytes: 1e6, maxAgeMs: 1e9, log: cap.log });
   for (let i = 1; i <= 3; i++) await spool.append(Buffer.from(JSON.stringify({ n: i })), Date.now());
-  const loop = startDeliveryLoop({ spool, log: cap.log, retryBaseMs: 5, retryMaxMs: 20, send: (b, s) => postReport({ url: r.url, token: 't', timeoutMs: 2000 }, b, s) });
+  const loop = startDeliveryLoop({ spool, log: cap.log, ...FAST, batchMaxReports: 2, send: (b, s) => postBatch({ url: r.url, token: 't', timeoutMs: 2000 }, b, s) });
   try {
     await waitFor('spool drained', () => spool.length === 0);
   } finally { await loop.stop(1000); await r.close(); }
-  assert.deepEqual(r.seen.map((s) => JSON.parse(s.body).n), [1, 1, 1, 2, 3]);
+  assert.deepEqual(r.seen.map((s) => lines(s.body).map((l) => l.n)), [[1, 2], [1, 2], [1, 2], [3]]);
   assert.equal(cap.find('metrics service reachable again, sending spooled reports').length, 1);
 });
 
-test('a rejected report is dropped and counted, the next one goes on', async () => {
-  const r = await receiver([{ status: 422, body: '{"error":"limit_exceeded","details":"host has 1000 metric names"}' }, { status: 200 }]);
+test('a backlog goes in batches of at most batchMaxReports and batchMaxBytes, oldest first, each report once', async () => {
+  const r = await receiver([{ status: 200 }]);
+  const cap = captureLog();
+  const spool = await Spool.open({ dir: dir(), maxBytes: 1e7, maxAgeMs: 1e9, log: cap.log });
+  for (let i = 1; i <= 25; i++) await spool.append(Buffer.from(JSON.stringify({ n: i })), Date.now());
+  const summary = await drainSpool({ spool, log: cap.log, ...FAST, batchMaxReports: 10, batchMaxBytes: 80, send: (b, s) => postBatch({ url: r.url, token: 't', timeoutMs: 2000 }, b, s) });
+  await r.close();
+  assert.deepEqual(summary, { delivered: 25, rejected: [], spooled: 0 });
+  const sent = r.seen.map((s) => lines(s.body).map((l) => l.n));
+  assert.ok(sent.every((b) => b.length <= 10 && b.length >= 1));
+  assert.ok(sent.every((b) => b.length === 1 || b.reduce((n, x) => n + JSON.stringify({ n: x }).length, 0) <= 80), 'byte bound');
+  assert.deepEqual(sent.flat(), Array.from({ length: 25 }, (_, i) => i + 1));
+});
+
+test('a batch answered 413 is split until it fits; a single report still too large is dropped and counted', async () => {
+  const r = await receiver([{ status: 413 }, { status: 413 }, { status: 200 }, { status: 200 }, { status: 200 }]);
+  const cap = captureLog();
+  const spool = await Spool.open({ dir: dir(), maxBytes: 1e6, maxAgeMs: 1e9, log: cap.log });
+  for (let i = 1; i <= 4; i++) await spool.append(Buffer.from(JSON.stringify({ n: i })), Date.now());
+  const summary = await drainSpool({ spool, log: cap.log, ...FAST, send: (b, s) => postBatch({ url: r.url, token: 't', timeoutMs: 2000 }, b, s) });
+  await r.close();
+  assert.deepEqual(r.seen.map((s) => lines(s.body).length), [4, 2, 1, 1, 1, 1].slice(0, r.seen.length));
+  assert.equal(summary.delivered, 4);
+  const one = await receiver([{ status: 413, body: '{"error":"payload_too_large","details":"too big"}' }]);
+  await spool.append(Buffer.from('{"n":5}'), Date.now());
+  const s2 = await drainSpool({ spool, log: cap.log, ...FAST, send: (b, s) => postBatch({ url: one.url, token: 't', timeoutMs: 2000 }, b, s) });
+  await one.close();
+  assert.deepEqual(s2.rejected, [{ status: 413, error: 'payload_too_large', details: 'too big' }]);
+  assert.equal(spool.counters.rejected, 1);
+});
+
+test('lines the service rejects are dropped and counted, the others of the batch are delivered', async () => {
+  const r = await receiver([{ status: 200, body: JSON.stringify({ results: [
+    { line: 1, status: 'rejected', error: 'limit_exceeded', details: 'host has 1000 metric names' }, { line: 2, status: 'duplicate' }, { line: 3, status: 'stored' },
+  ] }) }]);
   const cap = captureLog();
   const d = dir();
   const spool = await Spool.open({ dir: d, maxBytes: 1e6, maxAgeMs: 1e9, log: cap.log });
-  await spool.append(Buffer.from('{"n":1}'), Date.now());
-  await spool.append(Buffer.from('{"n":2}'), Date.now());
-  const ok = await drainSpool({ spool, log: cap.log, retryBaseMs: 5, retryMaxMs: 20, send: (b, s) => postReport({ url: r.url, token: 't', timeoutMs: 2000 }, b, s) });
+  for (let i = 1; i <= 3; i++) await spool.append(Buffer.from(JSON.stringify({ n: i })), Date.now());
+  const summary = await drainSpool({ spool, log: cap.log, ...FAST, send: (b, s) => postBatch({ url: r.url, token: 't', timeoutMs: 2000 }, b, s) });
   await r.close();
-  assert.equal(ok, true);
-  assert.equal(r.seen.length, 2);
-  assert.deepEqual(cap.find('metrics service refused a report; not retrying it').map((l) => [l.status, l.error, l.details]), [[422, 'limit_exceeded', 'host has 1000 metric names']]);
+  assert.deepEqual(summary, { delivered: 2, rejected: [{ status: 422, error: 'limit_exceeded', details: 'host has 1000 metric names' }], spooled: 0 });
+  assert.equal(r.seen.length, 1);
+  assert.deepEqual(cap.find('metrics service refused a report; not retrying it').map((l) => [l.error, l.details, l.reports]), [['limit_exceeded', 'host has 1000 metric names', 1]]);
   assert.equal((await Spool.open({ dir: d, maxBytes: 1e6, maxAgeMs: 1e9, log: cap.log })).counters.rejected, 1, 'counter survives a restart');
 });
 
@@ -128,7 +177,9 @@ test('drainSpool stops at the first retryable failure and keeps everything spool
   const cap = captureLog();
   const spool = await Spool.open({ dir: dir(), maxBytes: 1e6, maxAgeMs: 1e9, log: cap.log });
   await spool.append(Buffer.from('{}'), Date.now());
-  const ok = await drainSpool({ spool, log: cap.log, retryBaseMs: 5, retryMaxMs: 20, send: (b, s) => postReport({ url: 'http://127.0.0.1:1', token: 't', timeoutMs: 500 }, b, s) });
-  assert.equal(ok, false);
+  const summary = await drainSpool({ spool, log: cap.log, ...FAST, send: (b, s) => postBatch({ url: 'http://127.0.0.1:1', token: 't', timeoutMs: 500 }, b, s) });
+  assert.equal(summary.spooled, 1);
+  assert.equal(summary.delivered, 0);
+  assert.match(summary.retryReason ?? '', /ECONNREFUSED/);
   assert.equal(spool.length, 1);
 });

@@ -11,7 +11,7 @@ import { fixture } from './fixtures.js';
 test('parses /proc/stat: idle includes iowait, guest time is not counted twice', () => {
   const s = parseProcStat(fixture('proc-stat-b.txt'));
   // user 1300 + system 600 + idle 8500 + iowait 600 + irq 50 + softirq 50; guest 200 is inside user already.
-  assert.deepEqual(s.overall, { idle: 9100, total: 11100 });
+  assert.deepEqual(s.overall, { idle: 9100, total: 11100, modes: { user: 1300, nice: 0, system: 600, idle: 8500, iowait: 600, irq: 50, softirq: 50, steal: 0 } });
   assert.deepEqual([...s.cores.keys()], [0, 1, 3]);
 });
 
@@ -32,7 +32,7 @@ test('CPU usage is 0, not NaN or negative, when no time elapsed or counters went
 
 test('old kernels print fewer /proc/stat columns; missing ones count as zero', () => {
   const s = parseProcStat(fixture('proc-stat-old-kernel.txt'));
-  assert.deepEqual(s.overall, { idle: 820, total: 978 });
+  assert.deepEqual(s.overall, { idle: 820, total: 978, modes: { user: 100, nice: 5, system: 50, idle: 800, iowait: 20, irq: 1, softirq: 2, steal: 0 } });
 });
 
 test('a /proc/stat without the aggregate cpu line is an error, not a report of zeros', () => {

@@ -31,6 +31,10 @@ function fixtureHost(): HostSource {
       const list = files[name]!;
       return readFile(path.join(FIXTURES, list[Math.min(n, list.length - 1)]!), 'utf8');
     },
+    readSys: async (name) => { throw Object.assign(new Error(`no ${name}`), { code: 'ENOENT' }); },
+    listSys: async () => [],
+    readOwn: async (name) => { throw Object.assign(new Error(`no ${name}`), { code: 'ENOENT' }); },
+    mountinfoName: 'self/mountinfo',
     statfs: async (p) => (p === '/boot/efi' ? { bsize: 4096, blocks: 1000, bfree: 50, bavail: 50 } : { bsize: 4096, blocks: 1000, bfree: 500, bavail: 450 }),
     isFile: async () => false,
     serviceStates: async (names) => names.map((name) => ({ name, state: name === 'nginx.service' ? 'active' : 'failed' })),
@@ -49,7 +53,7 @@ test('a report built from fixture files has every section, in bytes and percent,
   const collector = createCollector({ source: fixtureHost(), agentId: 'a-1', hostname: 'h', services: config.services, log: captureLog().log });
   await collector.prime(0);
   const r = await reportBuilder(collector, compileRules(config.alerts))(10_000);
-  assert.deepEqual(r.cpu, { usage: 45.45, perCore: [0, 50], loadAverage: [0.52, 0.58, 0.59] });
+  assert.deepEqual(r.cpu, { usage: 45.45, perCore: [0, 50], loadAverage: [0.52, 0.58, 0.59], count: 3, seconds: { user: 13, nice: 0, system: 6, idle: 85, iowait: 6, irq: 0.5, softirq: 0.5, steal: 0 } });
   assert.equal(r.memory.used, 2_000_000 * 1024);
   assert.deepEqual(r.disks.map((d) => [d.path, d.percent]), [['/', 52.63], ['/boot/efi', 95], ['/media/usb\\011tab\\back', 52.63], ['/mnt/backup disk', 52.63]]);
   assert.equal(r.network['eth0']!.rxBytesPerSec, 200_000);

@@ -20,7 +20,7 @@ test('reports survive a reopen, in order, and new ones continue the sequence', a
   assert.equal((await b.read(b.peek()!)).toString(), 'one');
   const third = await b.append(Buffer.from('three'), 3_000);
   assert.equal(third.seq, 3);
-  await b.remove(b.peek()!, 'delivered');
+  await b.removeMany([b.peek()!], 'delivered');
   assert.equal((await b.read(b.peek()!)).toString(), 'two');
   assert.equal(b.bytes, 8);
 });

@@ -1,10 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { TEST_REDIS_URL } from './backends.js';
+import { TEST_REDIS_URL, required } from './backends.js';
+import { skipUnless } from './missing-tool.js';
 
 /**
  * Redis for tests: reachable at TEST_REDIS_URL or skipped, except under
- * REQUIRE_REDIS=1 (as in .ci/run), where its absence fails the run loudly.
+ * REQUIRE_REDIS=1 (as in .ci/run) or on CI (CI=true), where its absence fails the run loudly.
  * Every test takes its own key prefix, so tests sharing one Redis never see
  * each other's counters or channels.
  */
@@ -25,10 +26,13 @@ async function redisReachable(): Promise<boolean> {
 }
 
 export const REDIS_UP = await redisReachable();
-if (!REDIS_UP && process.env['REQUIRE_REDIS'] === '1') {
-  throw new Error(`Redis is required (REQUIRE_REDIS=1) but not reachable at ${TEST_REDIS_URL}`);
+if (!REDIS_UP && required('REDIS')) {
+  throw new Error(`Redis is required (REQUIRE_REDIS=1 or CI) but not reachable at ${TEST_REDIS_URL}`);
 }
-if (!REDIS_UP) console.warn(`# Redis not reachable at ${TEST_REDIS_URL}: Redis tests are skipped`);
+if (!REDIS_UP) {
+  console.warn(`# Redis not reachable at ${TEST_REDIS_URL}: Redis tests are skipped`);
+  skipUnless([{ tool: 'Redis', skipped: 'the Redis rate limiter, pub/sub and health tests', install: `apt-get install redis-server (or TEST_REDIS_URL); now ${TEST_REDIS_URL}` }]);
+}
 
 /** A key/channel prefix no other test uses, e.g. `t_1a2b3c4d:`. */
 export function testPrefix(): string {

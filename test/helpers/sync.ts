@@ -4,7 +4,8 @@ import { loadSyncConfig, type SyncConfig } from '../../src/sync/config.js';
 import { createSyncDeps, type SyncDeps } from '../../src/sync/deps.js';
 import { buildSyncApp } from '../../src/sync/app.js';
 import type { App } from '../../src/core/http/create-app.js';
-import { freshStorage, type BackendName } from './backends.js';
+import { TEST_REDIS_URL, freshStorage, type BackendName } from './backends.js';
+import { REDIS_UP, deletePrefix, testPrefix } from './redis.js';
 import { call, listen } from './http.js';
 
 /** A clock tests can move forward (token expiry, lockouts) without waiting. */
@@ -16,13 +17,28 @@ export interface TestClock {
   resume(): void;
 }
 
+/**
+ * Where the limiter and the pub/sub live: this process's memory, or Redis
+ * (as with REDIS_URL in production). Suites of rate limits and the feed run on
+ * every one (`SHARED_STATES`), so the Redis code paths are exercised end to end.
+ */
+export type SharedStateName = 'memory' | 'redis';
+export const SHARED_STATES: SharedStateName[] = REDIS_UP ? ['memory', 'redis'] : ['memory'];
+
 export interface SyncUnderTest {
   url: string;
+  /** Where this instance's limiter and pub/sub live. */
+  shared: SharedStateName;
   app: App;
   deps: SyncDeps;
   clock: TestClock;
   /** Every log line written so far (to check what never reaches the logs). */
   logs: string[];
+  /**
+   * Moves to the next rate-limit window: the clock goes 61 s forward and, on
+   * Redis (whose windows follow Redis's own time), this instance's counters are dropped.
+   */
+  nextMinute(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -38,17 +54,22 @@ const TEST_DEFAULTS: Partial<SyncConfig> = { scryptLog2N: 10, userRateLimit: 100
 export interface StartSyncOptions {
   /** Registers extra routes before the app listens (tests of the auth guard's contract). */
   extraRoutes?: (app: App, deps: SyncDeps) => void;
+  /** Limiter and pub/sub in memory (default) or in Redis under a prefix of this instance's own. */
+  shared?: SharedStateName;
 }
 
 /** Starts the sync service on a fresh database of `backend` and an ephemeral port. Call `close()` (e.g. in `t.after`). */
 export async function startSync(backend: BackendName, overrides: Partial<SyncConfig> = {}, options: StartSyncOptions = {}): Promise<SyncUnderTest> {
   const storage = await freshStorage(backend);
+  const shared = options.shared ?? 'memory';
+  const prefix = testPrefix();
   const config: SyncConfig = {
     ...loadSyncConfig(),
     ...TEST_DEFAULTS,
     dataDir: storage.dataDir,
     databaseUrl: storage.databaseUrl,
     dbSchema: storage.pgSchema,
+    ...(shared === 'redis' ? { redisUrl: TEST_REDIS_URL, redisPrefix: prefix } : {}),
     ...overrides,
   };
   let offset = 0;
@@ -66,9 +87,14 @@ export async function startSync(backend: BackendName, overrides: Partial<SyncCon
   options.extraRoutes?.(app, deps);
   const url = await listen(app);
   return {
-    url, app, deps, clock, logs,
+    url, app, deps, clock, logs, shared,
+    async nextMinute() {
+      clock.advance(61_000);
+      if (deps.redis) await deletePrefix(deps.redis, `${prefix}rl:`);
+    },
     async close() {
       await app.close();
+      if (deps.redis) await deletePrefix(deps.redis, prefix);
       await deps.close();
       await storage.cleanup();
     },

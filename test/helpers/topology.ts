@@ -9,6 +9,7 @@ import { Redis } from 'ioredis';
 import { BACKENDS, freshStorage, type TestStorage } from './backends.js';
 import { REDIS_UP, TEST_REDIS_URL, deletePrefix, testPrefix } from './redis.js';
 import type { Reply } from './http.js';
+import { skipUnless } from './missing-tool.js';
 
 /**
  * A real deployment on loopback: N processes of one service
@@ -32,9 +33,15 @@ function haproxyInstalled(): boolean {
 const haproxyUp = haproxyInstalled();
 if (!haproxyUp && process.env['REQUIRE_POSTGRES'] === '1') throw new Error('haproxy is required for the scale tests (.ci/run installs it) but is not installed');
 
-/** Whether the topology can run here: PostgreSQL, Redis and HAProxy present. */
-export const TOPOLOGY_READY = haproxyUp && REDIS_UP && BACKENDS.includes('postgres');
-export const TOPOLOGY_SKIP = TOPOLOGY_READY ? false : 'needs PostgreSQL, Redis and haproxy';
+const SCALE_SUITES = 'the scale suites (two instances behind HAProxy)';
+
+/** Whether the topology can run here: PostgreSQL, Redis and HAProxy present; else the skip reason names exactly what is missing. */
+export const TOPOLOGY_SKIP = skipUnless([
+  ...(haproxyUp ? [] : [{ tool: 'haproxy', skipped: SCALE_SUITES, install: 'apt-get install haproxy' }]),
+  ...(REDIS_UP ? [] : [{ tool: 'Redis', skipped: SCALE_SUITES, install: 'apt-get install redis-server, listening on 127.0.0.1:6379' }]),
+  ...(BACKENDS.includes('postgres') ? [] : [{ tool: 'PostgreSQL', skipped: SCALE_SUITES, install: 'apt-get install postgresql, trust auth on 127.0.0.1:5432, database test' }]),
+]);
+export const TOPOLOGY_READY = TOPOLOGY_SKIP === false;
 
 export type ServiceName = 'metrics' | 'sync';
 

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { chromium, type Browser } from 'playwright-core';
 import { ingest, makeReport, startMetrics } from '../helpers/metrics.js';
+import { skipUnless } from '../helpers/missing-tool.js';
 
 /**
  * A real browser signs in and reads the dashboard. Debian's chromium is used
@@ -13,11 +14,12 @@ import { ingest, makeReport, startMetrics } from '../helpers/metrics.js';
 const CHROMIUM_PATH = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
 const available = existsSync(CHROMIUM_PATH);
 if (!available && process.env['CHROMIUM_PATH']) throw new Error(`CHROMIUM_PATH=${CHROMIUM_PATH} does not exist`);
+const SKIP = skipUnless(available ? [] : [{ tool: 'chromium', skipped: 'the dashboard browser test', install: `apt-get install chromium, or CHROMIUM_PATH=<path to a Chromium binary> (looked at ${CHROMIUM_PATH})` }]);
 
 const LAUNCH_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 const HOSTILE = '<img src=x onerror=alert(1)>';
 
-test('a person signs in with a token, sees the hosts safely rendered, and signs out', { skip: available ? false : `no chromium at ${CHROMIUM_PATH}` }, async (t) => {
+test('a person signs in with a token, sees the hosts safely rendered, and signs out', { skip: SKIP }, async (t) => {
   // A frozen service clock makes "30 s ago" exact however slow the browser is.
   const now = Date.now();
   const h = await startMetrics('sqlite', { now: () => now });
@@ -67,7 +69,7 @@ test('a person signs in with a token, sees the hosts safely rendered, and signs 
   assert.ok(text.includes(`Tom & Jerry's "OS"`));
   assert.doesNotMatch(text, /globex/);
   assert.equal(await page.locator('img').count(), 0, 'no element was injected');
-  assert.equal(await page.locator('meter').count(), 4);
+  assert.equal(await page.locator('meter').count(), 6, 'CPU, memory and fullest disk per host');
   // A string expression: it runs in the page, where the DOM types this Node project does not load exist.
   const cssApplied = await page.evaluate("getComputedStyle(document.querySelector('table.hosts')).borderCollapse");
   assert.equal(cssApplied, 'collapse', 'the same-origin stylesheet loaded under the CSP');

@@ -2,7 +2,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { escapeHtml, html } from '../../src/metrics/dashboard/html-template.js';
 import { formatAbsolute, formatPercent, formatRelative } from '../../src/metrics/dashboard/format.js';
-import { renderDashboard, STALE_AFTER_MS } from '../../src/metrics/dashboard/dashboard-page.js';
+import { parseHostListQuery, renderDashboard, sortAndFilter, type DashboardView } from '../../src/metrics/dashboard/dashboard-page.js';
+import { parseTimeRange, rangeQuery } from '../../src/metrics/dashboard/time-range.js';
+import { hostStatus, withStatus, type HostWithStatus } from '../../src/metrics/domain/host-status.js';
 import type { HostLatest } from '../../src/metrics/domain/metrics-store.js';
 import { renderSignIn } from '../../src/metrics/dashboard/signin-page.js';
 import { loadStaticAssets } from '../../src/metrics/dashboard/static-assets.js';
@@ -12,6 +14,14 @@ const HOSTILE = '<img src=x onerror=alert(1)>';
 
 function host(over: Partial<HostLatest> = {}): HostLatest {
   return { hostId: 'web-1', hostname: 'web-1', platform: 'linux', lastTs: NOW - 12_000, cpuUsage: 42.25, memoryPercent: 61.04, diskPercent: 55, intervalMs: 10_000, ...over };
+}
+
+function render(hosts: HostLatest[], over: Partial<DashboardView> = {}): string {
+  const withS = withStatus(hosts, NOW);
+  return renderDashboard({
+    tenantName: 'acme', now: NOW, session: false, hosts: withS.hosts as HostWithStatus[], counts: withS.counts,
+    range: parseTimeRange({}, NOW), list: parseHostListQuery({}), ...over,
+  });
 }
 
 test('escapeHtml neutralises every character that can open markup or close an attribute', () => {
@@ -35,32 +45,67 @@ test('formatRelative covers seconds to days and a ts ahead of the server clock',
   assert.equal(formatPercent(null), '—');
 });
 
-test('the dashboard lists every host with CPU, memory and last report, relative and absolute', () => {
-  const page = renderDashboard({ tenantName: 'acme', now: NOW, session: true, hosts: [host(), host({ hostId: 'db-1', hostname: 'db-1', platform: 'freebsd', cpuUsage: null, memoryPercent: 99.5, lastTs: NOW - 3_600_000 })] });
+test('the dashboard lists every host with status, CPU, memory, disk and last report, relative and absolute', () => {
+  const page = render([host(), host({ hostId: 'db-1', hostname: 'db-1', platform: 'freebsd', cpuUsage: null, memoryPercent: 99.5, lastTs: NOW - 3_600_000 })], { session: true });
   assert.match(page, /^<!doctype html>/);
-  assert.match(page, /2 hosts/);
-  assert.match(page, /<span class="hostname">web-1<\/span>/);
+  assert.match(page, /2 hosts: <span class="count up" data-status="up"><strong>1<\/strong> up<\/span> · <span class="count late" data-status="late"><strong>0<\/strong> late<\/span> · <span class="count down" data-status="down"><strong>1<\/strong> down/);
+  assert.match(page, /<a class="hostname" href="\/hosts\/web-1\?range=1h">web-1<\/a>/);
   assert.match(page, /<meter [^>]*value="42\.3"[^>]*>42\.3 %<\/meter>/);
   assert.match(page, /61\.0 %/);
+  assert.match(page, /55\.0 %/, 'the fullest disk');
   assert.match(page, /12 s ago/);
   assert.match(page, /2026-11-21 11:59:48 UTC/);
   assert.match(page, /<time datetime="2026-11-21T11:59:48\.000Z"/);
   assert.match(page, /<span class="value missing">—<\/span>/, 'a host without cpu.usage shows a dash');
-  assert.match(page, /<tr class="host stale">[\s\S]*db-1[\s\S]*stale<\/span>/, 'an hour-old report is flagged stale');
-  assert.doesNotMatch(page.split('db-1')[0]!, /badge/, 'a fresh host is not flagged');
+  assert.match(page, /<tr class="host down" data-host-id="db-1">[\s\S]*<span class="status down">down<\/span>/, 'an hour-old report is down');
+  assert.match(page, /<tr class="host up" data-host-id="web-1">/);
+  assert.match(page, /<span class="spark" data-host-id="web-1"><\/span>/, 'a sparkline slot per host');
   assert.match(page, /<form class="signout" method="post" action="\/signout">/);
   assert.match(page, /Tenant <strong>acme<\/strong>/);
+  assert.match(page, /<noscript><meta http-equiv="refresh" content="30"><\/noscript>/, 'reloads only without JavaScript');
 });
 
-test('a host is stale only after the documented silence', () => {
-  assert.doesNotMatch(renderDashboard({ tenantName: 'acme', now: NOW, session: false, hosts: [host({ lastTs: NOW - STALE_AFTER_MS })] }), /class="host stale"/);
-  assert.match(renderDashboard({ tenantName: 'acme', now: NOW, session: false, hosts: [host({ lastTs: NOW - STALE_AFTER_MS - 1 })] }), /class="host stale"/);
+test('status is judged against each host\'s own interval: late after 2 intervals, down after 5, 10 s when unknown, bounded', () => {
+  const at = (silence: number, intervalMs: number | null) => hostStatus({ lastTs: NOW - silence, intervalMs }, NOW);
+  assert.equal(at(20_000, 10_000), 'up');
+  assert.equal(at(20_001, 10_000), 'late');
+  assert.equal(at(50_000, 10_000), 'late');
+  assert.equal(at(50_001, 10_000), 'down');
+  assert.equal(at(120_000, 60_000), 'up', 'a 1 min agent is not late after 2 min');
+  assert.equal(at(300_001, 60_000), 'down');
+  assert.equal(at(20_001, null), 'late', 'one report so far: the agent default of 10 s');
+  assert.equal(at(2_001, 5), 'late', 'a burst cannot shrink the interval below 1 s');
+  assert.equal(at(25 * 60_000 + 1, 7 * 86_400_000), 'down', 'a week-long gap does not hide a dead host for weeks');
+  const { counts } = withStatus([host(), host({ hostId: 'b', lastTs: NOW - 30_000 }), host({ hostId: 'c', lastTs: NOW - 60_000 })], NOW);
+  assert.deepEqual(counts, { up: 1, late: 1, down: 1 });
+});
+
+test('the host list sorts and filters without JavaScript; missing values sort last', () => {
+  const hosts = withStatus([host({ hostId: 'a', hostname: 'alpha', cpuUsage: 10 }), host({ hostId: 'b', hostname: 'beta', cpuUsage: null, platform: 'freebsd' }), host({ hostId: 'c', hostname: 'gamma', cpuUsage: 90 })], NOW).hosts;
+  const ids = (q: Record<string, string>) => sortAndFilter(hosts, parseHostListQuery(q)).map((h) => h.hostId);
+  assert.deepEqual(ids({}), ['a', 'b', 'c']);
+  assert.deepEqual(ids({ sort: 'cpu' }), ['c', 'a', 'b'], 'cpu sorts highest first by default');
+  assert.deepEqual(ids({ sort: 'cpu', dir: 'asc' }), ['a', 'c', 'b']);
+  assert.deepEqual(ids({ q: 'BSD' }), ['b']);
+  assert.deepEqual(ids({ sort: 'nonsense', dir: 'sideways' }), ['a', 'b', 'c'], 'unknown sort falls back to name');
+  const page = render(hosts, { list: parseHostListQuery({ sort: 'cpu', dir: 'desc' }) });
+  assert.match(page, /<th scope="col" aria-sort="descending"><a href="\/\?sort=cpu&amp;dir=asc&amp;range=1h" data-sort="cpu">CPU<\/a><\/th>/);
+});
+
+test('the time range comes from the URL: presets end now, from/to is fixed, junk falls back to 1 h', () => {
+  assert.deepEqual(parseTimeRange({ range: '6h' }, NOW), { from: NOW - 6 * 3_600_000, to: NOW, preset: '6h' });
+  assert.deepEqual(parseTimeRange({ from: '1000', to: '2000', range: '6h' }, NOW), { from: 1000, to: 2000, preset: null });
+  assert.deepEqual(parseTimeRange({ from: '2026-11-21T10:00', to: '2026-11-21T11:30' }, NOW), { from: Date.UTC(2026, 10, 21, 10), to: Date.UTC(2026, 10, 21, 11, 30), preset: null }, 'the no-JavaScript form is read as UTC');
+  assert.deepEqual(parseTimeRange({ from: '2000', to: '1000' }, NOW), { from: NOW - 3_600_000, to: NOW, preset: '1h' });
+  assert.deepEqual(parseTimeRange({ range: '__proto__' }, NOW), { from: NOW - 3_600_000, to: NOW, preset: '1h' });
+  assert.equal(rangeQuery({ from: 1, to: 2, preset: null }), 'from=1&to=2');
 });
 
 test('agent-supplied hostname, host id and platform render only as text', () => {
-  const page = renderDashboard({ tenantName: 'acme', now: NOW, session: false, hosts: [host({ hostname: HOSTILE, hostId: `"><script>alert(2)</script>`, platform: `Tom & Jerry's "OS" <b>` })] });
+  const page = render([host({ hostname: HOSTILE, hostId: `"><script>alert(2)</script>`, platform: `Tom & Jerry's "OS" <b>` })], { session: false });
   assert.ok(!page.includes('<img'), 'no img element');
-  assert.ok(!page.includes('<script'), 'no script element');
+  assert.ok(!page.includes('<script>'), 'no injected script element');
+  assert.equal(page.match(/<script/g)?.length, 2, 'only the two same-origin script files');
   assert.ok(!page.includes('<b>'));
   assert.match(page, /&lt;img src=x onerror=alert\(1\)&gt;/);
   assert.match(page, /Tom &amp; Jerry&#39;s &quot;OS&quot; &lt;b&gt;/);
@@ -68,18 +113,18 @@ test('agent-supplied hostname, host id and platform render only as text', () => 
 
 test('no page carries inline script, inline style or a third-party URL', () => {
   const pages = [
-    renderDashboard({ tenantName: 'acme', now: NOW, session: true, hosts: [host()] }),
-    renderDashboard({ tenantName: 'acme', now: NOW, session: false, hosts: [] }),
+    render([host()], { session: true }),
+    render([]),
     renderSignIn({ error: 'That token is not valid.' }),
   ];
   for (const page of pages) {
-    assert.doesNotMatch(page, /<script|<style|\sstyle=|\son\w+=/i);
+    assert.doesNotMatch(page, /<script(?! src="\/static\/[\w.]+\.js" defer><\/script>)|<style|\sstyle=|\son\w+=/i, 'scripts only as same-origin files');
     assert.doesNotMatch(page, /https?:\/\//, 'every URL is same-origin');
   }
 });
 
 test('bearer callers get no sign-out button; an empty tenant gets guidance', () => {
-  const page = renderDashboard({ tenantName: 'acme', now: NOW, session: false, hosts: [] });
+  const page = render([]);
   assert.doesNotMatch(page, /signout/);
   assert.match(page, /No host has reported yet/);
 });
@@ -94,7 +139,7 @@ test('the sign-in page posts the token to /signin and shows an error as text', (
 
 test('every asset the pages link to is in the static allow-list', async () => {
   const assets = await loadStaticAssets();
-  const linked = [...renderDashboard({ tenantName: 'acme', now: NOW, session: true, hosts: [host()] }).matchAll(/(?:href|src)="\/static\/([^"]+)"/g)].map((m) => m[1]!);
+  const linked = [...render([host()], { session: true }).matchAll(/(?:href|src)="\/static\/([^"]+)"/g)].map((m) => m[1]!);
   assert.ok(linked.length >= 2);
   for (const name of linked) assert.ok(assets.has(name), name);
   assert.equal(assets.get('dashboard.css')!.contentType, 'text/css; charset=utf-8');

@@ -226,14 +226,25 @@ for (const backend of BACKENDS) {
       assert.equal((await r.json() as { error: string }).error, 'unsupported_media_type');
     });
 
-    test('the form parser and the session cookie are confined to the dashboard routes', async () => {
+    test('the form parser stays on the dashboard routes; the session cookie reads the API (GET) but never writes', async () => {
       const form = await fetch(`${base}/api/v1/ingest`, {
         method: 'POST', headers: { authorization: `Bearer ${tokens.a.token}`, 'content-type': 'application/x-www-form-urlencoded' }, body: 'agentId=x',
       });
       assert.equal(form.status, 415);
       const sid = sessionFrom(await signIn(tokens.a.token));
-      const hosts = await fetch(`${base}/api/v1/hosts`, { headers: { cookie: `${SESSION_COOKIE}=${sid}` } });
-      assert.equal(hosts.status, 401, 'the data API accepts only the bearer header');
+      const cookie = `${SESSION_COOKIE}=${sid}`;
+      const hosts = await fetch(`${base}/api/v1/hosts`, { headers: { cookie } });
+      assert.equal(hosts.status, 200, 'a signed-in page reads the API with its cookie');
+      assert.deepEqual(await hosts.json(), ['evil', 'web-1'], 'its own tenant only');
+      const write = await fetch(`${base}/api/v1/ingest`, {
+        method: 'POST', headers: { cookie, 'content-type': 'application/json', origin }, body: JSON.stringify(makeReport({ agentId: 'via-cookie', ts: clock })),
+      });
+      assert.equal(write.status, 401, 'writes stay bearer-only');
+      assert.equal(write.headers.get('www-authenticate'), 'Bearer realm="metrics"');
+      const garbage = await fetch(`${base}/api/v1/hosts`, { headers: { cookie: `${SESSION_COOKIE}=${'x'.repeat(43)}` } });
+      assert.equal(garbage.status, 401, 'an unknown session is no credential');
+      const badBearer = await fetch(`${base}/api/v1/hosts`, { headers: { cookie, authorization: 'Bearer mtk_wrong' } });
+      assert.equal(badBearer.status, 401, 'a bearer header, when present, decides alone');
     });
 
     test('static assets are served from the allow-list with validators; anything else is 404', async () => {
@@ -267,6 +278,8 @@ test('the OpenAPI document lists every status of the dashboard routes', async (t
   const doc = await (await fetch(`${h.url}/api/v1/openapi.json`)).json() as { paths: Record<string, Record<string, { responses: object }>> };
   const codes = (p: string, method: string) => Object.keys(doc.paths[p]![method]!.responses).sort();
   assert.deepEqual(codes('/', 'get'), ['200', '303', '401', '500']);
+  assert.deepEqual(codes('/hosts/{id}', 'get'), ['200', '303', '401', '404', '500']);
+  assert.deepEqual(codes('/fleet', 'get'), ['200', '303', '401', '500']);
   assert.deepEqual(codes('/signin', 'get'), ['200']);
   assert.deepEqual(codes('/signin', 'post'), ['303', '400', '401', '403', '413', '415', '500']);
   assert.deepEqual(codes('/signout', 'post'), ['303', '403', '500']);

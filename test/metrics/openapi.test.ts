@@ -18,7 +18,7 @@ test('the OpenAPI document is public and lists every status code of every data e
   assert.deepEqual(codes('/api/v1/aggregate'), ['200', '400', '401', '422', '500', '503']);
   for (const p of ['/api/v1/ingest', '/api/v1/hosts', '/api/v1/host/{id}', '/api/v1/aggregate']) {
     const op = r.body.paths[p].get ?? r.body.paths[p].post;
-    assert.deepEqual(op.security, [{ bearerAuth: [] }], p);
+    assert.deepEqual(op.security, [{ bearer: [] }], p);
   }
   const report = r.body.paths['/api/v1/ingest'].post.requestBody.content['application/json'].schema;
   assert.deepEqual(report.required, ['agentId', 'hostname', 'platform', 'ts', 'cpu', 'memory']);

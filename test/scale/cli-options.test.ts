@@ -3,7 +3,11 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, rmSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
 import type { OptionsSpec } from '../../src/core/config.js';
 import { metricsOptions } from '../../src/metrics/config.js';
 import { syncOptions } from '../../src/sync/config.js';
@@ -13,11 +17,26 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '.
 
 interface Cli { name: string; script: string; help: string[]; serve: string[]; spec: OptionsSpec; portEnv?: string }
 
+/** The one CLI error style: `program: what is wrong (see program --help)`, one line. */
+function oneLineError(cli: Cli): RegExp {
+  return new RegExp(`^${cli.name}: .+ \\(see ${cli.name}${cli.name === 'sync-service' ? ' serve' : ''} --help\\)\\n$`);
+}
+
 const CLIS: Cli[] = [
   { name: 'metrics-service', script: 'src/metrics/cli.ts', help: ['--help'], serve: ['serve'], spec: metricsOptions, portEnv: 'METRICS_PORT' },
   { name: 'sync-service', script: 'src/sync/cli.ts', help: ['serve', '--help'], serve: ['serve'], spec: syncOptions, portEnv: 'SYNC_PORT' },
   { name: 'host-agent', script: 'src/agent/cli.ts', help: ['--help'], serve: [], spec: agentOptions },
 ];
+
+/** As `run`, without blocking this process (a port held here must keep answering). */
+async function runAsync(cli: Cli, args: string[]): Promise<{ status: number | null; out: string }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', cli.script, ...args], { cwd: ROOT, env: { PATH: process.env['PATH'] ?? '', LOG_LEVEL: 'warn' } });
+  let out = '';
+  child.stdout.on('data', (c: Buffer) => { out += c.toString(); });
+  child.stderr.on('data', (c: Buffer) => { out += c.toString(); });
+  const [status] = await once(child, 'exit') as [number | null];
+  return { status, out };
+}
 
 function run(cli: Cli, args: string[], env: Record<string, string> = {}) {
   const r = spawnSync(process.execPath, ['--import', 'tsx', cli.script, ...args], {
@@ -39,7 +58,7 @@ for (const cli of CLIS) {
   test(`${cli.name} refuses to start with one message listing every bad value`, () => {
     const r = run(cli, [...cli.serve, '--log-level', 'loud', '--no-such-option', 'x', ...(cli.portEnv ? ['--port', 'eighty'] : ['--interval-ms', 'soon'])]);
     assert.equal(r.status, 2, r.out);
-    assert.match(r.out, /invalid configuration/);
+    assert.match(r.out, oneLineError(cli));
     assert.match(r.out, /--log-level .*"loud" is not one of/);
     assert.match(r.out, /unknown option --no-such-option/);
     assert.match(r.out, cli.portEnv ? /--port .*"eighty" is not an integer/ : /--interval-ms .*"soon" is not an integer/);
@@ -51,6 +70,7 @@ for (const cli of CLIS.filter((c) => c.portEnv)) {
   test(`${cli.name} reads options from the environment and validates them the same way`, () => {
     const r = run(cli, cli.serve, { [cli.portEnv!]: '99999', LOG_LEVEL: 'chatty', REDIS_URL: 'http://not-redis' });
     assert.equal(r.status, 2, r.out);
+    assert.match(r.out, oneLineError(cli));
     assert.match(r.out, new RegExp(`${cli.portEnv}: 99999 is above the maximum 65535`));
     assert.match(r.out, /LOG_LEVEL: "chatty" is not one of/);
     assert.match(r.out, /REDIS_URL: invalid value/);
@@ -62,6 +82,23 @@ for (const cli of CLIS.filter((c) => c.portEnv)) {
     assert.match(r.out, /--database-url .*invalid value/);
     assert.match(r.out, /--metrics-token .*invalid value/);
     assert.doesNotMatch(r.out, /s3cr3t/);
+  });
+}
+
+for (const cli of CLIS.filter((c) => c.portEnv)) {
+  test(`${cli.name} serve on a port in use: one line naming the address and --port, exit 1, no stack trace`, async () => {
+    const holder = net.createServer();
+    await new Promise<void>((r) => holder.listen(0, '127.0.0.1', r));
+    const port = (holder.address() as net.AddressInfo).port;
+    try {
+      const dataDir = mkdtempSync(path.join(os.tmpdir(), 'port-in-use-'));
+      const r = await runAsync(cli, [...cli.serve, '--port', String(port), '--data-dir', dataDir]);
+      rmSync(dataDir, { recursive: true, force: true });
+      assert.equal(r.status, 1, r.out);
+      assert.match(r.out, new RegExp(`^${cli.name}: 127\\.0\\.0\\.1:${port} is in use: is the .+ already running .+\\? --port chooses another\\n$`));
+    } finally {
+      holder.close();
+    }
   });
 }
 
@@ -78,4 +115,13 @@ test('docs/deployment.md documents every option of both services and the agent',
 test('docs/deployment.md shows the HAProxy configuration the scale tests run, verbatim', () => {
   const doc = readFileSync(path.join(ROOT, 'docs', 'deployment.md'), 'utf8');
   assert.ok(doc.includes(readFileSync(path.join(ROOT, 'deploy', 'haproxy.cfg'), 'utf8')));
+});
+
+test('one supported Node.js line everywhere: engines, README, architecture notes and the CI job (which tests the oldest)', () => {
+  const engines = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { engines: { node: string } }).engines.node;
+  const majors = [...engines.matchAll(/\^(\d+)\./g)].map((m) => Number(m[1]));
+  assert.deepEqual(majors, [22, 24], `engines: ${engines}`);
+  assert.match(readFileSync(path.join(ROOT, 'README.md'), 'utf8'), /Node\.js 22 or 24/);
+  assert.match(readFileSync(path.join(ROOT, 'docs', 'architecture.md'), 'utf8'), /22 and 24/);
+  assert.match(readFileSync(path.join(ROOT, '.ci', 'run'), 'utf8'), new RegExp(`^NODE_LINE=${Math.min(...majors)}$`, 'm'));
 });

@@ -41,7 +41,7 @@ for (const backend of BACKENDS) {
     let dir: string;
     before(async () => {
       // The local-disk blob store on both backends, so the files themselves can be inspected
-      // (the PostgreSQL blob store has its own tests in test/scale).
+      // (the PostgreSQL blob store has its own tests in test/conformance).
       dir = mkdtempSync(path.join(os.tmpdir(), 'fs-attach-'));
       s = await startSync(backend, { attachmentMaxBytes: MAX, attachmentDir: dir });
     });

@@ -25,7 +25,10 @@ class FakeSocket extends EventEmitter implements FeedSocket {
 }
 
 const silent = { warn: () => undefined };
-const allowed = async () => true;
+/** Credentials in these tests are plain labels; every one is still valid. */
+const allowAll = async (_b: string, credentials: readonly string[]) => credentials.map(() => true);
+const allowed = 'valid';
+const NO_SPREAD = { heartbeatMs: 3_600_000, maxBufferedBytes: 1024, reauthSpreadMs: 0 };
 const BIZ = '11111111-1111-4111-8111-111111111111';
 const batch = (n: number): ChangeBatch => ({
   business_id: BIZ,
@@ -33,7 +36,7 @@ const batch = (n: number): ChangeBatch => ({
 });
 
 test('a socket that does not answer a ping is dropped at the next heartbeat; one that answers stays', async (t) => {
-  const hub = createFeedHub(createMemoryPubSub(), { heartbeatMs: 3_600_000, maxBufferedBytes: 1024 }, silent);
+  const hub = createFeedHub(createMemoryPubSub(), NO_SPREAD, silent, allowAll);
   t.after(() => hub.close());
   const live = new FakeSocket();
   const dead = new FakeSocket();
@@ -51,7 +54,7 @@ test('a socket that does not answer a ping is dropped at the next heartbeat; one
 
 test('a slow consumer is disconnected with 1013 instead of buffering without bound; others keep receiving', async (t) => {
   const pubsub = createMemoryPubSub();
-  const hub = createFeedHub(pubsub, { heartbeatMs: 3_600_000, maxBufferedBytes: 1024 }, silent);
+  const hub = createFeedHub(pubsub, NO_SPREAD, silent, allowAll);
   t.after(() => hub.close());
   const slow = new FakeSocket();
   const fast = new FakeSocket();
@@ -81,7 +84,7 @@ test('one pub/sub subscription per business, dropped with its last socket', asyn
     },
     close: () => inner.close(),
   };
-  const hub = createFeedHub(counting, { heartbeatMs: 3_600_000, maxBufferedBytes: 1024 }, silent);
+  const hub = createFeedHub(counting, NO_SPREAD, silent, allowAll);
   t.after(() => hub.close());
   const a = new FakeSocket();
   const b = new FakeSocket();
@@ -96,24 +99,93 @@ test('one pub/sub subscription per business, dropped with its last socket', asyn
   assert.equal(hub.size, 0);
 });
 
-test('at each heartbeat a socket whose credentials no longer grant the feed is closed with 1008; a failed check keeps it', async (t) => {
+const BIZ2 = '22222222-2222-4222-8222-222222222222';
+const BIZ3 = '33333333-3333-4333-8333-333333333333';
+
+test('at each heartbeat a socket whose credentials no longer grant the feed is closed with 1008; a failed check keeps the business\'s sockets', async (t) => {
   const warnings: unknown[] = [];
-  const hub = createFeedHub(createMemoryPubSub(), { heartbeatMs: 3_600_000, maxBufferedBytes: 1024 }, { warn: (o) => warnings.push(o) });
+  const revoked = new Set<string>();
+  const hub = createFeedHub(createMemoryPubSub(), NO_SPREAD, { warn: (o) => warnings.push(o) }, async (businessId, credentials: readonly string[]) => {
+    if (businessId === BIZ2) throw new Error('database away');
+    return credentials.map((c) => !revoked.has(c));
+  });
   t.after(() => hub.close());
-  let memberStill = true;
   const stays = new FakeSocket();
   const removed = new FakeSocket();
   const flaky = new FakeSocket();
-  await hub.add(BIZ, stays, allowed);
-  await hub.add(BIZ, removed, async () => memberStill);
-  await hub.add(BIZ, flaky, async () => { throw new Error('database away'); });
+  await hub.add(BIZ, stays, 'stays');
+  await hub.add(BIZ, removed, 'removed');
+  await hub.add(BIZ2, flaky, 'flaky');
   await hub.heartbeat();
   assert.equal(removed.closedWith, undefined);
-  memberStill = false;
+  revoked.add('removed');
+  revoked.add('flaky');
   for (const s of [stays, removed, flaky]) s.emit('pong');
   await hub.heartbeat();
   assert.equal(removed.closedWith, NO_LONGER_AUTHORIZED);
   assert.equal(stays.closedWith, undefined);
   assert.equal(flaky.closedWith, undefined);
   assert.equal(warnings.length, 2);
+});
+
+test('re-authorisation is one batched check per business per heartbeat, not one per socket', async (t) => {
+  const calls: Array<[string, readonly string[]]> = [];
+  const hub = createFeedHub(createMemoryPubSub(), NO_SPREAD, silent, async (businessId, credentials: readonly string[]) => {
+    calls.push([businessId, credentials]);
+    return credentials.map(() => true);
+  });
+  t.after(() => hub.close());
+  for (let i = 0; i < 30; i++) await hub.add(i % 2 ? BIZ : BIZ2, new FakeSocket(), `socket-${i}`);
+  await hub.heartbeat();
+  assert.equal(calls.length, 2);
+  assert.deepEqual(new Set(calls.map(([b]) => b)), new Set([BIZ, BIZ2]));
+  assert.equal(calls.reduce((n, [, c]) => n + c.length, 0), 30);
+});
+
+test('the checks of one heartbeat are spread over the spread time, one business after another', async (t) => {
+  const started: number[] = [];
+  let inFlight = 0;
+  let maxInFlight = 0;
+  const hub = createFeedHub(createMemoryPubSub(), { ...NO_SPREAD, reauthSpreadMs: 300 }, silent, async (_b, credentials: readonly string[]) => {
+    started.push(Date.now());
+    maxInFlight = Math.max(maxInFlight, ++inFlight);
+    await new Promise((r) => setTimeout(r, 5));
+    inFlight--;
+    return credentials.map(() => true);
+  });
+  t.after(() => hub.close());
+  for (const b of [BIZ, BIZ2, BIZ3]) await hub.add(b, new FakeSocket(), allowed);
+  await hub.heartbeat();
+  assert.equal(started.length, 3);
+  assert.equal(maxInFlight, 1, 'never two businesses at once');
+  // Three businesses over 300 ms: each check starts at least ~100 ms after the previous one.
+  for (let i = 1; i < 3; i++) assert.ok(started[i]! - started[i - 1]! >= 90, `gap ${started[i]! - started[i - 1]!} ms`);
+});
+
+test('a heartbeat never overlaps the previous one\'s checks: while they run, it pings but checks nothing', async (t) => {
+  let calls = 0;
+  let release!: () => void;
+  const stuck = new Promise<void>((r) => { release = r; });
+  const hub = createFeedHub(createMemoryPubSub(), NO_SPREAD, silent, async (_b, credentials: readonly string[]) => {
+    calls++;
+    await stuck;
+    return credentials.map(() => true);
+  });
+  t.after(() => hub.close());
+  const socket = new FakeSocket();
+  await hub.add(BIZ, socket, allowed);
+  const first = hub.heartbeat();
+  await new Promise((r) => setImmediate(r));
+  socket.emit('pong');
+  const second = hub.heartbeat();
+  socket.emit('pong');
+  const third = hub.heartbeat();
+  await new Promise((r) => setImmediate(r));
+  assert.equal(calls, 1, 'the later heartbeats did not start a second round of checks');
+  assert.equal(socket.pings, 3, 'but they still pinged');
+  release();
+  await Promise.all([first, second, third]);
+  socket.emit('pong');
+  await hub.heartbeat();
+  assert.equal(calls, 2, 'the next heartbeat after the round checks again');
 });

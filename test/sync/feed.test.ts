@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import WebSocket from 'ws';
 import { BACKENDS } from '../helpers/backends.js';
 import { call } from '../helpers/http.js';
-import { addMember, businessToken, newBusiness, newUser, startSync, type SyncUnderTest, type TestUser } from '../helpers/sync.js';
+import { SHARED_STATES, addMember, businessToken, newBusiness, newUser, startSync, type SyncUnderTest, type TestUser } from '../helpers/sync.js';
 import { change, device, tombstone } from './push-client.js';
 
 interface Feed {
@@ -53,14 +53,14 @@ async function refusal(attempt: () => Promise<Feed>): Promise<{ status: number; 
   throw new Error('the upgrade was accepted');
 }
 
-for (const backend of BACKENDS) {
-  describe(`sync feed on ${backend}`, () => {
+for (const backend of BACKENDS) for (const shared of SHARED_STATES) {
+  describe(`sync feed on ${backend}, pub/sub in ${shared}`, () => {
     let s: SyncUnderTest;
     let owner: TestUser;
     let businessId: string;
     const open: WebSocket[] = [];
     before(async () => {
-      s = await startSync(backend);
+      s = await startSync(backend, {}, { shared });
       owner = await newUser(s);
       businessId = (await newBusiness(s, owner)).id;
     });
@@ -112,7 +112,7 @@ for (const backend of BACKENDS) {
     });
 
     test('a token in the query parameter works for browsers and never reaches the logs', async () => {
-      const own = await startSync(backend, { logLevel: 'info' });
+      const own = await startSync(backend, { logLevel: 'info' }, { shared });
       try {
         const u = await newUser(own);
         const b = await newBusiness(own, u);
@@ -157,7 +157,7 @@ for (const backend of BACKENDS) {
     });
 
     test('a member removed from the business, or whose token is revoked, loses the feed at the next heartbeat (1008)', async () => {
-      const own = await startSync(backend, { feedHeartbeatMs: 150 });
+      const own = await startSync(backend, { feedHeartbeatMs: 150 }, { shared });
       try {
         const boss = await newUser(own);
         const b = await newBusiness(own, boss);
@@ -181,7 +181,7 @@ for (const backend of BACKENDS) {
     });
 
     test('subscribers are closed with 1001 when the server shuts down', async () => {
-      const own = await startSync(backend);
+      const own = await startSync(backend, {}, { shared });
       const u = await newUser(own);
       const b = await newBusiness(own, u);
       const f = await openFeed(own.url, { businessId: b.id, userId: u.id, token: u.token });

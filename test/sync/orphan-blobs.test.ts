@@ -2,7 +2,8 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
-import { ORPHAN_AFTER_MS, removeOrphanBlobs } from '../../src/sync/attachments/orphan-blobs.js';
+import { ORPHAN_AFTER_MS, SWEEP_PAGE, removeOrphanBlobs } from '../../src/sync/attachments/orphan-blobs.js';
+import type { BlobStore, StoredRange } from '../../src/sync/attachments/blob-store.js';
 import { BACKENDS } from '../helpers/backends.js';
 import { call } from '../helpers/http.js';
 import { newBusiness, newUser, startSync, type SyncUnderTest } from '../helpers/sync.js';
@@ -33,6 +34,27 @@ for (const backend of BACKENDS) {
       const download = await call(s.url, 'GET', `/api/sync/attachment/${uploaded.body.uuid}`, { token: u.token, headers: { 'x-business-id': b.id } });
       assert.equal(download.status, 200);
       assert.equal(download.text, 'kept bytes');
+    });
+
+    test('a later sweep reads only the blobs stored since the previous one, a bounded page at a time', async () => {
+      const ranges: StoredRange[] = [];
+      const spy: BlobStore = { ...s.deps.blobs, listStored: (r) => { ranges.push(r); return s.deps.blobs.listStored(r); } };
+      const first = Date.now() + 3 * ORPHAN_AFTER_MS;
+      await removeOrphanBlobs(spy, s.deps.attachments, first);
+      const old = await s.deps.blobs.put(Readable.from([Buffer.from('stored before the mark')]));
+      ranges.length = 0;
+      const second = first + 3_600_000;
+      await removeOrphanBlobs(spy, s.deps.attachments, second);
+      assert.ok(ranges.length >= 1);
+      for (const r of ranges) {
+        assert.ok(r.limit <= SWEEP_PAGE);
+        assert.equal(r.from, first - 2 * ORPHAN_AFTER_MS, 'starts at the previous mark, less the overlap');
+        assert.equal(r.to, second - ORPHAN_AFTER_MS);
+      }
+      assert.ok(await s.deps.blobs.get(old.storedName), 'stored before the previous mark (less the overlap): not read again');
+      ranges.length = 0;
+      assert.equal(await removeOrphanBlobs(spy, s.deps.attachments, first), 0, 'an instance with a slower clock does not move the mark back');
+      assert.equal(await s.deps.attachments.sweptUntil(), second - ORPHAN_AFTER_MS);
     });
   });
 }

@@ -2,7 +2,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { BACKENDS } from '../helpers/backends.js';
 import { call, type Reply } from '../helpers/http.js';
-import { newUser, startSync, type SyncUnderTest } from '../helpers/sync.js';
+import { SHARED_STATES, newUser, startSync, type SyncUnderTest } from '../helpers/sync.js';
 import { loadSyncConfig } from '../../src/sync/config.js';
 import { SECURITY_HEADERS } from '../../src/core/http/security-headers.js';
 
@@ -22,10 +22,10 @@ test('the default limits are the specification\'s: 100/min per user, 20/min per 
   assert.throws(() => loadSyncConfig({ argv: ['--user-rate-limit', '0'] }), /user-rate-limit/);
 });
 
-for (const backend of BACKENDS) {
-  describe(`sync per-user rate limit on ${backend}`, () => {
+for (const backend of BACKENDS) for (const shared of SHARED_STATES) {
+  describe(`sync per-user rate limit on ${backend}, counters in ${shared}`, () => {
     let s: SyncUnderTest;
-    before(async () => { s = await startSync(backend, { userRateLimit: 5 }); });
+    before(async () => { s = await startSync(backend, { userRateLimit: 5 }, { shared }); });
     after(() => s.close());
 
     test('an authenticated user past the per-minute limit gets 429 with retry_after and Retry-After; others are unaffected', async () => {
@@ -36,7 +36,7 @@ for (const backend of BACKENDS) {
       assertRateLimited(await call(s.url, 'POST', '/api/business', { token: a.token, json: { name: 'x', abn: '51824753556' } }), 'any endpoint');
       assert.deepEqual((await call(s.url, 'GET', '/api/business', { token: a.token })).body.error, 'rate_limited');
       assert.equal((await call(s.url, 'GET', '/api/business', { token: b.token })).status, 200, 'another user has their own budget');
-      s.clock.advance(61_000);
+      await s.nextMinute();
       assert.equal((await call(s.url, 'GET', '/api/business', { token: a.token })).status, 200, 'the next minute is allowed again');
     });
 
@@ -48,13 +48,13 @@ for (const backend of BACKENDS) {
     });
   });
 
-  describe(`sync per-IP rate limit on ${backend}`, () => {
+  describe(`sync per-IP rate limit on ${backend}, counters in ${shared}`, () => {
     let s: SyncUnderTest;
-    before(async () => { s = await startSync(backend, { ipRateLimit: 4 }); });
+    before(async () => { s = await startSync(backend, { ipRateLimit: 4 }, { shared }); });
     after(() => s.close());
 
     test('unauthenticated requests past the per-IP limit get 429, even with valid credentials or a bad body', async () => {
-      s.clock.advance(61_000);
+      await s.nextMinute();
       const u = await newUser(s);
       await call(s.url, 'POST', '/api/auth/login', { json: { email: u.email, password: 'wrong password' } });
       await call(s.url, 'POST', '/api/auth/refresh', { json: { refresh_token: 'syr_nothing' } });
@@ -65,12 +65,12 @@ for (const backend of BACKENDS) {
       assertRateLimited(await call(s.url, 'GET', '/api/business', { token: 'syu_guessing_tokens_0000000000' }), 'a bad token');
       assertRateLimited(await call(s.url, 'GET', '/api/business'), 'no token');
       assert.equal((await call(s.url, 'GET', '/api/business', { token: u.token })).status, 200, 'authenticated requests use the per-user budget');
-      s.clock.advance(61_000);
+      await s.nextMinute();
       assert.equal((await call(s.url, 'POST', '/api/auth/login', { json: { email: u.email, password: u.password } })).status, 200, 'the next minute is allowed again');
     });
 
     test('authenticated requests do not consume the per-IP budget', async () => {
-      s.clock.advance(61_000);
+      await s.nextMinute();
       const u = await newUser(s);
       for (let i = 0; i < 10; i++) assert.equal((await call(s.url, 'GET', '/api/business', { token: u.token })).status, 200);
       assert.equal((await call(s.url, 'POST', '/api/auth/login', { json: { email: u.email, password: u.password } })).status, 200);

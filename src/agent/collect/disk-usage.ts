@@ -6,6 +6,9 @@ export interface StatfsResult {
   blocks: number;
   bfree: number;
   bavail: number;
+  /** Inodes in total and free; 0 on filesystems without a fixed inode table (btrfs, some network filesystems). */
+  files?: number;
+  ffree?: number;
 }
 
 /** Disk figures in bytes. */
@@ -18,6 +21,11 @@ export interface DiskReport {
   available: number;
   /** used / (used + available) * 100, as df(1) computes it, so a disk whose reserve is all that is left reads 100. */
   percent: number;
+  /** Inodes, when the filesystem has a fixed number of them. */
+  inodesTotal?: number;
+  inodesUsed?: number;
+  inodesFree?: number;
+  inodesPercent?: number;
 }
 
 /**
@@ -40,5 +48,12 @@ export function diskUsage(path: string, s: StatfsResult): DiskReport | undefined
   const used = (s.blocks - s.bfree) * s.bsize;
   const available = s.bavail * s.bsize;
   const percent = used + available > 0 ? round2((100 * used) / (used + available)) : 0;
-  return { path: reportedPath(path), total, used, available, percent };
+  const d: DiskReport = { path: reportedPath(path), total, used, available, percent };
+  if (s.files !== undefined && s.ffree !== undefined && s.files > 0) {
+    d.inodesTotal = s.files;
+    d.inodesFree = Math.min(s.ffree, s.files);
+    d.inodesUsed = s.files - d.inodesFree;
+    d.inodesPercent = round2((100 * d.inodesUsed) / s.files);
+  }
+  return d;
 }

@@ -1,28 +1,57 @@
-import { readFile, stat, statfs } from 'node:fs/promises';
+import { readdir, readFile, stat, statfs } from 'node:fs/promises';
 import path from 'node:path';
 import type { StatfsResult } from './disk-usage.js';
 import { systemdServiceStates, type ServiceState } from './systemd-services.js';
 
 /**
- * Everything the collector reads from the host. The real one reads /proc,
- * calls statfs and systemctl; tests point `procRoot` at fixture files and
- * substitute statfs and the service lookup.
+ * Everything the collector reads from the host. The real one reads /proc and
+ * /sys (or the host's, mounted elsewhere, in container mode), calls statfs and
+ * systemctl; tests point it at fixture trees or substitute it whole.
  */
 export interface HostSource {
   /** Reads a file under the proc root, e.g. `stat`, `meminfo`, `self/mountinfo`, `net/dev`. */
   readProc(name: string): Promise<string>;
+  /** Reads a file under the sys root, e.g. `class/hwmon/hwmon0/temp1_input`. */
+  readSys(name: string): Promise<string>;
+  /** Entries of a directory under the sys root (`[]` when it does not exist). */
+  listSys(name: string): Promise<string[]>;
+  /** Reads a file of the agent's own view (`proc/self/cgroup`, `sys/fs/cgroup/...`): its cgroup limits, never the host's roots. */
+  readOwn(name: string): Promise<string>;
+  /** The mount table of the host: /proc/self/mountinfo, or PID 1's when the host's /proc is mounted elsewhere. */
+  mountinfoName: string;
+  /** statfs of a mount point of the host (under the root-fs prefix in container mode). */
   statfs(mountPoint: string): Promise<StatfsResult>;
   /** Whether a mount point is a regular file (a file bind mount), not a directory. */
   isFile(mountPoint: string): Promise<boolean>;
   serviceStates(names: string[]): Promise<ServiceState[]>;
 }
 
-export function linuxHostSource(opts: { procRoot?: string; serviceTimeoutMs?: number } = {}): HostSource {
-  const root = opts.procRoot ?? '/proc';
+export interface HostRoots {
+  /** Where the host's /proc is (default /proc). */
+  procRoot?: string;
+  /** Where the host's /sys is (default /sys). */
+  sysRoot?: string;
+  /** Where the host's / is, for statfs of its mount points (default /). */
+  rootFs?: string;
+  /** Root of the agent's own /proc and /sys, for its cgroup (default /; tests point it at fixtures). */
+  ownRoot?: string;
+  serviceTimeoutMs?: number;
+}
+
+export function linuxHostSource(opts: HostRoots = {}): HostSource {
+  const procRoot = opts.procRoot ?? '/proc';
+  const sysRoot = opts.sysRoot ?? '/sys';
+  const rootFs = opts.rootFs ?? '/';
+  const onHost = (mountPoint: string) => path.join(rootFs, mountPoint);
   return {
-    readProc: (name) => readFile(path.join(root, name), 'utf8'),
-    statfs: (mountPoint) => statfs(mountPoint),
-    isFile: async (mountPoint) => (await stat(mountPoint)).isFile(),
+    readProc: (name) => readFile(path.join(procRoot, name), 'utf8'),
+    readSys: (name) => readFile(path.join(sysRoot, name), 'utf8'),
+    listSys: (name) => readdir(path.join(sysRoot, name)).catch(() => []),
+    readOwn: (name) => readFile(path.join(opts.ownRoot ?? '/', name), 'utf8'),
+    // Seen from a container, "self" is the agent's own mount namespace; PID 1's table is the host's.
+    mountinfoName: path.resolve(procRoot) === '/proc' ? 'self/mountinfo' : '1/mountinfo',
+    statfs: (mountPoint) => statfs(onHost(mountPoint)),
+    isFile: async (mountPoint) => (await stat(onHost(mountPoint))).isFile(),
     serviceStates: (names) => systemdServiceStates(names, opts.serviceTimeoutMs ?? 5_000),
   };
 }

@@ -11,6 +11,19 @@ export interface Memory {
   available: number;
   /** used / total * 100. */
   percent: number;
+  /** Absent when the machine has no swap configured. */
+  swap?: Swap;
+}
+
+/** Swap figures in bytes. */
+export interface Swap {
+  total: number;
+  /** SwapTotal - SwapFree. */
+  used: number;
+  free: number;
+  /** Swapped-out pages also still in memory (free to drop). */
+  cached: number;
+  percent: number;
 }
 
 /**
@@ -29,5 +42,11 @@ export function parseMeminfo(text: string): Memory {
   if (total === undefined || free === undefined || total <= 0) throw new Error('/proc/meminfo lacks MemTotal or MemFree');
   const available = Math.min(total, kb.get('MemAvailable') ?? free + (kb.get('Buffers') ?? 0) + (kb.get('Cached') ?? 0) + (kb.get('SReclaimable') ?? 0));
   const used = total - available;
-  return { total, used, free, available, percent: round2((100 * used) / total) };
+  const memory: Memory = { total, used, free, available, percent: round2((100 * used) / total) };
+  const swapTotal = kb.get('SwapTotal') ?? 0;
+  if (swapTotal > 0) {
+    const swapFree = Math.min(swapTotal, kb.get('SwapFree') ?? 0);
+    memory.swap = { total: swapTotal, used: swapTotal - swapFree, free: swapFree, cached: kb.get('SwapCached') ?? 0, percent: round2((100 * (swapTotal - swapFree)) / swapTotal) };
+  }
+  return memory;
 }

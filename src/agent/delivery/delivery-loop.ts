@@ -1,14 +1,19 @@
 import type { Logger } from '../logger.js';
 import { backoffDelay } from './backoff.js';
-import type { PostOutcome } from './post-report.js';
-import type { Spool } from './spool.js';
+import type { BatchOutcome } from './post-batch.js';
+import type { Spool, SpoolEntry } from './spool.js';
 
 export interface DeliveryOptions {
   spool: Spool;
-  send: (body: Buffer, signal: AbortSignal) => Promise<PostOutcome>;
+  /** Sends reports (oldest first) as one batch. */
+  send: (reports: Buffer[], signal: AbortSignal) => Promise<BatchOutcome>;
   log: Logger;
   retryBaseMs: number;
   retryMaxMs: number;
+  /** Most reports in one batch (the service takes at most 10,000). */
+  batchMaxReports: number;
+  /** Bound on a batch's uncompressed bytes (the service's bulk limit is 32 MiB by default). */
+  batchMaxBytes: number;
   random?: () => number;
 }
 
@@ -19,17 +24,36 @@ export interface DeliveryLoop {
   stop(graceMs: number): Promise<void>;
 }
 
+/** What a drain did: reports the service took, refusals (with the service's words), and what is left spooled. */
+export interface DrainSummary {
+  delivered: number;
+  rejected: Array<{ status: number; error: string; details: string }>;
+  spooled: number;
+  /** Why the last attempt must be retried later, when the drain stopped on a retryable failure. */
+  retryReason?: string;
+}
+
 /** One attempt at the head of the spool: the delay before the next one (0: go on now), or 'empty'. */
 type Attempt = (signal: AbortSignal, stopping: () => boolean) => Promise<number | 'empty'>;
 
-function attempter(opts: DeliveryOptions): Attempt {
+function attempter(opts: DeliveryOptions, summary: DrainSummary): Attempt {
   const { spool, log } = opts;
   let failures = 0;
+  // Halved on a 413 (a service with a smaller bulk limit), so the batch that fits is found in a few attempts.
+  let maxReports = opts.batchMaxReports;
+  const refuse = async (entries: SpoolEntry[], status: number, error: string, details: string) => {
+    await spool.removeMany(entries, 'rejected');
+    summary.rejected.push({ status, error, details });
+    log.error('metrics service refused a report; not retrying it', {
+      status, error, details, reports: entries.length, reportTs: entries[0]!.ts, lastReportTs: entries.at(-1)!.ts, rejectedTotal: spool.counters.rejected,
+    });
+  };
   return async (signal, stopping) => {
-    const entry = spool.peek();
-    if (!entry) return 'empty';
-    const outcome = await opts.send(await spool.read(entry), signal);
+    const batch = spool.peekBatch(maxReports, opts.batchMaxBytes);
+    if (!batch.length) return 'empty';
+    const outcome = await opts.send(await Promise.all(batch.map((e) => spool.read(e))), signal);
     if (outcome.kind === 'retry') {
+      summary.retryReason = outcome.reason;
       if (stopping()) return 0;
       failures++;
       const delay = outcome.retryAfterMs ?? backoffDelay(failures, opts.retryBaseMs, opts.retryMaxMs, opts.random);
@@ -39,43 +63,66 @@ function attempter(opts: DeliveryOptions): Attempt {
       }
       return Math.max(1, delay);
     }
+    delete summary.retryReason;
     if (failures > 0) log.info('metrics service reachable again, sending spooled reports', { afterAttempts: failures, spooled: spool.length });
     failures = 0;
-    if (outcome.kind === 'rejected') {
-      await spool.remove(entry, 'rejected');
-      log.error('metrics service refused a report; not retrying it', { status: outcome.status, error: outcome.error, details: outcome.details, reportTs: entry.ts, rejectedTotal: spool.counters.rejected });
+    if (outcome.kind === 'too_large') {
+      if (batch.length > 1) {
+        maxReports = Math.max(1, Math.floor(batch.length / 2));
+        log.warn('metrics service refused a batch as too large, sending smaller ones', { reports: batch.length, nextBatch: maxReports, details: outcome.details });
+        return 0;
+      }
+      await refuse(batch, 413, 'payload_too_large', outcome.details);
       return 0;
     }
-    await spool.remove(entry, 'delivered');
-    log.debug('report delivered', { reportTs: entry.ts, status: outcome.status, spooled: spool.length });
-    if (outcome.status === 202) log.warn('report stored but routing of some alerts failed', { alertResults: outcome.alertResults, reportTs: entry.ts });
+    if (outcome.kind === 'rejected') {
+      await refuse(batch, outcome.status, outcome.error, outcome.details);
+      return 0;
+    }
+    const delivered = batch.filter((_, i) => outcome.lines[i]!.status !== 'rejected');
+    await spool.removeMany(delivered, 'delivered');
+    summary.delivered += delivered.length;
+    for (const [i, line] of outcome.lines.entries()) {
+      const entry = batch[i]!;
+      if (line.status === 'rejected') await refuse([entry], 422, line.error ?? 'rejected', line.details ?? '');
+      else log.debug('report delivered', { reportTs: entry.ts, status: line.status });
+      if (line.status === 'stored' && Array.isArray(line.alertResults) && line.alertResults.some((a: { outcome?: string }) => a?.outcome === 'failed')) {
+        log.warn('report stored but routing of some alerts failed', { alertResults: line.alertResults, reportTs: entry.ts });
+      }
+    }
     return 0;
   };
 }
 
+function newSummary(): DrainSummary {
+  return { delivered: 0, rejected: [], spooled: 0 };
+}
+
 /**
- * Sends what is spooled until the spool is empty (true) or the service asks to
- * wait (false, the rest stays spooled for the next run). Used by `--once`.
+ * Sends what is spooled until the spool is empty or the service asks to wait
+ * (the rest stays spooled for the next run). Used by `--once`.
  */
-export async function drainSpool(opts: DeliveryOptions): Promise<boolean> {
-  const attempt = attempter(opts);
+export async function drainSpool(opts: DeliveryOptions): Promise<DrainSummary> {
+  const summary = newSummary();
+  const attempt = attempter(opts, summary);
   const signal = new AbortController().signal;
   for (;;) {
     const r = await attempt(signal, () => false);
-    if (r === 'empty') return true;
-    if (r > 0) return false;
+    if (r === 'empty' || r > 0) return { ...summary, spooled: opts.spool.length };
   }
 }
 
 /**
- * Sends spooled reports one at a time, oldest first. A report leaves the spool
- * only when the service answered 2xx (stored) or a non-retryable 4xx (logged
- * with the service's `details` and counted); anything else keeps it at the head
- * and waits with exponential backoff and full jitter, or the service's
- * Retry-After. Runs apart from collection, which only appends to the spool.
+ * Sends spooled reports in batches, oldest first. A report leaves the spool
+ * only when the service answered for it: stored or duplicate (a batch sent
+ * again after a lost answer comes back `duplicate`, so each report is stored
+ * exactly once), or refused for good (logged with the service's `details`
+ * and counted). Anything else keeps the batch at the head and waits with
+ * exponential backoff and full jitter, or the service's Retry-After. Runs
+ * apart from collection, which only appends to the spool.
  */
 export function startDeliveryLoop(opts: DeliveryOptions): DeliveryLoop {
-  const attempt = attempter(opts);
+  const attempt = attempter(opts, newSummary());
   let stopping = false;
   let wake: (() => void) | undefined;
   /** Set by `notify` so an append racing with the "spool is empty" check is not missed. */

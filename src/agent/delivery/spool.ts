@@ -44,6 +44,14 @@ async function writeDurably(file: string, data: Buffer | string): Promise<void> 
   await rename(tmp, file);
 }
 
+async function unlinkIfPresent(file: string): Promise<void> {
+  try {
+    await unlink(file);
+  } catch (e: unknown) {
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+  }
+}
+
 async function syncDir(dir: string): Promise<void> {
   const fh = await open(dir, 'r');
   try { await fh.sync(); } finally { await fh.close(); }
@@ -93,6 +101,7 @@ export class Spool {
   }
 
   get length(): number { return this.entries.length; }
+  get dir(): string { return this.opts.dir; }
   get bytes(): number { return this.totalBytes; }
 
   /** Appends one report durably, then applies the bounds (which may drop the oldest ones). */
@@ -113,15 +122,33 @@ export class Spool {
     return this.entries[0];
   }
 
+  /** The oldest reports still to send, in order: at most `maxCount`, and at most `maxBytes` unless the first alone is larger. */
+  peekBatch(maxCount: number, maxBytes: number): SpoolEntry[] {
+    const out: SpoolEntry[] = [];
+    let bytes = 0;
+    for (const e of this.entries) {
+      if (out.length === maxCount || (out.length && bytes + e.bytes > maxBytes)) break;
+      out.push(e);
+      bytes += e.bytes;
+    }
+    return out;
+  }
+
   read(entry: SpoolEntry): Promise<Buffer> {
     return readFile(entry.file);
   }
 
-  /** Removes a report the service answered for (stored, or refused for good: then counted as rejected). */
-  async remove(entry: SpoolEntry, outcome: 'delivered' | 'rejected'): Promise<void> {
-    await this.forget(entry);
-    if (outcome === 'rejected') {
-      this.counters.rejected++;
+  /** Removes reports the service answered for (stored, or refused for good: then counted as rejected), with one counters write. */
+  async removeMany(entries: SpoolEntry[], outcome: 'delivered' | 'rejected'): Promise<void> {
+    const gone = new Set(entries);
+    // One pass over the index, not one splice per report: a week's backlog is 60,000 entries.
+    this.entries = this.entries.filter((e) => !gone.has(e));
+    for (const e of entries) {
+      this.totalBytes -= e.bytes;
+      await unlinkIfPresent(e.file);
+    }
+    if (outcome === 'rejected' && entries.length) {
+      this.counters.rejected += entries.length;
       await this.saveCounters();
     }
   }
@@ -151,11 +178,7 @@ export class Spool {
     if (i === -1) return;
     this.entries.splice(i, 1);
     this.totalBytes -= entry.bytes;
-    try {
-      await unlink(entry.file);
-    } catch (e: unknown) {
-      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
-    }
+    await unlinkIfPresent(entry.file);
   }
 
   private async saveCounters(): Promise<void> {

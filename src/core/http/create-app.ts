@@ -8,6 +8,7 @@ import { validatorCompiler } from './validation.js';
 import { redactUrl } from './redact.js';
 import { onCheckExpectation, onClientError } from './client-error.js';
 import { registerLoadShedding, type LoadSheddingOptions } from './load-shedding.js';
+import { RequestLogController } from './request-log.js';
 import { AppError } from '../errors.js';
 
 export type App = FastifyInstance<RawServerDefault, IncomingMessage, ServerResponse, FastifyBaseLogger, TypeBoxTypeProvider>;
@@ -63,8 +64,11 @@ export function createHttpApp(opts: HttpAppOptions): App {
       serializers: {
         req: (req: { method: string; url: string; ip?: string; id?: string }) => ({ method: req.method, url: redactUrl(req.url), ip: req.ip, reqId: req.id }),
       },
+      // ISO 8601, as the host agent logs: one time format across the three programs.
+      timestamp: () => `,"time":"${new Date().toISOString()}"`,
       ...(opts.logStream ? { stream: opts.logStream } : {}),
     },
+    logController: new RequestLogController(),
     genReqId: () => randomUUID(),
     bodyLimit: opts.bodyLimit,
     trustProxy: opts.trustProxy.length ? opts.trustProxy : false,

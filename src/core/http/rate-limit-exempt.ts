@@ -13,6 +13,6 @@ declare module 'fastify' {
 }
 
 /** What a service's rate-limit hook consults before counting a request. */
-export function isRateLimitExempt(req: FastifyRequest): boolean {
+export function isRateLimitExempt(req: Pick<FastifyRequest, 'routeOptions'>): boolean {
   return req.routeOptions.config?.rateLimit === false;
 }

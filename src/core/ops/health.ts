@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import '../http/rate-limit-exempt.js';
+import { ErrorSchema } from '../http/openapi.js';
 
 /** A dependency probe: resolves when the dependency answers, rejects otherwise. */
 export type ReadinessCheck = () => Promise<unknown>;
@@ -18,17 +19,18 @@ const DEFAULT_TIMEOUT_MS = 2_000;
  * `/healthz`: the process is alive and serving (200 `{"status":"ok"}`).
  * `/readyz`: every dependency answered (200 `{"status":"ready"}`), otherwise
  * 503 `{"error":"unavailable"}`; a load balancer stops sending traffic to the
- * instance. While the instance shuts down both answer 503 (Fastify's
- * return503OnClosing), which drains it from the balancer.
+ * instance. While the instance shuts down both answer 503 `unavailable` (the
+ * closing hook of core/http/create-app.ts, which answers every request that
+ * way; Fastify's own return503OnClosing is off), which drains it from the balancer.
  *
- * Both are unauthenticated, exempt from rate limits, and reveal nothing: not
- * which dependency failed (that goes to the log), not versions, not counts.
+ * Both are unauthenticated, exempt from rate limits (`config: { rateLimit: false }`,
+ * honoured by the limits of every service), and reveal nothing: not which
+ * dependency failed (that goes to the log), not versions, not counts.
  */
 export function registerHealth(app: FastifyInstance, opts: HealthOptions): void {
   const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  const unavailable = Type.Object({ error: Type.Literal('unavailable'), details: Type.String() });
-  const live = { summary: 'Liveness probe', tags: ['operations'], response: { 200: Type.Object({ status: Type.Literal('ok') }), 503: unavailable } };
-  const ready = { summary: 'Readiness probe: database and Redis reachable', tags: ['operations'], response: { 200: Type.Object({ status: Type.Literal('ready') }), 503: unavailable } };
+  const live = { summary: 'Liveness probe', tags: ['operations'], response: { 200: Type.Object({ status: Type.Literal('ok') }), 503: { ...ErrorSchema, description: 'The instance is shutting down.' } } };
+  const ready = { summary: 'Readiness probe: database and Redis reachable', tags: ['operations'], response: { 200: Type.Object({ status: Type.Literal('ready') }), 503: { ...ErrorSchema, description: 'A dependency is unreachable, or the instance is shutting down.' } } };
 
   app.get('/healthz', { config: { rateLimit: false }, schema: live }, async (_req, reply) => {
     void reply.header('cache-control', 'no-store');

@@ -4,6 +4,7 @@ import { Type } from 'typebox';
 import { AppError } from '../errors.js';
 import { parseBearer, safeEqual } from '../auth/tokens.js';
 import '../http/rate-limit-exempt.js';
+import { ErrorSchema } from '../http/openapi.js';
 
 /**
  * One instance's own metrics, in a registry of its own (never prom-client's
@@ -80,7 +81,7 @@ export function registerSelfMonitoring(app: FastifyInstance, metrics: SelfMetric
     schema: {
       summary: 'Prometheus metrics of this instance (bearer: the metrics token)',
       tags: ['operations'],
-      response: { 200: Type.String(), 401: Type.Object({ error: Type.String(), details: Type.Optional(Type.String()) }) },
+      response: { 200: Type.String(), 401: { ...ErrorSchema, description: 'Missing or wrong metrics token.' } },
     },
   }, async (req, reply) => {
     const presented = parseBearer(req.headers.authorization);

@@ -27,9 +27,6 @@ export function createMemoryRateLimiter(now: () => number = Date.now): RateLimit
       w.count += 1;
       return { allowed: w.count <= limit, count: w.count, retryAfterMs: Math.max(0, w.resetAt - now()) };
     },
-    async peek(key, windowMs) {
-      return current(key, windowMs).count;
-    },
     async inspect(key) {
       const w = windows.get(key);
       const left = w ? w.resetAt - now() : 0;

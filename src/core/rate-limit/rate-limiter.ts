@@ -9,8 +9,6 @@ export interface RateLimiter {
    * resets (meaningful when not allowed).
    */
   hit(key: string, limit: number, windowMs: number): Promise<RateLimitResult>;
-  /** Current count of `key` without recording a hit. */
-  peek(key: string, windowMs: number): Promise<number>;
   /**
    * The current window of `key` without recording a hit: its count and the
    * time until it resets; `{ count: 0, retryAfterMs: 0 }` when no window is

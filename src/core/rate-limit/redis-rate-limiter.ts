@@ -41,10 +41,6 @@ export function createRedisRateLimiter(redis: Redis, keyPrefix: string): RateLim
       const [count, ttl] = await unavailableOnError(() => redis.rateLimitHit(k(key), windowMs));
       return { allowed: count <= limit, count, retryAfterMs: Math.max(0, ttl) };
     },
-    async peek(key) {
-      const v = await unavailableOnError(() => redis.get(k(key)));
-      return v === null ? 0 : Number(v);
-    },
     async inspect(key) {
       const replies = await unavailableOnError(async () => {
         const r = await redis.multi().get(k(key)).pttl(k(key)).exec();

@@ -8,8 +8,9 @@ export type DialectName = 'sqlite' | 'postgres';
 
 /**
  * An open database of one service: a Kysely instance for queries, the dialect
- * (for the few places where SQL differs), and the raw driver handle for hot
- * paths that need it (batched inserts, LISTEN/NOTIFY).
+ * (for the few places where SQL differs), and the raw driver handle for what
+ * Kysely does not cover (SQLite transactions held across statements, the
+ * PostgreSQL blob store's streamed chunks).
  */
 export interface Database<DB> {
   readonly db: Kysely<DB>;

@@ -11,6 +11,34 @@ export const ROUTE_LIMITS = { maxRoutes: 64, maxHeaders: 16, headerValueLength: 
 /** Headers the service sets itself or that frame the request; a route may not override them. */
 const RESERVED_HEADERS = new Set(['content-type', 'content-length', 'host', 'transfer-encoding', 'connection']);
 
+/** Prometheus-style durations: `0s`, `30s`, `5m`, `4h`, `1d`, `1h30m`, `500ms`. */
+const DURATION = '^(?:\\d+(?:ms|s|m|h|d))+$';
+const DURATION_UNITS: Readonly<Record<string, number>> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** Milliseconds of a duration that matched DURATION. */
+export function parseDuration(text: string): number {
+  let ms = 0;
+  for (const m of text.matchAll(/(\d+)(ms|s|m|h|d)/g)) ms += Number(m[1]) * DURATION_UNITS[m[2]!]!;
+  return ms;
+}
+
+/** Alertmanager's defaults, except group_wait: 0 keeps the first notification inside the ingest that raised it (202/alertResults). */
+export const ROUTE_TIMING_DEFAULTS = { groupWaitMs: 0, repeatIntervalMs: 4 * 3_600_000, sendResolved: true } as const;
+
+export interface RouteTiming {
+  groupWaitMs: number;
+  repeatIntervalMs: number;
+  sendResolved: boolean;
+}
+
+export function routeTiming(route: AlertRoute): RouteTiming {
+  return {
+    groupWaitMs: route.group_wait === undefined ? ROUTE_TIMING_DEFAULTS.groupWaitMs : parseDuration(route.group_wait),
+    repeatIntervalMs: route.repeat_interval === undefined ? ROUTE_TIMING_DEFAULTS.repeatIntervalMs : parseDuration(route.repeat_interval),
+    sendResolved: route.send_resolved ?? ROUTE_TIMING_DEFAULTS.sendResolved,
+  };
+}
+
 export const AlertRouteSchema = Type.Object(
   {
     name: Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_.-]+$', description: 'Receiver name; sent as `receiver` in the payload and reported in alertResults.' }),
@@ -22,6 +50,9 @@ export const AlertRouteSchema = Type.Object(
       { additionalProperties: false, description: 'Every given condition must hold; an absent match routes every alert.' },
     )),
     url: Type.String({ minLength: 1, maxLength: 2048, description: 'http or https webhook URL; it receives an Alertmanager-style JSON POST.' }),
+    group_wait: Type.Optional(Type.String({ pattern: DURATION, description: 'How long a new alert waits before its first notification, so alerts raised together travel together (Alertmanager\'s group_wait). Default 0s: the first notification goes out with the ingest that raised it.' })),
+    repeat_interval: Type.Optional(Type.String({ pattern: DURATION, description: 'How long after a notification a still-firing alert is notified again. Default 4h.' })),
+    send_resolved: Type.Optional(Type.Boolean({ description: 'Notify when a notified alert stops being reported. Default true.' })),
     headers: Type.Optional(Type.Record(
       Type.String({ pattern: "^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,64}$" }),
       Type.String({ maxLength: ROUTE_LIMITS.headerValueLength }),

@@ -1,5 +1,7 @@
+import { createHash } from 'node:crypto';
 import type { Alert } from './alert.js';
-import { routeMatches, type AlertRoute } from './alert-route.js';
+import { routeMatches, routeTiming, type AlertRoute, type RouteTiming } from './alert-route.js';
+import type { AlertStore, RouteNotification, StoredAlert } from './alert-store.js';
 import { buildWebhookPayload, type AlertContext } from './webhook-payload.js';
 
 export { loadAlertRoutes, type AlertRoute } from './alert-route.js';
@@ -17,43 +19,146 @@ export interface AlertResult {
   outcome: 'delivered' | 'failed';
   status?: number;
   error?: string;
+  /** Present on a resolved notification: the alert stopped being reported. */
+  resolved?: true;
 }
 
 export interface AlertRouter {
   /**
-   * Sends every alert to every route it matches and resolves with one result
-   * per (alert, matching route), in alert order then route order; alerts that
-   * match no route produce no result. Never rejects: failures are results.
+   * Records the alerts one stored report of a host carries (none resolves
+   * every incident of that host) and sends the notifications that are due:
+   * first notifications (after the route's group_wait), repeats (after its
+   * repeat_interval), retries of failed ones, and resolved notifications.
+   * Resolves with one result per (alert, route) notified now: the report's
+   * alerts in alert order then route order, then resolved alerts. An alert
+   * already notified within repeat_interval has no result. Never rejects
+   * for a delivery: failures are results.
    */
   route(ctx: AlertContext, alerts: Alert[]): Promise<AlertResult[]>;
 }
 
 type Delivery = Pick<AlertResult, 'outcome' | 'status' | 'error'>;
 
+export interface AlertRouterOptions {
+  timeoutMs: number;
+  /** Incidents and their notification state; shared by every instance, so any instance can take any report. */
+  store: AlertStore;
+  now: () => number;
+}
+
+/** Identity of an incident across reports: the alert's name, severity and agent labels (not its value or message). */
+export function incidentFingerprint(alert: Alert): string {
+  const labels = Object.entries(alert.labels ?? {}).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return createHash('sha256').update(JSON.stringify([alert.name, alert.severity, labels])).digest('hex').slice(0, 16);
+}
+
 /**
- * Alerts of one report that match the same route travel in one POST (as
- * Alertmanager groups them), so they share an outcome. Routes are delivered
- * concurrently, each bounded by `timeoutMs`, so an ingest waits at most about
- * one timeout however many routes are slow.
+ * Alertmanager's grouping and de-duplication, driven by reports: the group is
+ * (route, tenant, host), and a host's alerts are re-evaluated on each of its
+ * reports (agents send every firing alert on every report), so no timer is
+ * needed and any instance can take any report. When a route has anything due
+ * for a host, one POST carries every alert of that host firing on that route
+ * plus the ones just resolved (as Alertmanager re-sends the whole group), so
+ * they share an outcome. Routes are delivered concurrently, each bounded by
+ * `timeoutMs`, so an ingest waits at most about one timeout.
  */
-export function createAlertRouter(routes: AlertRoute[], opts: { timeoutMs: number }): AlertRouter {
+export function createAlertRouter(routes: AlertRoute[], opts: AlertRouterOptions): AlertRouter {
+  const timed = routes.map((route) => ({ route, timing: routeTiming(route) }));
   return {
     async route(ctx, alerts) {
-      const groups = routes
-        .map((route) => ({ route, alerts: alerts.filter((a) => routeMatches(route, a)) }))
-        .filter((g) => g.alerts.length > 0);
-      const deliveries = await Promise.all(
-        groups.map((g) => deliver(g.route, JSON.stringify(buildWebhookPayload(g.route.name, ctx, g.alerts)), opts.timeoutMs)),
-      );
+      const now = opts.now();
+      const { current, resolved } = await reconcile(opts.store, ctx, alerts, now);
+      if (!current.length && !resolved.length) return [];
+      const sends = timed.map(({ route, timing }) => {
+        const firing = current.filter((c) => routeMatches(route, c.alert));
+        const due = firing.some((c) => isDue(c.incident.routes[route.name], c.incident.createdAt, timing, now));
+        const ending = timing.sendResolved
+          ? resolved.filter((r) => r.incident.routes[route.name]?.outcome === 'delivered' && routeMatches(route, r.alert))
+          : [];
+        return { route, firing: due ? firing : [], ending };
+      }).filter((s) => s.firing.length || s.ending.length);
+      const deliveries = await Promise.all(sends.map((s) => deliver(s.route, JSON.stringify(buildWebhookPayload(s.route.name, ctx, [
+        ...s.firing.map((c) => ({ alert: c.alert, startsAt: c.incident.startsAt })),
+        ...s.ending.map((r) => ({ alert: r.alert, startsAt: r.incident.startsAt, endsAt: r.incident.resolvedAt! })),
+      ])), opts.timeoutMs)));
+      sends.forEach((s, i) => {
+        for (const c of s.firing) c.incident.routes[s.route.name] = { notifiedAt: now, ...deliveries[i]! };
+        for (const r of s.ending) r.incident.routes[s.route.name]!.resolved = { at: now, ...deliveries[i]! };
+      });
+      // Written after delivery, in one commit: a crash in between at worst notifies again with the next report.
+      await opts.store.record({
+        opened: current.filter((c) => c.isNew).map((c) => c.incident),
+        updated: [...current.filter((c) => !c.isNew).map((c) => c.incident), ...resolved.map((r) => r.incident)],
+      });
       const results: AlertResult[] = [];
-      for (const alert of alerts) {
-        groups.forEach((g, i) => {
-          if (g.alerts.includes(alert)) results.push({ alert: alert.name, route: g.route.name, ...deliveries[i]! });
-        });
+      for (const c of current) {
+        sends.forEach((s, i) => { if (s.firing.includes(c)) results.push({ alert: c.alert.name, route: s.route.name, ...deliveries[i]! }); });
+      }
+      for (const r of resolved) {
+        sends.forEach((s, i) => { if (s.ending.includes(r)) results.push({ alert: r.alert.name, route: s.route.name, resolved: true, ...deliveries[i]! }); });
       }
       return results;
     },
   };
+}
+
+interface Tracked {
+  alert: Alert;
+  /** A new incident has no id until it is recorded. */
+  incident: StoredAlert;
+  isNew: boolean;
+}
+
+/**
+ * Matches the report's alerts to the host's open incidents: a known one is
+ * refreshed, a new one is opened, and open incidents the report no longer
+ * carries are resolved at the report's ts. The same alert twice in one report counts once.
+ */
+async function reconcile(store: AlertStore, ctx: AlertContext, alerts: Alert[], now: number): Promise<{ current: Tracked[]; resolved: Tracked[] }> {
+  // Only reads: what changed is recorded after delivery, in one commit.
+  const open = new Map((await store.firing(ctx.tenantId, ctx.hostId)).map((i) => [i.fingerprint, i]));
+  const current: Tracked[] = [];
+  const seen = new Set<string>();
+  for (const alert of alerts) {
+    const fingerprint = incidentFingerprint(alert);
+    if (seen.has(fingerprint)) continue;
+    seen.add(fingerprint);
+    const known = open.get(fingerprint);
+    const fields = { message: alert.message ?? null, value: alert.value ?? null, threshold: alert.threshold ?? null };
+    if (known) {
+      // A report older than the incident's latest (a drained spool) does not move it back.
+      Object.assign(known, fields, { lastSeenAt: Math.max(known.lastSeenAt, ctx.ts) });
+      current.push({ alert, incident: known, isNew: false });
+    } else {
+      const incident: StoredAlert = {
+        id: 0, tenantId: ctx.tenantId, hostId: ctx.hostId, fingerprint, name: alert.name, severity: alert.severity,
+        labels: alert.labels ?? {}, ...fields, startsAt: ctx.ts, lastSeenAt: ctx.ts, resolvedAt: null, createdAt: now, routes: {},
+      };
+      current.push({ alert, incident, isNew: true });
+    }
+  }
+  const resolved: Tracked[] = [];
+  for (const incident of open.values()) {
+    if (seen.has(incident.fingerprint) || ctx.ts <= incident.lastSeenAt) continue;
+    incident.resolvedAt = ctx.ts;
+    resolved.push({ incident, alert: storedAsAlert(incident), isNew: false });
+  }
+  return { current, resolved };
+}
+
+function storedAsAlert(i: StoredAlert): Alert {
+  const alert: Alert = { name: i.name, severity: i.severity, labels: i.labels };
+  if (i.message !== null) alert.message = i.message;
+  if (i.value !== null) alert.value = i.value;
+  if (i.threshold !== null) alert.threshold = i.threshold;
+  return alert;
+}
+
+/** Never notified: once group_wait has passed. Failed last time: now (retry). Delivered: after repeat_interval. */
+function isDue(state: RouteNotification | undefined, createdAt: number, timing: RouteTiming, now: number): boolean {
+  if (!state) return now - createdAt >= timing.groupWaitMs;
+  if (state.outcome === 'failed') return true;
+  return now - state.notifiedAt >= timing.repeatIntervalMs;
 }
 
 async function deliver(route: AlertRoute, body: string, timeoutMs: number): Promise<Delivery> {

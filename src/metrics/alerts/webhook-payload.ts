@@ -6,12 +6,20 @@ export interface AlertContext {
   tenantId: string;
   hostId: string;
   hostname: string;
-  /** The report's `ts`, epoch ms; becomes `startsAt`. */
+  /** The report's `ts`, epoch ms. */
   ts: number;
 }
 
+/** One alert of a notification: firing, or resolved at `endsAt` (report time, epoch ms). */
+export interface PayloadItem {
+  alert: Alert;
+  /** When the incident started (its first report's ts). */
+  startsAt: number;
+  endsAt?: number;
+}
+
 export interface WebhookAlert {
-  status: 'firing';
+  status: 'firing' | 'resolved';
   labels: Record<string, string>;
   annotations: Record<string, string>;
   startsAt: string;
@@ -23,13 +31,14 @@ export interface WebhookAlert {
 /**
  * The body Alertmanager's webhook receiver sends (version 4), so existing
  * receivers (alertmanager-webhook adapters, chat bridges) accept it unchanged.
- * One payload groups the alerts of one report that matched one route.
+ * One payload groups the alerts of one host that matched one route.
  */
 export interface WebhookPayload {
   version: '4';
   groupKey: string;
   truncatedAlerts: 0;
-  status: 'firing';
+  /** `firing` while any alert of the notification fires, as Alertmanager does. */
+  status: 'firing' | 'resolved';
   receiver: string;
   groupLabels: Record<string, string>;
   commonLabels: Record<string, string>;
@@ -41,14 +50,14 @@ export interface WebhookPayload {
 /** Alertmanager's "not resolved yet" end time. */
 const ZERO_TIME = '0001-01-01T00:00:00Z';
 
-export function buildWebhookPayload(receiver: string, ctx: AlertContext, alerts: Alert[]): WebhookPayload {
+export function buildWebhookPayload(receiver: string, ctx: AlertContext, alerts: PayloadItem[]): WebhookPayload {
   const groupLabels = { tenant: ctx.tenantId, host: ctx.hostId };
   const items = alerts.map((a) => toWebhookAlert(a, ctx));
   return {
     version: '4',
     groupKey: `{}:{${Object.entries(groupLabels).sort().map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(', ')}}`,
     truncatedAlerts: 0,
-    status: 'firing',
+    status: items.some((i) => i.status === 'firing') ? 'firing' : 'resolved',
     receiver,
     groupLabels,
     commonLabels: common(items.map((i) => i.labels)),
@@ -58,7 +67,7 @@ export function buildWebhookPayload(receiver: string, ctx: AlertContext, alerts:
   };
 }
 
-function toWebhookAlert(alert: Alert, ctx: AlertContext): WebhookAlert {
+function toWebhookAlert({ alert, startsAt, endsAt }: PayloadItem, ctx: AlertContext): WebhookAlert {
   const labels: Record<string, string> = {
     ...alert.labels,
     alertname: alert.name,
@@ -72,11 +81,11 @@ function toWebhookAlert(alert: Alert, ctx: AlertContext): WebhookAlert {
   if (alert.value !== undefined) annotations['value'] = String(alert.value);
   if (alert.threshold !== undefined) annotations['threshold'] = String(alert.threshold);
   return {
-    status: 'firing',
+    status: endsAt === undefined ? 'firing' : 'resolved',
     labels,
     annotations,
-    startsAt: new Date(ctx.ts).toISOString(),
-    endsAt: ZERO_TIME,
+    startsAt: new Date(startsAt).toISOString(),
+    endsAt: endsAt === undefined ? ZERO_TIME : new Date(endsAt).toISOString(),
     generatorURL: '',
     fingerprint: fingerprint(labels),
   };

@@ -1,27 +1,80 @@
+import type { HostStatus, HostWithStatus } from '../domain/host-status.js';
 import { formatAbsolute, formatPercent, formatRelative } from './format.js';
 import { html, type SafeHtml } from './html-template.js';
 import { pageLayout } from './page-layout.js';
-import type { HostLatest } from '../domain/metrics-store.js';
+import { rangeControls } from './range-controls.js';
+import { rangeQuery, type TimeRange } from './time-range.js';
+
+/** Columns the host list sorts by (`?sort=`), and which way each sorts first. */
+export const SORT_KEYS = { name: 'asc', status: 'desc', platform: 'asc', cpu: 'desc', memory: 'desc', disk: 'desc', last: 'desc' } as const;
+export type SortKey = keyof typeof SORT_KEYS;
+
+export interface HostListQuery {
+  sort: SortKey;
+  dir: 'asc' | 'desc';
+  /** Case-insensitive filter on hostname, host id and platform. */
+  q: string;
+}
 
 export interface DashboardView {
-  /** One row per host: its most recent report's headline numbers. */
-  hosts: HostLatest[];
+  /** One row per host: its most recent report's headline numbers and its status. */
+  hosts: HostWithStatus[];
+  counts: Record<HostStatus, number>;
   now: number;
+  range: TimeRange;
+  list: HostListQuery;
   /** Shown in the top bar so a person with several tokens knows which tenant they are looking at. */
   tenantName: string;
   /** Signed in through the session cookie: offer sign-out. Bearer callers have nothing to sign out of. */
   session: boolean;
 }
 
-/** Agents report every few seconds; a host silent this long is flagged so an outage stands out. */
-export const STALE_AFTER_MS = 5 * 60_000;
+/** Seconds between reloads without JavaScript; with it, dashboard.js polls the status endpoint instead. */
 export const REFRESH_SECONDS = 30;
 
-export function renderDashboard(view: DashboardView): string {
-  const aside = html`<div class="account"><span class="tenant">Tenant <strong>${view.tenantName}</strong></span>${view.session
+export function parseHostListQuery(query: Record<string, unknown>): HostListQuery {
+  const sort = typeof query['sort'] === 'string' && Object.hasOwn(SORT_KEYS, query['sort']) ? query['sort'] as SortKey : 'name';
+  const dir = query['dir'] === 'asc' || query['dir'] === 'desc' ? query['dir'] : SORT_KEYS[sort];
+  const q = typeof query['q'] === 'string' ? query['q'].slice(0, 128) : '';
+  return { sort, dir, q };
+}
+
+const STATUS_RANK: Record<HostStatus, number> = { up: 0, late: 1, down: 2 };
+
+/** Filters and sorts like dashboard.js does in the browser; missing values sort last either way. */
+export function sortAndFilter(hosts: HostWithStatus[], list: HostListQuery): HostWithStatus[] {
+  const needle = list.q.trim().toLowerCase();
+  const kept = needle ? hosts.filter((h) => `${h.hostname} ${h.hostId} ${h.platform}`.toLowerCase().includes(needle)) : hosts;
+  const key = (h: HostWithStatus): string | number | null => {
+    switch (list.sort) {
+      case 'name': return h.hostname.toLowerCase();
+      case 'status': return STATUS_RANK[h.status];
+      case 'platform': return h.platform.toLowerCase();
+      case 'cpu': return h.cpuUsage;
+      case 'memory': return h.memoryPercent;
+      case 'disk': return h.diskPercent;
+      case 'last': return h.lastTs;
+    }
+  };
+  const sign = list.dir === 'asc' ? 1 : -1;
+  return [...kept].sort((a, b) => {
+    const x = key(a);
+    const y = key(b);
+    if (x === null || y === null) return x === y ? 0 : x === null ? 1 : -1;
+    return (x < y ? -sign : x > y ? sign : 0) || (a.hostId < b.hostId ? -1 : 1);
+  });
+}
+
+export function accountAside(tenantName: string, session: boolean): SafeHtml {
+  return html`<div class="account"><span class="tenant">Tenant <strong>${tenantName}</strong></span>${session
     ? html`<form class="signout" method="post" action="/signout"><button type="submit">Sign out</button></form>`
     : ''}</div>`;
+}
+
+export function renderDashboard(view: DashboardView): string {
   const count = view.hosts.length;
+  const shown = sortAndFilter(view.hosts, view.list);
+  const extra: Record<string, string> = { sort: view.list.sort, dir: view.list.dir, ...(view.list.q ? { q: view.list.q } : {}) };
   const body = count === 0
     ? html`<h1>Hosts</h1>
 <section class="empty">
@@ -29,26 +82,52 @@ export function renderDashboard(view: DashboardView): string {
 <p>Point an agent at <code>POST /api/v1/ingest</code> with this tenant's token; its host appears here after the first report.</p>
 </section>`
     : html`<h1>Hosts</h1>
-<p class="summary">${count} ${count === 1 ? 'host' : 'hosts'} · as of ${formatAbsolute(view.now)} · refreshes every ${REFRESH_SECONDS} s</p>
+<p class="summary"><span class="counts">${count} ${count === 1 ? 'host' : 'hosts'}: ${(['up', 'late', 'down'] as const).map((s, i) => html`${i ? ' · ' : ''}<span class="count ${s}" data-status="${s}"><strong>${view.counts[s]}</strong> ${s}</span>`)}</span> · <span class="as-of">as of ${formatAbsolute(view.now)}</span></p>
+${rangeControls('/', view.range, extra)}
+<form class="filter" method="get" action="/" role="search">
+<input type="hidden" name="sort" value="${view.list.sort}"><input type="hidden" name="dir" value="${view.list.dir}">${view.range.preset ? html`<input type="hidden" name="range" value="${view.range.preset}">` : html`<input type="hidden" name="from" value="${view.range.from}"><input type="hidden" name="to" value="${view.range.to}">`}
+<label for="host-filter">Filter</label> <input id="host-filter" type="search" name="q" value="${view.list.q}" placeholder="name, id or platform" autocomplete="off"> <button type="submit">Filter</button>
+</form>
 <div class="table-wrap">
-<table class="hosts">
-<thead><tr><th scope="col">Host</th><th scope="col">Platform</th><th scope="col">CPU</th><th scope="col">Memory</th><th scope="col">Last report</th></tr></thead>
+<table class="hosts" data-sort="${view.list.sort}" data-dir="${view.list.dir}">
+<thead><tr>${headers(view)}</tr></thead>
 <tbody>
-${view.hosts.map((h) => hostRow(h, view.now))}</tbody>
+${shown.map((h) => hostRow(h, view.now, view.range))}</tbody>
 </table>
 </div>`;
-  return pageLayout({ title: 'Hosts · Fleet metrics', refreshSeconds: REFRESH_SECONDS, headerAside: aside, body }).value;
+  return pageLayout({
+    title: 'Hosts · Fleet metrics',
+    refreshSeconds: REFRESH_SECONDS,
+    headerAside: accountAside(view.tenantName, view.session),
+    nav: 'hosts',
+    page: { kind: 'hosts', data: { now: String(view.now) } },
+    body,
+  }).value;
 }
 
-function hostRow(h: HostLatest, now: number): SafeHtml {
-  const stale = now - h.lastTs > STALE_AFTER_MS;
+const COLUMNS: Array<[SortKey, string]> = [['name', 'Host'], ['status', 'Status'], ['platform', 'Platform'], ['cpu', 'CPU'], ['memory', 'Memory'], ['disk', 'Disk'], ['last', 'Last report']];
+
+/** Each header is a link that sorts by it (the second click flips the direction): sorting works without JavaScript. */
+function headers(view: DashboardView): SafeHtml[] {
+  return COLUMNS.map(([key, label]) => {
+    const current = view.list.sort === key;
+    const dir = current ? (view.list.dir === 'asc' ? 'desc' : 'asc') : SORT_KEYS[key];
+    const q = new URLSearchParams({ sort: key, dir, ...(view.list.q ? { q: view.list.q } : {}) }).toString();
+    const aria = current ? (view.list.dir === 'asc' ? 'ascending' : 'descending') : 'none';
+    return html`<th scope="col" aria-sort="${aria}"><a href="${`/?${q}&${rangeQuery(view.range)}`}" data-sort="${key}">${label}</a></th>`;
+  });
+}
+
+function hostRow(h: HostWithStatus, now: number, range: TimeRange): SafeHtml {
   const iso = new Date(h.lastTs).toISOString();
-  return html`<tr class="${stale ? 'host stale' : 'host'}">
-<th scope="row" data-label="Host"><span class="hostname">${h.hostname}</span>${h.hostId !== h.hostname ? html`<span class="host-id">${h.hostId}</span>` : ''}</th>
+  return html`<tr class="host ${h.status}" data-host-id="${h.hostId}">
+<th scope="row" data-label="Host"><a class="hostname" href="/hosts/${encodeURIComponent(h.hostId)}?${rangeQuery(range)}">${h.hostname}</a>${h.hostId !== h.hostname ? html`<span class="host-id">${h.hostId}</span>` : ''}</th>
+<td data-label="Status"><span class="status ${h.status}">${h.status}</span></td>
 <td data-label="Platform">${h.platform}</td>
-<td data-label="CPU" class="metric">${gauge(h.cpuUsage, 'CPU usage')}</td>
+<td data-label="CPU" class="metric">${gauge(h.cpuUsage, 'CPU usage')}<span class="spark" data-host-id="${h.hostId}"></span></td>
 <td data-label="Memory" class="metric">${gauge(h.memoryPercent, 'Memory used')}</td>
-<td data-label="Last report"><time datetime="${iso}" title="${iso}">${formatRelative(h.lastTs, now)}</time>${stale ? html` <span class="badge">stale</span>` : ''}<span class="absolute">${formatAbsolute(h.lastTs)}</span></td>
+<td data-label="Disk" class="metric">${gauge(h.diskPercent, 'Fullest filesystem used')}</td>
+<td data-label="Last report"><time datetime="${iso}" title="${iso}">${formatRelative(h.lastTs, now)}</time><span class="absolute">${formatAbsolute(h.lastTs)}</span></td>
 </tr>
 `;
 }

@@ -2,38 +2,59 @@ import fastifyCookie from '@fastify/cookie';
 import fastifyFormbody from '@fastify/formbody';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { Kysely } from 'kysely';
 import { Type } from 'typebox';
 import { AppError, isAppError } from '../../core/errors.js';
 import type { App } from '../../core/http/create-app.js';
+import { BEARER_SECURITY, ErrorSchema } from '../../core/http/openapi.js';
+import type { AlertStore } from '../alerts/alert-store.js';
+import { withStatus } from '../domain/host-status.js';
 import type { MetricsStore } from '../domain/metrics-store.js';
+import { readHostSeries, type SeriesSettings } from '../domain/series.js';
+import { FULLEST_DISK, readTopHostsBy } from '../domain/top-hosts.js';
 import { tenantFromAuthorization } from '../http/authenticate.js';
-import type { MetricsTables } from '../storage/tables.js';
-import { renderDashboard } from './dashboard-page.js';
+import { parseHostListQuery, renderDashboard } from './dashboard-page.js';
+import { renderFleetPage, renderHostPage } from './host-page.js';
+import { html } from './html-template.js';
+import { pageLayout } from './page-layout.js';
 import { isSameOriginPost } from './same-origin.js';
-import { createSessionStore, type DashboardSessionTables } from './session-store.js';
+import { SESSION_COOKIE } from './session-cookie.js';
 import { closeSession, openSession, resolveSession, type SessionDeps, type SessionTenant } from './sessions.js';
 import { renderSignIn } from './signin-page.js';
 import { loadStaticAssets } from './static-assets.js';
+import { parseTimeRange } from './time-range.js';
 
-/** The session cookie. HttpOnly and SameSite=Strict always; Secure whenever the request arrived over HTTPS. */
-export const SESSION_COOKIE = 'metrics_session';
+export { SESSION_COOKIE } from './session-cookie.js';
 
 export interface DashboardDeps {
   store: MetricsStore;
-  /** The service's database; its dashboard_sessions table comes from migration 0002_dashboard_sessions. */
-  db: Kysely<MetricsTables>;
-  now?: () => number;
+  alerts: AlertStore;
+  /** Dashboard sessions (table dashboard_sessions, migration 0002_dashboard_sessions). */
+  sessions: SessionDeps;
+  settings: SeriesSettings;
+  now: () => number;
 }
+
+/** Alerts listed on a page; the API serves more. */
+const PAGE_ALERTS = 50;
 
 const HTML = 'text/html; charset=utf-8';
 const htmlResponse = (description: string) => ({ description, content: { 'text/html': { schema: Type.String() } } });
 const redirectResponse = (description: string) => ({ description, headers: { location: Type.String() }, type: 'null' });
 const errorResponse = (description: string) => ({
   description,
-  content: { 'application/json': { schema: Type.Object({ error: Type.String(), details: Type.Optional(Type.String()) }) } },
+  content: { 'application/json': { schema: ErrorSchema } },
 });
 const internalError = errorResponse('Unexpected failure; logged, details never sent.');
+/** Page query parameters; anything unreadable falls back to the default view rather than failing the page. */
+const PageQuery = Type.Object({
+  range: Type.Optional(Type.String({ maxLength: 16, description: 'Preset ending now: 15m, 1h (default), 6h, 24h, 7d, 30d.' })),
+  from: Type.Optional(Type.String({ maxLength: 32, description: 'Fixed range start: epoch ms, or YYYY-MM-DDTHH:MM in UTC.' })),
+  to: Type.Optional(Type.String({ maxLength: 32, description: 'Fixed range end, same forms.' })),
+  metric: Type.Optional(Type.String({ maxLength: 256, description: 'Host page: a metric whose chart opens first.' })),
+  sort: Type.Optional(Type.String({ maxLength: 16, description: 'Host list: name, status, platform, cpu, memory, disk or last.' })),
+  dir: Type.Optional(Type.String({ maxLength: 4, description: 'Host list: asc or desc.' })),
+  q: Type.Optional(Type.String({ maxLength: 256, description: 'Host list: filter on hostname, host id and platform.' })),
+});
 
 /**
  * GET / (the dashboard), the sign-in and sign-out forms, and the dashboard's
@@ -43,7 +64,7 @@ const internalError = errorResponse('Unexpected failure; logged, details never s
  */
 export async function registerDashboard(app: App, deps: DashboardDeps): Promise<void> {
   const assets = await loadStaticAssets();
-  const sessionDeps: SessionDeps = { sessions: createSessionStore(deps.db.withTables<DashboardSessionTables>()), tokens: deps.store, now: deps.now ?? Date.now };
+  const sessionDeps = deps.sessions;
 
   await app.register(async (plugin) => {
     await plugin.register(fastifyCookie);
@@ -52,10 +73,11 @@ export async function registerDashboard(app: App, deps: DashboardDeps): Promise<
 
     scope.get('/', {
       schema: {
+        querystring: PageQuery,
         tags: ['dashboard'],
         summary: 'Per-tenant dashboard',
-        security: [{ bearerAuth: [] }],
-        description: 'HTML list of the tenant\'s hosts with latest CPU usage, memory percent and last report time. ' +
+        security: BEARER_SECURITY,
+        description: 'HTML list of the tenant\'s hosts: status (up / late / down), latest CPU, memory and fullest disk, CPU sparkline over the range, last report. ' +
           'Accepts `Authorization: Bearer <token>` or the session cookie from POST /signin. Without either, a browser ' +
           '(Accept includes text/html) is redirected to /signin; any other client gets 401 JSON.',
         response: {
@@ -68,9 +90,83 @@ export async function registerDashboard(app: App, deps: DashboardDeps): Promise<
     }, async (req, reply) => {
       const who = await authenticate(req, reply, deps.store, sessionDeps);
       if (!who) return reply.redirect('/signin', 303);
-      const hosts = await deps.store.latestByHost(who.tenantId);
-      return reply.type(HTML).header('cache-control', 'no-store')
-        .send(renderDashboard({ hosts, now: sessionDeps.now(), tenantName: who.tenantName, session: who.session }));
+      const now = sessionDeps.now();
+      const { hosts, counts } = withStatus(await deps.store.latestByHost(who.tenantId), now);
+      return reply.type(HTML).header('cache-control', 'no-store').send(renderDashboard({
+        hosts, counts, now, range: parseTimeRange(req.query, now), list: parseHostListQuery(req.query), tenantName: who.tenantName, session: who.session,
+      }));
+    });
+
+    scope.get('/hosts/:id', {
+      schema: {
+        tags: ['dashboard'],
+        summary: 'One host\'s page: charts over the range, every metric, its alerts',
+        security: BEARER_SECURITY,
+        description: 'Same credentials and redirects as GET /. Query: `range` (15m, 1h, 6h, 24h, 7d, 30d) or `from` and `to` (epoch ms), `metric` (a chart to open first).',
+        params: Type.Object({ id: Type.String({ maxLength: 128 }) }),
+        querystring: PageQuery,
+        response: {
+          200: htmlResponse('The host page.'),
+          303: redirectResponse('No credentials from a browser: go to /signin.'),
+          401: errorResponse('Bad bearer token, or no credentials from a non-browser client.'),
+          404: htmlResponse('No such host in this tenant (a page for a browser, JSON otherwise).'),
+          500: internalError,
+        },
+      },
+    }, async (req, reply) => {
+      const who = await authenticate(req, reply, deps.store, sessionDeps);
+      if (!who) return reply.redirect('/signin', 303);
+      const now = sessionDeps.now();
+      const hostId = req.params.id;
+      const host = withStatus((await deps.store.latestByHost(who.tenantId)).filter((h) => h.hostId === hostId), now).hosts[0];
+      if (!host) {
+        if (!acceptsHtml(req)) throw new AppError('not_found', `no host ${hostId}`);
+        return reply.code(404).type(HTML).header('cache-control', 'no-store').send(pageLayout({
+          title: 'No such host · Fleet metrics',
+          nav: 'hosts',
+          body: html`<section class="empty"><h1>No such host</h1><p>This tenant has no host <code>${hostId}</code>. It may have been removed by retention.</p><p><a href="/">Back to the host list</a></p></section>`,
+        }).value);
+      }
+      const range = parseTimeRange(req.query, now);
+      const [summary, alerts] = await Promise.all([
+        readHostSeries(deps.store, who.tenantId, hostId, { from: range.from, to: range.to, points: 1, minmax: true }),
+        deps.alerts.list(who.tenantId, { hostId, from: range.from, to: range.to, limit: PAGE_ALERTS }),
+      ]);
+      const metric = typeof req.query.metric === 'string' && req.query.metric !== '' ? req.query.metric : undefined;
+      return reply.type(HTML).header('cache-control', 'no-store').send(renderHostPage({
+        host, range, summary, alerts, metric, now, tenantName: who.tenantName, session: who.session,
+      }));
+    });
+
+    scope.get('/fleet', {
+      schema: {
+        tags: ['dashboard'],
+        summary: 'The tenant\'s fleet page: aggregate charts, top 10 hosts by CPU, memory and disk, alerts',
+        security: BEARER_SECURITY,
+        description: 'Same credentials and redirects as GET /; same range parameters as /hosts/:id.',
+        querystring: PageQuery,
+        response: {
+          200: htmlResponse('The fleet page.'),
+          303: redirectResponse('No credentials from a browser: go to /signin.'),
+          401: errorResponse('Bad bearer token, or no credentials from a non-browser client.'),
+          500: internalError,
+        },
+      },
+    }, async (req, reply) => {
+      const who = await authenticate(req, reply, deps.store, sessionDeps);
+      if (!who) return reply.redirect('/signin', 303);
+      const now = sessionDeps.now();
+      const range = parseTimeRange(req.query, now);
+      const metrics = ['cpu.usage', 'memory.percent', FULLEST_DISK];
+      const [top, alerts] = await Promise.all([
+        readTopHostsBy(deps.store, who.tenantId, metrics, range, 10),
+        deps.alerts.list(who.tenantId, { from: range.from, to: range.to, limit: PAGE_ALERTS }),
+      ]);
+      const ranked = (m: string) => top.ranked.get(m)!;
+      return reply.type(HTML).header('cache-control', 'no-store').send(renderFleetPage({
+        range, alerts, now, hosts: top.hosts, tenantName: who.tenantName, session: who.session,
+        top: { cpu: ranked('cpu.usage'), memory: ranked('memory.percent'), disk: ranked(FULLEST_DISK) },
+      }));
     });
 
     scope.get('/signin', {
@@ -128,12 +224,12 @@ export async function registerDashboard(app: App, deps: DashboardDeps): Promise<
     scope.get('/static/:file', {
       schema: {
         tags: ['dashboard'],
-        summary: 'Dashboard stylesheet and icon',
+        summary: 'Dashboard stylesheets, scripts (its own and uPlot\'s) and icon',
         params: Type.Object({ file: Type.String({ maxLength: 64 }) }),
         response: {
-          200: { description: 'The asset.', content: { 'text/css': { schema: Type.String() }, 'image/svg+xml': { schema: Type.String() } } },
+          200: { description: 'The asset.', content: { 'text/css': { schema: Type.String() }, 'text/javascript': { schema: Type.String() }, 'image/svg+xml': { schema: Type.String() } } },
           304: { description: 'Not modified (If-None-Match matched the ETag).', type: 'null' },
-          404: errorResponse('Not one of the dashboard\'s assets (the only ones are dashboard.css and favicon.svg).'),
+          404: errorResponse('Not one of the dashboard\'s assets (dashboard.css, dashboard.js, uPlot.min.css, uPlot.iife.min.js, favicon.svg).'),
         },
       },
     }, async (req, reply) => {

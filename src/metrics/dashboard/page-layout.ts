@@ -3,33 +3,49 @@ import { html, type HtmlValue, type SafeHtml } from './html-template.js';
 /** Served by the static-assets route; same origin, so `default-src 'self'` allows them. */
 export const STYLESHEET_URL = '/static/dashboard.css';
 export const FAVICON_URL = '/static/favicon.svg';
+/** uPlot, served from its npm package (no CDN), and the dashboard's own script. */
+export const CHART_STYLESHEET_URL = '/static/uPlot.min.css';
+export const CHART_SCRIPT_URL = '/static/uPlot.iife.min.js';
+export const DASHBOARD_SCRIPT_URL = '/static/dashboard.js';
+
+export type NavItem = 'hosts' | 'fleet';
 
 export interface LayoutOptions {
   title: string;
-  /** Seconds between automatic reloads (a meta refresh: no script needed). */
+  /**
+   * Seconds between reloads when JavaScript is off (a meta refresh inside
+   * <noscript>); with JavaScript the page updates itself without reloading.
+   */
   refreshSeconds?: number;
   /** Right-hand side of the top bar. */
   headerAside?: HtmlValue;
+  /** Which section of the navigation is current; none on the sign-in page. */
+  nav?: NavItem;
+  /** The page's role and data for dashboard.js (data-* attributes of <main>). */
+  page?: { kind: string; data?: Record<string, string> };
   body: HtmlValue;
 }
 
 /** The document shell: no inline script or style, so the page renders fully under the service's CSP. */
 export function pageLayout(o: LayoutOptions): SafeHtml {
+  const scripted = o.page !== undefined;
+  const data = Object.entries(o.page?.data ?? {}).map(([k, v]) => html` data-${k}="${v}"`);
   return html`<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-${o.refreshSeconds ? html`<meta http-equiv="refresh" content="${o.refreshSeconds}">\n` : ''}<title>${o.title}</title>
-<link rel="stylesheet" href="${STYLESHEET_URL}">
+${o.refreshSeconds ? html`<noscript><meta http-equiv="refresh" content="${o.refreshSeconds}"></noscript>\n` : ''}<title>${o.title}</title>
+${scripted ? html`<link rel="stylesheet" href="${CHART_STYLESHEET_URL}">\n` : ''}<link rel="stylesheet" href="${STYLESHEET_URL}">
 <link rel="icon" href="${FAVICON_URL}" type="image/svg+xml">
-</head>
+${scripted ? html`<script src="${CHART_SCRIPT_URL}" defer></script>\n<script src="${DASHBOARD_SCRIPT_URL}" defer></script>\n` : ''}</head>
 <body>
 <header class="topbar">
 <a class="brand" href="/">Fleet metrics</a>
+${o.nav ? html`<nav class="sections"><a href="/"${o.nav === 'hosts' ? html` aria-current="page"` : ''}>Hosts</a><a href="/fleet"${o.nav === 'fleet' ? html` aria-current="page"` : ''}>Fleet</a></nav>` : ''}
 ${o.headerAside ?? ''}
 </header>
-<main>
+<main${o.page ? html` data-page="${o.page.kind}"` : ''}${data}>
 ${o.body}
 </main>
 </body>

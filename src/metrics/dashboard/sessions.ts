@@ -25,6 +25,8 @@ export interface SessionDeps {
 export interface SessionTenant {
   tenantId: string;
   tenantName: string;
+  /** The token the session was opened with (it is checked on every request). */
+  tokenId: string;
 }
 
 /** Exchanges a tenant token for a new session id; `unauthorized` when the token is unknown or revoked. */
@@ -38,7 +40,7 @@ export async function openSession(deps: SessionDeps, token: string): Promise<{ i
   const id = randomBytes(32).toString('base64url');
   const expiresAt = now + SESSION_TTL_MS;
   await deps.sessions.insert({ idHash: hashToken(id), tokenHash, createdAt: now, expiresAt });
-  return { id, expiresAt, tenantId: active.tenantId, tenantName: active.tenantName };
+  return { id, expiresAt, tenantId: active.tenantId, tenantName: active.tenantName, tokenId: active.tokenId };
 }
 
 /** The tenant of a live session; undefined (and the row removed) when it expired or its token was revoked. */
@@ -51,7 +53,7 @@ export async function resolveSession(deps: SessionDeps, id: string): Promise<Ses
     await deps.sessions.delete(session.idHash);
     return undefined;
   }
-  return { tenantId: active.tenantId, tenantName: active.tenantName };
+  return { tenantId: active.tenantId, tenantName: active.tenantName, tokenId: active.tokenId };
 }
 
 /** Ends a session; unknown ids are ignored so sign-out is idempotent. */

@@ -6,9 +6,12 @@ export const MAX_FLATTEN_DEPTH = 6;
 /** Longest metric name; longer ones get 400 rather than being truncated into collisions. */
 export const MAX_METRIC_NAME_LENGTH = 256;
 
+/** Sections whose every numeric leaf is a metric under `<section>.<key>...` (the host agent's names: docs/host-agent.md). */
+export const FREE_FORM_SECTIONS = ['network', 'diskio', 'system', 'pressure', 'sensors'] as const;
+
 /**
  * Turns a validated report into its metrics: every numeric leaf of `cpu`,
- * `memory`, `disks`, `network` and `services` under a dotted name, in a
+ * `memory`, `disks`, `services` and the FREE_FORM_SECTIONS under a dotted name, in a
  * deterministic order. Strings and booleans are never metrics. Other
  * top-level fields are ignored.
  *
@@ -45,7 +48,10 @@ export function flattenReport(report: Report): Map<string, number> {
       if (key !== 'path') walk((disk as Record<string, unknown>)[key], `disk.${disk.path}.${key}`, `disks.${i}.${key}`, 2);
     }
   });
-  if (report.network) walk(report.network, 'network', 'network', 1);
+  for (const section of FREE_FORM_SECTIONS) {
+    const value = (report as Record<string, unknown>)[section];
+    if (value !== undefined) walk(value, section, section, 1);
+  }
   report.services?.forEach((service, i) => {
     for (const key of Object.keys(service)) {
       if (key !== 'name') walk((service as Record<string, unknown>)[key], `service.${service.name}.${key}`, `services.${i}.${key}`, 2);

@@ -1,7 +1,7 @@
 import { AppError } from '../../core/errors.js';
 import type { AlertResult, AlertRouter } from '../alerts/alert-router.js';
 import { flattenReport } from './flatten.js';
-import type { MetricsStore } from './metrics-store.js';
+import type { AppendOutcome, MetricsStore, NewReport } from './metrics-store.js';
 import type { Report } from './report-schema.js';
 import type { ResolvedTenant } from './tenant-tokens.js';
 
@@ -27,11 +27,12 @@ export interface IngestResult {
 }
 
 /**
- * Stores one validated report for the tenant, then routes its alerts. The
- * report is durable before any webhook is called, so an alert receiver never
- * hears of a report the service could still lose.
+ * The checks a schema-valid report must pass before storage (ts not too far
+ * ahead, not older than the retention, metrics flattenable), shared by single
+ * and bulk ingest so both refuse exactly the same reports with the same
+ * details. Throws `invalid_request`.
  */
-export async function ingestReport(deps: IngestDeps, tenant: ResolvedTenant, report: Report): Promise<IngestResult> {
+export function prepareReport(deps: Pick<IngestDeps, 'now' | 'maxFutureMs' | 'retentionMs'>, tenant: ResolvedTenant, report: Report): NewReport {
   const now = deps.now();
   if (report.ts > now + deps.maxFutureMs) {
     throw new AppError('invalid_request', `body ts: ${report.ts} is more than ${deps.maxFutureMs} ms ahead of the server clock (${now})`);
@@ -39,20 +40,95 @@ export async function ingestReport(deps: IngestDeps, tenant: ResolvedTenant, rep
   if (report.ts < now - deps.retentionMs) {
     throw new AppError('invalid_request', `body ts: ${report.ts} is older than the retention of ${deps.retentionMs} ms`);
   }
-  const metrics = flattenReport(report);
-  const hostId = report.agentId;
-  const outcome = await deps.store.appendReport({
+  return {
     tenantId: tenant.tenantId,
-    hostId,
+    hostId: report.agentId,
     hostname: report.hostname,
     platform: report.platform,
     ts: report.ts,
-    metrics,
-  });
+    metrics: flattenReport(report),
+  };
+}
+
+/** Routes the alerts of a report the store just accepted; a duplicate's alerts were routed the first time. */
+async function routeAlerts(deps: IngestDeps, prepared: NewReport, report: Report, outcome: AppendOutcome): Promise<IngestResult> {
   if (outcome.status === 'limit_exceeded') throw new AppError('limit_exceeded', outcome.details);
   const duplicate = outcome.status === 'duplicate';
-  const alertResults = !duplicate && report.alerts?.length
-    ? await deps.alertRouter.route({ tenantId: tenant.tenantId, hostId, hostname: report.hostname, ts: report.ts }, report.alerts)
-    : [];
-  return { hostId, ts: report.ts, metrics: metrics.size, duplicate, alertResults };
+  // Every stored report goes to the router, with or without alerts: an alert it no longer carries is resolved.
+  const alertResults = duplicate
+    ? []
+    : await deps.alertRouter.route({ tenantId: prepared.tenantId, hostId: prepared.hostId, hostname: report.hostname, ts: report.ts }, report.alerts ?? []);
+  return { hostId: prepared.hostId, ts: report.ts, metrics: prepared.metrics.size, duplicate, alertResults };
+}
+
+/**
+ * Stores one validated report for the tenant, then routes its alerts. The
+ * report is durable before any webhook is called, so an alert receiver never
+ * hears of a report the service could still lose.
+ */
+export async function ingestReport(deps: IngestDeps, tenant: ResolvedTenant, report: Report): Promise<IngestResult> {
+  const prepared = prepareReport(deps, tenant, report);
+  return routeAlerts(deps, prepared, report, await deps.store.appendReport(prepared));
+}
+
+/** One line of a bulk body: a schema-valid report, or why the line was refused before storage. */
+export type BulkItem =
+  | { line: number; report: Report }
+  | { line: number; error: AppError };
+
+export type BulkLineResult =
+  | { line: number; status: 'stored' | 'duplicate'; hostId: string; ts: number; alertResults: AlertResult[] }
+  | { line: number; status: 'rejected'; hostId?: string; ts?: number; error: string; details?: string };
+
+export interface BulkResult {
+  stored: number;
+  duplicates: number;
+  rejected: number;
+  /** One entry per non-blank line, in line order. */
+  results: BulkLineResult[];
+  /** Metric values stored (self-metrics; not part of the answer). */
+  samples: number;
+}
+
+function rejected(line: number, e: AppError, report?: Report): BulkLineResult {
+  return {
+    line, status: 'rejected',
+    ...(report ? { hostId: report.agentId, ts: report.ts } : {}),
+    error: e.code, ...(e.details ? { details: e.details } : {}),
+  };
+}
+
+/**
+ * Bulk ingest: every line gets the single-ingest checks, then all the valid
+ * reports are stored with one `appendReports` call (one durable commit), then
+ * the alerts of the newly stored ones are routed, in line order. A refused
+ * line never fails the others.
+ */
+export async function ingestReports(deps: IngestDeps, tenant: ResolvedTenant, items: BulkItem[]): Promise<BulkResult> {
+  const results = new Map<number, BulkLineResult>();
+  let samples = 0;
+  const valid: Array<{ line: number; report: Report; prepared: NewReport }> = [];
+  for (const item of items) {
+    if ('error' in item) { results.set(item.line, rejected(item.line, item.error)); continue; }
+    try {
+      valid.push({ line: item.line, report: item.report, prepared: prepareReport(deps, tenant, item.report) });
+    } catch (e: unknown) {
+      if (!(e instanceof AppError)) throw e;
+      results.set(item.line, rejected(item.line, e, item.report));
+    }
+  }
+  const outcomes = valid.length ? await deps.store.appendReports(valid.map((v) => v.prepared)) : [];
+  for (const [i, v] of valid.entries()) {
+    try {
+      const r = await routeAlerts(deps, v.prepared, v.report, outcomes[i]!);
+      if (!r.duplicate) samples += r.metrics;
+      results.set(v.line, { line: v.line, status: r.duplicate ? 'duplicate' : 'stored', hostId: r.hostId, ts: r.ts, alertResults: r.alertResults });
+    } catch (e: unknown) {
+      if (!(e instanceof AppError)) throw e;
+      results.set(v.line, rejected(v.line, e, v.report));
+    }
+  }
+  const ordered = items.map((item) => results.get(item.line)!);
+  const count = (s: BulkLineResult['status']) => ordered.filter((r) => r.status === s).length;
+  return { stored: count('stored'), duplicates: count('duplicate'), rejected: count('rejected'), results: ordered, samples };
 }

@@ -84,6 +84,10 @@ export const ReportSchema = Type.Object({
     additionalProperties: true,
     description: 'Free-form; every numeric leaf becomes `network.<key>[.<key>...]` (arrays use the index).',
   })),
+  diskio: Type.Optional(Type.Object({}, { additionalProperties: true, description: 'Free-form; every numeric leaf becomes `diskio.<device>.<field>` (block device I/O counters).' })),
+  system: Type.Optional(Type.Object({}, { additionalProperties: true, description: 'Free-form; every numeric leaf becomes `system.<key>[.<key>...]` (uptime, processes, file descriptors, sockets).' })),
+  pressure: Type.Optional(Type.Object({}, { additionalProperties: true, description: 'Free-form; every numeric leaf becomes `pressure.<resource>.<some|full>.<field>` (Linux PSI).' })),
+  sensors: Type.Optional(Type.Object({}, { additionalProperties: true, description: 'Free-form; every numeric leaf becomes `sensors.<chip>.<sensor>` (temperatures, degrees Celsius).' })),
   services: Type.Optional(Type.Array(ServiceSchema, { maxItems: 256 })),
   alerts: Type.Optional(AlertsSchema),
 }, { additionalProperties: true });

@@ -20,21 +20,31 @@ declare module 'fastify' {
 export async function tenantFromAuthorization(store: MetricsStore, header: string | undefined): Promise<ResolvedTenant> {
   if (!header) throw new AppError('unauthorized', 'missing Authorization: Bearer <token> header');
   const token = parseBearer(header);
+  // A well-formed header whose token could never have been issued (too short, odd characters) is a wrong token, not a malformed header.
+  if (!token && /^Bearer[ ]+\S+\s*$/i.test(header)) throw new AppError('unauthorized', 'unknown or revoked token');
   if (!token) throw new AppError('unauthorized', 'malformed Authorization header; expected Bearer <token>');
   const tenant = await resolveTenant(store, token);
   if (!tenant) throw new AppError('unauthorized', 'unknown or revoked token');
   return tenant;
 }
 
+/** Resolves a request's dashboard session cookie to its tenant (src/metrics/dashboard/session-cookie.ts). */
+export type SessionReader = (request: FastifyRequest) => Promise<ResolvedTenant | undefined>;
+
 /**
  * Hook for every data endpoint (usable as onRequest or preHandler): resolves
  * the bearer token to `request.tenant`, or answers 401 with
- * `WWW-Authenticate: Bearer` (RFC 6750).
+ * `WWW-Authenticate: Bearer` (RFC 6750). With `readSession`, a GET without an
+ * Authorization header may use the dashboard's session cookie instead, so a
+ * signed-in page can read the API; writes stay bearer-only.
  */
-export function authenticate(store: MetricsStore) {
+export function authenticate(store: MetricsStore, readSession?: SessionReader) {
   return async function authenticateBearer(request: FastifyRequest, reply: FastifyReply): Promise<void> {
     try {
-      request.tenant = await tenantFromAuthorization(store, request.headers.authorization);
+      const session = readSession && request.method === 'GET' && request.headers.authorization === undefined
+        ? await readSession(request)
+        : undefined;
+      request.tenant = session ?? await tenantFromAuthorization(store, request.headers.authorization);
       bindLogContext(request, reply, { tenant: request.tenant.tenantId });
     } catch (e: unknown) {
       reply.header('www-authenticate', 'Bearer realm="metrics"');

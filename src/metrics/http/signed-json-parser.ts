@@ -1,26 +1,39 @@
 import { AppError } from '../../core/errors.js';
 import type { App } from '../../core/http/create-app.js';
 import { verifySignature } from '../domain/verify-signature.js';
+import { decodeBody } from './decode-body.js';
+
+/** Checks `x-collector-signature` against the body bytes as sent (compressed when gzipped); throws `unauthorized`. */
+export function checkSignature(secret: string | undefined, headers: Record<string, string | string[] | undefined>, raw: Buffer): void {
+  if (secret === undefined) return;
+  const header = headers['x-collector-signature'];
+  if (header === undefined) throw new AppError('unauthorized', 'missing x-collector-signature header (this server requires signed reports)');
+  if (typeof header !== 'string' || !verifySignature(secret, raw, header)) {
+    throw new AppError('unauthorized', 'x-collector-signature does not match the body');
+  }
+}
 
 /**
  * Replaces the JSON body parser of `scope` (an encapsulated plugin) with one
  * that, when a secret is configured, checks `x-collector-signature` against
- * the raw body bytes before any parsing: an unsigned or forged body is never
- * parsed. Parsing itself is Fastify's default, which refuses `__proto__` and
- * `constructor.prototype` keys.
+ * the raw body bytes before any decompression or parsing: an unsigned or
+ * forged body is never inflated nor parsed. A gzip body is inflated up to
+ * `decodedLimit` bytes. Parsing itself is Fastify's default, which refuses
+ * `__proto__` and `constructor.prototype` keys.
  */
-export function useSignedJsonParser(scope: App, secret: string | undefined): void {
+export function useSignedJsonParser(scope: App, secret: string | undefined, decodedLimit: number): void {
   const parseJson = scope.getDefaultJsonParser('error', 'error');
   scope.removeContentTypeParser('application/json');
   scope.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
     const raw = body as Buffer;
-    if (secret !== undefined) {
-      const header = request.headers['x-collector-signature'];
-      if (header === undefined) return done(new AppError('unauthorized', 'missing x-collector-signature header (this server requires signed reports)'), undefined);
-      if (typeof header !== 'string' || !verifySignature(secret, raw, header)) {
-        return done(new AppError('unauthorized', 'x-collector-signature does not match the body'), undefined);
-      }
+    try {
+      checkSignature(secret, request.headers, raw);
+    } catch (e: unknown) {
+      return done(e as Error, undefined);
     }
-    parseJson(request, raw.toString('utf8'), done);
+    decodeBody(request, raw, decodedLimit).then(
+      (decoded) => parseJson(request, decoded.toString('utf8'), done),
+      (e: unknown) => done(e as Error, undefined),
+    );
   });
 }

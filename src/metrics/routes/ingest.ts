@@ -14,14 +14,17 @@ const AlertResultSchema = Type.Object({
   outcome: Type.Union([Type.Literal('delivered'), Type.Literal('failed')]),
   status: Type.Optional(Type.Integer({ description: 'HTTP status the receiver answered.' })),
   error: Type.Optional(Type.String({ description: 'Why delivery failed.' })),
+  resolved: Type.Optional(Type.Literal(true, { description: 'A resolved notification: the alert is no longer reported.' })),
 });
+
+export const AlertResultsSchema = Type.Array(AlertResultSchema, { description: 'One entry per alert and matching route.' });
 
 const IngestResponseSchema = Type.Object({
   hostId: Type.String({ description: 'The host id: the report\'s agentId.' }),
   ts: Type.Integer(),
   metrics: Type.Integer({ description: 'Metrics stored from this report.' }),
   duplicate: Type.Boolean({ description: 'True when this host already reported this ts; nothing changed and alerts were not routed again.' }),
-  alertResults: Type.Array(AlertResultSchema, { description: 'One entry per alert and matching route.' }),
+  alertResults: AlertResultsSchema,
 });
 
 /**
@@ -29,15 +32,15 @@ const IngestResponseSchema = Type.Object({
  * checks the signature on the raw bytes) serves this route only. The token is
  * checked in onRequest, before the body is even read.
  */
-export async function registerIngestRoute(app: App, deps: IngestDeps & { secret: string | undefined; selfMetrics: MetricsSelfMetrics }): Promise<void> {
+export async function registerIngestRoute(app: App, deps: IngestDeps & { secret: string | undefined; bodyLimit: number; selfMetrics: MetricsSelfMetrics }): Promise<void> {
   await app.register(async (plugin) => {
     const scope = plugin.withTypeProvider<TypeBoxTypeProvider>();
-    useSignedJsonParser(scope, deps.secret);
+    useSignedJsonParser(scope, deps.secret, deps.bodyLimit);
     scope.post('/api/v1/ingest', {
       onRequest: authenticate(deps.store),
       schema: {
         summary: 'Submit one agent report',
-        description: 'Stores the report (durably, before answering), then routes its alerts. When the server has a secret, `x-collector-signature` must be the hex HMAC-SHA256 of the raw body, optionally prefixed `sha256=`.',
+        description: 'Stores the report (durably, before answering), then routes its alerts. The body may be sent with `Content-Encoding: gzip` (decompressed size bounded by the body limit). When the server has a secret, `x-collector-signature` must be the hex HMAC-SHA256 of the raw body as sent (the compressed bytes when gzipped), optionally prefixed `sha256=`.',
         tags: ['ingest'],
         security: BEARER,
         headers: Type.Object({ 'x-collector-signature': Type.Optional(Type.String({ description: 'hex HMAC-SHA256 of the body bytes; required when the server has --secret.' })) }),
@@ -48,8 +51,8 @@ export async function registerIngestRoute(app: App, deps: IngestDeps & { secret:
           ...errorResponses({
             invalid_request: 'Malformed JSON, a field of the wrong type or out of range (named in details), ts too far ahead or older than the retention.',
             unauthorized: 'Bad bearer token, or signature missing or mismatched while the server has a secret.',
-            payload_too_large: 'Body over the configured limit (1 MiB by default).',
-            unsupported_media_type: 'Content-Type is not application/json.',
+            payload_too_large: 'Body over the configured limit (1 MiB by default), as sent or once decompressed.',
+            unsupported_media_type: 'Content-Type is not application/json, or Content-Encoding is neither gzip nor identity.',
             limit_exceeded: 'The report would take its host or tenant past the distinct metric name limit; nothing was stored.',
             internal: AUTH_ERRORS.internal,
             unavailable: 'The server is shutting down; retry.',

@@ -1,20 +1,4 @@
-import { Type, type TSchema } from 'typebox';
-import { ERROR_STATUS, type ErrorCode } from '../../core/errors.js';
-
-/** The one error body, `{"error": code, "details": text}`; some codes add fields (documented per route). */
-export const ErrorSchema = Type.Object({
-  error: Type.String({ description: 'Machine-readable code from the catalogue.' }),
-  details: Type.Optional(Type.String({ description: 'Human-readable explanation naming the offending field.' })),
-}, { additionalProperties: true });
-
-/** Response schemas of the given error codes, keyed by status, each with its meaning as description. */
-export function errorResponses(codes: Partial<Record<ErrorCode, string>>): Record<number, TSchema> {
-  const out: Record<number, TSchema> = {};
-  for (const [code, description] of Object.entries(codes) as [ErrorCode, string][]) {
-    out[ERROR_STATUS[code]] = { ...ErrorSchema, description };
-  }
-  return out;
-}
+import { Type } from 'typebox';
 
 /** What every bearer-protected route can answer besides its own errors. */
 export const AUTH_ERRORS = {
@@ -27,7 +11,8 @@ export const LOAD_SHED_ERROR = {
   unavailable: 'Too many expensive requests in progress (for this tenant or on this instance), the event loop is stalled, or the server is shutting down; retry after `Retry-After` seconds.',
 } as const;
 
-export const BEARER = [{ bearerAuth: [] }];
+/** The core's one bearer scheme and error helper, under the names the metrics routes use. */
+export { BEARER_SECURITY as BEARER, errorResponses } from '../../core/http/openapi.js';
 
 const Timestamp = Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, description: 'Epoch milliseconds.' });
 

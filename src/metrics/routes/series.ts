@@ -2,18 +2,20 @@ import { Type } from 'typebox';
 import type { App } from '../../core/http/create-app.js';
 import type { MetricsStore } from '../domain/metrics-store.js';
 import { readAggregate, readHostSeries, resolveRange, type SeriesSettings } from '../domain/series.js';
-import { authenticate, requestTenant } from '../http/authenticate.js';
+import { authenticate, requestTenant, type SessionReader } from '../http/authenticate.js';
 import { AggregateSeriesSchema, AUTH_ERRORS, LOAD_SHED_ERROR, BEARER, HostSeriesSchema, SeriesQuerySchema, errorResponses } from './schemas.js';
 
 export interface SeriesRouteDeps {
   store: MetricsStore;
   settings: SeriesSettings;
   now: () => number;
+  /** The dashboard's session cookie, accepted on these GETs besides the bearer token. */
+  readSession?: SessionReader | undefined;
 }
 
 /** GET /api/v1/hosts, /api/v1/host/:id and /api/v1/aggregate: reads, always within the token's tenant. */
 export function registerSeriesRoutes(app: App, deps: SeriesRouteDeps): void {
-  const onRequest = authenticate(deps.store);
+  const onRequest = authenticate(deps.store, deps.readSession);
 
   app.get('/api/v1/hosts', {
     onRequest,

@@ -57,6 +57,8 @@ export interface AccountStore {
   saveAccessToken(tokenHash: string, grant: AccessGrant, now: number): Promise<void>;
   /** The grant of an unexpired access token; undefined when unknown, expired or revoked. */
   findAccessGrant(tokenHash: string, now: number): Promise<AccessGrant | undefined>;
+  /** The grants of those of `tokenHashes` that are unexpired, by hash (the feed re-checks all sockets of a business at once). */
+  findAccessGrants(tokenHashes: readonly string[], now: number): Promise<Map<string, AccessGrant>>;
   /**
    * Exchanges a refresh token, atomically: marks the presented token used and
    * stores the next pair in the same family. A token that was already used is

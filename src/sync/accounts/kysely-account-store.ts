@@ -1,4 +1,5 @@
 import type { Kysely, Selectable } from 'kysely';
+import { chunks } from '../../core/storage/chunks.js';
 import type { AccessGrant, AccountStore, RotateOutcome, User } from './account-store.js';
 import type { AccountTables, UsersTable } from './tables.js';
 
@@ -54,6 +55,16 @@ export function createKyselyAccountStore(db: Kysely<AccountTables>): AccountStor
         .where('token_hash', '=', tokenHash).where('expires_at', '>', now).executeTakeFirst();
       if (!r) return undefined;
       return { userId: r.user_id, businessId: r.business_id ?? undefined, familyId: r.family_id ?? undefined, expiresAt: Number(r.expires_at) };
+    },
+
+    async findAccessGrants(tokenHashes, now) {
+      const grants = new Map<string, AccessGrant>();
+      for (const chunk of chunks(tokenHashes)) {
+        const rows = await db.selectFrom('access_tokens').select(['token_hash', 'user_id', 'business_id', 'family_id', 'expires_at'])
+          .where('token_hash', 'in', chunk).where('expires_at', '>', now).execute();
+        for (const r of rows) grants.set(r.token_hash, { userId: r.user_id, businessId: r.business_id ?? undefined, familyId: r.family_id ?? undefined, expiresAt: Number(r.expires_at) });
+      }
+      return grants;
     },
 
     async rotateRefreshToken(presentedHash, next): Promise<RotateOutcome> {

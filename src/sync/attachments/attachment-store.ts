@@ -14,7 +14,13 @@ export interface AttachmentStore {
   list(businessId: string, recordType: string, recordUuid: string): Promise<AttachmentRow[]>;
   /** Which of `storedNames` an attachment row refers to. */
   referenced(storedNames: string[]): Promise<Set<string>>;
+  /** Up to when (epoch ms) the orphan-blob sweep has checked every blob; 0 before the first sweep. */
+  sweptUntil(): Promise<number>;
+  /** Records a finished sweep; the mark never moves back (another instance may have swept further). */
+  markSwept(until: number): Promise<void>;
 }
+
+const SWEEP_MARK = 'orphan_blob_sweep';
 
 
 /** Same SQL on SQLite and PostgreSQL. */
@@ -40,6 +46,15 @@ export function createKyselyAttachmentStore(db: Kysely<AttachmentTables>): Attac
         for (const r of rows) found.add(r.stored_name);
       }
       return found;
+    },
+    async sweptUntil() {
+      const r = await db.selectFrom('sync_maintenance').select('value').where('name', '=', SWEEP_MARK).executeTakeFirst();
+      return r ? Number(r.value) : 0;
+    },
+    async markSwept(until) {
+      await db.insertInto('sync_maintenance').values({ name: SWEEP_MARK, value: until })
+        .onConflict((oc) => oc.column('name').doUpdateSet({ value: until }).where('sync_maintenance.value', '<', until))
+        .execute();
     },
   };
 }

@@ -1,4 +1,4 @@
-/** Row type of `sync_attachments` (migration 0002). */
+/** Row types of `sync_attachments` (migration 0002) and `sync_maintenance` (migration 0004). */
 export interface AttachmentTables {
   sync_attachments: {
     uuid: string;
@@ -13,5 +13,10 @@ export interface AttachmentTables {
     uploaded_by: string;
     /** Epoch milliseconds. */
     created_at: number;
+  };
+  /** Progress marks of background sweeps, by name (epoch milliseconds). */
+  sync_maintenance: {
+    name: string;
+    value: number;
   };
 }

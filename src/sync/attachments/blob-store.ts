@@ -20,14 +20,39 @@ export interface StoredBlob {
  *   it rejects and leaves nothing behind.
  * - `get` returns the exact bytes `put` stored, or undefined for an unknown name.
  * - `delete` removes a blob; deleting an unknown name is not an error.
- * - `storedBefore` lists the blobs stored before a time (epoch ms), so blobs
- *   that a crash left without their attachment row can be found and removed.
+ * - `listStored` pages through the blobs stored in a time range, so blobs
+ *   that a crash left without their attachment row can be found and removed
+ *   a page at a time (never the whole store at once).
  */
 export interface BlobStore {
   put(content: Readable): Promise<StoredBlob>;
   get(storedName: string): Promise<{ stream: Readable; size: number } | undefined>;
   delete(storedName: string): Promise<void>;
-  storedBefore(cutoffMs: number): Promise<string[]>;
+  /**
+   * Blobs with `from <= storedAt < to` (epoch ms), ordered by (storedAt,
+   * storedName), strictly after `after` when given, at most `limit`.
+   */
+  listStored(range: StoredRange): Promise<BlobEntry[]>;
+}
+
+/** A blob as the orphan sweep sees it: its name and when it was stored (epoch ms). */
+export interface BlobEntry {
+  storedName: string;
+  storedAt: number;
+}
+
+export interface StoredRange {
+  from: number;
+  to: number;
+  /** The last entry of the previous page. */
+  after?: BlobEntry;
+  limit: number;
+}
+
+/** Whether `e` comes after `after` in (storedAt, storedName) order: the page cursor both stores use. */
+export function isAfter(e: BlobEntry, after: BlobEntry | undefined): boolean {
+  if (!after) return true;
+  return e.storedAt > after.storedAt || (e.storedAt === after.storedAt && e.storedName > after.storedName);
 }
 
 /** Stored names are lower-case UUIDs made by `put`; anything else never reaches a path or a query. */

@@ -4,7 +4,7 @@ import { mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { isStoredName, type BlobStore } from './blob-store.js';
+import { isAfter, isStoredName, type BlobEntry, type BlobStore } from './blob-store.js';
 
 /** Uploads in progress. A file left there is an upload a crash interrupted. */
 const INCOMING = '.incoming';
@@ -72,16 +72,27 @@ export async function createLocalBlobStore(dir: string): Promise<BlobStore> {
       await rm(path.join(dir, storedName), { force: true });
     },
 
-    async storedBefore(cutoffMs) {
-      const names: string[] = [];
+    async listStored({ from, to, after, limit }) {
+      // A directory has no index: it is listed whole, but only the page is kept.
+      const page: BlobEntry[] = [];
       for (const name of await readdir(dir)) {
         if (!isStoredName(name)) continue;
         const s = await stat(path.join(dir, name)).catch(() => undefined);
-        if (s && s.mtimeMs < cutoffMs) names.push(name);
+        if (!s) continue;
+        const entry = { storedName: name, storedAt: Math.floor(s.mtimeMs) };
+        if (entry.storedAt < from || entry.storedAt >= to || !isAfter(entry, after)) continue;
+        page.push(entry);
+        if (page.length > limit * 2) trim(page, limit);
       }
-      return names;
+      trim(page, limit);
+      return page;
     },
   };
+}
+
+function trim(page: BlobEntry[], limit: number): void {
+  page.sort((a, b) => a.storedAt - b.storedAt || (a.storedName < b.storedName ? -1 : a.storedName > b.storedName ? 1 : 0));
+  page.length = Math.min(page.length, limit);
 }
 
 async function fsyncPath(p: string, flags: 'r' | 'r+'): Promise<void> {

@@ -1,7 +1,11 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { Readable } from 'node:stream';
+import { createReadStream, createWriteStream } from 'node:fs';
+import { mkdir, readdir, rm, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { Readable, Transform } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import type pg from 'pg';
-import { isStoredName, type BlobStore } from './blob-store.js';
+import { isStoredName, type BlobStore, type StoredBlob } from './blob-store.js';
 
 /** Bytes per row: big enough that a 25 MiB file is ~100 rows, small enough that a download holds one chunk at a time. */
 export const CHUNK_BYTES = 256 * 1024;
@@ -12,57 +16,42 @@ const SCHEMA_LOCK = 7_461_001;
  * Attachment bytes in PostgreSQL, so every instance of the sync service
  * reads what any other stored (the local-disk store is per machine). A blob is
  * a row in `attachment_blobs` and its bytes are 256 KiB `bytea` rows in
- * `attachment_blob_chunks`, written in one transaction: a failed or aborted
- * upload rolls back and leaves nothing; a committed one is durable. Downloads
- * read one chunk at a time, so memory stays bounded whatever the size.
+ * `attachment_blob_chunks`. An upload is first staged in a local file
+ * (`stagingDir`), at the client's pace and without a database connection (the
+ * pool is shared with push, pull and auth); only then is it copied in, in one
+ * transaction: a failed or aborted upload leaves nothing; a committed one is
+ * durable. Downloads read one chunk at a time, so memory stays bounded.
  *
  * This store is optional (used when the service runs on PostgreSQL), so it
  * owns its two tables and creates them at open, under an advisory lock.
  * Tables live in the service's schema (the pool's search_path).
  */
-export async function createPgBlobStore(pool: pg.Pool): Promise<BlobStore> {
+export async function createPgBlobStore(pool: pg.Pool, stagingDir: string): Promise<BlobStore> {
   await ensureTables(pool);
+  await mkdir(stagingDir, { recursive: true });
+  await removeAbandoned(stagingDir);
 
   return {
     async put(content: Readable) {
       const storedName = randomUUID();
+      const staged = path.join(stagingDir, storedName);
       const hash = createHash('sha256');
       let size = 0;
-      let seq = 0;
-      const client = await pool.connect();
-      let broken = false;
+      const measure = new Transform({
+        transform(chunk: Buffer, _enc, cb) {
+          size += chunk.length;
+          hash.update(chunk);
+          cb(null, chunk);
+        },
+      });
       try {
-        await client.query('BEGIN');
-        await client.query('INSERT INTO attachment_blobs (stored_name, size, sha256, created_at) VALUES ($1, 0, $2, $3)', [storedName, '', Date.now()]);
-        const writeChunk = (piece: Buffer) =>
-          client.query('INSERT INTO attachment_blob_chunks (stored_name, seq, data) VALUES ($1, $2, $3)', [storedName, seq++, piece]);
-        let pending: Buffer[] = [];
-        let pendingBytes = 0;
-        for await (const chunk of content) {
-          const buf = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as Uint8Array);
-          size += buf.length;
-          hash.update(buf);
-          pending.push(buf);
-          pendingBytes += buf.length;
-          if (pendingBytes < CHUNK_BYTES) continue;
-          let all = Buffer.concat(pending);
-          while (all.length >= CHUNK_BYTES) {
-            await writeChunk(all.subarray(0, CHUNK_BYTES));
-            all = all.subarray(CHUNK_BYTES);
-          }
-          pending = [all];
-          pendingBytes = all.length;
-        }
-        if (pendingBytes) await writeChunk(Buffer.concat(pending));
+        // The client sets the pace of this part, so it holds no database connection.
+        await pipeline(content, measure, createWriteStream(staged, { flags: 'wx' }));
         const sha256 = hash.digest('hex');
-        await client.query('UPDATE attachment_blobs SET size = $2, sha256 = $3 WHERE stored_name = $1', [storedName, size, sha256]);
-        await client.query('COMMIT');
+        await commitStaged(pool, staged, { storedName, size, sha256 });
         return { storedName, size, sha256 };
-      } catch (e: unknown) {
-        await client.query('ROLLBACK').catch(() => { broken = true; });
-        throw e;
       } finally {
-        client.release(broken);
+        await rm(staged, { force: true });
       }
     },
 
@@ -72,13 +61,11 @@ export async function createPgBlobStore(pool: pg.Pool): Promise<BlobStore> {
       if (!rows[0]) return undefined;
       let seq = 0;
       const stream = new Readable({
-        async read() {
-          try {
-            const r = await pool.query<{ data: Buffer }>('SELECT data FROM attachment_blob_chunks WHERE stored_name = $1 AND seq = $2', [storedName, seq++]);
-            this.push(r.rows[0] ? r.rows[0].data : null);
-          } catch (e: unknown) {
-            this.destroy(e instanceof Error ? e : new Error(String(e)));
-          }
+        read() {
+          pool.query<{ data: Buffer }>('SELECT data FROM attachment_blob_chunks WHERE stored_name = $1 AND seq = $2', [storedName, seq++]).then(
+            (r) => { this.push(r.rows[0] ? r.rows[0].data : null); },
+            (e: unknown) => { this.destroy(e instanceof Error ? e : new Error(String(e))); },
+          );
         },
       });
       return { stream, size: Number(rows[0].size) };
@@ -89,11 +76,58 @@ export async function createPgBlobStore(pool: pg.Pool): Promise<BlobStore> {
       await pool.query('DELETE FROM attachment_blobs WHERE stored_name = $1', [storedName]);
     },
 
-    async storedBefore(cutoffMs) {
-      const { rows } = await pool.query<{ stored_name: string }>('SELECT stored_name FROM attachment_blobs WHERE created_at < $1', [cutoffMs]);
-      return rows.map((r) => r.stored_name);
+    async listStored({ from, to, after, limit }) {
+      const { rows } = after
+        ? await pool.query<{ stored_name: string; created_at: string | number }>(
+          `SELECT stored_name, created_at FROM attachment_blobs WHERE created_at >= $1 AND created_at < $2
+             AND (created_at, stored_name) > ($3, $4) ORDER BY created_at, stored_name LIMIT $5`,
+          [from, to, after.storedAt, after.storedName, limit])
+        : await pool.query<{ stored_name: string; created_at: string | number }>(
+          'SELECT stored_name, created_at FROM attachment_blobs WHERE created_at >= $1 AND created_at < $2 ORDER BY created_at, stored_name LIMIT $3',
+          [from, to, limit]);
+      return rows.map((r) => ({ storedName: r.stored_name, storedAt: Number(r.created_at) }));
     },
   };
+}
+
+/**
+ * Copies a staged upload into the tables in one transaction: the connection is
+ * held only while local bytes go in, never while a client is still sending.
+ */
+async function commitStaged(pool: pg.Pool, staged: string, blob: StoredBlob): Promise<void> {
+  const client = await pool.connect();
+  let broken = false;
+  try {
+    await client.query('BEGIN');
+    // Stored (for the orphan sweep) at commit: a blob is never older than its attachment row could be.
+    await client.query('INSERT INTO attachment_blobs (stored_name, size, sha256, created_at) VALUES ($1, $2, $3, $4)', [blob.storedName, blob.size, blob.sha256, Date.now()]);
+    let seq = 0;
+    for await (const piece of createReadStream(staged, { highWaterMark: CHUNK_BYTES })) {
+      await client.query('INSERT INTO attachment_blob_chunks (stored_name, seq, data) VALUES ($1, $2, $3)', [blob.storedName, seq++, piece]);
+    }
+    await client.query('COMMIT');
+  } catch (e: unknown) {
+    await client.query('ROLLBACK').catch(() => { broken = true; });
+    throw e;
+  } finally {
+    client.release(broken);
+  }
+}
+
+/**
+ * Staged files older than this are uploads a crash interrupted. Uploads are
+ * bounded by the 30 s request timeout; a younger file may belong to another
+ * instance staging into the same directory.
+ */
+const ABANDONED_AFTER_MS = 10 * 60_000;
+
+async function removeAbandoned(dir: string): Promise<void> {
+  const cutoff = Date.now() - ABANDONED_AFTER_MS;
+  for (const leftover of await readdir(dir)) {
+    const file = path.join(dir, leftover);
+    const s = await stat(file).catch(() => undefined);
+    if (s && s.mtimeMs < cutoff) await rm(file, { force: true });
+  }
 }
 
 async function ensureTables(pool: pg.Pool): Promise<void> {
@@ -113,6 +147,8 @@ async function ensureTables(pool: pg.Pool): Promise<void> {
       data BYTEA NOT NULL,
       PRIMARY KEY (stored_name, seq)
     )`);
+    // The orphan sweep pages through blobs by store time.
+    await client.query('CREATE INDEX IF NOT EXISTS attachment_blobs_created_idx ON attachment_blobs (created_at, stored_name)');
     await client.query('COMMIT');
   } catch (e: unknown) {
     await client.query('ROLLBACK').catch(() => undefined);

@@ -28,6 +28,8 @@ export interface BusinessStore {
   listBusinessesOf(userId: string): Promise<Array<Business & { role: Role }>>;
   /** The user's role in the business; undefined when not a member. */
   roleOf(businessId: string, userId: string): Promise<Role | undefined>;
+  /** Which of `userIds` are members of the business (one query for many, as the feed's heartbeat needs). */
+  membersAmong(businessId: string, userIds: readonly string[]): Promise<Set<string>>;
   /** Members in the order they joined. */
   listMembers(businessId: string): Promise<Member[]>;
   /** Adds a membership; false when the user is already a member. */

@@ -1,3 +1,4 @@
+import { chunks } from '../../core/storage/chunks.js';
 import type { Kysely, Selectable } from 'kysely';
 import type { DialectName } from '../../core/storage/database.js';
 import type { AccountTables } from '../accounts/tables.js';
@@ -40,6 +41,15 @@ export function createKyselyBusinessStore(db: Kysely<Tables>, dialect: DialectNa
     async roleOf(businessId, userId) {
       const r = await db.selectFrom('memberships').select('role').where('business_id', '=', businessId).where('user_id', '=', userId).executeTakeFirst();
       return r?.role;
+    },
+
+    async membersAmong(businessId, userIds) {
+      const found = new Set<string>();
+      for (const chunk of chunks(userIds)) {
+        const rows = await db.selectFrom('memberships').select('user_id').where('business_id', '=', businessId).where('user_id', 'in', chunk).execute();
+        for (const r of rows) found.add(r.user_id);
+      }
+      return found;
     },
 
     async listMembers(businessId) {

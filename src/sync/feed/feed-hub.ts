@@ -17,6 +17,12 @@ export interface FeedOptions {
   heartbeatMs: number;
   /** A subscriber with more than this many bytes queued (`bufferedAmount`) is a slow consumer and is disconnected. */
   maxBufferedBytes: number;
+  /**
+   * The re-authorisation checks of one heartbeat are spread over this time,
+   * one business after another, instead of all at the same instant. Default:
+   * half the heartbeat.
+   */
+  reauthSpreadMs?: number;
 }
 
 /**
@@ -31,20 +37,27 @@ export const SLOW_CONSUMER = 1013;
 /** Close code when the token expired or was revoked, or the user left the business: 1008 "policy violation". */
 export const NO_LONGER_AUTHORIZED = 1008;
 
-/** Says whether a connection's credentials still grant the feed (token valid, user still a member). */
-export type Reauthorize = () => Promise<boolean>;
+/**
+ * Re-checks the credentials of every socket of one business at once (token
+ * valid, user still a member): one answer per credential, in order. One call
+ * per business per heartbeat, so the cost grows with businesses, not sockets.
+ */
+export type ReauthorizeBusiness<C> = (businessId: string, credentials: readonly C[]) => Promise<boolean[]>;
 const OPEN = 1;
 
-export interface FeedHub {
+export interface FeedHub<C> {
   /**
    * Delivers the business's change events to `socket` until it closes.
-   * `reauthorize` runs at every heartbeat; a false answer closes the socket.
+   * `credential` (what the connection authenticated with) is re-checked at
+   * every heartbeat; a refused one closes the socket.
    */
-  add(businessId: string, socket: FeedSocket, reauthorize: Reauthorize): Promise<void>;
+  add(businessId: string, socket: FeedSocket, credential: C): Promise<void>;
   /**
-   * One heartbeat round: drop sockets that missed the last ping, ping the rest,
-   * and close those whose credentials no longer grant the feed. Resolves when
-   * the checks are done.
+   * One heartbeat: drop sockets that missed the last ping, ping the rest, and
+   * re-authorise every business's sockets, one business after another, spread
+   * over `reauthSpreadMs`. Resolves when the checks are done. A heartbeat that
+   * comes while the previous one's checks still run pings but checks nothing
+   * (rounds never overlap, so a slow database does not pile them up).
    */
   heartbeat(): Promise<void>;
   readonly size: number;
@@ -52,8 +65,8 @@ export interface FeedHub {
   close(): Promise<void>;
 }
 
-interface Subscription {
-  sockets: Set<FeedSocket>;
+interface Subscription<C> {
+  sockets: Map<FeedSocket, C>;
   unsubscribe: Promise<() => Promise<void>>;
 }
 
@@ -61,19 +74,26 @@ interface Subscription {
  * Fans change batches from PubSub out to this instance's sockets. One PubSub
  * subscription per business with local subscribers, dropped with its last socket.
  */
-export function createFeedHub(pubsub: PubSub, options: FeedOptions, log: WarnLogger): FeedHub {
-  const subscriptions = new Map<string, Subscription>();
+export function createFeedHub<C>(pubsub: PubSub, options: FeedOptions, log: WarnLogger, reauthorize: ReauthorizeBusiness<C>): FeedHub<C> {
+  const subscriptions = new Map<string, Subscription<C>>();
   const alive = new Map<FeedSocket, boolean>();
-  const reauthorizers = new Map<FeedSocket, Reauthorize>();
+  const spreadMs = options.reauthSpreadMs ?? options.heartbeatMs / 2;
+  let checking: Promise<void> | undefined;
+  let closed = false;
+  let pause: { timer: NodeJS.Timeout; wake: () => void } | undefined;
+  /** A wait between two businesses' checks that `close` cuts short. */
+  const sleep = (ms: number) => new Promise<void>((resolve) => {
+    pause = { timer: setTimeout(resolve, ms), wake: resolve };
+  }).finally(() => { pause = undefined; });
   const timer = setInterval(() => void hub.heartbeat(), options.heartbeatMs);
   timer.unref();
 
-  const deliver = (sockets: Set<FeedSocket>, message: unknown) => {
+  const deliver = (sockets: Map<FeedSocket, C>, message: unknown) => {
     // Messages may cross a network (Redis); anything not shaped like a batch is dropped.
     const events = (message as Partial<ChangeBatch> | null)?.events;
     if (!Array.isArray(events)) return;
     const frames = events.map((e) => JSON.stringify(e));
-    for (const socket of sockets) {
+    for (const socket of sockets.keys()) {
       if (socket.readyState !== OPEN) continue;
       for (const frame of frames) {
         if (socket.bufferedAmount > options.maxBufferedBytes) {
@@ -90,24 +110,46 @@ export function createFeedHub(pubsub: PubSub, options: FeedOptions, log: WarnLog
 
   const remove = (businessId: string, socket: FeedSocket) => {
     alive.delete(socket);
-    reauthorizers.delete(socket);
     const sub = subscriptions.get(businessId);
     if (!sub || !sub.sockets.delete(socket) || sub.sockets.size) return;
     subscriptions.delete(businessId);
     void sub.unsubscribe.then((off) => off()).catch((e: unknown) => log.warn({ err: e }, 'feed unsubscribe failed'));
   };
 
-  const hub: FeedHub = {
-    async add(businessId, socket, reauthorize) {
+  const checkBusiness = async (businessId: string) => {
+    const sockets = [...(subscriptions.get(businessId)?.sockets ?? [])].filter(([socket]) => socket.readyState === OPEN);
+    if (!sockets.length) return;
+    try {
+      const answers = await reauthorize(businessId, sockets.map(([, credential]) => credential));
+      sockets.forEach(([socket], i) => {
+        if (answers[i] !== true && socket.readyState === OPEN) socket.close(NO_LONGER_AUTHORIZED, 'token expired or revoked, or no longer a member');
+      });
+    } catch (e: unknown) {
+      // A failed check (database briefly away) keeps the connections: the next heartbeat asks again.
+      log.warn({ err: e, businessId }, 'feed re-authorisation failed');
+    }
+  };
+
+  const checkAll = async () => {
+    const businesses = [...subscriptions.keys()];
+    const gap = businesses.length > 1 ? spreadMs / businesses.length : 0;
+    for (const [i, businessId] of businesses.entries()) {
+      if (closed) return;
+      if (i > 0 && gap > 0) await sleep(gap);
+      await checkBusiness(businessId);
+    }
+  };
+
+  const hub: FeedHub<C> = {
+    async add(businessId, socket, credential) {
       let sub = subscriptions.get(businessId);
       if (!sub) {
-        const sockets = new Set<FeedSocket>();
+        const sockets = new Map<FeedSocket, C>();
         sub = { sockets, unsubscribe: pubsub.subscribe(businessChannel(businessId), (m) => deliver(sockets, m)) };
         subscriptions.set(businessId, sub);
       }
-      sub.sockets.add(socket);
+      sub.sockets.set(socket, credential);
       alive.set(socket, true);
-      reauthorizers.set(socket, reauthorize);
       socket.on('pong', () => { if (alive.has(socket)) alive.set(socket, true); });
       socket.on('close', () => remove(businessId, socket));
       try {
@@ -117,8 +159,7 @@ export function createFeedHub(pubsub: PubSub, options: FeedOptions, log: WarnLog
         throw e;
       }
     },
-    async heartbeat() {
-      const checks: Promise<void>[] = [];
+    heartbeat() {
       for (const [socket, answered] of alive) {
         if (!answered) {
           socket.terminate();
@@ -126,25 +167,20 @@ export function createFeedHub(pubsub: PubSub, options: FeedOptions, log: WarnLog
         }
         alive.set(socket, false);
         socket.ping();
-        const reauthorize = reauthorizers.get(socket);
-        if (reauthorize) checks.push(reauthorize().then((allowed) => {
-          if (!allowed && socket.readyState === OPEN) socket.close(NO_LONGER_AUTHORIZED, 'token expired or revoked, or no longer a member');
-        }, (e: unknown) => {
-          // A failed check (database briefly away) keeps the connection: the next heartbeat asks again.
-          log.warn({ err: e }, 'feed re-authorisation failed');
-        }));
       }
-      await Promise.all(checks);
+      checking ??= checkAll().finally(() => { checking = undefined; });
+      return checking;
     },
     get size() {
       return alive.size;
     },
     async close() {
+      closed = true;
       clearInterval(timer);
+      if (pause) { clearTimeout(pause.timer); pause.wake(); }
       const subs = [...subscriptions.values()];
       subscriptions.clear();
       alive.clear();
-      reauthorizers.clear();
       await Promise.allSettled(subs.map(async (s) => (await s.unsubscribe)()));
     },
   };

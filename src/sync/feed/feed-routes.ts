@@ -2,7 +2,7 @@ import websocket from '@fastify/websocket';
 import { Type, type Static } from 'typebox';
 import type { App } from '../../core/http/create-app.js';
 import { AppError } from '../../core/errors.js';
-import { parseBearer } from '../../core/auth/tokens.js';
+import { hashToken, parseBearer } from '../../core/auth/tokens.js';
 import { closeSocketsGoingAway } from '../../core/http/going-away.js';
 import type { SyncDeps } from '../deps.js';
 import { authenticateAccessToken, isMember } from '../http/auth-guard.js';
@@ -39,7 +39,7 @@ export function registerFeedRoutes(app: App, deps: SyncDeps, options: FeedOption
 
   void app.register(async (scope) => {
     await scope.register(websocket, { preClose: closeSocketsGoingAway, options: { maxPayload: MAX_CLIENT_PAYLOAD } });
-    const hub = createFeedHub(deps.pubsub, options, scope.log);
+    const hub = createFeedHub(deps.pubsub, options, scope.log, (businessId, credentials: readonly FeedCredential[]) => reauthorizeFeed(deps, businessId, credentials));
     scope.addHook('onClose', async () => hub.close());
 
     scope.get('/ws/sync', {
@@ -49,10 +49,10 @@ export function registerFeedRoutes(app: App, deps: SyncDeps, options: FeedOption
         const token = requestToken(req.headers.authorization, req.query as Partial<Static<typeof FeedQuery>>);
         const caller = token ? await authenticateAccessToken(deps, token) : undefined;
         if (!caller) {
-          await limitIp(deps, req.ip);
+          await limitIp(deps, req);
           throw new AppError('unauthorized', 'a valid access token is required (Authorization: Bearer, or the token query parameter)');
         }
-        await limitUser(deps, caller.userId);
+        await limitUser(deps, req, caller.userId);
         // Browsers always send Origin on a WebSocket upgrade and let any page open one: only listed origins may.
         const origin = req.headers.origin;
         if (origin !== undefined && !allowedOrigins.has(origin.toLowerCase())) {
@@ -90,15 +90,8 @@ export function registerFeedRoutes(app: App, deps: SyncDeps, options: FeedOption
       const query = req.query as Static<typeof FeedQuery>;
       const businessId = query.business_id.toLowerCase();
       const token = requestToken(req.headers.authorization, query)!;
-      // The same checks as the upgrade, again at every heartbeat: an expired or revoked token, or a
-      // member removed from the business, loses the feed within one heartbeat.
-      const reauthorize = async () => {
-        const caller = await authenticateAccessToken(deps, token);
-        if (!caller || (caller.businessId !== undefined && caller.businessId !== businessId)) return false;
-        return isMember(deps, caller.userId, businessId);
-      };
       try {
-        await hub.add(businessId, socket, reauthorize);
+        await hub.add(businessId, socket, { tokenHash: hashToken(token), userId: query.user_id.toLowerCase() });
         if (socket.readyState !== socket.CLOSED) {
           deps.selfMetrics.feedConnections.inc();
           socket.once('close', () => deps.selfMetrics.feedConnections.dec());
@@ -113,6 +106,26 @@ export function registerFeedRoutes(app: App, deps: SyncDeps, options: FeedOption
 
 /** What a client over the per-user cap is told to wait: sockets are long-lived, so about a minute. */
 const FEED_CAP_RETRY_SECONDS = 60;
+
+/** What a feed connection authenticated with; only the token's hash is kept. */
+interface FeedCredential {
+  tokenHash: string;
+  userId: string;
+}
+
+/**
+ * The upgrade's checks again, for every socket of one business in two queries:
+ * an expired or revoked token, a business token of another business, or a
+ * member removed from the business loses the feed within one heartbeat.
+ */
+async function reauthorizeFeed(deps: SyncDeps, businessId: string, credentials: readonly FeedCredential[]): Promise<boolean[]> {
+  const grants = await deps.accounts.findAccessGrants([...new Set(credentials.map((c) => c.tokenHash))], deps.now());
+  const members = await deps.businesses.membersAmong(businessId, [...new Set([...grants.values()].map((g) => g.userId))]);
+  return credentials.map((c) => {
+    const grant = grants.get(c.tokenHash);
+    return grant !== undefined && grant.userId === c.userId && (grant.businessId === undefined || grant.businessId === businessId) && members.has(grant.userId);
+  });
+}
 
 function requestToken(authorization: string | undefined, query: { token?: unknown }): string | undefined {
   return parseBearer(authorization) ?? (typeof query.token === 'string' ? parseBearer(`Bearer ${query.token}`) : undefined);

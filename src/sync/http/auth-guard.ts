@@ -51,10 +51,10 @@ export function requireUser(deps: SyncDeps, options: RequireUserOptions = {}): o
     const token = parseBearer(req.headers.authorization);
     const caller = token ? await authenticateAccessToken(deps, token) : undefined;
     if (!caller) {
-      await limitIp(deps, req.ip);
+      await limitIp(deps, req);
       throw new AppError('unauthorized', token ? 'the access token is invalid, expired or revoked' : 'an Authorization: Bearer <token> header is required');
     }
-    await limitUser(deps, caller.userId);
+    await limitUser(deps, req, caller.userId);
     if (!kinds.includes(caller.tokenKind)) {
       throw new AppError('forbidden', `this endpoint needs a ${kinds.join(' or ')} token, not a ${caller.tokenKind} token`);
     }

@@ -8,7 +8,7 @@ import { issueBusinessToken } from '../accounts/business-token.js';
 import { EMAIL_MAX_LENGTH } from '../accounts/email.js';
 import { PASSWORD_MAX_LENGTH } from '../accounts/password-policy.js';
 import { requireUser } from './auth-guard.js';
-import { limitIp } from './rate-limit.js';
+import { limitIp, type LimitedRequest } from './rate-limit.js';
 import { BearerSecurity, errors, isoTime, Timestamp, UserBody, Uuid } from './schemas.js';
 import { normalizeUuid } from '../../core/uuid.js';
 
@@ -39,7 +39,7 @@ function sessionReply(s: SignedIn) {
 /** Register, login, refresh, business tokens and logout. */
 export function registerAuthRoutes(app: App, deps: SyncDeps): void {
   // Unauthenticated endpoints count against the per-IP limit before anything else, even a malformed body.
-  const perIp = async (req: { ip: string }) => limitIp(deps, req.ip);
+  const perIp = async (req: LimitedRequest) => limitIp(deps, req);
 
   app.post('/api/auth/register', {
     onRequest: perIp,

@@ -20,7 +20,8 @@ export function useStrictJsonParser(app: App): void {
   const parse = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
-    parse(req, body as string, (err, value) => {
+    // Fastify types the default parser as possibly async; it answers through the callback.
+    void parse(req, body as string, (err, value) => {
       if (err) return done(err, undefined);
       const problem = jsonValueProblem(value);
       if (problem) return done(new AppError('invalid_request', problem), undefined);

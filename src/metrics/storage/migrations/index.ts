@@ -2,6 +2,7 @@ import type { Migration } from 'kysely';
 import type { DialectName } from '../../../core/storage/database.js';
 import { metrics0001 } from './0001_metrics.js';
 import { metrics0002 } from './0002_dashboard_sessions.js';
+import { metrics0004 } from './0004_alerts.js';
 import { metrics0005 } from './0005_blocks.js';
 
 /**
@@ -11,6 +12,7 @@ import { metrics0005 } from './0005_blocks.js';
 const MIGRATIONS: Array<[name: string, perDialect: Record<DialectName, Migration>]> = [
   ['0001_metrics', metrics0001],
   ['0002_dashboard_sessions', metrics0002],
+  ['0004_alerts', metrics0004],
   ['0005_blocks', metrics0005],
 ];
 

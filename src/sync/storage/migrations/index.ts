@@ -3,6 +3,7 @@ import type { DialectName } from '../../../core/storage/database.js';
 import { accountsMigration } from './0001_accounts.js';
 import { changesMigration } from './0002_changes.js';
 import { sessionLifetimeMigration } from './0003_session_lifetime.js';
+import { cleanupIndexesMigration } from './0004_cleanup_indexes.js';
 import { dropRecordUuidIndexMigration } from './0005_drop_record_uuid_index.js';
 
 /**
@@ -15,6 +16,7 @@ const MIGRATIONS: ReadonlyArray<readonly [name: string, build: (dialect: Dialect
   ['0001_accounts', () => accountsMigration],
   ['0002_changes', changesMigration],
   ['0003_session_lifetime', () => sessionLifetimeMigration],
+  ['0004_cleanup_indexes', () => cleanupIndexesMigration],
   ['0005_drop_record_uuid_index', () => dropRecordUuidIndexMigration],
 ];
 

@@ -2,12 +2,12 @@ import { Type } from 'typebox';
 import type { App } from '../../core/http/create-app.js';
 import { AppError } from '../../core/errors.js';
 import type { SyncDeps } from '../deps.js';
-import { createBusiness, getBusiness, listBusinesses, type BusinessView } from '../businesses/businesses.js';
-import { addMember, listMembers, removeMember } from '../businesses/members.js';
-import type { Member } from '../businesses/business-store.js';
-import { ROLES } from '../businesses/role.js';
-import { requireUser } from './auth-guard.js';
-import { BearerSecurity, errors, isoTime, Timestamp, Uuid } from './schemas.js';
+import { createBusiness, getBusiness, listBusinesses, type BusinessView } from './businesses.js';
+import { addMember, listMembers, removeMember } from './members.js';
+import type { Member } from './business-store.js';
+import { ROLES } from './role.js';
+import { requireUser } from '../http/auth-guard.js';
+import { BearerSecurity, errors, isoTime, Timestamp, Uuid } from '../http/schemas.js';
 import { normalizeUuid } from '../../core/uuid.js';
 
 const Role = Type.Union([Type.Literal(ROLES[0]), Type.Literal(ROLES[1])], { description: 'owner: manages members; member: uses the data' });

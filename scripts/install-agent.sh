@@ -1,0 +1,31 @@
+#!/bin/sh
+# Installs the host agent on a monitored host in one command (as root), from a build (npm run build) or a release:
+#   sudo sh scripts/install-agent.sh [path/to/host-agent.mjs]
+# It needs Node.js 22 or 24 on the host and nothing else: host-agent.mjs is one bundled file with no dependencies.
+# Installs /usr/local/lib/host-agent/host-agent.mjs, the systemd unit, and /etc/host-agent/env (kept if present),
+# then enables and starts the service. DESTDIR installs under another root (packaging, tests) without touching systemd.
+set -eu
+here=$(cd "$(dirname "$0")/.." && pwd)
+bundle=${1:-$here/dist/host-agent.mjs}
+dest=${DESTDIR:-}
+[ -f "$bundle" ] || { echo "install-agent: $bundle not found: run npm run build first (see install-agent --help in README)" >&2; exit 2; }
+node_major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
+if [ "$node_major" -lt 22 ]; then echo "install-agent: Node.js 22 or newer is required on this host (found: $(node --version 2>/dev/null || echo none))" >&2; exit 1; fi
+
+install -d -m 0755 "$dest/usr/local/lib/host-agent" "$dest/etc/systemd/system"
+install -m 0644 "$bundle" "$dest/usr/local/lib/host-agent/host-agent.mjs"
+install -m 0644 "$here/deploy/host-agent.service" "$dest/etc/systemd/system/host-agent.service"
+install -d -m 0755 "$dest/etc/host-agent"
+if [ ! -f "$dest/etc/host-agent/env" ]; then
+  umask 077
+  printf 'HOST_AGENT_URL=https://metrics.example.com\nHOST_AGENT_TOKEN=\n' > "$dest/etc/host-agent/env"
+  echo "install-agent: wrote $dest/etc/host-agent/env: set HOST_AGENT_URL and HOST_AGENT_TOKEN there"
+fi
+[ -f "$dest/etc/host-agent/config.json" ] || printf '{ "services": [], "alerts": [] }\n' > "$dest/etc/host-agent/config.json"
+if [ -z "$dest" ]; then
+  systemctl daemon-reload
+  systemctl enable --now host-agent.service
+  echo "install-agent: host-agent.service enabled and started (journalctl -u host-agent to follow it)"
+else
+  echo "install-agent: installed under $dest"
+fi

@@ -1,0 +1,27 @@
+import { createHash } from 'node:crypto';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+
+/**
+ * A spool belongs to one destination: the service URL and the token together.
+ * Reports spooled for one are never sent to another, so an agent restarted
+ * with another URL or token (or a second agent sharing the state directory)
+ * cannot deliver a report into the wrong service or tenant.
+ */
+export function destinationKey(url: string, token: string): string {
+  const normalized = new URL(url.endsWith('/') ? url : `${url}/`).href;
+  return createHash('sha256').update(`${normalized}\n${token}`).digest('hex').slice(0, 24);
+}
+
+/**
+ * `<stateDir>/spool-<key>`, created, with a `destination.json` naming the URL
+ * (never the token) so an operator can tell the spools apart.
+ */
+export async function destinationSpoolDir(stateDir: string, url: string, token: string): Promise<string> {
+  const dir = path.join(stateDir, `spool-${destinationKey(url, token)}`);
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  const label = path.join(dir, 'destination.json');
+  const want = `${JSON.stringify({ url })}\n`;
+  if ((await readFile(label, 'utf8').catch(() => '')) !== want) await writeFile(label, want, { mode: 0o600 });
+  return dir;
+}

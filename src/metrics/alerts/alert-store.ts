@@ -1,0 +1,144 @@
+import type { Kysely } from 'kysely';
+import type { Severity } from './alert.js';
+
+/** The table behind `AlertStore`, created by migration 0004_alerts. */
+export type AlertTables = {
+  alerts: {
+    id: number;
+    tenant_id: string;
+    host_id: string;
+    fingerprint: string;
+    name: string;
+    severity: string;
+    message: string | null;
+    labels: string;
+    value: number | null;
+    threshold: number | null;
+    starts_at: number;
+    last_seen_at: number;
+    resolved_at: number | null;
+    created_at: number;
+    routes: string;
+  };
+};
+
+/** What the last notification of one incident to one route did. */
+export interface RouteNotification {
+  /** Server time of the last firing notification attempt. */
+  notifiedAt: number;
+  outcome: 'delivered' | 'failed';
+  status?: number;
+  error?: string;
+  /** Set once the resolved notification was attempted (whatever its outcome). */
+  resolved?: { at: number; outcome: 'delivered' | 'failed'; status?: number; error?: string };
+}
+
+/**
+ * One incident: an alert (same host, name, severity and agent labels) from
+ * the first report that carried it until the first report of its host that
+ * did not. `startsAt`, `lastSeenAt` and `resolvedAt` are report times;
+ * `createdAt` is the server time the incident was first stored (group_wait
+ * counts from it, so a drained spool of old reports does not skip the wait).
+ */
+export interface StoredAlert {
+  id: number;
+  tenantId: string;
+  hostId: string;
+  fingerprint: string;
+  name: string;
+  severity: Severity;
+  message: string | null;
+  labels: Record<string, string>;
+  value: number | null;
+  threshold: number | null;
+  startsAt: number;
+  lastSeenAt: number;
+  resolvedAt: number | null;
+  createdAt: number;
+  /** Route name -> notification state; routes that never matched are absent. */
+  routes: Record<string, RouteNotification>;
+}
+
+export type NewAlert = Omit<StoredAlert, 'id'>;
+
+export interface AlertQuery {
+  hostId?: string | undefined;
+  /** Incidents active at some point in [from, to]: started at or before `to`, not resolved before `from`. */
+  from: number;
+  to: number;
+  limit: number;
+}
+
+/** Stored alerts, in domain terms. One implementation serves SQLite and PostgreSQL: the SQL is identical. */
+export interface AlertStore {
+  /** The host's incidents that are not resolved, oldest first. */
+  firing(tenantId: string, hostId: string): Promise<StoredAlert[]>;
+  /**
+   * Stores what one report changed, in one transaction (one commit per
+   * report, however many alerts it carries): new incidents, and the mutable
+   * fields of known ones (last seen, value, message, resolution, route state).
+   */
+  record(changes: { opened: NewAlert[]; updated: StoredAlert[] }): Promise<void>;
+  /** The tenant's incidents in the range, newest start first, at most `limit`; never another tenant's. */
+  list(tenantId: string, q: AlertQuery): Promise<StoredAlert[]>;
+}
+
+type Row = AlertTables['alerts'];
+
+function fromRow(r: Row): StoredAlert {
+  return {
+    id: Number(r.id),
+    tenantId: r.tenant_id,
+    hostId: r.host_id,
+    fingerprint: r.fingerprint,
+    name: r.name,
+    severity: r.severity as Severity,
+    message: r.message,
+    labels: JSON.parse(r.labels) as Record<string, string>,
+    value: r.value === null ? null : Number(r.value),
+    threshold: r.threshold === null ? null : Number(r.threshold),
+    startsAt: Number(r.starts_at),
+    lastSeenAt: Number(r.last_seen_at),
+    resolvedAt: r.resolved_at === null ? null : Number(r.resolved_at),
+    createdAt: Number(r.created_at),
+    routes: JSON.parse(r.routes) as Record<string, RouteNotification>,
+  };
+}
+
+export function createAlertStore(db: Kysely<AlertTables>): AlertStore {
+  return {
+    async firing(tenantId, hostId) {
+      const rows = await db.selectFrom('alerts').selectAll()
+        .where('tenant_id', '=', tenantId).where('host_id', '=', hostId).where('resolved_at', 'is', null)
+        .orderBy('id').execute();
+      return rows.map(fromRow);
+    },
+    async record({ opened, updated }) {
+      if (!opened.length && !updated.length) return;
+      await db.transaction().execute(async (trx) => {
+        if (opened.length) {
+          await trx.insertInto('alerts').values(opened.map((a) => ({
+            tenant_id: a.tenantId, host_id: a.hostId, fingerprint: a.fingerprint, name: a.name, severity: a.severity,
+            message: a.message, labels: JSON.stringify(a.labels), value: a.value, threshold: a.threshold,
+            starts_at: a.startsAt, last_seen_at: a.lastSeenAt, resolved_at: a.resolvedAt, created_at: a.createdAt,
+            routes: JSON.stringify(a.routes),
+          })) as Row[]).execute();
+        }
+        for (const a of updated) {
+          await trx.updateTable('alerts').set({
+            message: a.message, value: a.value, threshold: a.threshold, last_seen_at: a.lastSeenAt,
+            resolved_at: a.resolvedAt, routes: JSON.stringify(a.routes),
+          }).where('id', '=', a.id).where('tenant_id', '=', a.tenantId).execute();
+        }
+      });
+    },
+    async list(tenantId, q) {
+      let query = db.selectFrom('alerts').selectAll().where('tenant_id', '=', tenantId)
+        .where('starts_at', '<=', q.to)
+        .where((eb) => eb.or([eb('resolved_at', 'is', null), eb('resolved_at', '>=', q.from)]));
+      if (q.hostId !== undefined) query = query.where('host_id', '=', q.hostId);
+      const rows = await query.orderBy('starts_at', 'desc').orderBy('id', 'desc').limit(q.limit).execute();
+      return rows.map(fromRow);
+    },
+  };
+}

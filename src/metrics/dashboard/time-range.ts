@@ -1,0 +1,49 @@
+/**
+ * The time range every dashboard page shows, read from its URL so a link
+ * shows the same view: `?range=<preset>` (ends now: the page refreshes) or
+ * `?from=<ms>&to=<ms>` (a fixed window, e.g. after a drag-zoom). The custom
+ * range form without JavaScript sends `YYYY-MM-DDTHH:MM`, read as UTC; with
+ * JavaScript the page converts the viewer's local time to ms first.
+ */
+export const RANGE_PRESETS = { '15m': 15 * 60_000, '1h': 3_600_000, '6h': 6 * 3_600_000, '24h': 86_400_000, '7d': 7 * 86_400_000, '30d': 30 * 86_400_000 } as const;
+export type RangePreset = keyof typeof RANGE_PRESETS;
+export const DEFAULT_PRESET: RangePreset = '1h';
+
+export interface TimeRange {
+  from: number;
+  to: number;
+  /** The preset when the range ends now (auto-refreshed), null for a fixed window. */
+  preset: RangePreset | null;
+}
+
+const MINUTE_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2})?$/;
+
+function parseInstant(text: string | undefined): number | undefined {
+  if (text === undefined || text === '') return undefined;
+  if (/^\d{1,16}$/.test(text)) return Number(text);
+  if (MINUTE_UTC.test(text)) {
+    const ms = Date.parse(`${text}Z`);
+    return Number.isNaN(ms) ? undefined : ms;
+  }
+  return undefined;
+}
+
+function isPreset(text: string | undefined): text is RangePreset {
+  return text !== undefined && Object.hasOwn(RANGE_PRESETS, text);
+}
+
+/** A page never fails on its range: anything unreadable falls back to the default preset. */
+export function parseTimeRange(query: Record<string, unknown>, now: number): TimeRange {
+  const str = (k: string) => (typeof query[k] === 'string' ? query[k] : undefined);
+  const from = parseInstant(str('from'));
+  const to = parseInstant(str('to'));
+  if (from !== undefined && to !== undefined && from < to) return { from, to, preset: null };
+  const range = str('range');
+  const preset = isPreset(range) ? range : DEFAULT_PRESET;
+  return { from: now - RANGE_PRESETS[preset], to: now, preset };
+}
+
+/** The query string that reproduces a range (used in links: presets, sort headers, host links). */
+export function rangeQuery(range: TimeRange): string {
+  return range.preset ? `range=${range.preset}` : `from=${range.from}&to=${range.to}`;
+}

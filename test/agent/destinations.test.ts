@@ -1,0 +1,114 @@
+import { after, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { appSpecificMachineId } from '../../src/agent/agent-id.js';
+import { runOnce, startAgent } from '../../src/agent/start-agent.js';
+import { call } from '../helpers/http.js';
+import { startMetrics, type MetricsHarness } from '../helpers/metrics.js';
+import { captureLog, tempDir, waitFor } from './agent-harness.js';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const MACHINE_ID = '0123456789abcdef0123456789abcdef';
+const FAST = { intervalMs: 200, retryBaseMs: 20, retryMaxMs: 200, requestTimeoutMs: 5_000, shutdownTimeoutMs: 2_000 };
+
+const dirs: string[] = [];
+const services: MetricsHarness[] = [];
+after(async () => {
+  for (const s of services) await s.close();
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+function dir(): string { const d = tempDir(); dirs.push(d); return d; }
+async function service(): Promise<MetricsHarness> { const s = await startMetrics('sqlite'); services.push(s); return s; }
+
+/** A state directory and a machine-id file, as a host would have. */
+function machine(): { stateDir: string; machineIdFile: string } {
+  const d = dir();
+  const machineIdFile = path.join(d, 'machine-id');
+  writeFileSync(machineIdFile, `${MACHINE_ID}\n`);
+  return { stateDir: path.join(d, 'state'), machineIdFile };
+}
+
+function hosts(m: MetricsHarness, token: string) {
+  return call(m.url, 'GET', '/api/v1/hosts', { token }).then((r) => r.body as string[]);
+}
+
+test('two destinations sharing a machine and a state directory: each report reaches only the service and token it was made for, under the machine\'s one id', async () => {
+  const { stateDir, machineIdFile } = machine();
+  const a = await service();
+  const b = await service();
+  const ta = await a.newTenant();
+  const tb = await b.newTenant();
+  const tb2 = await b.newTenant();
+  // A failed --once to an unreachable service leaves its report spooled for that destination only.
+  const failed = await runOnce({ url: 'http://127.0.0.1:9', token: 'x', spoolDir: stateDir, machineIdFile, log: captureLog().log, ...FAST }, 50);
+  assert.equal(failed.spooled, 1);
+  const agents = await Promise.all([
+    startAgent({ ...FAST, url: a.url, token: ta.token, spoolDir: stateDir, machineIdFile, log: captureLog().log }),
+    startAgent({ ...FAST, url: b.url, token: tb.token, spoolDir: stateDir, machineIdFile, log: captureLog().log }),
+    startAgent({ ...FAST, url: b.url, token: tb2.token, spoolDir: stateDir, machineIdFile, log: captureLog().log }),
+  ]);
+  try {
+    await waitFor('each destination has reports', async () => (await hosts(a, ta.token)).length > 0 && (await hosts(b, tb.token)).length > 0 && (await hosts(b, tb2.token)).length > 0);
+  } finally {
+    for (const g of agents) await g.stop();
+  }
+  const id = appSpecificMachineId(MACHINE_ID)!;
+  assert.deepEqual(agents.map((g) => g.agentId), [id, id, id], 'the agent id belongs to the machine');
+  assert.deepEqual(await hosts(a, ta.token), [id]);
+  assert.deepEqual(await hosts(b, tb.token), [id]);
+  assert.deepEqual(await hosts(b, tb2.token), [id]);
+  const spools = readdirSync(stateDir).filter((n) => n.startsWith('spool-'));
+  assert.equal(spools.length, 4, 'one spool per URL and token');
+  const unreachable = spools.find((s) => JSON.parse(readFileSync(path.join(stateDir, s, 'destination.json'), 'utf8')).url === 'http://127.0.0.1:9');
+  assert.ok(unreachable);
+  assert.equal(readdirSync(path.join(stateDir, unreachable)).filter((n) => n.startsWith('r-')).length, 1, 'the report made for the unreachable service was never sent elsewhere');
+  assert.ok(!readFileSync(path.join(stateDir, unreachable, 'destination.json'), 'utf8').includes('"x"'), 'the token is not written down');
+});
+
+test('reports an older agent left in the state directory, for no known destination, are never sent, and the operator is told', async () => {
+  const { stateDir, machineIdFile } = machine();
+  const m = await service();
+  const t = await m.newTenant();
+  mkdirSync(stateDir, { recursive: true });
+  const legacy = path.join(stateDir, 'r-0000000000000001-1700000000000.json');
+  writeFileSync(legacy, '{"agentId":"old"}');
+  const cap = captureLog();
+  const r = await runOnce({ url: m.url, token: t.token, spoolDir: stateDir, machineIdFile, log: cap.log, ...FAST }, 50);
+  assert.equal(r.delivered, 1, 'only the new report');
+  assert.deepEqual(cap.find('reports spooled by an older agent for an unknown destination are left unsent').map((l) => l.reports), [1]);
+  assert.ok(existsSync(legacy));
+});
+
+/** Runs the real CLI: `host-agent --once ...`; resolves with its exit code and output. */
+function cli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const p = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/agent/cli.ts'), ...args], { cwd: ROOT, env: { ...process.env, HOST_AGENT_LOG_LEVEL: 'silent' } });
+    let stdout = '';
+    let stderr = '';
+    p.stdout.on('data', (c: Buffer) => { stdout += c.toString(); });
+    p.stderr.on('data', (c: Buffer) => { stderr += c.toString(); });
+    p.on('exit', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+test('--once: one line and exit 0 when delivered, exit 1 naming the refusal, exit 75 when left spooled; usage errors exit 2 in the one CLI style', async () => {
+  const m = await service();
+  const t = await m.newTenant();
+  const { stateDir, machineIdFile } = machine();
+  const common = ['--once', '--spool-dir', stateDir, '--machine-id-file', machineIdFile];
+  const ok = await cli([...common, '--url', m.url, '--token', t.token]);
+  assert.equal(ok.code, 0, ok.stderr);
+  assert.equal(ok.stdout, `host-agent: delivered 1 report to ${m.url} as host ${appSpecificMachineId(MACHINE_ID)}\n`);
+  const refused = await cli([...common, '--url', m.url, '--token', 'wrong-token-123']);
+  assert.equal(refused.code, 1);
+  assert.equal(refused.stderr, `host-agent: the metrics service at ${m.url} refused 1 report: 401 unauthorized: unknown or revoked token\n`);
+  const down = await cli([...common, '--url', 'http://127.0.0.1:9', '--token', t.token, '--request-timeout-ms', '500']);
+  assert.equal(down.code, 75);
+  assert.match(down.stderr, /^host-agent: 1 report left spooled, the metrics service at http:\/\/127\.0\.0\.1:9 is unavailable \(ECONNREFUSED.*\); a later run sends them\n$/);
+  const usage = await cli(['--url', m.url, '--token', 't', '--interval-ms', 'soon', '--bogus']);
+  assert.equal(usage.code, 2);
+  assert.equal(usage.stderr, 'host-agent: unknown option --bogus; --interval-ms / HOST_AGENT_INTERVAL_MS: "soon" is not an integer (see host-agent --help)\n');
+});

@@ -1,0 +1,83 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { AppError } from '../../src/core/errors.js';
+import { validatePushItems } from '../../src/sync/changes/push-validation.js';
+import type { SyncDeps } from '../../src/sync/deps.js';
+import { SYNC_STORE_FACTORIES } from './sync-stores.js';
+
+/** The ChangeStore contract (src/sync/changes/change-store.ts) on every implementation. */
+const item = (recordUuid: string, version: number, data: Record<string, unknown> = { v: version }) =>
+  ({ table_name: 'customers', record_uuid: recordUuid, version, operation: version === 1 ? 'create' : 'update', data });
+const push = (instanceId: string, ...changes: ReturnType<typeof item>[]) => ({ instanceId, branch: 'main', items: validatePushItems(changes, []).items });
+
+for (const f of SYNC_STORE_FACTORIES) {
+  describe(`ChangeStore conformance: ${f.name}`, () => {
+    let deps: SyncDeps;
+    before(async () => { deps = await f.open(); });
+    after(() => deps.close());
+    const store = () => deps.changes;
+
+    test('each business counts its own server versions from 1, without gaps; pull pages through them in order', async () => {
+      const a = randomUUID();
+      const b = randomUUID();
+      const r1 = await store().applyPush(a, push('d', item(randomUUID(), 1), item(randomUUID(), 1), item(randomUUID(), 1)), 1000);
+      assert.deepEqual([r1.accepted, r1.serverVersion, r1.applied.map((c) => c.version)], [3, 3, [1, 2, 3]]);
+      assert.equal((await store().applyPush(b, push('d', item(randomUUID(), 1)), 1000)).serverVersion, 1);
+      const p1 = await store().pull(a, 0, 2);
+      assert.deepEqual([p1.changes.map((c) => c.version), p1.hasMore, p1.version], [[1, 2], true, 2]);
+      const p2 = await store().pull(a, 2, 2);
+      assert.deepEqual([p2.changes.map((c) => c.version), p2.hasMore, p2.version], [[3], false, 3]);
+      const p3 = await store().pull(a, 3, 2);
+      assert.deepEqual([p3.changes, p3.hasMore, p3.version], [[], false, 3]);
+      assert.deepEqual(await store().status(randomUUID()), { serverVersion: 0, pendingConflicts: 0 });
+    });
+
+    test('concurrent pushes to one business get distinct, gap-free versions', async () => {
+      const biz = randomUUID();
+      await Promise.all(Array.from({ length: 8 }, (_, i) => store().applyPush(biz, push(`d${i}`, item(randomUUID(), 1), item(randomUUID(), 1)), 1000)));
+      const page = await store().pull(biz, 0, 100);
+      assert.deepEqual(page.changes.map((c) => c.version), Array.from({ length: 16 }, (_, i) => i + 1));
+    });
+
+    test('the version rule: a retry is accepted once, an older version from the same instance is stale, from another instance a conflict', async () => {
+      const biz = randomUUID();
+      const rec = randomUUID();
+      await store().applyPush(biz, push('d1', item(rec, 1), item(rec, 2)), 1000);
+      const retry = await store().applyPush(biz, push('d1', item(rec, 2)), 1000);
+      assert.deepEqual([retry.accepted, retry.applied.length, retry.serverVersion], [1, 0, 2]);
+      const stale = await store().applyPush(biz, push('d1', item(rec, 1, { other: true })), 1000);
+      assert.equal(stale.rejections.length, 1);
+      const conflict = await store().applyPush(biz, push('d2', item(rec, 2, { mine: true })), 1000);
+      assert.deepEqual([conflict.accepted, conflict.applied.length, conflict.conflicts.length], [0, 0, 1]);
+      assert.equal(conflict.conflicts[0]!.resolution, 'pending');
+      const again = await store().applyPush(biz, push('d2', item(rec, 2, { mine: true })), 1000);
+      assert.equal(again.conflicts[0]!.id, conflict.conflicts[0]!.id, 'a retried push returns the same conflict');
+      assert.deepEqual(await store().status(biz), { serverVersion: 2, pendingConflicts: 1 });
+    });
+
+    test('conflicts are listed by id for each status filter and paged; resolving closes them, local applies a change', async () => {
+      const biz = randomUUID();
+      const ids: number[] = [];
+      for (let i = 0; i < 3; i++) {
+        const rec = randomUUID();
+        await store().applyPush(biz, push('d1', item(rec, 1), item(rec, 2)), 1000);
+        ids.push((await store().applyPush(biz, push('d2', item(rec, 1, { local: i })), 1000)).conflicts[0]!.id);
+      }
+      assert.deepEqual((await store().listConflicts(biz, 'pending', 0, 10)).map((c) => c.id), ids);
+      assert.deepEqual((await store().listConflicts(biz, 'all', ids[0]!, 1)).map((c) => c.id), [ids[1]]);
+      const remote = await store().resolveConflict(biz, ids[0]!, 'remote', 2000);
+      assert.deepEqual([remote.conflict.resolution, remote.applied], ['remote', null]);
+      const local = await store().resolveConflict(biz, ids[1]!, 'local', 2000);
+      assert.equal(local.applied?.version, 7);
+      assert.equal(local.applied?.record_version, 3, 'one above the server\'s record version');
+      assert.deepEqual((await store().listConflicts(biz, 'resolved', 0, 10)).map((c) => c.id), [ids[0], ids[1]]);
+      assert.deepEqual((await store().listConflicts(biz, 'pending', 0, 10)).map((c) => c.id), [ids[2]]);
+      assert.deepEqual((await store().listConflicts(biz, 'all', 0, 10)).map((c) => c.id), ids);
+      await assert.rejects(store().resolveConflict(biz, ids[0]!, 'skip', 3000), (e: unknown) => e instanceof AppError && e.code === 'conflict');
+      await assert.rejects(store().resolveConflict(randomUUID(), ids[2]!, 'skip', 3000), (e: unknown) => e instanceof AppError && e.code === 'not_found');
+      await assert.rejects(store().resolveConflict(biz, 987_654_321, 'skip', 3000), (e: unknown) => e instanceof AppError && e.code === 'not_found');
+      assert.deepEqual(await store().status(biz), { serverVersion: 7, pendingConflicts: 1 });
+    });
+  });
+}

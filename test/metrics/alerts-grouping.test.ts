@@ -1,0 +1,215 @@
+import { describe, test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer, type Server } from 'node:http';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { ConfigError } from '../../src/core/config.js';
+import { loadAlertRoutes, parseDuration } from '../../src/metrics/alerts/alert-route.js';
+import type { Alert } from '../../src/metrics/alerts/alert.js';
+import type { WebhookPayload } from '../../src/metrics/alerts/webhook-payload.js';
+import { BACKENDS } from '../helpers/backends.js';
+import { call } from '../helpers/http.js';
+import { ingest, makeReport, startMetrics, type MetricsHarness } from '../helpers/metrics.js';
+
+/**
+ * Alert storms (issue 12): an agent repeats every firing alert in every
+ * report; the service notifies like Alertmanager (group_wait,
+ * repeat_interval, resolved notifications), per route, through the real
+ * ingest endpoint, with its state in the database (both backends).
+ */
+
+interface Receiver { url: string; received: WebhookPayload[]; answer: number; close(): Promise<void> }
+
+async function receiver(): Promise<Receiver> {
+  const r: Receiver = { url: '', received: [], answer: 200, close: async () => undefined };
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      r.received.push(JSON.parse(Buffer.concat(chunks).toString('utf8')) as WebhookPayload);
+      res.writeHead(r.answer).end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const addr = server.address();
+  if (!addr || typeof addr === 'string') throw new Error('no address');
+  r.url = `http://127.0.0.1:${addr.port}/hook`;
+  r.close = () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); });
+  return r;
+}
+
+const cpu: Alert = { name: 'HighCpu', severity: 'critical', message: 'CPU above 95%', value: 97 };
+const disk: Alert = { name: 'DiskFilling', severity: 'warning', labels: { mount: '/var' } };
+
+for (const backend of BACKENDS) {
+  describe(`alert grouping on ${backend}`, () => {
+    let h: MetricsHarness;
+    let token: string;
+    let clock = Date.now();
+    let ts = clock;
+    const hooks: Record<'plain' | 'waiting' | 'quiet', Receiver> = {} as never;
+    let dir: string;
+
+    before(async () => {
+      hooks.plain = await receiver();
+      hooks.waiting = await receiver();
+      hooks.quiet = await receiver();
+      dir = mkdtempSync(path.join(os.tmpdir(), 'fs-routes-'));
+      const file = path.join(dir, 'routes.json');
+      writeFileSync(file, JSON.stringify({
+        routes: [
+          { name: 'plain', match: { name: 'HighCpu' }, url: hooks.plain.url, repeat_interval: '1h' },
+          { name: 'waiting', match: { name: 'Disk*' }, url: hooks.waiting.url, group_wait: '30s' },
+          { name: 'quiet', match: { name: 'Quiet*' }, url: hooks.quiet.url, send_resolved: false },
+        ],
+      }));
+      h = await startMetrics(backend, { alertRoutes: file, alertTimeoutMs: 2000, now: () => clock });
+      token = (await h.newTenant('acme')).token;
+    });
+
+    after(async () => {
+      await h.close();
+      for (const r of Object.values(hooks)) await r.close();
+      rmSync(dir, { recursive: true, force: true });
+    });
+
+    /** One report of host `agentId`, 10 s after the previous one (server clock moves with it). */
+    async function report(agentId: string, alerts: Alert[], advanceMs = 10_000) {
+      clock += advanceMs;
+      ts += advanceMs;
+      const r = await ingest(h.url, token, makeReport({ agentId, ts, alerts }));
+      assert.ok(r.status === 200 || r.status === 202, r.text);
+      return r;
+    }
+
+    test('a repeated alert is notified once, again after repeat_interval, and resolved when it stops', async () => {
+      let r = await report('web-1', [cpu]);
+      assert.equal(r.status, 200);
+      assert.deepEqual(r.body.alertResults, [{ alert: 'HighCpu', route: 'plain', outcome: 'delivered', status: 200 }], 'the first delivery keeps the alertResults contract');
+      assert.equal(hooks.plain.received.length, 1);
+      const first = hooks.plain.received[0]!;
+      assert.equal(first.status, 'firing');
+      assert.equal(first.alerts[0]!.startsAt, new Date(ts).toISOString());
+
+      for (let i = 0; i < 5; i++) {
+        r = await report('web-1', [cpu]);
+        assert.deepEqual(r.body.alertResults, [], 'already notified: nothing sent, nothing reported');
+      }
+      assert.equal(hooks.plain.received.length, 1, 'six reports, one webhook');
+
+      r = await report('web-1', [cpu], 3_600_000);
+      assert.deepEqual(r.body.alertResults, [{ alert: 'HighCpu', route: 'plain', outcome: 'delivered', status: 200 }], 'repeated after repeat_interval');
+      assert.equal(hooks.plain.received.length, 2);
+      assert.equal(hooks.plain.received[1]!.alerts[0]!.startsAt, first.alerts[0]!.startsAt, 'the same incident: startsAt does not move');
+      assert.equal(hooks.plain.received[1]!.alerts[0]!.fingerprint, first.alerts[0]!.fingerprint);
+
+      r = await report('web-1', []);
+      assert.deepEqual(r.body.alertResults, [{ alert: 'HighCpu', route: 'plain', resolved: true, outcome: 'delivered', status: 200 }]);
+      const resolved = hooks.plain.received[2]!;
+      assert.equal(resolved.status, 'resolved');
+      assert.equal(resolved.alerts[0]!.status, 'resolved');
+      assert.equal(resolved.alerts[0]!.endsAt, new Date(ts).toISOString());
+      r = await report('web-1', []);
+      assert.deepEqual(r.body.alertResults, []);
+      assert.equal(hooks.plain.received.length, 3, 'resolved once');
+
+      r = await report('web-1', [cpu]);
+      assert.equal(r.body.alertResults.length, 1);
+      assert.equal(hooks.plain.received.length, 4, 'firing again is a new incident, notified at once');
+      assert.equal(hooks.plain.received[3]!.alerts[0]!.startsAt, new Date(ts).toISOString());
+      await report('web-1', []);
+    });
+
+    test('group_wait holds the first notification so alerts raised together travel together', async () => {
+      let r = await report('db-1', [disk]);
+      assert.deepEqual(r.body.alertResults, [], 'waiting: not sent yet');
+      r = await report('db-1', [disk, { ...disk, labels: { mount: '/data' } }]);
+      assert.deepEqual(r.body.alertResults, []);
+      assert.equal(hooks.waiting.received.length, 0);
+      r = await report('db-1', [disk, { ...disk, labels: { mount: '/data' } }], 20_000);
+      assert.deepEqual(r.body.alertResults.map((x: { outcome: string }) => x.outcome), ['delivered', 'delivered'], 'both in the first delivery');
+      assert.equal(hooks.waiting.received.length, 1, 'one webhook for the group');
+      assert.deepEqual(hooks.waiting.received[0]!.alerts.map((a) => a.labels['mount']).sort(), ['/data', '/var']);
+    });
+
+    test('a failed delivery answers 202 and is retried on the next report until delivered', async () => {
+      hooks.plain.answer = 500;
+      let r = await report('web-2', [cpu]);
+      assert.equal(r.status, 202);
+      assert.deepEqual(r.body.alertResults, [{ alert: 'HighCpu', route: 'plain', outcome: 'failed', status: 500, error: 'receiver answered HTTP 500' }]);
+      r = await report('web-2', [cpu]);
+      assert.equal(r.status, 202, 'still failing: retried');
+      hooks.plain.answer = 200;
+      r = await report('web-2', [cpu]);
+      assert.equal(r.status, 200);
+      assert.equal(r.body.alertResults[0].outcome, 'delivered');
+      r = await report('web-2', [cpu]);
+      assert.deepEqual(r.body.alertResults, [], 'delivered: de-duplicated from now on');
+      await report('web-2', []);
+    });
+
+    test('send_resolved: false sends no resolved notification; a re-sent report routes nothing', async () => {
+      const quiet: Alert = { name: 'QuietAlert', severity: 'info' };
+      await report('web-3', [quiet]);
+      assert.equal(hooks.quiet.received.length, 1);
+      const again = await ingest(h.url, token, makeReport({ agentId: 'web-3', ts, alerts: [quiet] }));
+      assert.equal(again.body.duplicate, true);
+      assert.deepEqual(again.body.alertResults, []);
+      const r = await report('web-3', []);
+      assert.deepEqual(r.body.alertResults, []);
+      assert.equal(hooks.quiet.received.length, 1);
+    });
+
+    test('GET /api/v1/alerts lists the incidents with their route outcomes, per tenant and host', async () => {
+      const all = await call(h.url, 'GET', `/api/v1/alerts?from=0&to=${clock}&limit=1000`, { token });
+      assert.equal(all.status, 200);
+      const web1 = all.body.filter((a: { hostId: string }) => a.hostId === 'web-1');
+      assert.equal(web1.length, 2, 'two incidents of HighCpu on web-1');
+      assert.ok(web1.every((a: { resolvedAt: number | null }) => a.resolvedAt !== null));
+      const older = web1[1];
+      assert.deepEqual(older.routes.map((x: { route: string; outcome: string; resolvedOutcome: string }) => [x.route, x.outcome, x.resolvedOutcome]), [['plain', 'delivered', 'delivered']]);
+      const filtered = await call(h.url, 'GET', `/api/v1/alerts?host=db-1&from=0&to=${clock}`, { token });
+      assert.deepEqual(filtered.body.map((a: { name: string; resolvedAt: number | null }) => [a.name, a.resolvedAt]), [['DiskFilling', null], ['DiskFilling', null]]);
+      const other = await h.newTenant('globex');
+      const foreign = await call(h.url, 'GET', `/api/v1/alerts?from=0&to=${clock}`, { token: other.token });
+      assert.deepEqual(foreign.body, [], 'another tenant sees none of them');
+      const hostOfOther = await call(h.url, 'GET', `/api/v1/alerts?host=web-1&from=0&to=${clock}`, { token: other.token });
+      assert.deepEqual(hostOfOther.body, []);
+      const limited = await call(h.url, 'GET', `/api/v1/alerts?from=0&to=${clock}&limit=1`, { token });
+      assert.equal(limited.body.length, 1);
+      const past = await call(h.url, 'GET', `/api/v1/alerts?from=0&to=1`, { token });
+      assert.deepEqual(past.body, [], 'nothing started before the range end');
+    });
+
+    test('GET /api/v1/alerts: 400 for a bad range or limit, 401 without credentials', async () => {
+      for (const q of ['from=2&to=1', 'limit=0', 'limit=1001', 'from=abc']) {
+        const r = await call(h.url, 'GET', `/api/v1/alerts?${q}`, { token });
+        assert.equal(r.status, 400, q);
+        assert.equal(r.body.error, 'invalid_request');
+      }
+      const anon = await call(h.url, 'GET', '/api/v1/alerts');
+      assert.equal(anon.status, 401);
+      assert.equal(anon.headers.get('www-authenticate'), 'Bearer realm="metrics"');
+    });
+  });
+}
+
+test('route durations: Prometheus style, checked at start', async (t) => {
+  assert.equal(parseDuration('0s'), 0);
+  assert.equal(parseDuration('1h30m'), 5_400_000);
+  assert.equal(parseDuration('500ms'), 500);
+  assert.equal(parseDuration('2d'), 172_800_000);
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'fs-routes-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const file = path.join(dir, 'routes.json');
+  writeFileSync(file, JSON.stringify({ routes: [{ name: 'a', url: 'http://x/', group_wait: '30 seconds', repeat_interval: '-1h', send_resolved: 'yes' }] }));
+  await assert.rejects(loadAlertRoutes(file), (e: unknown) => {
+    assert.ok(e instanceof ConfigError);
+    const all = e.problems.join('\n');
+    assert.match(all, /group_wait/);
+    assert.match(all, /repeat_interval/);
+    assert.match(all, /send_resolved/);
+    return true;
+  });
+});

@@ -1,0 +1,69 @@
+import { describe, test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { createAlertStore, type AlertStore, type AlertTables, type NewAlert } from '../../src/metrics/alerts/alert-store.js';
+import { openMetricsDatabase } from '../../src/metrics/deps.js';
+import type { Database } from '../../src/core/storage/database.js';
+import type { MetricsTables } from '../../src/metrics/storage/tables.js';
+import { BACKENDS, freshStorage, type TestStorage } from '../helpers/backends.js';
+
+/** The AlertStore contract (src/metrics/alerts/alert-store.ts), the same on every backend. */
+function incident(over: Partial<NewAlert> = {}): NewAlert {
+  return {
+    tenantId: 't-a', hostId: 'web-1', fingerprint: 'f1', name: 'HighCpu', severity: 'critical', message: 'hot', labels: { team: 'ops' },
+    value: 97.5, threshold: 95, startsAt: 1_000, lastSeenAt: 1_000, resolvedAt: null, createdAt: 5_000, routes: {}, ...over,
+  };
+}
+
+for (const backend of BACKENDS) {
+  describe(`alert store on ${backend}`, () => {
+    let storage: TestStorage;
+    let database: Database<MetricsTables>;
+    let store: AlertStore;
+
+    before(async () => {
+      storage = await freshStorage(backend);
+      database = await openMetricsDatabase({ databaseUrl: storage.databaseUrl, dbSchema: storage.pgSchema, dataDir: storage.dataDir });
+      store = createAlertStore(database.db.withTables<AlertTables>());
+    });
+    after(async () => {
+      await database.close();
+      await storage.cleanup();
+    });
+
+    test('record opens incidents and updates them in one commit; firing lists the open ones of one host', async () => {
+      await store.record({ opened: [incident(), incident({ fingerprint: 'f2', name: 'DiskFilling', severity: 'warning', labels: {}, message: null, value: null, threshold: null }), incident({ tenantId: 't-b' }), incident({ hostId: 'web-2' })], updated: [] });
+      const open = await store.firing('t-a', 'web-1');
+      assert.deepEqual(open.map((a) => a.name), ['HighCpu', 'DiskFilling'], 'oldest first, this tenant and host only');
+      const [cpu, disk] = open;
+      assert.ok(cpu!.id > 0);
+      assert.deepEqual({ ...cpu!, id: 0 }, { ...incident(), id: 0 }, 'every field round-trips');
+      assert.equal(disk!.message, null);
+
+      cpu!.lastSeenAt = 2_000;
+      cpu!.value = 99;
+      cpu!.routes = { pager: { notifiedAt: 6_000, outcome: 'failed', status: 500, error: 'receiver answered HTTP 500' } };
+      disk!.resolvedAt = 2_000;
+      await store.record({ opened: [], updated: [cpu!, disk!] });
+      const after = await store.firing('t-a', 'web-1');
+      assert.deepEqual(after.map((a) => [a.name, a.lastSeenAt, a.value, a.routes]), [['HighCpu', 2_000, 99, cpu!.routes]]);
+    });
+
+    test('an update names its tenant: another tenant\'s incident id changes nothing', async () => {
+      const [foreign] = await store.firing('t-b', 'web-1');
+      await store.record({ opened: [], updated: [{ ...foreign!, tenantId: 't-a', resolvedAt: 9 }] });
+      assert.equal((await store.firing('t-b', 'web-1')).length, 1);
+    });
+
+    test('list: the tenant\'s incidents active in the range, newest start first, host filter and limit', async () => {
+      await store.record({ opened: [incident({ fingerprint: 'f3', name: 'Later', startsAt: 3_000, lastSeenAt: 3_000 })], updated: [] });
+      const all = await store.list('t-a', { from: 0, to: 10_000, limit: 10 });
+      assert.deepEqual(all.map((a) => [a.hostId, a.name]), [['web-1', 'Later'], ['web-2', 'HighCpu'], ['web-1', 'DiskFilling'], ['web-1', 'HighCpu']], 'newest start first, then newest stored');
+      assert.ok(all.every((a) => a.tenantId === 't-a'));
+      assert.deepEqual((await store.list('t-a', { from: 2_500, to: 10_000, limit: 10 })).map((a) => a.name).sort(), ['HighCpu', 'HighCpu', 'Later'], 'DiskFilling was resolved before the range');
+      assert.deepEqual((await store.list('t-a', { from: 0, to: 1_500, limit: 10 })).map((a) => a.name).sort(), ['DiskFilling', 'HighCpu', 'HighCpu'], 'Later started after it');
+      assert.deepEqual((await store.list('t-a', { hostId: 'web-2', from: 0, to: 10_000, limit: 10 })).map((a) => a.hostId), ['web-2']);
+      assert.equal((await store.list('t-a', { from: 0, to: 10_000, limit: 2 })).length, 2);
+      assert.deepEqual(await store.list('t-c', { from: 0, to: 10_000, limit: 10 }), []);
+    });
+  });
+}

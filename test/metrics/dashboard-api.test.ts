@@ -1,0 +1,127 @@
+import { describe, test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import type { IssuedToken } from '../../src/metrics/domain/tenant-tokens.js';
+import { BACKENDS } from '../helpers/backends.js';
+import { call } from '../helpers/http.js';
+import { ingest, makeReport, startMetrics, type MetricsHarness } from '../helpers/metrics.js';
+
+/**
+ * The dashboard's read endpoints (host status, top hosts, sparklines) and its
+ * host and fleet pages over HTTP, on both backends: results, errors, and
+ * that no tenant sees another's hosts through any of them.
+ */
+const HOSTILE = '<img src=x onerror=alert(1)>';
+const HTML_ACCEPT = 'text/html,application/xhtml+xml';
+
+for (const backend of BACKENDS) {
+  describe(`dashboard reads on ${backend}`, () => {
+    let h: MetricsHarness;
+    let acme: IssuedToken;
+    let globex: IssuedToken;
+    const now = Date.now();
+
+    before(async () => {
+      h = await startMetrics(backend, { now: () => now });
+      acme = await h.newTenant('acme');
+      globex = await h.newTenant('globex');
+      const disks = (root: number, data: number) => [
+        { path: '/', total: 100, used: root, available: 100 - root, percent: root },
+        { path: '/data', total: 100, used: data, available: 100 - data, percent: data },
+      ];
+      const fleet: Array<[string, number, number, number, number]> = [
+        // host, cpu, memory %, / %, /data %
+        ['a', 10, 90, 20, 95], ['b', 50, 40, 70, 10], ['c', 90, 20, 30, 30],
+      ];
+      for (let i = 0; i < 6; i++) {
+        for (const [id, cpu, mem, root, data] of fleet) {
+          const r = await ingest(h.url, acme.token, makeReport({
+            agentId: id, hostname: id === 'c' ? HOSTILE : `${id}.acme`, ts: now - 60_000 + i * 10_000 - (id === 'a' ? 30_000 : 0),
+            cpu: { usage: cpu + i }, memory: { total: 100, used: mem, free: 100 - mem, percent: mem }, disks: disks(root, data),
+          }));
+          assert.equal(r.status, 200, r.text);
+        }
+      }
+      assert.equal((await ingest(h.url, globex.token, makeReport({ agentId: 'g-secret', hostname: 'globex-db', ts: now, cpu: { usage: 99.9 } }))).status, 200);
+    });
+
+    after(() => h.close());
+
+    test('GET /api/v1/hosts/status: each host with its status and the counts', async () => {
+      const r = await call(h.url, 'GET', '/api/v1/hosts/status', { token: acme.token });
+      assert.equal(r.status, 200);
+      assert.equal(r.body.now, now);
+      assert.ok(r.body.hosts.every((x: { intervalMs: number }) => x.intervalMs === 10_000), 'each host\'s own interval');
+      const byId = Object.fromEntries(r.body.hosts.map((x: { hostId: string; status: string }) => [x.hostId, x.status]));
+      assert.deepEqual(byId, { a: 'late', b: 'up', c: 'up' }, 'a: silent 40 s at a 10 s interval');
+      assert.deepEqual(r.body.counts, { up: 2, late: 1, down: 0 });
+      assert.equal(r.body.hosts.find((x: { hostId: string }) => x.hostId === 'a').diskPercent, 95, 'the fullest filesystem');
+      const other = await call(h.url, 'GET', '/api/v1/hosts/status', { token: globex.token });
+      assert.deepEqual(other.body.hosts.map((x: { hostId: string }) => x.hostId), ['g-secret']);
+      assert.equal((await call(h.url, 'GET', '/api/v1/hosts/status')).status, 401);
+    });
+
+    test('GET /api/v1/top ranks hosts by their mean over the range; disk means the fullest filesystem', async () => {
+      const q = `from=${now - 3_600_000}&to=${now}`;
+      const cpu = await call(h.url, 'GET', `/api/v1/top?metric=cpu.usage&${q}`, { token: acme.token });
+      assert.equal(cpu.status, 200);
+      assert.deepEqual(cpu.body.map((x: { hostId: string; value: number }) => [x.hostId, x.value]), [['c', 92.5], ['b', 52.5], ['a', 12.5]]);
+      assert.equal(cpu.body[0].hostname, HOSTILE, 'names as data; the page escapes them');
+      const disk = await call(h.url, 'GET', `/api/v1/top?metric=disk&${q}&limit=2`, { token: acme.token });
+      assert.deepEqual(disk.body.map((x: { hostId: string; metric: string; value: number }) => [x.hostId, x.metric, x.value]), [['a', 'disk./data.percent', 95], ['b', 'disk./.percent', 70]]);
+      const none = await call(h.url, 'GET', `/api/v1/top?metric=no.such.metric&${q}`, { token: acme.token });
+      assert.deepEqual(none.body, []);
+      const old = await call(h.url, 'GET', `/api/v1/top?metric=cpu.usage&from=0&to=1000`, { token: acme.token });
+      assert.deepEqual(old.body, [], 'nothing in range');
+      const other = await call(h.url, 'GET', `/api/v1/top?metric=cpu.usage&${q}`, { token: globex.token });
+      assert.deepEqual(other.body.map((x: { hostId: string }) => x.hostId), ['g-secret']);
+      for (const bad of ['', 'metric=cpu.usage&limit=0', 'metric=cpu.usage&limit=101', `metric=cpu.usage&from=${now}&to=${now - 1}`]) {
+        const r = await call(h.url, 'GET', `/api/v1/top?${bad}`, { token: acme.token });
+        assert.equal(r.status, 400, bad);
+        assert.equal(r.body.error, 'invalid_request');
+      }
+    });
+
+    test('GET /api/v1/sparklines: one metric per host, within the point budget', async () => {
+      const r = await call(h.url, 'GET', `/api/v1/sparklines?metric=cpu.usage&from=${now - 3_600_000}&to=${now}&points=3`, { token: acme.token });
+      assert.equal(r.status, 200);
+      assert.deepEqual(r.body.map((x: { hostId: string }) => x.hostId), ['a', 'b', 'c']);
+      for (const s of r.body as { timestamps: number[]; values: number[] }[]) {
+        assert.ok(s.values.length <= 3 && s.values.length === s.timestamps.length && s.values.length > 0);
+      }
+      const raw = await call(h.url, 'GET', `/api/v1/sparklines?metric=cpu.usage&from=${now - 3_600_000}&to=${now}`, { token: acme.token });
+      assert.deepEqual(raw.body.find((x: { hostId: string }) => x.hostId === 'b').values, [50, 51, 52, 53, 54, 55]);
+      assert.equal((await call(h.url, 'GET', '/api/v1/sparklines?metric=cpu.usage&points=501', { token: acme.token })).status, 400);
+      assert.equal((await call(h.url, 'GET', '/api/v1/sparklines?metric=cpu.usage')).status, 401);
+    });
+
+    test('the host page shows the host, every metric and escapes agent text; another tenant\'s host is a 404', async () => {
+      const page = await fetch(`${h.url}/hosts/c?range=1h`, { headers: { authorization: `Bearer ${acme.token}`, accept: HTML_ACCEPT } });
+      assert.equal(page.status, 200);
+      assert.equal(page.headers.get('cache-control'), 'no-store');
+      const body = await page.text();
+      assert.ok(!body.includes('<img'), 'escaped');
+      assert.match(body, /&lt;img src=x onerror=alert\(1\)&gt;/);
+      assert.match(body, /data-metric="cpu\.usage"/);
+      assert.match(body, /<td data-label="Mean">92\.5 %<\/td><td data-label="Min">90\.0 %<\/td><td data-label="Max">95\.0 %<\/td>/);
+      assert.match(body, /<main data-page="host" data-host-id="c"/);
+      const foreign = await fetch(`${h.url}/hosts/g-secret`, { headers: { authorization: `Bearer ${acme.token}`, accept: HTML_ACCEPT } });
+      assert.equal(foreign.status, 404);
+      assert.doesNotMatch(await foreign.text(), /globex-db/);
+      const json404 = await call(h.url, 'GET', '/hosts/g-secret', { token: acme.token });
+      assert.equal(json404.status, 404);
+      assert.equal(json404.body.error, 'not_found', 'a script gets the JSON error');
+      const anon = await fetch(`${h.url}/hosts/c`, { redirect: 'manual', headers: { accept: HTML_ACCEPT } });
+      assert.equal(anon.status, 303);
+    });
+
+    test('the fleet page lists the top hosts of its tenant only', async () => {
+      const page = await fetch(`${h.url}/fleet?range=1h`, { headers: { authorization: `Bearer ${acme.token}` } });
+      assert.equal(page.status, 200);
+      const body = await page.text();
+      assert.match(body, /Average across <span class="fleet-hosts">3<\/span> hosts/);
+      assert.match(body, /<div class="top" data-top="cpu">[\s\S]*&lt;img src=x[\s\S]*92\.5 %/);
+      assert.match(body, /<div class="top" data-top="disk">[\s\S]*a\.acme<\/a> <span class="fs">\/data<\/span> <span class="value">95\.0 %/);
+      assert.doesNotMatch(body, /g-secret|globex-db|99\.9/);
+    });
+  });
+}

@@ -1,0 +1,344 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { flattenReport } from '../../src/metrics/domain/flatten.js';
+import type { Report } from '../../src/metrics/domain/report-schema.js';
+import { ingest, makeReport, startMetrics, type MetricsHarness } from '../helpers/metrics.js';
+
+/**
+ * The monitoring UI in a real browser (Debian's chromium, as in
+ * dashboard-browser.test.ts): statuses, sparklines, every chart of a host
+ * with its data, time range presets, drag-zoom and links, alerts, the fleet
+ * page, dark mode, a 390 px phone, JavaScript off, and tenant isolation
+ * through the pages and the cookie-authorised API. Screenshots of each page
+ * go to test-output/screenshots/ (gitignored) for a person to look at.
+ */
+const CHROMIUM_PATH = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
+const available = existsSync(CHROMIUM_PATH);
+if (!available && process.env['CHROMIUM_PATH']) throw new Error(`CHROMIUM_PATH=${CHROMIUM_PATH} does not exist`);
+const LAUNCH_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const SHOTS = path.join(process.cwd(), 'test-output', 'screenshots');
+const HOSTILE = '<img src=x onerror=alert(1)>';
+const STEP = 10_000;
+
+/** A host's report at `ts`: counters grow steadily so their rates are known. */
+function report(agentId: string, hostname: string, ts: number, i: number, extra: Partial<Report> & Record<string, unknown> = {}): Report {
+  const wave = Math.sin(i / 12);
+  // Reports accept extra numeric fields (temperature, swap, disk I/O counters): built as plain objects.
+  const cpu: Report['cpu'] & Record<string, unknown> = { usage: 40 + 20 * wave, perCore: [30 + 10 * wave, 50, 45 + 5 * wave, 20], loadAverage: [1 + wave / 2, 0.9, 0.8], temperature: 55 + wave };
+  const memory: Report['memory'] & Record<string, unknown> = { total: 8 * 2 ** 30, used: (4 + wave) * 2 ** 30, free: (4 - wave) * 2 ** 30, percent: (4 + wave) * 12.5, swapTotal: 2 * 2 ** 30, swapUsed: 2 ** 28 };
+  const disks: (NonNullable<Report['disks']>[number] & Record<string, unknown>)[] = [
+    { path: '/', total: 100 * 2 ** 30, used: 60 * 2 ** 30, available: 40 * 2 ** 30, percent: 60, readBytes: i * 5 * 2 ** 20, writeBytes: i * 2 * 2 ** 20 },
+    { path: '/data', total: 1000 * 2 ** 30, used: 200 * 2 ** 30, available: 800 * 2 ** 30, percent: 20, readBytes: i * 2 ** 20, writeBytes: i * 2 ** 20 },
+  ];
+  return makeReport({
+    agentId, hostname, ts,
+    cpu, memory, disks,
+    network: { eth0: { rxBytes: i * 1_000_000, txBytes: i * 250_000 } },
+    ...extra,
+  });
+}
+
+async function seed(h: MetricsHarness, tenantId: string, now: number): Promise<void> {
+  const rows = [];
+  for (let i = 0; i < 360; i++) {
+    const ts = now - (360 - i) * STEP;
+    rows.push(report('web-1', 'web-1.acme', ts, i));
+    if (i < 300) rows.push(report('down-1', 'down-1.acme', ts, i, { cpu: { usage: 10 } }));
+    if (i < 357) rows.push(report('late-1', HOSTILE, ts, i, { cpu: { usage: 80 }, platform: `Tom & Jerry's "OS"` }));
+  }
+  const stored = rows.map((r) => ({ tenantId, hostId: r.agentId, hostname: r.hostname, platform: r.platform, ts: r.ts, metrics: flattenReport(r) }));
+  // The last reports one by one, as agents send them, so each host's interval is the gap between its last two.
+  const tail = ['web-1', 'down-1', 'late-1'].flatMap((id) => stored.filter((r) => r.hostId === id).slice(-2));
+  const outcomes = await h.deps.store.appendReports(stored.filter((r) => !tail.includes(r)));
+  for (const r of tail) outcomes.push(await h.deps.store.appendReport(r));
+  assert.ok(outcomes.every((o) => o.status === 'stored'));
+}
+
+async function newPage(context: BrowserContext, problems: string[]): Promise<Page> {
+  const page = await context.newPage();
+  page.setDefaultTimeout(15_000);
+  page.on('console', (m) => { if (m.type() === 'error' || m.type() === 'warning') problems.push(`${page.url()}: ${m.text()}`); });
+  page.on('pageerror', (e) => problems.push(`${page.url()}: ${e.message}`));
+  page.on('dialog', (d) => { problems.push(`dialog: ${d.message()}`); void d.dismiss(); });
+  return page;
+}
+
+/**
+ * Polls an expression through page.evaluate (the DevTools protocol, which the
+ * page's CSP does not govern): waitForFunction evaluates its predicate inside
+ * the page, where `default-src 'self'` forbids eval.
+ */
+async function until(page: Page, expression: string, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await page.evaluate(expression))) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${expression}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+/** Waits for the page's script to finish its n-th load. */
+async function loaded(page: Page, atLeast = 1): Promise<void> {
+  await until(page, `Number(document.querySelector('main').dataset.loaded || 0) >= ${atLeast}`);
+}
+
+async function chartsDrawn(page: Page): Promise<Record<string, { points: number; last: number; bands: number; lines: number }>> {
+  await until(page, "document.querySelectorAll('figure.chart').length > 0 && [...document.querySelectorAll('figure.chart')].every((f) => Number(f.dataset.drawn) > 0)");
+  return page.evaluate(`Object.fromEntries([...document.querySelectorAll('figure.chart')].map((f) => [f.dataset.chart, { points: Number(f.dataset.points), last: Number(f.dataset.last), bands: Number(f.dataset.bands), lines: Number(f.dataset.lines) }]))`);
+}
+
+async function shot(page: Page, name: string): Promise<void> {
+  await page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
+}
+
+const queryOf = (page: Page) => new URL(page.url()).searchParams;
+const queryOfUrl = (url: string) => new URL(url).searchParams;
+
+test('the monitoring UI: statuses, sparklines, charts with data, range, zoom, alerts, fleet, dark, phone, no JavaScript, isolation', { skip: available ? false : `no chromium at ${CHROMIUM_PATH}` }, async (t) => {
+  mkdirSync(SHOTS, { recursive: true });
+  const h = await startMetrics('sqlite');
+  t.after(() => h.close());
+  const acme = await h.newTenant('acme');
+  const globex = await h.newTenant('globex');
+  const now = Date.now();
+  await seed(h, acme.tenantId, now);
+  // One report through the real ingest carries an alert: it is stored and listed.
+  const alerting = await ingest(h.url, acme.token, report('web-1', 'web-1.acme', now, 360, { alerts: [{ name: 'HighCpu', severity: 'critical', message: `CPU above 95% ${HOSTILE}`, value: 97 }] }));
+  assert.equal(alerting.status, 200, alerting.text);
+  assert.equal((await ingest(h.url, globex.token, report('b-secret', 'globex-db', now, 1, { alerts: [{ name: 'GlobexOnly', severity: 'warning' }] }))).status, 200);
+
+  const browser: Browser = await chromium.launch({ executablePath: CHROMIUM_PATH, args: LAUNCH_ARGS });
+  t.after(() => browser.close());
+  const problems: string[] = [];
+  const foreign: string[] = [];
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, colorScheme: 'light' });
+  context.on('request', (r) => { if (!r.url().startsWith(h.url)) foreign.push(r.url()); });
+  const page = await newPage(context, problems);
+
+  // Sign in.
+  await page.goto(`${h.url}/`);
+  await page.fill('#token', acme.token);
+  await Promise.all([page.waitForURL(`${h.url}/`), page.click('button[type=submit]')]);
+  await loaded(page);
+
+  // Host list: statuses from each host's own interval, counts, sparklines with the API's data.
+  const status = (id: string) => page.locator(`tr[data-host-id="${id}"] .status`).innerText();
+  assert.equal(await status('web-1'), 'up');
+  assert.equal(await status('late-1'), 'late', 'silent for 4 intervals');
+  assert.equal(await status('down-1'), 'down', 'silent for 10 minutes at a 10 s cadence');
+  assert.equal(await page.locator('.count[data-status="down"] strong').innerText(), '1');
+  assert.equal(await page.locator('.count[data-status="up"] strong').innerText(), '1');
+  assert.ok((await page.locator('table.hosts').innerText()).includes(HOSTILE), 'agent text shown literally');
+  await until(page, "Number(document.querySelector('.spark[data-host-id=\"web-1\"]')?.dataset.points) > 0");
+  const sparks = await page.evaluate(`fetch('/api/v1/sparklines?metric=cpu.usage&points=60&from=${now - 3_600_000}&to=${now}').then((r) => r.json())`) as { hostId: string; values: (number | null)[] }[];
+  const sparkPoints = Number(await page.locator('.spark[data-host-id="web-1"]').getAttribute('data-points'));
+  assert.ok(Math.abs(sparkPoints - sparks.find((s) => s.hostId === 'web-1')!.values.filter((v) => v !== null).length) <= 1, 'the sparkline draws the API\'s points');
+  assert.equal(await page.locator('.spark canvas').count(), 3);
+  // Sorting and filtering without a reload.
+  await page.click('th a[data-sort="cpu"]');
+  assert.deepEqual(await page.locator('tbody tr').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-host-id'))), ['late-1', 'web-1', 'down-1']);
+  assert.equal(queryOf(page).get('sort'), 'cpu');
+  await page.fill('#host-filter', 'down');
+  assert.deepEqual(await page.locator('tbody tr').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-host-id'))), ['down-1']);
+  await page.fill('#host-filter', '');
+  await shot(page, 'hosts-desktop-light');
+
+  // Host page: every chart drawn with the API's data.
+  const seriesResponse = page.waitForResponse((r) => r.url().includes('/api/v1/host/web-1?'));
+  await page.goto(`${h.url}/hosts/web-1?range=1h`);
+  await loaded(page);
+  const charts = await chartsDrawn(page);
+  assert.deepEqual(Object.keys(charts).sort(), ['cpu', 'cpu-cores', 'disk-io', 'fs:/', 'fs:/data', 'load', 'memory', 'network', 'swap'].sort());
+  const api = await (await seriesResponse).json() as { metrics: Record<string, (number | null)[]>; bucketMs: number | null };
+  assert.equal(api.bucketMs, null, 'an hour of 10 s reports fits the page\'s point budget: raw reports');
+  assert.equal(charts['cpu']!.points, api.metrics['cpu.usage']!.filter((v) => v !== null).length, 'CPU chart has every report');
+  assert.ok(Math.abs(charts['cpu']!.last - api.metrics['cpu.usage']!.at(-1)!) < 1e-9, 'and ends on the latest value');
+  assert.equal(charts['cpu']!.bands, 1, 'min-max band behind the CPU average');
+  assert.equal(charts['cpu-cores']!.lines, 4);
+  assert.equal(charts['load']!.lines, 3);
+  assert.ok(Math.abs(charts['network']!.last - 100_000) < 1, 'rx counter shown as bytes/s (1 MB per 10 s)');
+  assert.equal(await page.locator('figure[data-chart="network"] .u-legend').innerText().then((t) => /eth0 rx/.test(t)), true);
+  assert.ok(Math.abs(charts['disk-io']!.last - (5 * 2 ** 20) / 10) < 1, 'disk read counter shown as bytes/s');
+  for (const [id, c] of Object.entries(charts)) assert.ok(c.points > 300, `${id} drew ${c.points} points`);
+  assert.match(await page.locator('figure[data-chart="memory"] .u-legend').innerText(), /GiB/, 'bytes formatted');
+  assert.match(await page.locator('figure[data-chart="cpu"] .u-legend').innerText(), /%/);
+  // Hover: the legend shows local time and UTC.
+  const over = page.locator('figure[data-chart="cpu"] .u-over');
+  const box = (await over.boundingBox())!;
+  await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+  assert.match(await page.locator('figure[data-chart="cpu"] .u-legend').innerText(), /\d\d:\d\d:\d\d · \d\d:\d\d:\d\d UTC/);
+  // The alert that arrived in a report, escaped.
+  const alertsText = await page.locator('.alerts-list').innerText();
+  assert.match(alertsText, /HighCpu/);
+  assert.match(alertsText, /firing/);
+  assert.ok(alertsText.includes(HOSTILE));
+  // Any other metric opens a chart from the list.
+  await page.click('a[data-metric="cpu.temperature"]');
+  await page.waitForSelector('figure[data-chart="metric:cpu.temperature"]');
+  assert.equal(queryOf(page).get('metric'), 'cpu.temperature');
+  assert.ok((await chartsDrawn(page))['metric:cpu.temperature']!.points > 300);
+  await shot(page, 'host-desktop-light');
+
+  // A preset changes the range and the URL.
+  const before = Number(await page.evaluate("document.querySelector('main').dataset.loaded"));
+  const sixHours = page.waitForRequest((r) => r.url().includes('/api/v1/host/web-1?') && Number(new URL(r.url()).searchParams.get('to')) - Number(new URL(r.url()).searchParams.get('from')) === 6 * 3_600_000);
+  const headerRefresh = page.waitForResponse((r) => r.url().endsWith('/api/v1/hosts/status'));
+  await page.click('a[data-range="6h"]');
+  await sixHours;
+  await loaded(page, before + 1);
+  const fresh = await (await headerRefresh).json() as { hosts: { hostId: string; status: string }[] };
+  const expected = fresh.hosts.find((x) => x.hostId === 'web-1')!.status;
+  assert.equal(await page.locator('.page-head .status').innerText(), expected, 'the header follows the host\'s status');
+  assert.equal(await page.locator('.page-head .status').getAttribute('class'), `status ${expected}`);
+  assert.match(await page.locator('.page-head .last-report').innerText(), /ago|just now/);
+  assert.equal(queryOf(page).get('range'), '6h');
+  assert.equal(await page.locator('a[data-range="6h"]').getAttribute('aria-current'), 'true');
+
+  // A long range asks for whole hours at one point per hour (the storage's hourly rollups).
+  const weekRequest = page.waitForRequest((r) => r.url().includes('/api/v1/host/web-1?') && queryOfUrl(r.url()).get('points') !== '1000');
+  await page.click('a[data-range="7d"]');
+  const week = queryOfUrl((await weekRequest).url());
+  const [wFrom, wTo, wPoints] = ['from', 'to', 'points'].map((k) => Number(week.get(k)));
+  assert.equal(wFrom! % 3_600_000, 0);
+  assert.equal((wTo! + 1) % 3_600_000, 0);
+  assert.equal(wPoints, (wTo! + 1 - wFrom!) / 3_600_000);
+  assert.ok(wPoints! >= 168 && wPoints! <= 169);
+  await until(page, "new URL(location.href).searchParams.get('range') === '7d'");
+  await chartsDrawn(page);
+  await page.click('a[data-range="6h"]');
+  await until(page, "new URL(location.href).searchParams.get('range') === '6h'");
+
+  // Drag-zoom on a chart: a fixed window in the URL, and the charts follow it.
+  const zoomed = page.waitForRequest((r) => r.url().includes('/api/v1/host/web-1?') && new URL(r.url()).searchParams.get('from') !== null && !r.url().includes('points=1&'));
+  const plot = (await page.locator('figure[data-chart="cpu"] .u-over').boundingBox())!;
+  await page.mouse.move(plot.x + plot.width * 0.6, plot.y + 20);
+  await page.mouse.down();
+  await page.mouse.move(plot.x + plot.width * 0.8, plot.y + 20, { steps: 5 });
+  await page.mouse.up();
+  await zoomed;
+  await until(page, "new URL(location.href).searchParams.has('from')");
+  const from = Number(queryOf(page).get('from'));
+  const to = Number(queryOf(page).get('to'));
+  assert.equal(queryOf(page).get('range'), null);
+  assert.ok(to > from && to - from < 6 * 3_600_000 * 0.3, `zoomed to ${to - from} ms`);
+  assert.match(await page.locator('.range-text').innerText(), /local time/);
+
+  // A link to that range restores it.
+  const link = page.url();
+  const again = await newPage(context, problems);
+  const restored = again.waitForRequest((r) => r.url().includes(`/api/v1/host/web-1?from=${from}&to=${to}`));
+  await again.goto(link);
+  await restored;
+  await loaded(again);
+  assert.equal(await again.locator('.range-bar').getAttribute('data-from'), String(from));
+  assert.equal(await again.locator('a[data-range][aria-current]').count(), 0, 'no preset is current for a fixed window');
+  // A custom range, typed in the viewer's local time.
+  const start = new Date(now - 40 * 60_000);
+  const local = (d: Date) => `${d.getFullYear()}-${String(d.getMonth() + 1).padStart(2, '0')}-${String(d.getDate()).padStart(2, '0')}T${String(d.getHours()).padStart(2, '0')}:${String(d.getMinutes()).padStart(2, '0')}`;
+  const end = new Date(now - 10 * 60_000);
+  await again.fill('.custom-range input[name=from]', local(start));
+  await again.fill('.custom-range input[name=to]', local(end));
+  const customRequest = again.waitForRequest((r) => r.url().includes('/api/v1/host/web-1?'));
+  await again.click('.custom-range button[type=submit]');
+  const sent = new URL((await customRequest).url()).searchParams;
+  const minute = (d: Date) => Math.floor(d.getTime() / 60_000) * 60_000;
+  assert.equal(Number(sent.get('from')), minute(start));
+  assert.equal(Number(sent.get('to')), minute(end));
+  assert.equal(queryOf(again).get('from'), String(minute(start)), 'the custom range is in the URL');
+  await again.close();
+
+  // Fleet page: aggregate charts, top 10 lists, every host's alerts; nothing of the other tenant.
+  await page.goto(`${h.url}/fleet?range=1h`);
+  await loaded(page);
+  const fleetCharts = await chartsDrawn(page);
+  assert.ok(['cpu', 'memory', 'load', 'network'].every((id) => fleetCharts[id]!.points > 100), JSON.stringify(fleetCharts));
+  assert.equal(fleetCharts['cpu']!.bands, 1, 'the fleet\'s spread behind its average');
+  const topCpu = await page.locator('.top[data-top="cpu"] li').allInnerTexts();
+  assert.equal(topCpu.length, 3);
+  assert.ok(topCpu[0]!.includes(HOSTILE), 'the 80 % host leads, its name as text');
+  assert.match(await page.locator('.top[data-top="disk"]').innerText(), /web-1\.acme \/\s+60\.0 %/, 'the fullest filesystem, named');
+  const fleetAlerts = await page.locator('.alerts-list').innerText();
+  assert.match(fleetAlerts, /HighCpu/);
+  assert.doesNotMatch(await page.content(), /GlobexOnly|b-secret|globex-db/);
+  await shot(page, 'fleet-desktop-light');
+
+  // Tenant isolation through the pages and the cookie-authorised API.
+  const isolation = await page.evaluate(`(async () => {
+    const get = async (p) => { const r = await fetch(p); return [r.status, await r.text()]; };
+    const post = await fetch('/api/v1/ingest', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+    return { host: await get('/api/v1/host/b-secret'), page: await get('/hosts/b-secret'), alerts: await get('/api/v1/alerts?host=b-secret'),
+      all: await get('/api/v1/alerts'), top: await get('/api/v1/top?metric=cpu.usage'), status: await get('/api/v1/hosts/status'), post: post.status };
+  })()`) as Record<'host' | 'page' | 'alerts' | 'all' | 'top' | 'status', [number, string]> & { post: number };
+  assert.equal(isolation.host[0], 404);
+  assert.equal(isolation.page[0], 404);
+  assert.deepEqual(JSON.parse(isolation.alerts[1]), []);
+  for (const k of ['all', 'top', 'status'] as const) {
+    assert.equal(isolation[k][0], 200);
+    assert.doesNotMatch(isolation[k][1], /b-secret|globex|GlobexOnly/, k);
+  }
+  assert.equal(isolation.post, 401, 'the cookie cannot write');
+  problems.splice(0, problems.length, ...problems.filter((p) => !/status of 40[14]/.test(p)));
+
+  // Dark mode follows the system.
+  await page.emulateMedia({ colorScheme: 'dark' });
+  const bg = await page.evaluate("getComputedStyle(document.body).backgroundColor");
+  assert.equal(bg, 'rgb(20, 23, 28)');
+  await page.waitForTimeout(200);
+  await shot(page, 'fleet-desktop-dark');
+  for (const [url, name] of [[`${h.url}/`, 'hosts'], [`${h.url}/hosts/web-1?range=1h`, 'host']] as const) {
+    await page.goto(url);
+    await loaded(page);
+    if (name === 'host') await chartsDrawn(page);
+    await shot(page, `${name}-desktop-dark`);
+  }
+  await page.close();
+
+  // A 390 px phone, light and dark: nothing wider than the screen.
+  for (const scheme of ['light', 'dark'] as const) {
+    const phone = await browser.newContext({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, colorScheme: scheme });
+    const p = await newPage(phone, problems);
+    await p.goto(`${h.url}/signin`);
+    await p.fill('#token', acme.token);
+    await Promise.all([p.waitForURL(`${h.url}/`), p.click('button[type=submit]')]);
+    for (const [url, name] of [[`${h.url}/`, 'hosts'], [`${h.url}/hosts/web-1?range=1h`, 'host'], [`${h.url}/fleet?range=1h`, 'fleet']] as const) {
+      await p.goto(url);
+      await loaded(p);
+      if (name !== 'hosts') await chartsDrawn(p);
+      const width = await p.evaluate('document.documentElement.scrollWidth');
+      assert.ok(Number(width) <= 390, `${name} is ${String(width)} px wide at 390 px`);
+      await shot(p, `${name}-390-${scheme}`);
+      await p.screenshot({ path: path.join(SHOTS, `${name}-390-${scheme}-top.png`) });
+      if (name === 'host') await p.locator('figure[data-chart="network"]').screenshot({ path: path.join(SHOTS, `network-390-${scheme}.png`) });
+    }
+    await phone.close();
+  }
+
+  // Without JavaScript every page is still a plain table.
+  const plain = await browser.newContext({ javaScriptEnabled: false });
+  const np = await newPage(plain, problems);
+  await np.goto(`${h.url}/signin`);
+  await np.fill('#token', acme.token);
+  await Promise.all([np.waitForURL(`${h.url}/`), np.click('button[type=submit]')]);
+  assert.equal(await np.locator('table.hosts tbody tr').count(), 3);
+  assert.equal(await np.locator('tr[data-host-id="down-1"] .status').innerText(), 'down');
+  await np.goto(`${h.url}/hosts/web-1?range=1h`);
+  assert.ok(await np.locator('table.metrics tbody tr').count() > 20, 'every metric with mean, min and max');
+  assert.match(await np.locator('.alerts-list').innerText(), /HighCpu/);
+  await shot(np, 'host-nojs');
+  await plain.close();
+
+  // Live updates: a host's first report appears on an open host list without a reload.
+  const live = await newPage(context, problems);
+  await live.goto(`${h.url}/`);
+  await loaded(live);
+  await live.evaluate("document.body.dataset.marker = 'same document'");
+  assert.equal((await ingest(h.url, acme.token, report('new-1', 'new-1.acme', Date.now(), 0))).status, 200);
+  await until(live, "document.querySelector('tr[data-host-id=\"new-1\"] .status')?.textContent === 'up'", 20_000);
+  assert.equal(await live.evaluate('document.body.dataset.marker'), 'same document', 'no reload happened');
+  await live.close();
+
+  assert.deepEqual(problems, [], 'no console error, CSP violation or dialog');
+  assert.deepEqual(foreign, [], 'nothing loaded from another origin');
+});

@@ -1,0 +1,181 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer, type Server } from 'node:http';
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { gzipSync } from 'node:zlib';
+import { BACKENDS, freshStorage } from '../helpers/backends.js';
+import { call } from '../helpers/http.js';
+import { ingest, makeReport, startMetrics, type MetricsHarness } from '../helpers/metrics.js';
+import { signBody } from '../../src/metrics/domain/verify-signature.js';
+import { gunzipLimited } from '../../src/metrics/http/decode-body.js';
+
+const NOW = Date.UTC(2026, 10, 21, 12);
+const SECRET = 'bulk-test-secret';
+
+function ndjson(reports: unknown[]): string {
+  return reports.map((r) => (typeof r === 'string' ? r : JSON.stringify(r))).join('\n') + '\n';
+}
+
+function bulk(url: string, token: string, body: string | Buffer, headers: Record<string, string> = {}) {
+  return call(url, 'POST', '/api/v1/ingest/bulk', { token, body, headers: { 'content-type': 'application/x-ndjson', ...headers } });
+}
+
+async function receiver(status: number): Promise<{ url: string; server: Server }> {
+  const server = createServer((req, res) => { req.resume(); req.on('end', () => res.writeHead(status).end()); });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}/hook`, server };
+}
+
+test('gunzipLimited stops at the limit: a 256 MiB bomb is refused after at most the limit of output', async () => {
+  const bomb = gzipSync(Buffer.alloc(256 * 1024 * 1024));
+  const before = process.memoryUsage().arrayBuffers;
+  await assert.rejects(gunzipLimited(bomb, 1024 * 1024), (e: { code?: string }) => e.code === 'payload_too_large');
+  assert.ok(process.memoryUsage().arrayBuffers - before < 64 * 1024 * 1024, 'the bomb was not inflated whole');
+  assert.equal((await gunzipLimited(gzipSync('hello'), 5)).toString(), 'hello');
+});
+
+for (const backend of BACKENDS) {
+  describe(`POST /api/v1/ingest/bulk on ${backend}`, () => {
+    let m: MetricsHarness;
+    let signed: MetricsHarness;
+    let failing: Awaited<ReturnType<typeof receiver>>;
+    const cleanups: Array<() => Promise<void>> = [];
+    before(async () => {
+      failing = await receiver(500);
+      const s = await freshStorage('sqlite');
+      cleanups.push(() => s.cleanup());
+      const routesFile = path.join(s.dataDir, 'routes.json');
+      writeFileSync(routesFile, JSON.stringify({ routes: [{ name: 'pager', match: { severity: ['critical'] }, url: failing.url }] }));
+      m = await startMetrics(backend, { now: () => NOW, bodyLimit: 8 * 1024, bulkBodyLimit: 256 * 1024, maxMetricsPerHost: 40, alertRoutes: routesFile });
+      signed = await startMetrics(backend, { now: () => NOW, secret: SECRET });
+    });
+    after(async () => {
+      await m.close();
+      await signed.close();
+      failing.server.close();
+      for (const c of cleanups) await c();
+    });
+
+    test('stores every valid line with one answer per line; a bad line never fails the others', async () => {
+      const t = await m.newTenant();
+      const tooMany = makeReport({ agentId: 'a-limit', ts: NOW, network: Object.fromEntries(Array.from({ length: 30 }, (_, i) => [`x${i}`, i])) });
+      const body = [
+        JSON.stringify(makeReport({ agentId: 'a', ts: NOW - 2000 })),
+        '',
+        '{"agentId": ',
+        JSON.stringify(makeReport({ agentId: 'a', ts: NOW - 1000, cpu: { usage: '12' as never } })),
+        JSON.stringify(makeReport({ agentId: 'a', ts: NOW + 3_600_000 })),
+        JSON.stringify(makeReport({ agentId: 'a', ts: NOW - 2000 })),
+        JSON.stringify(tooMany),
+        'x'.repeat(9000),
+        JSON.stringify(makeReport({ agentId: 'b', ts: NOW })),
+      ].join('\r\n');
+      const r = await bulk(m.url, t.token, body);
+      assert.equal(r.status, 200, r.text);
+      assert.equal(r.body.stored, 2);
+      assert.equal(r.body.duplicates, 1);
+      assert.equal(r.body.rejected, 5);
+      const byLine = Object.fromEntries(r.body.results.map((x: { line: number }) => [x.line, x]));
+      assert.deepEqual(r.body.results.map((x: { line: number }) => x.line), [1, 3, 4, 5, 6, 7, 8, 9], 'blank lines have no entry; numbers are 1-based');
+      assert.deepEqual(byLine[1], { line: 1, status: 'stored', hostId: 'a', ts: NOW - 2000, alertResults: [] });
+      assert.equal(byLine[3].status, 'rejected');
+      assert.equal(byLine[3].error, 'invalid_request');
+      assert.deepEqual([byLine[4].error, byLine[4].details], ['invalid_request', 'body cpu.usage: must be number']);
+      assert.match(byLine[5].details, /more than 600000 ms ahead/);
+      assert.equal(byLine[6].status, 'duplicate', 'the same host and ts as line 1: stored once');
+      assert.deepEqual([byLine[7].error, byLine[7].hostId], ['limit_exceeded', 'a-limit']);
+      assert.equal(byLine[8].error, 'payload_too_large', 'a line over the single-ingest body limit');
+      assert.equal(byLine[9].status, 'stored');
+      // The same errors single ingest gives for the same reports.
+      const single = await ingest(m.url, t.token, makeReport({ agentId: 'a', ts: NOW - 1000, cpu: { usage: '12' as never } }));
+      assert.equal(single.body.details, byLine[4].details);
+      const series = await call(m.url, 'GET', `/api/v1/host/a?from=${NOW - 5000}&to=${NOW}`, { token: t.token });
+      assert.deepEqual(series.body.timestamps, [NOW - 2000]);
+    });
+
+    test('gzip bodies are accepted on bulk and single ingest; other encodings get 415', async () => {
+      const t = await m.newTenant();
+      const body = gzipSync(ndjson([makeReport({ agentId: 'g', ts: NOW - 1000 }), makeReport({ agentId: 'g', ts: NOW })]));
+      const r = await bulk(m.url, t.token, body, { 'content-encoding': 'gzip' });
+      assert.equal(r.status, 200, r.text);
+      assert.equal(r.body.stored, 2);
+      const one = await call(m.url, 'POST', '/api/v1/ingest', { token: t.token, body: gzipSync(JSON.stringify(makeReport({ agentId: 'g1', ts: NOW }))), headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' } });
+      assert.equal(one.status, 200, one.text);
+      assert.equal(one.body.hostId, 'g1');
+      for (const send of [() => bulk(m.url, t.token, body, { 'content-encoding': 'br' }), () => call(m.url, 'POST', '/api/v1/ingest', { token: t.token, body: 'x', headers: { 'content-type': 'application/json', 'content-encoding': 'deflate' } })]) {
+        const bad = await send();
+        assert.equal(bad.status, 415);
+        assert.equal(bad.body.error, 'unsupported_media_type');
+      }
+      const corrupt = await bulk(m.url, t.token, Buffer.from('not gzip at all'), { 'content-encoding': 'gzip' });
+      assert.equal(corrupt.status, 400);
+    });
+
+    test('a decompression bomb is refused with 413 on both endpoints, nothing stored', async () => {
+      const t = await m.newTenant();
+      const line = JSON.stringify(makeReport({ agentId: 'bomb', ts: NOW }));
+      const bomb = gzipSync(Buffer.concat([Buffer.from(line + '\n'), Buffer.alloc(64 * 1024 * 1024, 0x20)]));
+      assert.ok(bomb.length < 256 * 1024, 'small as sent');
+      const r = await bulk(m.url, t.token, bomb, { 'content-encoding': 'gzip' });
+      assert.equal(r.status, 413);
+      assert.equal(r.body.error, 'payload_too_large');
+      const one = await call(m.url, 'POST', '/api/v1/ingest', { token: t.token, body: bomb, headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' } });
+      assert.equal(one.status, 413);
+      assert.deepEqual((await call(m.url, 'GET', '/api/v1/hosts', { token: t.token })).body, []);
+    });
+
+    test('413 past the bulk body limit as sent and past 10,000 reports; 400 for a body that is not NDJSON; 415 for JSON', async () => {
+      const t = await m.newTenant();
+      assert.equal((await bulk(m.url, t.token, 'x'.repeat(300 * 1024))).status, 413);
+      const many = await bulk(m.url, t.token, '{}\n'.repeat(10_001));
+      assert.equal(many.status, 413);
+      assert.match(many.body.details, /more than 10000 reports/);
+      const notNdjson = await bulk(m.url, t.token, '<html>proxy error</html>\n');
+      assert.deepEqual([notNdjson.status, notNdjson.body.error], [400, 'invalid_request']);
+      assert.equal((await bulk(m.url, t.token, '\n\n')).status, 400);
+      const json = await call(m.url, 'POST', '/api/v1/ingest/bulk', { token: t.token, json: [makeReport()] });
+      assert.equal(json.status, 415);
+    });
+
+    test('the OpenAPI document describes the bulk route: NDJSON body, per-line results, its errors', async () => {
+      const doc = (await call(m.url, 'GET', '/api/v1/openapi.json')).body;
+      const op = doc.paths['/api/v1/ingest/bulk'].post;
+      assert.ok(op.requestBody.content['application/x-ndjson']);
+      assert.ok(op.responses['200'].content['application/json'].schema.properties.results);
+      for (const status of ['400', '401', '413', '415']) assert.ok(op.responses[status], status);
+    });
+
+    test('401 without a valid token, before the body is read', async () => {
+      const r = await bulk(m.url, 'nope', ndjson([makeReport({ ts: NOW })]));
+      assert.equal(r.status, 401);
+      assert.equal(r.body.details, 'unknown or revoked token');
+    });
+
+    test('alerts of stored reports are routed: 202 when a delivery failed; not again for a duplicate', async () => {
+      const t = await m.newTenant();
+      const alert = { name: 'disk', severity: 'critical', message: 'full', labels: {}, value: 99, threshold: 90 };
+      const body = ndjson([makeReport({ agentId: 'al', ts: NOW, alerts: [alert] as never })]);
+      const r = await bulk(m.url, t.token, body);
+      assert.equal(r.status, 202);
+      assert.equal(r.body.results[0].alertResults[0].outcome, 'failed');
+      const again = await bulk(m.url, t.token, body);
+      assert.equal(again.status, 200);
+      assert.equal(again.body.results[0].status, 'duplicate');
+    });
+
+    test('with --secret the signature covers the bytes as sent (compressed), checked before inflating', async () => {
+      const t = await signed.newTenant();
+      const gz = gzipSync(ndjson([makeReport({ agentId: 's', ts: NOW })]));
+      const ok = await bulk(signed.url, t.token, gz, { 'content-encoding': 'gzip', 'x-collector-signature': `sha256=${signBody(SECRET, gz)}` });
+      assert.equal(ok.status, 200, ok.text);
+      const overPlain = await bulk(signed.url, t.token, gz, { 'content-encoding': 'gzip', 'x-collector-signature': signBody(SECRET, ndjson([makeReport({ agentId: 's', ts: NOW })])) });
+      assert.equal(overPlain.status, 401);
+      const bomb = gzipSync(Buffer.alloc(64 * 1024 * 1024));
+      const unsignedBomb = await bulk(signed.url, t.token, bomb, { 'content-encoding': 'gzip' });
+      assert.deepEqual([unsignedBomb.status, unsignedBomb.body.details], [401, 'missing x-collector-signature header (this server requires signed reports)']);
+      const single = await call(signed.url, 'POST', '/api/v1/ingest', { token: t.token, body: gz.subarray(0, 0), headers: { 'content-type': 'application/json' } });
+      assert.equal(single.status, 401);
+    });
+  });
+}
