@@ -57,11 +57,16 @@ for (const backend of BACKENDS) {
         });
         let r: Reply;
         if (route.method === 'GET') {
-          r = await call(h.url, 'GET', `${path}?from=0&points=100`, { token: b.token });
+          // Every query parameter a read route may need, aimed at A's data where it names any (A's metric).
+          r = await call(h.url, 'GET', `${path}?from=0&points=100&metric=network.secretCounter&limit=100`, { token: b.token });
         } else if (key === 'POST /api/v1/ingest') {
           // B reporting under A's host id creates B's own host of that id; A's host is untouched (checked below).
           r = await ingest(h.url, b.token, makeReport({ agentId: hostA, hostname: 'written-by-b', ts }));
           assert.equal(r.status, 200);
+        } else if (key === 'POST /api/v1/ingest/bulk') {
+          const body = `${JSON.stringify(makeReport({ agentId: hostA, hostname: 'written-by-b', ts: ts + 1 }))}\n`;
+          r = await call(h.url, 'POST', path, { token: b.token, body, headers: { 'content-type': 'application/x-ndjson' } });
+          assert.equal(r.status, 200, r.text);
         } else {
           throw new Error(`${key}: no cross-tenant case; add one to the matrix`);
         }

@@ -8,10 +8,10 @@ import { SECURITY_HEADERS } from './security-headers.js';
 interface ClientErrorLike extends Error { code?: string }
 
 /** What Node's HTTP parser or its timers reject, answered in the services' shape. */
-function classify(err: ClientErrorLike): { status: number; code: ErrorCode; details: string } {
-  if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') return { status: 408, code: 'request_timeout', details: 'the request was not received in time' };
-  if (err.code === 'HPE_HEADER_OVERFLOW') return { status: 431, code: 'header_too_large', details: 'the request headers are larger than the server accepts' };
-  return { status: 400, code: 'invalid_request', details: 'malformed HTTP request' };
+function classify(err: ClientErrorLike): { status: number; body: { error: ErrorCode; details: string } } {
+  if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') return { status: 408, body: { error: 'request_timeout', details: 'the request was not received in time' } };
+  if (err.code === 'HPE_HEADER_OVERFLOW') return { status: 431, body: { error: 'header_too_large', details: 'the request headers are larger than the server accepts' } };
+  return { status: 400, body: { error: 'invalid_request', details: 'malformed HTTP request' } };
 }
 
 function errorHead(body: string): Record<string, string> {
@@ -26,8 +26,8 @@ function errorHead(body: string): Record<string, string> {
 
 /** The raw bytes of a Node-level error response: security headers, the `{error, details}` body, and the connection closed. */
 export function clientErrorResponse(err: ClientErrorLike): string {
-  const { status, code, details } = classify(err);
-  const body = JSON.stringify({ error: code, details });
+  const { status, body: error } = classify(err);
+  const body = JSON.stringify(error);
   const headers = errorHead(body);
   const lines = Object.entries(headers).map(([k, v]) => `${k}: ${v}`);
   return `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\n${lines.join('\r\n')}\r\n\r\n${body}`;
