@@ -194,6 +194,18 @@ export function opsOptions(prefix: string) {
         return r;
       },
     },
+    maxExpensiveInFlight: opt.int({
+      flag: 'max-expensive-in-flight', env: `${prefix}_MAX_EXPENSIVE_IN_FLIGHT`, default: 16, min: 1, max: 10_000,
+      doc: 'Expensive requests (series, aggregates, push, pull) one instance runs at once; the next gets 503 with Retry-After.',
+    }),
+    maxExpensivePerPrincipal: opt.int({
+      flag: 'max-expensive-per-principal', env: `${prefix}_MAX_EXPENSIVE_PER_PRINCIPAL`, default: 8, min: 1, max: 10_000,
+      doc: 'Expensive requests one tenant (metrics) or user (sync) runs at once on one instance; the next gets 503 with Retry-After.',
+    }),
+    maxEventLoopDelayMs: opt.int({
+      flag: 'max-event-loop-delay-ms', env: `${prefix}_MAX_EVENT_LOOP_DELAY_MS`, default: 500, min: 0, max: 60_000,
+      doc: 'Expensive requests get 503 while the event loop stalled longer than this in the last half second (0 = off).',
+    }),
   };
 }
 

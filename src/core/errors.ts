@@ -15,7 +15,7 @@ export const ERROR_STATUS = {
   not_found: 404,
   /** The route exists but not for this method. */
   method_not_allowed: 405,
-  /** The request (its body) did not arrive in time; the connection is closed. */
+  /** The request (headers or body) did not arrive in time; the connection is closed. */
   request_timeout: 408,
   /** The request conflicts with the current state (duplicate, not pending any more). */
   conflict: 409,
@@ -23,13 +23,17 @@ export const ERROR_STATUS = {
   payload_too_large: 413,
   /** The body is not in a media type the endpoint accepts. */
   unsupported_media_type: 415,
+  /** An `Expect` header other than `100-continue` (answered by the HTTP layer). */
+  expectation_failed: 417,
   /** A documented bound was reached (metric names per host, members...). */
   limit_exceeded: 422,
   /** Too many requests; the body carries `retry_after` in seconds. */
   rate_limited: 429,
+  /** The request's header section is larger than the server accepts (answered by the HTTP layer). */
+  header_too_large: 431,
   /** Unexpected failure; details are logged, never sent. */
   internal: 500,
-  /** A dependency (database, Redis) is unreachable. */
+  /** A dependency (database, Redis) is unreachable, the server is shutting down, or it sheds load (`retry_after` in seconds). */
   unavailable: 503,
 } as const;
 

@@ -12,6 +12,7 @@ import { registerIngestRoute } from './routes/ingest.js';
 import { registerFleetReadRoutes } from './routes/fleet-reads.js';
 import { registerBulkIngestRoute } from './routes/ingest-bulk.js';
 import { registerSeriesRoutes } from './routes/series.js';
+import './http/authenticate.js';
 
 const DAY_MS = 86_400_000;
 
@@ -27,6 +28,12 @@ export async function buildMetricsApp(config: MetricsConfig, deps: MetricsDeps, 
     bodyLimit: config.bodyLimit,
     trustProxy: config.trustProxy,
     ...(opts.logStream ? { logStream: opts.logStream } : {}),
+    loadShedding: {
+      maxInFlight: config.maxExpensiveInFlight,
+      maxInFlightPerPrincipal: config.maxExpensivePerPrincipal,
+      maxEventLoopDelayMs: config.maxEventLoopDelayMs,
+      principal: (req) => req.tenant?.tenantId,
+    },
   });
   // Response schemas document the API (OpenAPI); replies are plain JSON.stringify so no field is silently dropped.
   app.setSerializerCompiler(() => (data) => JSON.stringify(data));

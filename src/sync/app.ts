@@ -39,6 +39,13 @@ export async function buildSyncApp(deps: SyncDeps, options: BuildSyncAppOptions 
     // Node's one total request timeout would cut off slow uploads; enforceRequestDeadlines bounds bodies instead.
     timeouts: { requestTimeoutMs: 0 },
     ...(options.logStream ? { logStream: options.logStream } : {}),
+    loadShedding: {
+      maxInFlight: config.maxExpensiveInFlight,
+      maxInFlightPerPrincipal: config.maxExpensivePerPrincipal,
+      maxEventLoopDelayMs: config.maxEventLoopDelayMs,
+      // Set by requireUser, which runs before the handler the shedder wraps.
+      principal: (req) => (req as { caller?: { userId: string } }).caller?.userId,
+    },
   });
 
   useStrictJsonParser(app);

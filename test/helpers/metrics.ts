@@ -39,6 +39,9 @@ export async function startMetrics(backend: BackendName, overrides: MetricsOverr
   const config: MetricsConfig = {
     ...loadMetricsConfig([], {}),
     logLevel: 'warn',
+    // In-process tests share the event loop with their client: the loop-delay bound of load shedding would shed the
+    // very requests a busy test checks (test/core/load-shedding.test.ts and the overload test exercise it).
+    maxEventLoopDelayMs: 0,
     port: 0,
     dataDir: storage.dataDir,
     databaseUrl: storage.databaseUrl,

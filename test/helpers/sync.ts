@@ -47,7 +47,9 @@ export interface SyncUnderTest {
  * password-hash unit test) and limits high enough not to interfere; tests of
  * limits lower them through `overrides`.
  */
-const TEST_DEFAULTS: Partial<SyncConfig> = { scryptLog2N: 10, userRateLimit: 100_000, ipRateLimit: 100_000, logLevel: 'warn' };
+// The event-loop bound of load shedding is off: an in-process test shares the loop with its own client, so a busy
+// test (or machine) would shed the requests it is checking; the load-shedding tests turn it on.
+const TEST_DEFAULTS: Partial<SyncConfig> = { scryptLog2N: 10, userRateLimit: 100_000, ipRateLimit: 100_000, logLevel: 'warn', maxEventLoopDelayMs: 0 };
 
 export interface StartSyncOptions {
   /** Registers extra routes before the app listens (tests of the auth guard's contract). */

@@ -86,8 +86,8 @@ for (const backend of BACKENDS) {
 
     test('400 for non-integer bounds, from after to, or points beyond the cap', async () => {
       const cases: Array<[string, RegExp]> = [
-        ['from=abc', /querystring from: must be integer/],
-        ['to=1.5', /querystring to: must be integer/],
+        ['from=abc', /querystring from: must be a decimal integer/],
+        ['to=1.5', /querystring to: must be a decimal integer/],
         ['from=-1', /querystring from: must be >= 0/],
         [`from=${T0 + 1}&to=${T0}`, /querystring from: .* is after to/],
         ['points=0', /querystring points: must be >= 1/],

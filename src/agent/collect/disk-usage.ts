@@ -28,6 +28,19 @@ export interface DiskReport {
   inodesPercent?: number;
 }
 
+/**
+ * A mount point as reported. A directory name may hold a tab or a newline,
+ * but report names may not (docs/metrics-api.md, "Text in a report"), so
+ * control characters stay in the kernel's own octal escape (`\011`, as in
+ * /proc/self/mountinfo) and invisible format characters become `\u{...}`.
+ */
+function reportedPath(path: string): string {
+  return path.replace(/[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu, (c) => {
+    const code = c.codePointAt(0)!;
+    return code <= 0o377 ? `\\${code.toString(8).padStart(3, '0')}` : `\\u{${code.toString(16)}}`;
+  });
+}
+
 /** Turns statfs block counts into bytes; `undefined` for a filesystem with no blocks (nothing to report). */
 export function diskUsage(path: string, s: StatfsResult): DiskReport | undefined {
   if (s.blocks <= 0 || s.bsize <= 0) return undefined;
@@ -35,7 +48,7 @@ export function diskUsage(path: string, s: StatfsResult): DiskReport | undefined
   const used = (s.blocks - s.bfree) * s.bsize;
   const available = s.bavail * s.bsize;
   const percent = used + available > 0 ? round2((100 * used) / (used + available)) : 0;
-  const d: DiskReport = { path, total, used, available, percent };
+  const d: DiskReport = { path: reportedPath(path), total, used, available, percent };
   if (s.files !== undefined && s.ffree !== undefined && s.files > 0) {
     d.inodesTotal = s.files;
     d.inodesFree = Math.min(s.ffree, s.files);

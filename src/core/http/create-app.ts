@@ -6,6 +6,8 @@ import { SECURITY_HEADERS } from './security-headers.js';
 import { errorHandler, notFoundHandler, toErrorResponse } from './error-handler.js';
 import { validatorCompiler } from './validation.js';
 import { redactUrl } from './redact.js';
+import { onCheckExpectation, onClientError } from './client-error.js';
+import { registerLoadShedding, type LoadSheddingOptions } from './load-shedding.js';
 import { RequestLogController } from './request-log.js';
 import { AppError } from '../errors.js';
 
@@ -23,6 +25,8 @@ export interface HttpAppOptions {
   logStream?: NodeJS.WritableStream;
   /** Overrides of `HTTP_TIMEOUTS` (tests shorten them to watch them fire). */
   timeouts?: Partial<HttpTimeouts>;
+  /** Bounds on routes marked `config: { expensive: true }`; without it they are not bounded. */
+  loadShedding?: LoadSheddingOptions;
 }
 
 /** Slow or stalled clients cannot hold a connection: every phase has an explicit bound. */
@@ -71,9 +75,12 @@ export function createHttpApp(opts: HttpAppOptions): App {
     connectionTimeout: t.connectionTimeoutMs,
     keepAliveTimeout: t.keepAliveTimeoutMs,
     requestTimeout: t.requestTimeoutMs,
-    http: { headersTimeout: t.headersTimeoutMs, requestTimeout: t.requestTimeoutMs, connectionsCheckingInterval: t.checkIntervalMs },
+    // requireHostHeader off: Node's own 400 for a missing Host has no security headers and no body; the onRequest hook answers it instead.
+    http: { headersTimeout: t.headersTimeoutMs, requestTimeout: t.requestTimeoutMs, connectionsCheckingInterval: t.checkIntervalMs, requireHostHeader: false },
     // Fastify's own closing 503 has another body shape and no security headers; the onRequest hook below answers instead.
     return503OnClosing: false,
+    // Node-level rejections (malformed request 400, slow client 408, huge headers 431) in the same shape as the rest.
+    clientErrorHandler: onClientError,
     frameworkErrors: (err, _req, reply) => {
       const { status, body } = toErrorResponse(err);
       void (reply as FastifyReply).headers(SECURITY_HEADERS).code(status).send(body);
@@ -81,6 +88,7 @@ export function createHttpApp(opts: HttpAppOptions): App {
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   // JSON only: a text/plain body is a 415, not a string that fails validation later.
+  app.server.on('checkExpectation', onCheckExpectation);
   app.removeContentTypeParser('text/plain');
   app.setValidatorCompiler(validatorCompiler());
   // While closing, requests still arriving on open connections (keep-alive, pipelined) get a JSON 503
@@ -91,7 +99,12 @@ export function createHttpApp(opts: HttpAppOptions): App {
     reply.headers(SECURITY_HEADERS);
     reply.header('x-request-id', req.id);
     if (closing) throw new AppError('unavailable', 'the server is shutting down; retry');
+    if (req.raw.httpVersionMajor === 1 && req.raw.httpVersionMinor >= 1 && req.headers.host === undefined) {
+      reply.header('connection', 'close');
+      throw new AppError('invalid_request', 'an HTTP/1.1 request needs a Host header');
+    }
   });
+  if (opts.loadShedding) registerLoadShedding(app, opts.loadShedding);
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler(notFoundHandler);
   return app;

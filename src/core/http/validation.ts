@@ -11,21 +11,78 @@ function makeAjv(extra: Options): Ajv {
   return ajv;
 }
 
+/** The only spellings a number may take in a query string, path or header: plain decimal, no sign but `-`, no spaces. */
+const DECIMAL_INTEGER = /^-?[0-9]+$/;
+const DECIMAL_NUMBER = /^-?[0-9]+(\.[0-9]+)?$/;
+
+interface AjvLikeError { instancePath?: string; message?: string; params?: Record<string, unknown> }
+type TextValidator = ((data: unknown) => boolean) & { errors?: AjvLikeError[] | null };
+type SchemaNode = Record<string, unknown>;
+
 /**
  * Bodies are validated strictly: a JSON string is never coerced into a number,
  * so wrong types are reported instead of silently converted. Query strings,
- * path parameters and headers arrive as text, so those are coerced.
+ * path parameters and headers arrive as text, so those are coerced, but only
+ * from decimal text: Ajv would read `0x10` as 16, ` 1` as 1, `1e3` as 1000
+ * and `Infinity` as a number, which a client never means (and a cache or a
+ * proxy would key differently from us).
  */
 export function validatorCompiler(): FastifySchemaCompiler<unknown> {
   const strict = makeAjv({ coerceTypes: false });
   const coercing = makeAjv({ coerceTypes: 'array' });
   return ({ schema, httpPart }) => {
-    const ajv = httpPart === 'body' ? strict : coercing;
-    return ajv.compile(schema as object) as ReturnType<FastifySchemaCompiler<unknown>>;
+    if (httpPart === 'body') return strict.compile(schema as object) as ReturnType<FastifySchemaCompiler<unknown>>;
+    return decimalOnly(schema as SchemaNode, coercing.compile(schema as object) as TextValidator) as ReturnType<FastifySchemaCompiler<unknown>>;
   };
 }
 
-interface AjvLikeError { instancePath?: string; message?: string; params?: Record<string, unknown> }
+/** Wraps a coercing validator of a text part (query, params, headers) so numeric properties accept only decimal text. */
+function decimalOnly(schema: SchemaNode, validate: TextValidator): TextValidator {
+  const properties = (schema['properties'] ?? {}) as Record<string, SchemaNode>;
+  const numeric = Object.entries(properties)
+    .map(([name, s]) => [name, numericPattern(s)] as const)
+    .filter((e): e is readonly [string, RegExp] => e[1] !== undefined);
+  if (!numeric.length) return validate;
+  const wrapped: TextValidator = (data: unknown) => {
+    if (data !== null && typeof data === 'object') {
+      for (const [name, pattern] of numeric) {
+        const raw = (data as Record<string, unknown>)[name];
+        const texts = Array.isArray(raw) ? raw : [raw];
+        if (texts.some((t) => typeof t === 'string' && !pattern.test(t))) {
+          wrapped.errors = [{ instancePath: `/${name}`, message: pattern === DECIMAL_INTEGER ? 'must be a decimal integer' : 'must be a decimal number' }];
+          return false;
+        }
+      }
+    }
+    const ok = validate(data);
+    wrapped.errors = validate.errors ?? null;
+    return ok;
+  };
+  return wrapped;
+}
+
+/**
+ * The decimal pattern a property's text must match when its schema only
+ * admits numbers (directly, as array items, or in a union of numbers). A
+ * property that also admits a string is left to Ajv: no route has one.
+ */
+function numericPattern(s: SchemaNode): RegExp | undefined {
+  const types = new Set<string>();
+  const collect = (node: SchemaNode | undefined) => {
+    if (!node) return;
+    const t = node['type'];
+    if (typeof t === 'string') types.add(t);
+    else if (Array.isArray(t)) for (const x of t) types.add(String(x));
+    for (const key of ['anyOf', 'oneOf'] as const) {
+      const list = node[key];
+      if (Array.isArray(list)) for (const sub of list) collect(sub as SchemaNode);
+    }
+    if (node['type'] === 'array') collect(node['items'] as SchemaNode | undefined);
+  };
+  collect(s);
+  if (types.has('string') || (!types.has('integer') && !types.has('number'))) return undefined;
+  return types.has('number') ? DECIMAL_NUMBER : DECIMAL_INTEGER;
+}
 
 /** Turns the first Ajv error into `field.path: message`, naming the offending field. */
 export function describeValidationError(context: string | undefined, errors: AjvLikeError[]): string {

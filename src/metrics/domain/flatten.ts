@@ -1,5 +1,5 @@
 import { AppError } from '../../core/errors.js';
-import type { Report } from './report-schema.js';
+import { assertReportText, isNameText, type Report } from './report-schema.js';
 
 /** Deepest nesting followed inside `network` and a service entry; deeper reports get 400. */
 export const MAX_FLATTEN_DEPTH = 6;
@@ -15,15 +15,19 @@ export const FREE_FORM_SECTIONS = ['network', 'diskio', 'system', 'pressure', 's
  * deterministic order. Strings and booleans are never metrics. Other
  * top-level fields are ignored.
  *
- * Throws `invalid_request` naming the field for a non-finite number (JSON
+ * Throws `invalid_request` naming the field for text that is not
+ * well-formed Unicode or holds NUL anywhere in the report, a metric name with
+ * a control or invisible character, a non-finite number (JSON
  * `1e400` parses to Infinity), nesting past MAX_FLATTEN_DEPTH, a name past
  * MAX_METRIC_NAME_LENGTH, or two leaves that would share a name (two disks
  * with the same path).
  */
 export function flattenReport(report: Report): Map<string, number> {
+  assertReportText(report);
   const out = new Map<string, number>();
   const put = (name: string, value: number, field: string) => {
     if (!Number.isFinite(value)) throw new AppError('invalid_request', `body ${field}: must be a finite number`);
+    if (!isNameText(name)) throw new AppError('invalid_request', `body ${field}: metric name holds a control or invisible character`);
     if (name.length > MAX_METRIC_NAME_LENGTH) throw new AppError('invalid_request', `body ${field}: metric name is longer than ${MAX_METRIC_NAME_LENGTH} characters`);
     if (out.has(name)) throw new AppError('invalid_request', `body ${field}: metric ${name} is reported twice`);
     out.set(name, value);

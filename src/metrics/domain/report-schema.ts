@@ -1,4 +1,5 @@
 import { Type, type Static } from 'typebox';
+import { AppError } from '../../core/errors.js';
 import { AlertsSchema } from '../alerts/alert.js';
 
 /**
@@ -13,8 +14,31 @@ import { AlertsSchema } from '../alerts/alert.js';
  * from costing more than its body limit already allows.
  */
 
-/** The host id: stable across hostname changes and unique where hostnames collide ("localhost"). */
-export const AGENT_ID_PATTERN = '^[A-Za-z0-9._:@-]{1,128}$';
+/**
+ * The host id: stable across hostname changes and unique where hostnames
+ * collide ("localhost"). It appears in URL paths and log lines, so it is
+ * plain ASCII that starts with a letter or digit and never holds `..`: no
+ * id can read as a relative path segment (`.`, `..`) or an option (`-x`).
+ */
+export const AGENT_ID_PATTERN = '^(?!.*\\.\\.)[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$';
+
+/**
+ * Text shown to people or used in metric names (hostname, platform, disk
+ * path, service name, every key that becomes part of a metric name): no
+ * control characters (C0, DEL, C1: no NUL, CR, LF, ESC), no invisible format
+ * characters (zero-width spaces and joiners, bidirectional overrides such as
+ * U+202E, the BOM), no line or paragraph separators, and no lone UTF-16
+ * surrogate. What is left looks the same in a terminal, a log line and the
+ * dashboard as it does in the report. Ajv compiles patterns with the `u` flag,
+ * which these Unicode property classes need.
+ */
+export const NAME_TEXT_PATTERN = '^[^\\p{Cc}\\p{Cf}\\p{Cs}\\p{Zl}\\p{Zp}]*$';
+const NAME_TEXT = new RegExp(NAME_TEXT_PATTERN, 'u');
+
+/** Whether `s` is allowed as a name or label (see NAME_TEXT_PATTERN). */
+export function isNameText(s: string): boolean {
+  return NAME_TEXT.test(s);
+}
 
 const Bytes = Type.Number({ minimum: 0, description: 'Bytes.' });
 const Percent = Type.Number({ minimum: 0, maximum: 100, description: 'Percent, 0-100.' });
@@ -33,7 +57,7 @@ export const MemorySchema = Type.Object({
 }, { additionalProperties: true });
 
 export const DiskSchema = Type.Object({
-  path: Type.String({ minLength: 1, maxLength: 256, description: 'Mount point; names the metrics `disk.<path>.*`.' }),
+  path: Type.String({ minLength: 1, maxLength: 256, pattern: NAME_TEXT_PATTERN, description: 'Mount point; names the metrics `disk.<path>.*`. No control or invisible characters.' }),
   total: Bytes,
   used: Bytes,
   available: Bytes,
@@ -41,7 +65,7 @@ export const DiskSchema = Type.Object({
 }, { additionalProperties: true });
 
 export const ServiceSchema = Type.Object({
-  name: Type.String({ minLength: 1, maxLength: 128, description: 'Names the metrics `service.<name>.*`.' }),
+  name: Type.String({ minLength: 1, maxLength: 128, pattern: NAME_TEXT_PATTERN, description: 'Names the metrics `service.<name>.*`. No control or invisible characters.' }),
   status: Type.Optional(Type.String({ maxLength: 64, description: 'Free text (e.g. "active"); not stored.' })),
 }, {
   additionalProperties: true,
@@ -49,9 +73,9 @@ export const ServiceSchema = Type.Object({
 });
 
 export const ReportSchema = Type.Object({
-  agentId: Type.String({ pattern: AGENT_ID_PATTERN, description: 'Stable agent identifier; it is the host id.' }),
-  hostname: Type.String({ minLength: 1, maxLength: 255, description: 'Display name; the latest report wins.' }),
-  platform: Type.String({ minLength: 1, maxLength: 64, description: 'Operating system family, e.g. "linux".' }),
+  agentId: Type.String({ pattern: AGENT_ID_PATTERN, description: 'Stable agent identifier; it is the host id. 1-128 of A-Z a-z 0-9 . _ : @ -, starting with a letter or digit, never "..".' }),
+  hostname: Type.String({ minLength: 1, maxLength: 255, pattern: NAME_TEXT_PATTERN, description: 'Display name; the latest report wins. No control or invisible characters.' }),
+  platform: Type.String({ minLength: 1, maxLength: 64, pattern: NAME_TEXT_PATTERN, description: 'Operating system family, e.g. "linux". No control or invisible characters.' }),
   ts: Type.Integer({ minimum: 0, description: 'Sample time, epoch milliseconds.' }),
   cpu: CpuSchema,
   memory: MemorySchema,
@@ -69,3 +93,38 @@ export const ReportSchema = Type.Object({
 }, { additionalProperties: true });
 
 export type Report = Static<typeof ReportSchema>;
+
+/** Deepest nesting `assertReportText` follows; past it the report is refused (flattening stops far earlier anyway). */
+const MAX_TEXT_DEPTH = 64;
+
+/**
+ * Every string and every key anywhere in a report, unknown fields included,
+ * must be well-formed Unicode without NUL: a lone UTF-16 surrogate (JSON
+ * `"\ud800"`) cannot be encoded as UTF-8 and NUL cannot be stored in a
+ * PostgreSQL text column, so either would fail deep in storage instead of
+ * being refused here. Throws `invalid_request` naming the field. Iterative,
+ * so a deeply nested unknown field cannot overflow the stack.
+ */
+export function assertReportText(report: unknown): void {
+  const stack: { value: unknown; field: string; depth: number }[] = [{ value: report, field: '', depth: 0 }];
+  // Under the `u` flag \p{Cs} matches only unpaired surrogates: a proper pair is one code point.
+  const bad = (s: string) => /[\p{Cs}\0]/u.test(s);
+  const refuse = (field: string, what: string): never => {
+    throw new AppError('invalid_request', `body ${field || '(root)'}: ${what} holds a lone UTF-16 surrogate or a NUL character`);
+  };
+  for (let item = stack.pop(); item; item = stack.pop()) {
+    const { value, field, depth } = item;
+    if (typeof value === 'string') {
+      if (bad(value)) refuse(field, 'text');
+      continue;
+    }
+    if (value === null || typeof value !== 'object') continue;
+    if (depth >= MAX_TEXT_DEPTH) throw new AppError('invalid_request', `body ${field}: nested deeper than ${MAX_TEXT_DEPTH} levels`);
+    const entries = Array.isArray(value) ? value.map((v, i) => [String(i), v] as const) : Object.entries(value);
+    for (const [key, v] of entries) {
+      const child = field ? `${field}.${key}` : key;
+      if (bad(key)) refuse(field ? `${field}.(key)` : '(key)', 'a key');
+      stack.push({ value: v, field: child, depth: depth + 1 });
+    }
+  }
+}

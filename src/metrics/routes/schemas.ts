@@ -6,6 +6,11 @@ export const AUTH_ERRORS = {
   internal: 'Unexpected failure (logged; the body carries no detail).',
 } as const;
 
+/** What an expensive route (series, aggregate) answers past the load-shedding bounds. */
+export const LOAD_SHED_ERROR = {
+  unavailable: 'Too many expensive requests in progress (for this tenant or on this instance), the event loop is stalled, or the server is shutting down; retry after `Retry-After` seconds.',
+} as const;
+
 /** The core's one bearer scheme and error helper, under the names the metrics routes use. */
 export { BEARER_SECURITY as BEARER, errorResponses } from '../../core/http/openapi.js';
 

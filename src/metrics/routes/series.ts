@@ -3,7 +3,7 @@ import type { App } from '../../core/http/create-app.js';
 import type { MetricsStore } from '../domain/metrics-store.js';
 import { readAggregate, readHostSeries, resolveRange, type SeriesSettings } from '../domain/series.js';
 import { authenticate, requestTenant, type SessionReader } from '../http/authenticate.js';
-import { AggregateSeriesSchema, AUTH_ERRORS, BEARER, HostSeriesSchema, SeriesQuerySchema, errorResponses } from './schemas.js';
+import { AggregateSeriesSchema, AUTH_ERRORS, LOAD_SHED_ERROR, BEARER, HostSeriesSchema, SeriesQuerySchema, errorResponses } from './schemas.js';
 
 export interface SeriesRouteDeps {
   store: MetricsStore;
@@ -32,6 +32,7 @@ export function registerSeriesRoutes(app: App, deps: SeriesRouteDeps): void {
 
   app.get('/api/v1/host/:id', {
     onRequest,
+    config: { expensive: true },
     schema: {
       summary: 'One host\'s series',
       description: 'Raw reports when they fit the point budget; otherwise per-metric means over equal-width buckets aligned to multiples of their width.',
@@ -42,9 +43,10 @@ export function registerSeriesRoutes(app: App, deps: SeriesRouteDeps): void {
       response: {
         200: HostSeriesSchema,
         ...errorResponses({
-          invalid_request: '`from`, `to` or `points` not an integer, `from` after `to`, or `points` above the cap.',
+          invalid_request: '`from`, `to` or `points` not a decimal integer, `from` after `to`, or `points` above the cap.',
           not_found: 'No such host in this tenant (identical whether it exists in another tenant or nowhere).',
           ...AUTH_ERRORS,
+          ...LOAD_SHED_ERROR,
         }),
       },
     },
@@ -55,6 +57,7 @@ export function registerSeriesRoutes(app: App, deps: SeriesRouteDeps): void {
 
   app.get('/api/v1/aggregate', {
     onRequest,
+    config: { expensive: true },
     schema: {
       summary: 'Average series across the tenant\'s hosts',
       description: 'Always bucketed (buckets at least 10 s wide, aligned to multiples of their width): per bucket and metric, the mean of every sample of the tenant\'s hosts.',
@@ -64,9 +67,10 @@ export function registerSeriesRoutes(app: App, deps: SeriesRouteDeps): void {
       response: {
         200: AggregateSeriesSchema,
         ...errorResponses({
-          invalid_request: '`from`, `to` or `points` not an integer, `from` after `to`, or `points` above the cap.',
+          invalid_request: '`from`, `to` or `points` not a decimal integer, `from` after `to`, or `points` above the cap.',
           limit_exceeded: 'The tenant\'s metric names times the buckets would pass 2,000,000 values; details name the largest budget that fits.',
           ...AUTH_ERRORS,
+          ...LOAD_SHED_ERROR,
         }),
       },
     },

@@ -28,11 +28,12 @@ export function registerChangeRoutes(app: App, deps: SyncDeps): void {
 
   app.post('/api/sync/push', {
     onRequest: auth,
+    config: { expensive: true },
     schema: {
       tags: ['sync'], summary: 'Apply changes and tombstones in one transaction', security: BearerSecurity,
       description: 'Invalid items are counted in `rejected` and explained in `rejections`; conflicting items are stored as pending conflicts and listed. 200 whenever the request itself is valid.',
       headers: BusinessHeaderSchema, body: PushBodySchema,
-      response: { 200: PushResultSchema, ...errors(400, 401, 403, 404, 413, 415) },
+      response: { 200: PushResultSchema, ...errors(400, 401, 403, 404, 413, 415, 503) },
     },
   }, async (req) => {
     const businessId = await resolveBusiness(req, deps, req.body.business_id);
@@ -51,10 +52,11 @@ export function registerChangeRoutes(app: App, deps: SyncDeps): void {
 
   app.post('/api/sync/pull', {
     onRequest: auth,
+    config: { expensive: true },
     schema: {
       tags: ['sync'], summary: 'Changes after since_version, one page at a time, in version order', security: BearerSecurity,
       headers: BusinessHeaderSchema, body: PullBodySchema,
-      response: { 200: PullResultSchema, ...errors(400, 401, 403, 404, 413, 415) },
+      response: { 200: PullResultSchema, ...errors(400, 401, 403, 404, 413, 415, 503) },
     },
   }, async (req) => {
     const businessId = await resolveBusiness(req, deps, req.body.business_id);

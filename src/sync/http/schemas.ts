@@ -18,7 +18,7 @@ const ERROR_MEANING: Record<number, [ErrorCode, string]> = {
   413: ['payload_too_large', 'Body too large'],
   415: ['unsupported_media_type', 'Body is not JSON'],
   429: ['rate_limited', 'Rate limit exceeded or login locked; `retry_after` and the Retry-After header say when to retry'],
-  503: ['unavailable', 'Overloaded (password-hashing queue full) or a dependency unreachable; `retry_after` when known'],
+  503: ['unavailable', 'Overloaded (password-hashing queue full; push/pull past the load-shedding bounds) or a dependency unreachable, or shutting down; `retry_after` when known'],
 };
 
 /** Error responses for a route's schema, by status (through the core's one helper); 429 is always possible on the sync service. */

@@ -1,0 +1,102 @@
+import { describe, test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import BetterSqlite3 from 'better-sqlite3';
+import { BACKENDS, freshStorage } from '../helpers/backends.js';
+import { newBusiness, newUser } from '../helpers/sync.js';
+import { change, device, type Device, type PulledChange } from '../sync/push-client.js';
+import { compileServices, type CompiledServices } from './compiled-services.js';
+import { spawnService, type RealService } from './real-process.js';
+
+/** SIGKILL cycles per backend: 20 in CI, `KILL9_CYCLES=100` for a long run. */
+const CYCLES = Number(process.env['KILL9_CYCLES'] ?? 20);
+const DEVICES = 4;
+const PER_PUSH = 5;
+const ARGS = ['--scrypt-log2n', '10', '--user-rate-limit', '1000000', '--ip-rate-limit', '1000000'];
+
+function sqliteIntegrity(file: string): string {
+  const db = new BetterSqlite3(file, { readonly: true });
+  try { return db.pragma('integrity_check', { simple: true }) as string; } finally { db.close(); }
+}
+
+interface Push { records: string[]; acked: boolean }
+
+/** Pushes new records from one device until the service dies; records every push sent and whether it was acknowledged. */
+async function pusher(d: Device, pushes: Push[]): Promise<void> {
+  for (;;) {
+    const records = Array.from({ length: PER_PUSH }, () => randomUUID());
+    const push: Push = { records, acked: false };
+    pushes.push(push);
+    const r = await d.push({ changes: records.map((rec, i) => change(rec, 1, { i })) }).catch(() => undefined);
+    if (!r) return;
+    if (r.status === 200) {
+      assert.equal(r.body.accepted, PER_PUSH, r.text);
+      push.acked = true;
+    } else {
+      assert.equal(r.status, 503, `push answered ${r.status} ${r.text}`);
+    }
+  }
+}
+
+/** Every page from version 0, retrying a shed pull as a client would. */
+async function pullEverything(d: Device): Promise<PulledChange[]> {
+  for (let tries = 0; ; tries++) {
+    try {
+      return (await d.pullAll(0, 1000)).changes;
+    } catch (e: unknown) {
+      // A shed pull (503), or a kept-alive socket closed by the server's idle timer as it was reused: try again.
+      if (tries > 20 || !/503|fetch failed/.test(String(e))) throw e;
+      await sleep(1000);
+    }
+  }
+}
+
+/** Acknowledged pushes all there, every push all-or-nothing, no change twice, versions 1..n without a gap. */
+function verify(changes: PulledChange[], pushes: Push[], what: string): void {
+  const versions = changes.map((c) => c.version);
+  versions.forEach((v, i) => assert.equal(v, i + 1, `${what}: versions must run 1..n without a gap (got ${v} at ${i})`));
+  const stored = new Set(changes.map((c) => c.record_uuid));
+  assert.equal(stored.size, changes.length, `${what}: a change stored twice`);
+  for (const p of pushes) {
+    const present = p.records.filter((r) => stored.has(r)).length;
+    if (p.acked) assert.equal(present, PER_PUSH, `${what}: an acknowledged push lost ${PER_PUSH - present} of its changes`);
+    else assert.ok(present === 0 || present === PER_PUSH, `${what}: an unacknowledged push half applied (${present}/${PER_PUSH})`);
+  }
+}
+
+describe('sync under kill -9', { concurrency: true }, () => {
+  let compiled: CompiledServices;
+  before(() => { compiled = compileServices(); });
+  after(() => compiled.remove());
+
+  for (const backend of BACKENDS) {
+    test(`on ${backend}: ${CYCLES} SIGKILLs at random moments under ${DEVICES} pushing devices lose no acknowledged push, half-apply none, and leave versions gap-free`, { timeout: 300_000 }, async (t) => {
+      const storage = await freshStorage(backend);
+      t.after(() => storage.cleanup());
+      let svc: RealService = await spawnService('sync', storage, ARGS, compiled.dir);
+      t.after(() => svc.kill());
+      const user = await newUser(svc);
+      const business = await newBusiness(svc, user);
+      const pushes: Push[] = [];
+      for (let cycle = 0; cycle < CYCLES; cycle++) {
+        if (cycle > 0) {
+          svc = await spawnService('sync', storage, ARGS, compiled.dir);
+          verify(await pullEverything(device(svc.url, user.token, business.id)), pushes, `cycle ${cycle}`);
+        }
+        const running = svc;
+        const writers = Array.from({ length: DEVICES }, (_, k) => pusher(device(running.url, user.token, business.id, `dev-${k}`), pushes));
+        await sleep(50 + Math.random() * 350);
+        await running.kill();
+        await Promise.all(writers);
+        if (backend === 'sqlite') assert.equal(sqliteIntegrity(path.join(storage.dataDir, 'sync.db')), 'ok', `cycle ${cycle}`);
+      }
+      svc = await spawnService('sync', storage, ARGS, compiled.dir);
+      const changes = await pullEverything(device(svc.url, user.token, business.id));
+      verify(changes, pushes, 'after the last restart');
+      assert.ok(pushes.filter((p) => p.acked).length > CYCLES, 'pushes were acknowledged between the kills');
+      await svc.kill();
+    });
+  }
+});
