@@ -47,6 +47,17 @@ for (const backend of BACKENDS) {
       assert.equal(ok.body.accepted, 1);
     });
 
+    test('a lone UTF-16 surrogate in pushed data or a key is refused with 400, never stored as U+FFFD', async () => {
+      const { u, b } = await member();
+      for (const data of ['{"note":"a\\ud800b"}', '{"\\udc00":1}']) {
+        const r = await rawPush(u.token, b.id, data);
+        assert.equal(r.status, 400, `${data}: ${r.text}`);
+        assert.match(r.body.details, /surrogate/);
+      }
+      assert.equal(await status(u.token, b.id), 0);
+      assert.equal((await rawPush(u.token, b.id, '{"note":"\\ud83d\\ude00"}')).status, 200, 'a proper surrogate pair is one character');
+    });
+
     test('a number out of the double range (1e999) is refused with 400, never stored as null', async () => {
       const { u, b } = await member();
       for (const n of ['1e999', '-1e999', '123456789e400']) {
