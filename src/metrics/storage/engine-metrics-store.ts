@@ -4,7 +4,7 @@ import { chunks } from '../../core/storage/chunks.js';
 import type { MetricLimits, MetricsStore, Tenant, TokenInfo } from '../domain/metrics-store.js';
 import { DEFAULT_WRITER_OPTIONS, type EngineWriter, type WriterOptions } from './engine/engine-writer.js';
 import { latestByHost } from './engine/latest.js';
-import { readAggregate, readHost } from './engine/reader.js';
+import { readAggregate, readHost, stableRead } from './engine/reader.js';
 import { pgConn, sqliteConn, type SqlConn } from './engine/sql-conn.js';
 import { createWorkerWriter } from './engine/worker-writer.js';
 import type { MetricsTables } from './tables.js';
@@ -120,11 +120,11 @@ export function createEngineMetricsStore(database: Database<MetricsTables>, opts
     },
     async readHostSeries(tenantId, hostId, q) {
       const key = await hostKeyOf(tenantId, hostId);
-      return key === undefined ? undefined : readHost(conn, key, q);
+      return key === undefined ? undefined : stableRead(conn, tenantId, q.from, q.to, () => readHost(conn, key, q));
     },
-    readAggregate: (tenantId, q) => readAggregate(conn, tenantId, q),
+    readAggregate: (tenantId, q) => stableRead(conn, tenantId, q.from, q.to, () => readAggregate(conn, tenantId, q)),
     metricNames,
-    latestByHost: (tenantId) => latestByHost(conn, tenantId, (ids) => metricNames(tenantId, ids)),
+    latestByHost: (tenantId) => stableRead(conn, tenantId, 0, Number.MAX_SAFE_INTEGER, () => latestByHost(conn, tenantId, (ids) => metricNames(tenantId, ids))),
     deleteBefore: (cutoff) => writer.deleteBefore(cutoff),
     flush: () => writer.flush(),
     async close() {

@@ -59,6 +59,38 @@ for (const backend of BACKENDS) {
       }
     });
 
+    test('a read while another instance seals never misses the rows being moved from the head into a block', async () => {
+      const d1 = await open(storage);
+      const d2 = await open(storage);
+      const writer = storeOn(d1);
+      const reader = storeOn(d2);
+      try {
+        const { tenantId } = await newTenant(writer);
+        const windows = 12;
+        for (let w = 0; w < windows; w++) {
+          await writer.appendReports(Array.from({ length: 360 }, (_, i) => ({ tenantId, hostId: 'r', hostname: 'r', platform: 'linux', ts: T0 + w * 3_600_000 + i * 10_000, metrics: new Map([['cpu.usage', i]]) })));
+        }
+        const sealing = writer.flush();
+        const counts: number[] = [];
+        let done = false;
+        void sealing.then(() => { done = true; });
+        while (!done) {
+          counts.push((await rawTimestamps(reader, tenantId, 'r')).length);
+          // A turn of the event loop: the writer's answer (and so the end of sealing) arrives as an event.
+          await new Promise((resolve) => setImmediate(resolve));
+        }
+        await sealing;
+        counts.push((await rawTimestamps(reader, tenantId, 'r')).length);
+        assert.ok(counts.length > 1);
+        assert.deepEqual([...new Set(counts)], [windows * 360], 'every read saw every report exactly once');
+      } finally {
+        await writer.close();
+        await reader.close();
+        await d1.close();
+        await d2.close();
+      }
+    });
+
     test('two instances appending and sealing the same hosts at once store every report once', async () => {
       const d1 = await open(storage);
       const d2 = await open(storage);

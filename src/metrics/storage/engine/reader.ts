@@ -6,7 +6,7 @@ import { Buckets } from './buckets.js';
 import { gridEnd, planGrid, type Grid } from './query-plan.js';
 import { decodeRollup } from './rollup.js';
 import type { SqlConn } from './sql-conn.js';
-import { HOST_TIER_MS, TENANT_COARSE_MS, TENANT_FINE_MS, windowOf } from './windows.js';
+import { HOST_TIER_MS, TENANT_COARSE_MS, TENANT_FINE_MS, WINDOW_MS, windowOf } from './windows.js';
 
 /**
  * The read side: a host's series and a tenant's aggregate, from the head,
@@ -14,6 +14,34 @@ import { HOST_TIER_MS, TENANT_COARSE_MS, TENANT_FINE_MS, windowOf } from './wind
  * buffers and decode them column by column into typed arrays; no row ever
  * becomes a JavaScript object per sample.
  */
+/**
+ * Runs a read of the tenant's data so that it never straddles a
+ * seal: a seal moves a window's rows from the head into a block and bumps the
+ * tenant window's version in one transaction, but a read is several
+ * statements, and one that read the block before the move and the head after
+ * it would miss those rows. The versions are read before and after; if a seal
+ * landed in between, the read is done again.
+ */
+export async function stableRead<T>(conn: SqlConn, tenantId: string, from: number, to: number, read: () => Promise<T>): Promise<T> {
+  // An aligned bucket grid reaches back at most one bucket (no wider than the range) before `from`.
+  const lo = windowOf(Math.max(0, from - (to - from + 1))) - WINDOW_MS;
+  const versions = async () => {
+    const [r] = await conn.all<{ v: number | string | null; n: number | string }>(
+      'SELECT SUM(version) AS v, COUNT(*) AS n FROM tenant_windows WHERE tenant_id = ? AND window_start >= ? AND window_start <= ?', [tenantId, lo, to]);
+    return `${r?.v ?? 0}/${r?.n ?? 0}`;
+  };
+  for (let attempt = 1; ; attempt++) {
+    const before = await versions();
+    const out = await read();
+    if ((await versions()) === before || attempt >= STABLE_READ_ATTEMPTS) return out;
+    // Seals come in runs (a pass seals window after window): wait for the run to pass rather than race it.
+    await new Promise((resolve) => setTimeout(resolve, Math.min(100, 5 * attempt)));
+  }
+}
+
+/** Tries before a read is served although seals of its windows kept landing (about 10 s of back-off). */
+const STABLE_READ_ATTEMPTS = 40;
+
 /** Bucket values one answer may accumulate (metrics x buckets); bounds a request's memory whatever the tenant holds. */
 export const MAX_ANSWER_CELLS = 2_000_000;
 

@@ -35,13 +35,16 @@ export interface SealCandidate {
  * appended to it for a while, see SealSettings.idleMs). `force` ignores the idle rule.
  */
 export async function findSealable(conn: SqlConn, s: SealSettings, now: number, wallNow: number, pace: { lastAppend: Map<number, number>; appendGap: Map<number, number> }, force: boolean): Promise<SealCandidate[]> {
-  const rows = await conn.all<{ host_key: number; first_ts: number; last_ts: number }>(
-    'SELECT host_key, MIN(ts) AS first_ts, MAX(ts) AS last_ts FROM reports GROUP BY host_key');
+  // Every (host, window) in the head; integer division is the window in both dialects.
+  const rows = await conn.all<{ host_key: number; window_start: number | string }>(
+    `SELECT host_key, (ts / ${WINDOW_MS}) * ${WINDOW_MS} AS window_start FROM reports GROUP BY host_key, ts / ${WINDOW_MS} ORDER BY host_key, window_start`);
+  const newest = new Map<number, number>();
+  for (const r of rows) newest.set(r.host_key, Math.max(newest.get(r.host_key) ?? -Infinity, Number(r.window_start)));
   const out: SealCandidate[] = [];
   for (const r of rows) {
-    const windowStart = windowOf(Number(r.first_ts));
+    const windowStart = Number(r.window_start);
     if (windowStart + WINDOW_MS + s.graceMs > now) continue;
-    const movedOn = windowOf(Number(r.last_ts)) > windowStart;
+    const movedOn = newest.get(r.host_key)! > windowStart;
     const quietSince = pace.lastAppend.get(r.host_key);
     const quietEnough = Math.max(s.idleMs, 4 * (pace.appendGap.get(r.host_key) ?? 0));
     if (force || movedOn || quietSince === undefined || wallNow - quietSince >= quietEnough) out.push({ hostKey: r.host_key, windowStart });
