@@ -2,7 +2,7 @@ import { decodeSamples } from '../sample-codec.js';
 import { decodeBlock, encodeBlock, type BlockData } from './block-codec.js';
 import { encodeRollup, rollUp } from './rollup.js';
 import type { SqlConn } from './sql-conn.js';
-import { HOST_TIER_MS, WINDOW_MS, windowOf } from './windows.js';
+import { HOST_TIER_MS, WINDOW_MS } from './windows.js';
 
 /**
  * Sealing: a host's head rows of a closed window move into one compressed,
