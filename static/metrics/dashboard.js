@@ -244,15 +244,19 @@
     } else if (has('memory.percent')) {
       defs.push({ id: 'memory', title: 'Memory', unit: 'percent', max: 100, lines: [{ metric: 'memory.percent', label: 'used', band: true }] });
     }
-    if (has('memory.swapUsed')) defs.push({ id: 'swap', title: 'Swap', unit: 'bytes', lines: [{ metric: 'memory.swapUsed', label: 'used', band: true }, ...(has('memory.swapTotal') ? [{ metric: 'memory.swapTotal', label: 'total' }] : [])] });
+    // The host agent sends memory.swap.used/total (docs/host-agent.md); memory.swapUsed/swapTotal are accepted too.
+    const swapUsed = has('memory.swap.used') ? 'memory.swap.used' : has('memory.swapUsed') ? 'memory.swapUsed' : undefined;
+    const swapTotal = has('memory.swap.total') ? 'memory.swap.total' : has('memory.swapTotal') ? 'memory.swapTotal' : undefined;
+    if (swapUsed) defs.push({ id: 'swap', title: 'Swap', unit: 'bytes', lines: [{ metric: swapUsed, label: 'used', band: true }, ...(swapTotal ? [{ metric: swapTotal, label: 'total' }] : [])] });
     for (const n of names.filter((x) => /^disk\..+\.percent$/.test(x)).sort(naturally)) {
       const path = n.slice(5, -8);
       defs.push({ id: 'fs:' + path, title: 'Filesystem ' + path, unit: 'percent', max: 100, lines: [{ metric: n, label: 'used', band: true }] });
     }
     const net = names.filter((n) => /^network\.(?:.+\.)?(?:rx|tx)Bytes$/.test(n)).sort(naturally);
     if (net.length) defs.push({ id: 'network', title: 'Network throughput', unit: 'rate', lines: net.map((n) => ({ metric: n, label: n.slice(8, -5).replace(/\.?(rx|tx)$/, ' $1').trim(), rate: true })) });
-    const io = names.filter((n) => /^disk\..+\.(?:read|write)Bytes$/.test(n)).sort(naturally);
-    if (io.length) defs.push({ id: 'disk-io', title: 'Disk throughput', unit: 'rate', lines: io.map((n) => ({ metric: n, label: n.slice(5, -5).replace(/\.(read|write)$/, ' $1'), rate: true })) });
+    // Per device from the agent's diskio.<device>.readBytes/writeBytes counters (or per path as disk.<path>.readBytes).
+    const io = names.filter((n) => /^(?:diskio|disk)\..+\.(?:read|write)Bytes$/.test(n)).sort(naturally);
+    if (io.length) defs.push({ id: 'disk-io', title: 'Disk throughput', unit: 'rate', lines: io.map((n) => ({ metric: n, label: n.slice(n.indexOf('.') + 1, -5).replace(/\.(read|write)$/, ' $1'), rate: true })) });
     return defs;
   }
   function metricDef(name) {
