@@ -6,6 +6,7 @@ import { findSealable, sealWindow, type SealSettings } from './sealer.js';
 import type { SqlConn } from './sql-conn.js';
 import { rollTenantWindows } from './tenant-rollup.js';
 import { WINDOW_MS } from './windows.js';
+import { WITHDRAWN } from './worker-protocol.js';
 
 /**
  * Everything that writes the engine's tables, over one SqlConn: group commit
@@ -16,8 +17,11 @@ import { WINDOW_MS } from './windows.js';
  * event loop.
  */
 export interface EngineWriter {
-  /** Resolves one outcome per report after the commit that holds them; all of one call share one commit. */
-  append(reports: NewReport[]): Promise<AppendOutcome[]>;
+  /**
+   * Resolves one outcome per report after the commit that holds them; all of one call share one commit.
+   * `signal` aborting while they still wait in the queue withdraws them (nothing stored, the promise rejects).
+   */
+  append(reports: NewReport[], signal?: AbortSignal): Promise<AppendOutcome[]>;
   /** Retention: drops whole blocks (and head rows, tenant rollups) before `cutoff`, and hosts left with nothing. */
   deleteBefore(cutoff: number): Promise<{ reports: number; hosts: number }>;
   /** Seals every closed window and rolls up every tenant window now (operations and tests; the loop does it on its own). */
@@ -51,7 +55,7 @@ const PG_COMMITS_IN_FLIGHT = 4;
 /** Seconds a refused append is told to wait. */
 const RETRY_AFTER_S = 1;
 
-type Job = { reports: NewReport[]; resolve: (o: AppendOutcome[]) => void; reject: (e: unknown) => void };
+type Job = { reports: NewReport[]; resolve: (o: AppendOutcome[]) => void; reject: (e: unknown) => void; forget: () => void };
 
 export function createEngineWriter(conn: SqlConn, opts: WriterOptions, onError: (e: unknown) => void): EngineWriter {
   const state = newWriterState();
@@ -100,6 +104,7 @@ export function createEngineWriter(conn: SqlConn, opts: WriterOptions, onError: 
     let n = 0;
     while (queue.length && (n === 0 || n + queue[0]!.reports.length <= opts.maxBatch)) {
       const job = queue.shift()!;
+      job.forget();
       jobs.push(job);
       n += job.reports.length;
     }
@@ -154,13 +159,23 @@ export function createEngineWriter(conn: SqlConn, opts: WriterOptions, onError: 
   timer?.unref();
 
   return {
-    append(reports) {
+    append(reports, signal) {
       if (closed) return Promise.reject(new AppError('unavailable', 'the service is shutting down'));
+      if (signal?.aborted) return Promise.reject(new AppError('unavailable', WITHDRAWN));
       if (queued + reports.length > opts.maxQueued) {
         return Promise.reject(new AppError('unavailable', `${queued} reports are waiting for the disk; retry shortly`, { retry_after: RETRY_AFTER_S }));
       }
       return new Promise((resolve, reject) => {
-        queue.push({ reports, resolve, reject });
+        const withdraw = (): void => {
+          const at = queue.indexOf(job);
+          if (at < 0) return;
+          queue.splice(at, 1);
+          queued -= reports.length;
+          reject(new AppError('unavailable', WITHDRAWN));
+        };
+        const job: Job = { reports, resolve, reject, forget: () => signal?.removeEventListener('abort', withdraw) };
+        signal?.addEventListener('abort', withdraw, { once: true });
+        queue.push(job);
         queued += reports.length;
         scheduleDrain();
       });
@@ -187,8 +202,14 @@ async function deleteBefore(conn: SqlConn, cutoff: number): Promise<{ reports: n
     await tx.run('DELETE FROM blocks WHERE window_start + ? <= ?', [WINDOW_MS, cutoff]);
     await tx.run('DELETE FROM tenant_windows WHERE window_start + ? <= ?', [WINDOW_MS, cutoff]);
     const head = await tx.run('DELETE FROM reports WHERE ts < ?', [cutoff]);
-    const gone = await tx.run(
-      'DELETE FROM hosts WHERE NOT EXISTS (SELECT 1 FROM reports r WHERE r.host_key = hosts.key) AND NOT EXISTS (SELECT 1 FROM blocks b WHERE b.host_key = hosts.key)');
+    const empty = 'NOT EXISTS (SELECT 1 FROM reports r WHERE r.host_key = hosts.key) AND NOT EXISTS (SELECT 1 FROM blocks b WHERE b.host_key = hosts.key)';
+    if (conn.dialect === 'sqlite') return { reports: Number(sealedRows?.n ?? 0) + head, hosts: await tx.run(`DELETE FROM hosts WHERE ${empty}`) };
+    // PostgreSQL, read committed: a report another instance is inserting for a host is invisible to this snapshot, and
+    // the cascade would delete it with the host after its commit. So lock the empty-looking hosts first (skipping any an
+    // insert holds: its foreign-key check keeps a share lock until it commits), and test them again in a new statement,
+    // whose snapshot sees every insert that committed before the lock; inserts after it wait for this commit.
+    const locked = await tx.all<{ key: number }>(`SELECT key FROM hosts WHERE ${empty} FOR UPDATE SKIP LOCKED`);
+    const gone = locked.length ? await tx.run(`DELETE FROM hosts WHERE key = ANY(?) AND ${empty}`, [locked.map((r) => r.key)]) : 0;
     return { reports: Number(sealedRows?.n ?? 0) + head, hosts: gone };
   });
 }

@@ -1,11 +1,16 @@
 import type { NewReport } from '../../domain/metrics-store.js';
 
+/** Why a withdrawn append was refused (nobody is left to read it; the request log shows it). */
+export const WITHDRAWN = 'the client closed the connection before its reports were committed; nothing was stored';
+
 /** What the writer thread opens: the SQLite file, or a small pool on the service's PostgreSQL schema. */
 export type WriterTarget = { sqliteFile: string } | { pgUrl: string; pgSchema: string; poolSize: number };
 
 /** Messages between the service and its writer thread (writer-worker.ts). */
 export type WriterRequest = { id: number; now: number } & (
   | { op: 'append'; reports: NewReport[] }
+  /** The client of append `target` went away: withdraw it if it still waits in the queue. */
+  | { op: 'withdraw'; target: number }
   | { op: 'delete'; cutoff: number }
   | { op: 'flush' }
   | { op: 'close' }

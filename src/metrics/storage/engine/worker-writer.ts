@@ -3,7 +3,7 @@ import { Worker } from 'node:worker_threads';
 import { AppError, type ErrorCode } from '../../../core/errors.js';
 import type { AppendOutcome } from '../../domain/metrics-store.js';
 import type { EngineWriter, WriterOptions } from './engine-writer.js';
-import type { WireError, WriterReply, WriterRequest, WriterTarget } from './worker-protocol.js';
+import { WITHDRAWN, type WireError, type WriterReply, type WriterRequest, type WriterTarget } from './worker-protocol.js';
 
 type Op = WriterRequest extends infer R ? (R extends WriterRequest ? Omit<R, 'id' | 'now'> : never) : never;
 
@@ -42,18 +42,37 @@ export function createWorkerWriter(target: WriterTarget, options: Omit<WriterOpt
     pending.clear();
   }
 
-  function send<T>(op: Op): Promise<T> {
+  function post(request: WriterRequest): void {
+    if (!outbox.length) setImmediate(() => { const requests = outbox; outbox = []; worker.postMessage({ kind: 'requests', requests }); });
+    outbox.push(request);
+  }
+
+  function send<T>(op: Op, signal?: AbortSignal): Promise<T> {
     if (exited) return Promise.reject(new AppError('unavailable', 'the storage writer stopped'));
+    if (signal?.aborted) return Promise.reject(new AppError('unavailable', WITHDRAWN));
     return new Promise<T>((resolve, reject) => {
       const id = nextId++;
-      pending.set(id, { resolve: resolve as (v: unknown) => void, reject });
-      if (!outbox.length) setImmediate(() => { const requests = outbox; outbox = []; worker.postMessage({ kind: 'requests', requests }); });
-      outbox.push({ ...op, id, now: now() } as WriterRequest);
+      const request = { ...op, id, now: now() } as WriterRequest;
+      // Withdrawn before it left this thread: dropped here; after: the thread withdraws it if it still waits.
+      const withdraw = (): void => {
+        const at = outbox.indexOf(request);
+        if (at < 0) { post({ op: 'withdraw', target: id, id: nextId++, now: now() }); return; }
+        outbox.splice(at, 1);
+        pending.delete(id);
+        reject(new AppError('unavailable', WITHDRAWN));
+      };
+      signal?.addEventListener('abort', withdraw, { once: true });
+      const settled = () => signal?.removeEventListener('abort', withdraw);
+      pending.set(id, {
+        resolve: (v) => { settled(); resolve(v as T); },
+        reject: (e) => { settled(); reject(e); },
+      });
+      post(request);
     });
   }
 
   return {
-    append: (reports) => send<AppendOutcome[]>({ op: 'append', reports }),
+    append: (reports, signal) => send<AppendOutcome[]>({ op: 'append', reports }, signal),
     deleteBefore: (cutoff) => send<{ reports: number; hosts: number }>({ op: 'delete', cutoff }),
     flush: () => send<void>({ op: 'flush' }),
     async close() {

@@ -50,13 +50,20 @@ function describe(e: unknown): { message: string; code?: string; appCode?: strin
   return { message: e instanceof Error ? e.message : String(e), ...(typeof code === 'string' ? { code } : {}) };
 }
 
+/** Appends still settling, by request id, so that a withdrawal can reach them. */
+const withdrawals = new Map<number, AbortController>();
+
 port.on('message', (msg: { kind: 'requests'; requests: WriterRequest[] }) => {
   for (const req of msg.requests) {
     clock = { service: req.now, wall: Date.now() };
     const settle = (p: Promise<unknown>) => p.then(
       (result) => reply({ kind: 'result', id: req.id, ok: true, result }),
       (e: unknown) => reply({ kind: 'result', id: req.id, ok: false, error: describe(e) }));
-    if (req.op === 'append') void settle(writer.append(req.reports));
+    if (req.op === 'append') {
+      const ac = new AbortController();
+      withdrawals.set(req.id, ac);
+      void settle(writer.append(req.reports, ac.signal).finally(() => withdrawals.delete(req.id)));
+    } else if (req.op === 'withdraw') withdrawals.get(req.target)?.abort();
     else if (req.op === 'delete') void settle(writer.deleteBefore(req.cutoff));
     else if (req.op === 'flush') void settle(writer.flush());
     else {
