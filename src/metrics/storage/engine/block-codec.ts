@@ -62,6 +62,16 @@ interface ColumnPlan {
   values: Float64Array;
   exponent: number;
   mantissas: number[] | undefined;
+  /** First differences of the mantissas, computed once: every later column tries this one as its predictor. */
+  deltas?: Float64Array;
+}
+
+function deltasOf(plan: ColumnPlan): Float64Array {
+  if (plan.deltas) return plan.deltas;
+  const m = plan.mantissas!;
+  const d = new Float64Array(Math.max(0, m.length - 1));
+  for (let i = 1; i < m.length; i++) d[i - 1] = m[i]! - m[i - 1]!;
+  return (plan.deltas = d);
 }
 
 export function encodeBlock(block: BlockData): Uint8Array {
@@ -199,29 +209,29 @@ function costOf(m: number[], dod: boolean): number {
   const d = differences(m, dod);
   const g = gcdOf(d);
   let bytes = 0;
-  for (const x of d) bytes += varintBytes(Math.abs(x / g) * 2);
+  for (let i = 0; i < d.length; i++) bytes += varintBytes(Math.abs(d[i]! / g) * 2);
   return bytes;
 }
 
-function differences(m: number[], dod: boolean): number[] {
-  const out: number[] = [];
+function differences(m: number[], dod: boolean): Float64Array {
+  const out = new Float64Array(Math.max(0, m.length - 1));
   let prev = m[0] ?? 0;
   let prevDelta = 0;
   for (let i = 1; i < m.length; i++) {
     const delta = m[i]! - prev;
-    out.push(dod ? delta - prevDelta : delta);
+    out[i - 1] = dod ? delta - prevDelta : delta;
     prev = m[i]!;
     prevDelta = delta;
   }
   return out;
 }
 
-function gcdOf(xs: number[]): number {
+function gcdOf(xs: Float64Array): number {
   let g = 0;
-  for (const x of xs) {
-    let a = Math.abs(x);
+  for (let i = 0; i < xs.length; i++) {
+    let a = Math.abs(xs[i]!);
     let b = g;
-    while (b) [a, b] = [b, a % b];
+    while (b) { const t = a % b; a = b; b = t; }
     g = a;
     if (g === 1) return 1;
   }
@@ -265,13 +275,13 @@ interface Predictor {
 function findPredictor(plan: ColumnPlan, earlier: ColumnPlan[], plainCost: number): Predictor | undefined {
   const m = plan.mantissas!;
   if (m.length < 3 || plan.present.length !== plan.values.length) return undefined;
-  const dx = differences(m, false);
+  const dx = deltasOf(plan);
   let best: Predictor | undefined;
   let bestCost = plainCost * 0.9;
   for (let r = 0; r < earlier.length; r++) {
     const other = earlier[r]!;
     if (!other.mantissas || other.mantissas.length !== m.length || other.present.length !== other.values.length) continue;
-    const dy = differences(other.mantissas, false);
+    const dy = deltasOf(other);
     let sxy = 0;
     let syy = 0;
     for (let i = 0; i < dx.length; i++) { sxy += dx[i]! * dy[i]!; syy += dy[i]! * dy[i]!; }
