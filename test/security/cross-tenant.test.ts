@@ -216,5 +216,25 @@ for (const backend of BACKENDS) {
       const list = await call(s.url, 'GET', `/api/sync/attachments?record_type=invoice&record_uuid=${w.recordA}`, { token: w.a.token, headers: { 'x-business-id': w.businessA } });
       assert.equal(list.body.length, 1);
     });
+
+    test('every authenticated route answers 401 without a token and with a forged one, as a plain request and as a WebSocket upgrade', async () => {
+      const routes = routeTable(s.app).filter((r) => !SYNC_PUBLIC.has(`${r.method} ${r.url}`));
+      assert.ok(routes.length >= 15, `routes under test: ${routes.map((r) => `${r.method} ${r.url}`).join(', ')}`);
+      for (const headers of [{}, { authorization: 'Bearer syu_forged' }] as Record<string, string>[]) {
+        for (const route of routes) {
+          const what = `${route.method} ${route.url} ${JSON.stringify(headers)}`;
+          const r = await call(s.url, route.method, fillParams(route.url, () => 'x'), { headers, ...(route.method === 'POST' ? { json: {} } : {}) });
+          assert.equal(r.status, 401, `${what}: ${r.text}`);
+          assert.equal(r.body.error, 'unauthorized', what);
+        }
+        const ws = new WebSocket(`${s.url.replace('http', 'ws')}/ws/sync?business_id=${randomUUID()}`, { headers });
+        const outcome = await new Promise<string>((resolve) => {
+          ws.once('open', () => { resolve('open'); ws.close(); });
+          ws.once('unexpected-response', (_req, res) => { resolve(String(res.statusCode)); ws.terminate(); });
+          ws.once('error', () => resolve('error'));
+        });
+        assert.equal(outcome, '401', `feed upgrade ${JSON.stringify(headers)}`);
+      }
+    });
   });
 }
