@@ -31,6 +31,8 @@ const enum Kind {
   Raw = 4,
   DeltaOfDelta = 5,
   Predicted = 6,
+  /** One value for every row, as a decimal mantissa and exponent (a float64 costs 8 bytes, a count of 360 two). */
+  ConstantDecimal = 7,
 }
 
 /** Rows sharing timestamps; a column holds NaN where a row has no value of that metric. */
@@ -129,8 +131,10 @@ export function decodeBlock(bytes: Uint8Array): BlockData {
     const k = rows ? rows.length : n;
     const out = new Float64Array(n).fill(Number.NaN);
     let mant: { mantissas: Float64Array; exponent: number } | undefined;
-    if (kind === Kind.Constant) {
-      const v = readFloat(r);
+    if (kind === Kind.Constant || kind === Kind.ConstantDecimal) {
+      let v: number;
+      if (kind === Kind.Constant) v = readFloat(r);
+      else { const e = r.uvarint(); v = r.svarint() / POW10[e]!; }
       if (rows) for (const i of rows) out[i] = v;
       else out.fill(v);
     } else if (kind === Kind.Raw) {
@@ -205,7 +209,7 @@ function chooseKind(plan: ColumnPlan): Kind {
   const v = plan.values;
   let constant = true;
   for (let i = 1; i < v.length && constant; i++) constant = Object.is(v[i], v[0]);
-  if (constant && v.length > 0) return Kind.Constant;
+  if (constant && v.length > 0) return plan.mantissas ? Kind.ConstantDecimal : Kind.Constant;
   if (!plan.mantissas) return Kind.Raw;
   return costOf(plan.mantissas, true) < costOf(plan.mantissas, false) ? Kind.DeltaOfDelta : Kind.Delta;
 }
@@ -323,6 +327,11 @@ function readPredicted(r: ByteReader, k: number, source: Float64Array): Float64A
 
 function writePayload(w: ByteWriter, kind: Kind, plan: ColumnPlan, complement: { ref: number; constant: number } | undefined): void {
   if (kind === Kind.Constant) return writeFloat(w, plan.values[0]!);
+  if (kind === Kind.ConstantDecimal) {
+    w.uvarint(plan.exponent);
+    w.svarint(plan.mantissas![0]!);
+    return;
+  }
   if (kind === Kind.Raw) return writeRaw(w, plan.values);
   if (kind === Kind.Complement) {
     w.uvarint(complement!.ref);
