@@ -218,8 +218,9 @@ for (const backend of BACKENDS) {
 
     test('an append withdrawn while it waits behind another commit is not committed; the one committing completes', async () => {
       const t = await newTenant(store);
-      // Larger than one commit's batch, so the small append waits in the writer's queue while this one commits.
-      const big = store.appendReports(Array.from({ length: 6_000 }, (_, i) => report(t.tenantId, 'busy', 10_000 + i * 10)));
+      // Each larger than one commit's batch, and as many as commits run at once (4 on PostgreSQL), so the small
+      // append waits in the writer's queue while they commit.
+      const bigs = Array.from({ length: 4 }, (_, k) => store.appendReports(Array.from({ length: 2_500 }, (_, i) => report(t.tenantId, 'busy', 10_000 + (k * 2_500 + i) * 10))));
       const ac = new AbortController();
       const waiting = store.appendReports([report(t.tenantId, 'late', 5_000)], ac.signal);
       // Both have left for the writer thread (sent on the next turn) before the client goes away.
@@ -227,10 +228,10 @@ for (const backend of BACKENDS) {
       await new Promise((resolve) => setTimeout(resolve, 10));
       ac.abort();
       await assert.rejects(waiting, /nothing was stored/);
-      assert.equal((await big).filter((o) => o.status === 'stored').length, 6_000);
+      assert.equal((await Promise.all(bigs)).flat().filter((o) => o.status === 'stored').length, 10_000);
       await store.flush();
       assert.equal(await store.hostExists(t.tenantId, 'late'), false);
-      assert.equal((await collect(store, t.tenantId, 'busy', 0, 100_000)).length, 6_000);
+      assert.equal((await collect(store, t.tenantId, 'busy', 0, 200_000)).length, 10_000);
     });
 
     test('retention deleting a host between two appends of it (two instances): the append re-creates the host, nothing is lost', async () => {

@@ -57,11 +57,21 @@ const RETRY_AFTER_S = 1;
 
 type Job = { reports: NewReport[]; resolve: (o: AppendOutcome[]) => void; reject: (e: unknown) => void; forget: () => void };
 
-export function createEngineWriter(conn: SqlConn, opts: WriterOptions, onError: (e: unknown) => void): EngineWriter {
+/**
+ * `syncLog`, when given, makes the log durable (SQLite: fsync of the WAL file, on libuv's pool). Appends then commit
+ * without waiting for the disk inside the transaction and are answered after a sync that began after their commit,
+ * so the next batch commits while the previous one's fsync runs (group commit, pipelined). Without it (PostgreSQL),
+ * each append transaction's commit is durable by itself.
+ */
+export function createEngineWriter(conn: SqlConn, opts: WriterOptions, onError: (e: unknown) => void, syncLog?: () => Promise<void>): EngineWriter {
   const state = newWriterState();
   const sealed = new SealedTimestamps();
   const wallNow = () => Date.now();
-  const deps = { conn, state, limits: opts.limits, sealed, wallNow };
+  const deps = { conn, state, limits: opts.limits, sealed, wallNow, syncedByCaller: syncLog !== undefined };
+  const durable = syncLog ? pipelinedSync(syncLog) : undefined;
+  // A failed fsync leaves what the log holds unknown (the kernel may drop the dirty pages and report success
+  // later), so after one nothing more is acknowledged: the service must be restarted, as PostgreSQL does.
+  let syncFailed: unknown;
   const queue: Job[] = [];
   let queued = 0;
   let closed = false;
@@ -77,6 +87,7 @@ export function createEngineWriter(conn: SqlConn, opts: WriterOptions, onError: 
   const parallel = conn.dialect === 'postgres' ? PG_COMMITS_IN_FLIGHT : 1;
   const runAppend = conn.dialect === 'sqlite' ? serial : <T>(fn: () => Promise<T>) => fn();
   let active = 0;
+  let syncing = 0;
   let scheduled = false;
   let idle: (() => void) | undefined;
 
@@ -88,18 +99,28 @@ export function createEngineWriter(conn: SqlConn, opts: WriterOptions, onError: 
       scheduled = false;
       while (active < parallel && queue.length) {
         active++;
-        void runAppend(commitOnce).finally(() => {
+        let settle: (() => Promise<void>) | undefined;
+        void runAppend(async () => { settle = await commitOnce(); }).finally(() => {
           active--;
+          // The commit is done: the next batch may commit while this one's sync runs.
           if (queue.length) scheduleDrain();
-          else if (active === 0) idle?.();
+          if (!settle) { if (active === 0 && syncing === 0 && !queue.length) idle?.(); return; }
+          syncing++;
+          void settle().finally(() => {
+            syncing--;
+            if (active === 0 && syncing === 0 && !queue.length) idle?.();
+          });
         });
       }
-      if (active === 0 && !queue.length) idle?.();
+      if (active === 0 && syncing === 0 && !queue.length) idle?.();
     });
   }
 
-  /** Takes what is queued (whole calls, up to maxBatch reports) and commits it in one transaction. */
-  async function commitOnce(): Promise<void> {
+  /**
+   * Takes what is queued (whole calls, up to maxBatch reports) and commits it in one transaction; returns what
+   * answers them, which with `syncLog` first waits for the sync (outside the chain of transactions).
+   */
+  async function commitOnce(): Promise<(() => Promise<void>) | undefined> {
     const jobs: Job[] = [];
     let n = 0;
     while (queue.length && (n === 0 || n + queue[0]!.reports.length <= opts.maxBatch)) {
@@ -108,22 +129,34 @@ export function createEngineWriter(conn: SqlConn, opts: WriterOptions, onError: 
       jobs.push(job);
       n += job.reports.length;
     }
-    if (!jobs.length) return;
+    if (!jobs.length) return undefined;
     queued -= n;
-    const outcomes = await appendBatch(deps, jobs.flatMap((j) => j.reports));
-    let at = 0;
-    for (const job of jobs) {
-      const mine = outcomes.slice(at, at + job.reports.length);
-      at += job.reports.length;
-      const failed = mine.find((o) => o.status === 'error');
-      if (failed) job.reject(failed.status === 'error' ? failed.error : undefined);
-      else job.resolve(mine as AppendOutcome[]);
+    if (syncFailed !== undefined) {
+      for (const job of jobs) job.reject(new AppError('unavailable', 'the storage log could not be synced to disk; restart the service'));
+      return undefined;
     }
+    const outcomes = await appendBatch(deps, jobs.flatMap((j) => j.reports));
+    const answer = (): void => {
+      let at = 0;
+      for (const job of jobs) {
+        const mine = outcomes.slice(at, at + job.reports.length);
+        at += job.reports.length;
+        const failed = mine.find((o) => o.status === 'error');
+        if (failed) job.reject(failed.status === 'error' ? failed.error : undefined);
+        else job.resolve(mine as AppendOutcome[]);
+      }
+    };
+    if (!durable) { answer(); return undefined; }
+    return () => durable().then(answer, (e: unknown) => {
+      syncFailed ??= e;
+      onError(e);
+      for (const job of jobs) job.reject(new AppError('unavailable', 'the storage log could not be synced to disk; restart the service'));
+    });
   }
 
-  /** Resolves once nothing is queued or committing. */
+  /** Resolves once nothing is queued, committing or waiting for its sync. */
   function drained(): Promise<void> {
-    if (!queue.length && active === 0 && !scheduled) return Promise.resolve();
+    if (!queue.length && active === 0 && syncing === 0 && !scheduled) return Promise.resolve();
     return new Promise((resolve) => { idle = () => { idle = undefined; resolve(); }; });
   }
 
@@ -161,6 +194,7 @@ export function createEngineWriter(conn: SqlConn, opts: WriterOptions, onError: 
   return {
     append(reports, signal) {
       if (closed) return Promise.reject(new AppError('unavailable', 'the service is shutting down'));
+      if (syncFailed !== undefined) return Promise.reject(new AppError('unavailable', 'the storage log could not be synced to disk; restart the service'));
       if (signal?.aborted) return Promise.reject(new AppError('unavailable', WITHDRAWN));
       if (queued + reports.length > opts.maxQueued) {
         return Promise.reject(new AppError('unavailable', `${queued} reports are waiting for the disk; retry shortly`, { retry_after: RETRY_AFTER_S }));
@@ -212,4 +246,25 @@ async function deleteBefore(conn: SqlConn, cutoff: number): Promise<{ reports: n
     const gone = locked.length ? await tx.run(`DELETE FROM hosts WHERE key = ANY(?) AND ${empty}`, [locked.map((r) => r.key)]) : 0;
     return { reports: Number(sealedRows?.n ?? 0) + head, hosts: gone };
   });
+}
+
+/**
+ * Returns a function whose promise settles after a call of `sync` that began after it was called: calls that
+ * arrive while one runs share the next one, so there is at most one running and one waiting, whatever the load.
+ */
+export function pipelinedSync(sync: () => Promise<void>): () => Promise<void> {
+  let running: Promise<void> | undefined;
+  let next: Promise<void> | undefined;
+  const start = (): Promise<void> => {
+    const p = sync();
+    running = p;
+    const clear = (): void => { if (running === p) running = undefined; };
+    p.then(clear, clear);
+    return p;
+  };
+  return () => {
+    if (!running) return start();
+    next ??= running.then(() => undefined, () => undefined).then(() => { next = undefined; return start(); });
+    return next;
+  };
 }

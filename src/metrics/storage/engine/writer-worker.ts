@@ -3,6 +3,7 @@ import BetterSqlite3 from 'better-sqlite3';
 import { isAppError } from '../../../core/errors.js';
 import { createPgPool } from '../../../core/storage/database.js';
 import { createEngineWriter, type WriterOptions } from './engine-writer.js';
+import { walSync } from './wal-sync.js';
 import { pgConn, sqliteConn, type SqlConn } from './sql-conn.js';
 import type { WriterReply, WriterRequest, WriterTarget } from './worker-protocol.js';
 
@@ -16,6 +17,7 @@ const { target, options } = workerData as { target: WriterTarget; options: Omit<
 const port = parentPort!;
 let conn: SqlConn;
 let closeConnection: () => Promise<void>;
+let syncLog: (() => Promise<void>) | undefined;
 if ('sqliteFile' in target) {
   const db = new BetterSqlite3(target.sqliteFile);
   db.pragma('journal_mode = WAL');
@@ -27,7 +29,12 @@ if ('sqliteFile' in target) {
   // small, and checkpoints run here, off the event loop.
   db.pragma('wal_autocheckpoint = 1024');
   conn = sqliteConn(db);
-  closeConnection = async () => { db.close(); };
+  // Appends commit at synchronous=NORMAL (SQLite writes the WAL frames, no fsync) and are answered after this fsync
+  // of the WAL, on libuv's pool, so the next batch commits meanwhile. In WAL mode the frames of a commit are either
+  // still in the WAL, which this makes durable, or already checkpointed, which fsyncs both files first.
+  const wal = walSync(`${target.sqliteFile}-wal`);
+  syncLog = wal.sync;
+  closeConnection = async () => { db.close(); wal.close(); };
 } else {
   const pool = createPgPool(target.pgUrl, target.pgSchema, target.poolSize);
   conn = pgConn(pool);
@@ -36,7 +43,7 @@ if ('sqliteFile' in target) {
 
 let clock = { service: Date.now(), wall: Date.now() };
 const now = () => clock.service + (Date.now() - clock.wall);
-const writer = createEngineWriter(conn, { ...options, now }, (e) => port.postMessage({ kind: 'log', error: describe(e) } satisfies WriterReply));
+const writer = createEngineWriter(conn, { ...options, now }, (e) => port.postMessage({ kind: 'log', error: describe(e) } satisfies WriterReply), syncLog);
 
 let replies: WriterReply[] = [];
 function reply(r: WriterReply): void {
