@@ -13,7 +13,6 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 
-import { METRICS_NODE_FLAGS } from '../src/metrics/node-flags.js';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const harness = path.resolve(root, '../shared/bench-peers');
 
@@ -46,8 +45,7 @@ export async function run(argv: string[]): Promise<string> {
   if (!existsSync(path.join(root, 'dist/metrics/cli.js'))) throw new Error('run `npm run build` first: the harness starts dist/metrics/cli.js');
   try { execFileSync('createdb', ['-h', '127.0.0.1', '-U', 'postgres', 'perf'], { stdio: 'ignore' }); } catch { /* exists */ }
   const size = values.small ? { HOSTS: '20', REPORTS: '2000' } : { HOSTS: '100', REPORTS: '8640' };
-  // The service runs with the V8 flags its launchers use (npm start, the systemd unit).
-  const env = { ...size, JITTER_MS: values.jitter!, FS_FLEET: 'skip', FS_NODE_ARGS: process.env['FS_NODE_ARGS'] ?? METRICS_NODE_FLAGS.join(' ') };
+  const env = { ...size, JITTER_MS: values.jitter!, FS_FLEET: 'skip' };
   const peersA = ['victoriametrics', ...(values.influx ? ['influxdb'] : []), 'fastify-ceiling:CONCURRENCY=64', 'fleetsync:CONCURRENCY=64', 'fleetsync:DB=pg:CONCURRENCY=64'].join(' ');
   const a = harnessRun(env, peersA);
   const b = harnessRun({ ...env, TENANTS: '1', FS_REBUILT: '0' }, 'victoriametrics fleetsync:CONCURRENCY=64');

@@ -17,7 +17,6 @@ import { ConfigError, helpText, loadConfig, opt } from './core/config.js';
 import { loadMetricsConfig } from './metrics/config.js';
 import { createMetricsStore, openMetricsDatabase } from './metrics/deps.js';
 import { issueToken } from './metrics/domain/tenant-tokens.js';
-import { METRICS_NODE_FLAGS } from './metrics/node-flags.js';
 
 const startOptions = {
   dataDir: opt.string({ flag: 'data-dir', env: 'DATA_DIR', default: './data', doc: 'Directory for both services\' SQLite files, the agent spool and quickstart.json.' }),
@@ -53,8 +52,8 @@ async function firstToken(dataDir: string, env: Record<string, string | undefine
   }
 }
 
-function run(name: string, script: string, args: string[], env: Record<string, string>, nodeFlags: readonly string[] = []): ChildProcess {
-  const entry = [...nodeFlags, ...(fromSource ? ['--import', 'tsx', path.join(here, script.replace(/\.js$/, '.ts'))] : [path.join(here, script)])];
+function run(name: string, script: string, args: string[], env: Record<string, string>): ChildProcess {
+  const entry = fromSource ? ['--import', 'tsx', path.join(here, script.replace(/\.js$/, '.ts'))] : [path.join(here, script)];
   // The IPC channel is the children's lifeline: it closes when the launcher dies, even by SIGKILL, and they stop (exitWithParent).
   const child = spawn(process.execPath, [...entry, ...args], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], env: { ...process.env, ...env } });
   child.on('exit', (code, signal) => {
@@ -130,7 +129,7 @@ async function main(): Promise<void> {
 
   const metricsUrl = `http://127.0.0.1:${o.metricsPort}`;
   const syncUrl = `http://127.0.0.1:${o.syncPort}`;
-  run('metrics service', 'metrics/cli.js', ['serve'], { DATA_DIR: dataDir, METRICS_PORT: String(o.metricsPort) }, METRICS_NODE_FLAGS);
+  run('metrics service', 'metrics/cli.js', ['serve'], { DATA_DIR: dataDir, METRICS_PORT: String(o.metricsPort) });
   run('sync service', 'sync/cli.js', ['serve'], { DATA_DIR: dataDir, SYNC_PORT: String(o.syncPort) });
   await Promise.all([waitUntilServing('metrics service', `${metricsUrl}/healthz`), waitUntilServing('sync service', `${syncUrl}/healthz`)]);
   if (stopping) return;

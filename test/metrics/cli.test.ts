@@ -75,11 +75,3 @@ test('--help lists the commands and every option', async () => {
   const text = out.join('\n');
   for (const s of ['token create <tenant>', '--secret', 'METRICS_SECRET', '--retention-days', '--alert-routes', '--series-points']) assert.ok(text.includes(s), s);
 });
-
-test('the systemd unit starts the metrics service with the same V8 flags as npm start', async () => {
-  const { readFileSync } = await import('node:fs');
-  const { METRICS_NODE_FLAGS } = await import('../../src/metrics/node-flags.js');
-  const exec = /^ExecStart=(.*)$/m.exec(readFileSync(new URL('../../deploy/metrics-service.service', import.meta.url), 'utf8'))?.[1] ?? '';
-  assert.match(exec, /^\/usr\/bin\/node .*dist\/metrics\/cli\.js serve/);
-  for (const flag of METRICS_NODE_FLAGS) assert.ok(exec.split(' ').slice(0, exec.split(' ').indexOf('serve')).includes(flag), `${flag} before the script in: ${exec}`);
-});

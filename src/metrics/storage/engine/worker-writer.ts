@@ -16,12 +16,9 @@ export function createWorkerWriter(target: WriterTarget, options: Omit<WriterOpt
   // inside worker threads, so the thread registers tsx's require hook itself and loads the module through it.
   const fromSource = import.meta.url.endsWith('.ts');
   const entry = new URL(`./writer-worker${fromSource ? '.ts' : '.js'}`, import.meta.url);
-  // A small young generation: the thread's garbage is short-lived batches, and V8's default (two 16 MiB semi-spaces
-  // per isolate) would hold tens of MiB of resident memory for nothing.
-  const resourceLimits = { maxYoungGenerationSizeMb: 6 };
   const worker = fromSource
-    ? new Worker(`require('tsx/cjs/api').register(); require(${JSON.stringify(fileURLToPath(entry))});`, { eval: true, workerData: { target, options }, resourceLimits })
-    : new Worker(entry, { workerData: { target, options }, resourceLimits });
+    ? new Worker(`require('tsx/cjs/api').register(); require(${JSON.stringify(fileURLToPath(entry))});`, { eval: true, workerData: { target, options } })
+    : new Worker(entry, { workerData: { target, options } });
   const pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: unknown) => void }>();
   let outbox: WriterRequest[] = [];
   let nextId = 1;
