@@ -519,11 +519,15 @@
     },
     async fleet() {
       const r = liveRange();
-      const [series, alerts, ...tops] = await Promise.all([
+      // The first load's top lists and host times came with the page.
+      const [answer, alerts, status, ...tops] = await Promise.all([
         getJson('/api/v1/aggregate', { ...seriesWindow(r), minmax: 'true' }),
         getJson('/api/v1/alerts', { from: r.from, to: r.to, limit: '50' }),
+        loads === 0 ? null : getJson('/api/v1/hosts/status'),
         ...(loads === 0 ? [] : ['cpu.usage', 'memory.percent', 'disk'].map((m) => getJson('/api/v1/top', { metric: m, from: r.from, to: r.to, limit: '10' }))),
       ]);
+      const until = status ? reportedUntil(status) : main.dataset.reportedUntil ? Number(main.dataset.reportedUntil) : undefined;
+      const series = reportedPart(answer, until);
       lastSeries = series;
       redraw();
       const count = document.querySelector('.fleet-hosts');
@@ -542,6 +546,28 @@
       renderHosts();
     },
   };
+
+  /**
+   * The fleet's series up to the last bucket every host that is not down has
+   * reported in: a later bucket averages only the hosts that have reported
+   * so far (each reports at its own phase), so the line would dip and the band
+   * narrow to a few hosts at the right edge. `until` is the oldest latest
+   * report of those hosts (undefined when all are down: nothing is left out).
+   */
+  function reportedPart(series, until) {
+    const ts = series.timestamps;
+    let n = ts.length;
+    if (until === undefined) return series;
+    while (n > 1 && ts[n - 1] > until) n--;
+    if (n === ts.length) return series;
+    const cut = (columns) => columns && Object.fromEntries(Object.entries(columns).map(([name, values]) => [name, values.slice(0, n)]));
+    return { ...series, timestamps: ts.slice(0, n), metrics: cut(series.metrics), min: cut(series.min), max: cut(series.max) };
+  }
+  /** The same rule as the server's reportedUntil (src/metrics/domain/host-status.ts). */
+  function reportedUntil(status) {
+    const times = status.hosts.filter((h) => h.status !== 'down').map((h) => h.lastTs);
+    return times.length ? Math.min(...times) : undefined;
+  }
 
   function renderTop(key, rows) {
     const box = document.querySelector('.top[data-top="' + key + '"]');

@@ -4,7 +4,7 @@ import { escapeHtml, html } from '../../src/metrics/dashboard/html-template.js';
 import { formatAbsolute, formatPercent, formatRelative } from '../../src/metrics/dashboard/format.js';
 import { parseHostListQuery, renderDashboard, sortAndFilter, type DashboardView } from '../../src/metrics/dashboard/dashboard-page.js';
 import { parseTimeRange, rangeQuery } from '../../src/metrics/dashboard/time-range.js';
-import { hostStatus, withStatus, type HostWithStatus } from '../../src/metrics/domain/host-status.js';
+import { hostStatus, reportedUntil, withStatus, type HostWithStatus } from '../../src/metrics/domain/host-status.js';
 import type { HostLatest } from '../../src/metrics/domain/metrics-store.js';
 import { renderSignIn } from '../../src/metrics/dashboard/signin-page.js';
 import { loadStaticAssets } from '../../src/metrics/dashboard/static-assets.js';
@@ -78,6 +78,13 @@ test('status is judged against each host\'s own interval: late after 2 intervals
   assert.equal(at(25 * 60_000 + 1, 7 * 86_400_000), 'down', 'a week-long gap does not hide a dead host for weeks');
   const { counts } = withStatus([host(), host({ hostId: 'b', lastTs: NOW - 30_000 }), host({ hostId: 'c', lastTs: NOW - 60_000 })], NOW);
   assert.deepEqual(counts, { up: 1, late: 1, down: 1 });
+});
+
+test('the fleet has reported up to the oldest latest report of the hosts that are not down', () => {
+  const hosts = (...lastTs: number[]) => withStatus(lastTs.map((ts, i) => host({ hostId: `h${i}`, lastTs: ts })), NOW).hosts;
+  assert.equal(reportedUntil(hosts(NOW - 5_000, NOW - 40_000, NOW - 600_000)), NOW - 40_000, 'the late host holds the edge back, the down one does not');
+  assert.equal(reportedUntil(hosts(NOW - 600_000, NOW - 900_000)), undefined, 'every host down: nothing to wait for');
+  assert.equal(reportedUntil([]), undefined);
 });
 
 test('the host list sorts and filters without JavaScript; missing values sort last', () => {

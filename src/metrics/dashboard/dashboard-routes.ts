@@ -7,7 +7,7 @@ import { AppError, isAppError } from '../../core/errors.js';
 import type { App } from '../../core/http/create-app.js';
 import { BEARER_SECURITY, ErrorSchema } from '../../core/http/openapi.js';
 import type { AlertStore } from '../alerts/alert-store.js';
-import { withStatus } from '../domain/host-status.js';
+import { reportedUntil, withStatus } from '../domain/host-status.js';
 import type { MetricsStore } from '../domain/metrics-store.js';
 import { readHostSeries, type SeriesSettings } from '../domain/series.js';
 import { FULLEST_DISK, readTopHostsBy } from '../domain/top-hosts.js';
@@ -158,13 +158,14 @@ export async function registerDashboard(app: App, deps: DashboardDeps): Promise<
       const now = sessionDeps.now();
       const range = parseTimeRange(req.query, now);
       const metrics = ['cpu.usage', 'memory.percent', FULLEST_DISK];
+      const latest = await deps.store.latestByHost(who.tenantId);
       const [top, alerts] = await Promise.all([
-        readTopHostsBy(deps.store, who.tenantId, metrics, range, 10),
+        readTopHostsBy(deps.store, who.tenantId, metrics, range, 10, latest),
         deps.alerts.list(who.tenantId, { from: range.from, to: range.to, limit: PAGE_ALERTS }),
       ]);
       const ranked = (m: string) => top.ranked.get(m)!;
       return reply.type(HTML).header('cache-control', 'no-store').send(renderFleetPage({
-        range, alerts, now, hosts: top.hosts, tenantName: who.tenantName, session: who.session,
+        range, alerts, now, hosts: top.hosts, reportedUntil: reportedUntil(withStatus(latest, now).hosts), tenantName: who.tenantName, session: who.session,
         top: { cpu: ranked('cpu.usage'), memory: ranked('memory.percent'), disk: ranked(FULLEST_DISK) },
       }));
     });

@@ -29,6 +29,8 @@ export interface HostPageView extends PageCommon {
 
 export interface FleetPageView extends PageCommon {
   hosts: number;
+  /** Every host that is not down has reported up to here (see reportedUntil); undefined when all are down. */
+  reportedUntil: number | undefined;
   top: { cpu: RankedHost[]; memory: RankedHost[]; disk: RankedHost[] };
 }
 
@@ -87,7 +89,7 @@ ${topTable('Top 10 by disk', 'disk', v.top.disk, v.range)}
     refreshSeconds: v.range.preset ? 60 : 0,
     headerAside: accountAside(v.tenantName, v.session),
     nav: 'fleet',
-    page: { kind: 'fleet', data: { now: String(v.now) } },
+    page: { kind: 'fleet', data: { now: String(v.now), ...(v.reportedUntil !== undefined ? { 'reported-until': String(v.reportedUntil) } : {}) } },
     body,
   }).value;
 }
