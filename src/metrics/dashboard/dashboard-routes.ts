@@ -118,7 +118,7 @@ export async function registerDashboard(app: App, deps: DashboardDeps): Promise<
       if (!who) return reply.redirect('/signin', 303);
       const now = sessionDeps.now();
       const hostId = req.params.id;
-      const host = withStatus((await deps.store.latestByHost(who.tenantId)).filter((h) => h.hostId === hostId), now).hosts[0];
+      const host = withStatus(await deps.store.latestByHost(who.tenantId, hostId), now).hosts[0];
       if (!host) {
         if (!acceptsHtml(req)) throw new AppError('not_found', `no host ${hostId}`);
         return reply.code(404).type(HTML).header('cache-control', 'no-store').send(pageLayout({

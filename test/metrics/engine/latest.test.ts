@@ -113,6 +113,15 @@ for (const backend of BACKENDS) {
       assert.deepEqual(got.hosts, expected(mine));
       assert.equal(got.statements, 3);
       assert.deepEqual((await latest(other)).hosts, expected(sent.filter((r) => r.tenantId === other)));
+      // One host: its row alone, in as many statements; a host of another tenant or none is no row.
+      for (const id of ['tail', 'late', 'live']) {
+        const c = counting(conn);
+        assert.deepEqual(await latestByHost(c.conn, t, (ids) => store.metricNames(t, ids), id), expected(mine.filter((r) => r.hostId === id)));
+        assert.equal(c.statements(), 3);
+      }
+      assert.deepEqual(await latestByHost(conn, other, (ids) => store.metricNames(other, ids), 'tail'), []);
+      assert.deepEqual(await store.latestByHost(t, 'nowhere'), []);
+      assert.deepEqual(await store.latestByHost(t, 'quiet'), expected(mine.filter((r) => r.hostId === 'quiet')));
     });
 
     test('the number of statements does not grow with the number of hosts', async () => {
