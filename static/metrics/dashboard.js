@@ -155,6 +155,12 @@
     load();
   });
 
+  /** The whole document is parsed: a streamed page's later part (after this script) is in the DOM. */
+  const parsed = new Promise((resolve) => {
+    if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', resolve, { once: true });
+    else resolve();
+  });
+
   // ---- refresh ----------------------------------------------------------------------------------
   let timer = null;
   /** Charts of a range ending now refresh about every 1/120 of the range (10 s to 5 min). */
@@ -530,6 +536,8 @@
       const series = reportedPart(answer, until);
       lastSeries = series;
       redraw();
+      // The top lists and alerts come after the charts in the page's stream: drawn first, the rest once it is there.
+      await parsed;
       const count = document.querySelector('.fleet-hosts');
       if (count) count.textContent = String(series.hosts);
       renderAlerts(alerts, true);

@@ -118,7 +118,11 @@ for (const backend of BACKENDS) {
       const page = await fetch(`${h.url}/fleet?range=1h`, { headers: { authorization: `Bearer ${acme.token}` } });
       assert.equal(page.status, 200);
       const body = await page.text();
-      assert.match(body, /Average across <span class="fleet-hosts">3<\/span> hosts/);
+      assert.match(body, /<span class="fleet-hosts">3<\/span> hosts reported in the range/);
+      // Streamed: the charts' frame and the scripts come before the top lists, and the document is whole.
+      assert.ok(body.indexOf('<section class="charts"') < body.indexOf('<script src="/static/dashboard.js">'));
+      assert.ok(body.indexOf('<script src="/static/dashboard.js">') < body.indexOf('<section class="top-hosts">'));
+      assert.match(body, /<\/main>\n<\/body>\n<\/html>\n$/);
       assert.match(body, /<div class="top" data-top="cpu">[\s\S]*&lt;img src=x[\s\S]*92\.5 %/);
       assert.match(body, /<div class="top" data-top="disk">[\s\S]*a\.acme<\/a> <span class="fs">\/data<\/span> <span class="value">95\.0 %/);
       assert.doesNotMatch(body, /g-secret|globex-db|99\.9/);

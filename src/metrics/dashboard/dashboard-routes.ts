@@ -13,13 +13,15 @@ import { readHostSeries, type SeriesSettings } from '../domain/series.js';
 import { FULLEST_DISK, readTopHostsBy } from '../domain/top-hosts.js';
 import { tenantFromAuthorization } from '../http/authenticate.js';
 import { parseHostListQuery, renderDashboard } from './dashboard-page.js';
-import { renderFleetPage, renderHostPage } from './host-page.js';
+import { fleetPageParts, fleetPageRest } from './fleet-page.js';
+import { renderHostPage } from './host-page.js';
 import { html } from './html-template.js';
 import { pageLayout } from './page-layout.js';
 import { isSameOriginPost } from './same-origin.js';
 import { SESSION_COOKIE } from './session-cookie.js';
 import { closeSession, openSession, resolveSession, type SessionDeps, type SessionTenant } from './sessions.js';
 import { renderSignIn } from './signin-page.js';
+import { streamPage } from './stream-page.js';
 import { loadStaticAssets } from './static-assets.js';
 import { parseTimeRange } from './time-range.js';
 
@@ -157,17 +159,17 @@ export async function registerDashboard(app: App, deps: DashboardDeps): Promise<
       if (!who) return reply.redirect('/signin', 303);
       const now = sessionDeps.now();
       const range = parseTimeRange(req.query, now);
-      const metrics = ['cpu.usage', 'memory.percent', FULLEST_DISK];
       const latest = await deps.store.latestByHost(who.tenantId);
-      const [top, alerts] = await Promise.all([
-        readTopHostsBy(deps.store, who.tenantId, metrics, range, 10, latest),
-        deps.alerts.list(who.tenantId, { from: range.from, to: range.to, limit: PAGE_ALERTS }),
-      ]);
-      const ranked = (m: string) => top.ranked.get(m)!;
-      return reply.type(HTML).header('cache-control', 'no-store').send(renderFleetPage({
-        range, alerts, now, hosts: top.hosts, reportedUntil: reportedUntil(withStatus(latest, now).hosts), tenantName: who.tenantName, session: who.session,
-        top: { cpu: ranked('cpu.usage'), memory: ranked('memory.percent'), disk: ranked(FULLEST_DISK) },
-      }));
+      const parts = fleetPageParts({ range, now, reportedUntil: reportedUntil(withStatus(latest, now).hosts), tenantName: who.tenantName, session: who.session });
+      // The top lists read every host's range (seconds for a month of a large fleet): streamed after the charts' frame.
+      return streamPage(reply, parts, async () => {
+        const [top, alerts] = await Promise.all([
+          readTopHostsBy(deps.store, who.tenantId, ['cpu.usage', 'memory.percent', FULLEST_DISK], range, 10, latest),
+          deps.alerts.list(who.tenantId, { from: range.from, to: range.to, limit: PAGE_ALERTS }),
+        ]);
+        const ranked = (m: string) => top.ranked.get(m)!;
+        return fleetPageRest({ range, alerts, hosts: top.hosts, top: { cpu: ranked('cpu.usage'), memory: ranked('memory.percent'), disk: ranked(FULLEST_DISK) } });
+      });
     });
 
     scope.get('/signin', {

@@ -1,6 +1,5 @@
 import type { StoredAlert } from '../alerts/alert-store.js';
 import type { HostWithStatus } from '../domain/host-status.js';
-import type { RankedHost } from '../domain/top-hosts.js';
 import type { Series } from '../domain/series.js';
 import { alertsTable } from './alerts-table.js';
 import { accountAside } from './dashboard-page.js';
@@ -25,13 +24,6 @@ export interface HostPageView extends PageCommon {
   summary: Series;
   /** A metric asked for with ?metric= (its chart is opened first). */
   metric: string | undefined;
-}
-
-export interface FleetPageView extends PageCommon {
-  hosts: number;
-  /** Every host that is not down has reported up to here (see reportedUntil); undefined when all are down. */
-  reportedUntil: number | undefined;
-  top: { cpu: RankedHost[]; memory: RankedHost[]; disk: RankedHost[] };
 }
 
 /**
@@ -65,42 +57,6 @@ ${metricsTable(v.summary, (name) => `${path}?metric=${encodeURIComponent(name)}&
     page: { kind: 'host', data: { 'host-id': h.hostId, now: String(v.now), ...(v.metric ? { metric: v.metric } : {}) } },
     body,
   }).value;
-}
-
-/** The tenant's aggregate charts, the top 10 hosts by CPU, memory and fullest disk, and every host's alerts. */
-export function renderFleetPage(v: FleetPageView): string {
-  const body = html`<header class="page-head">
-<h1>Fleet</h1>
-<p class="summary">Average across <span class="fleet-hosts">${v.hosts}</span> ${v.hosts === 1 ? 'host' : 'hosts'} reporting in the range; bands show the lowest and highest value of any host.</p>
-</header>
-${rangeControls('/fleet', v.range)}
-<section class="charts" aria-label="Charts"></section>
-<section class="top-hosts">
-${topTable('Top 10 by CPU', 'cpu', v.top.cpu, v.range)}
-${topTable('Top 10 by memory', 'memory', v.top.memory, v.range)}
-${topTable('Top 10 by disk', 'disk', v.top.disk, v.range)}
-</section>
-<section class="alerts-section">
-<h2>Alerts</h2>
-<div class="alerts-list">${alertsTable(v.alerts, { showHost: true })}</div>
-</section>`;
-  return pageLayout({
-    title: 'Fleet · Fleet metrics',
-    refreshSeconds: v.range.preset ? 60 : 0,
-    headerAside: accountAside(v.tenantName, v.session),
-    nav: 'fleet',
-    page: { kind: 'fleet', data: { now: String(v.now), ...(v.reportedUntil !== undefined ? { 'reported-until': String(v.reportedUntil) } : {}) } },
-    body,
-  }).value;
-}
-
-function topTable(title: string, key: string, rows: RankedHost[], range: TimeRange): SafeHtml {
-  return html`<div class="top" data-top="${key}">
-<h2>${title}</h2>
-${rows.length === 0 ? html`<p class="none">No data in this range.</p>` : html`<ol class="top-list">
-${rows.map((r) => html`<li><a href="/hosts/${encodeURIComponent(r.hostId)}?${rangeQuery(range)}" data-keep-range>${r.hostname}</a>${key === 'disk' ? html` <span class="fs">${r.metric.slice(5, -8)}</span>` : ''} <span class="value">${formatValue(r.value, 'percent')}</span></li>`)}
-</ol>`}
-</div>`;
 }
 
 function metricsTable(summary: Series, href: (name: string) => string): SafeHtml {

@@ -26,11 +26,17 @@ export interface LayoutOptions {
   body: HtmlValue;
 }
 
-/** The document shell: no inline script or style, so the page renders fully under the service's CSP. */
-export function pageLayout(o: LayoutOptions): SafeHtml {
+/**
+ * The document shell: no inline script or style, so the page renders fully
+ * under the service's CSP. Split in two so a page can stream: `start` ends
+ * with the page's scripts right after `body` (classic scripts run as soon as
+ * the parser reaches them, so the charts load while a slow rest of the page,
+ * written between the parts, is still on its way), `end` closes the document.
+ */
+export function pageParts(o: LayoutOptions): { start: SafeHtml; end: SafeHtml } {
   const scripted = o.page !== undefined;
   const data = Object.entries(o.page?.data ?? {}).map(([k, v]) => html` data-${k}="${v}"`);
-  return html`<!doctype html>
+  const start = html`<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -38,7 +44,7 @@ export function pageLayout(o: LayoutOptions): SafeHtml {
 ${o.refreshSeconds ? html`<noscript><meta http-equiv="refresh" content="${o.refreshSeconds}"></noscript>\n` : ''}<title>${o.title}</title>
 ${scripted ? html`<link rel="stylesheet" href="${CHART_STYLESHEET_URL}">\n` : ''}<link rel="stylesheet" href="${STYLESHEET_URL}">
 <link rel="icon" href="${FAVICON_URL}" type="image/svg+xml">
-${scripted ? html`<script src="${CHART_SCRIPT_URL}" defer></script>\n<script src="${DASHBOARD_SCRIPT_URL}" defer></script>\n` : ''}</head>
+</head>
 <body>
 <header class="topbar">
 <a class="brand" href="/">Fleet metrics</a>
@@ -47,8 +53,12 @@ ${o.headerAside ?? ''}
 </header>
 <main${o.page ? html` data-page="${o.page.kind}"` : ''}${data}>
 ${o.body}
-</main>
-</body>
-</html>
-`;
+${scripted ? html`<script src="${CHART_SCRIPT_URL}"></script>\n<script src="${DASHBOARD_SCRIPT_URL}"></script>\n` : ''}`;
+  return { start, end: html`</main>\n</body>\n</html>\n` };
+}
+
+/** The whole document at once. */
+export function pageLayout(o: LayoutOptions): SafeHtml {
+  const { start, end } = pageParts(o);
+  return html`${start}${end}`;
 }

@@ -55,6 +55,7 @@ export async function readTopHostsBy(store: MetricsStore, tenantId: string, metr
   const ranked = new Map(metrics.map((m) => [m, [] as RankedHost[]]));
   let hosts = 0;
   for (const host of latest ?? await store.latestByHost(tenantId)) {
+    await otherRequestsFirst();
     const series = await hostSeriesOrNone(store, tenantId, host.hostId, { ...range, points: 1, minmax: false });
     if (!series?.timestamps.length) continue;
     hosts += 1;
@@ -68,6 +69,15 @@ export async function readTopHostsBy(store: MetricsStore, tenantId: string, metr
     list.splice(limit);
   }
   return { ranked, hosts };
+}
+
+/**
+ * Lets the event loop serve what is waiting (a chart's request) between two
+ * hosts: each host's read runs to its end without yielding on SQLite, and a
+ * pass over a large fleet's month takes seconds.
+ */
+function otherRequestsFirst(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
 }
 
 /** A host removed by retention between the listing and its read is skipped, not a failed request. */
@@ -90,6 +100,7 @@ export interface HostSpark {
 export async function readHostSparks(store: MetricsStore, tenantId: string, metric: string, range: SeriesRange): Promise<HostSpark[]> {
   const out: HostSpark[] = [];
   for (const hostId of await store.listHosts(tenantId)) {
+    await otherRequestsFirst();
     const series = await hostSeriesOrNone(store, tenantId, hostId, { ...range, minmax: false });
     if (series) out.push({ hostId, timestamps: series.timestamps, values: series.metrics[metric] ?? series.timestamps.map(() => null) });
   }
