@@ -486,8 +486,9 @@
     if (old) old.replaceWith(table); else box.append(table);
   }
   if (kind === 'host') {
-    document.querySelector('.metrics-list').addEventListener('click', (ev) => {
-      const a = ev.target.closest('a[data-metric]');
+    // On <main>: the list arrives after this script in the page's stream.
+    main.addEventListener('click', (ev) => {
+      const a = ev.target.closest('.metrics-list a[data-metric]');
       if (!a || ev.ctrlKey || ev.metaKey || ev.shiftKey) return;
       ev.preventDefault();
       openMetric = a.dataset.metric;
@@ -520,6 +521,8 @@
       }
       lastSeries = series;
       redraw();
+      // The table and alerts come after the charts in the page's stream: drawn first, the rest once it is there.
+      await parsed;
       renderMetricTable(series);
       renderAlerts(alerts, false);
     },

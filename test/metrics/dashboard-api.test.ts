@@ -104,6 +104,9 @@ for (const backend of BACKENDS) {
       assert.match(body, /data-metric="cpu\.usage"/);
       assert.match(body, /<td data-label="Mean">92\.5 %<\/td><td data-label="Min">90\.0 %<\/td><td data-label="Max">95\.0 %<\/td>/);
       assert.match(body, /<main data-page="host" data-host-id="c"/);
+      // Streamed: the charts' frame and the scripts before the table of every metric, and the document is whole.
+      assert.ok(body.indexOf('<script src="/static/dashboard.js">') < body.indexOf('<section class="metrics-list">'));
+      assert.match(body, /<\/main>\n<\/body>\n<\/html>\n$/);
       const foreign = await fetch(`${h.url}/hosts/g-secret`, { headers: { authorization: `Bearer ${acme.token}`, accept: HTML_ACCEPT } });
       assert.equal(foreign.status, 404);
       assert.doesNotMatch(await foreign.text(), /globex-db/);

@@ -14,7 +14,7 @@ import { FULLEST_DISK, readTopHostsBy } from '../domain/top-hosts.js';
 import { tenantFromAuthorization } from '../http/authenticate.js';
 import { parseHostListQuery, renderDashboard } from './dashboard-page.js';
 import { fleetPageParts, fleetPageRest } from './fleet-page.js';
-import { renderHostPage } from './host-page.js';
+import { hostPageParts, hostPageRest } from './host-page.js';
 import { html } from './html-template.js';
 import { pageLayout } from './page-layout.js';
 import { isSameOriginPost } from './same-origin.js';
@@ -130,14 +130,16 @@ export async function registerDashboard(app: App, deps: DashboardDeps): Promise<
         }).value);
       }
       const range = parseTimeRange(req.query, now);
-      const [summary, alerts] = await Promise.all([
-        readHostSeries(deps.store, who.tenantId, hostId, { from: range.from, to: range.to, points: 1, minmax: true }),
-        deps.alerts.list(who.tenantId, { hostId, from: range.from, to: range.to, limit: PAGE_ALERTS }),
-      ]);
       const metric = typeof req.query.metric === 'string' && req.query.metric !== '' ? req.query.metric : undefined;
-      return reply.type(HTML).header('cache-control', 'no-store').send(renderHostPage({
-        host, range, summary, alerts, metric, now, tenantName: who.tenantName, session: who.session,
-      }));
+      const parts = hostPageParts({ host, range, metric, now, tenantName: who.tenantName, session: who.session });
+      // The table of every metric reads the whole range: streamed after the charts' frame.
+      return streamPage(reply, parts, async () => {
+        const [summary, alerts] = await Promise.all([
+          readHostSeries(deps.store, who.tenantId, hostId, { from: range.from, to: range.to, points: 1, minmax: true }),
+          deps.alerts.list(who.tenantId, { hostId, from: range.from, to: range.to, limit: PAGE_ALERTS }),
+        ]);
+        return hostPageRest({ host, range, summary, alerts });
+      });
     });
 
     scope.get('/fleet', {

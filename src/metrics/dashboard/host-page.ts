@@ -5,58 +5,69 @@ import { alertsTable } from './alerts-table.js';
 import { accountAside } from './dashboard-page.js';
 import { formatAbsolute, formatRelative } from './format.js';
 import { html, type SafeHtml } from './html-template.js';
-import { pageLayout } from './page-layout.js';
+import { pageParts } from './page-layout.js';
 import { rangeControls } from './range-controls.js';
 import { rangeQuery, type TimeRange } from './time-range.js';
 import { formatValue, unitOf } from './units.js';
 
-interface PageCommon {
+export interface HostPageView {
+  host: HostWithStatus;
   range: TimeRange;
-  alerts: StoredAlert[];
+  /** A metric asked for with ?metric= (its chart is opened first). */
+  metric: string | undefined;
   now: number;
   tenantName: string;
   session: boolean;
 }
 
-export interface HostPageView extends PageCommon {
+export interface HostPageRest {
   host: HostWithStatus;
+  range: TimeRange;
   /** The range as one point with min and max: every metric the host reported in it. */
   summary: Series;
-  /** A metric asked for with ?metric= (its chart is opened first). */
-  metric: string | undefined;
+  alerts: StoredAlert[];
 }
 
+const hostPath = (h: HostWithStatus) => `/hosts/${encodeURIComponent(h.hostId)}`;
+
 /**
- * One host: header, time range, the chart area dashboard.js fills from
- * /api/v1/host/:id, the table of every metric over the range (what the page
- * is without JavaScript, and the list that opens any metric's chart), and
- * the host's alerts.
+ * One host: header, time range and the chart area dashboard.js fills from
+ * /api/v1/host/:id, then the page's scripts; and the document's closing.
+ * hostPageRest goes between the two.
  */
-export function renderHostPage(v: HostPageView): string {
+export function hostPageParts(v: HostPageView): { start: SafeHtml; end: SafeHtml } {
   const h = v.host;
-  const path = `/hosts/${encodeURIComponent(h.hostId)}`;
   const body = html`<header class="page-head">
 <h1><span class="hostname">${h.hostname}</span> <span class="status ${h.status}">${h.status}</span></h1>
 <p class="summary"><span class="host-id">${h.hostId}</span> · ${h.platform} · last report <time class="last-report" datetime="${new Date(h.lastTs).toISOString()}" title="${formatAbsolute(h.lastTs)}">${formatRelative(h.lastTs, v.now)}</time></p>
 </header>
-${rangeControls(path, v.range, v.metric ? { metric: v.metric } : {})}
-<section class="charts" aria-label="Charts"></section>
-<section class="metrics-list">
-<h2>All metrics</h2>
-${metricsTable(v.summary, (name) => `${path}?metric=${encodeURIComponent(name)}&${rangeQuery(v.range)}`)}
-</section>
-<section class="alerts-section">
-<h2>Alerts</h2>
-<div class="alerts-list">${alertsTable(v.alerts, { showHost: false })}</div>
-</section>`;
-  return pageLayout({
+${rangeControls(hostPath(h), v.range, v.metric ? { metric: v.metric } : {})}
+<section class="charts" aria-label="Charts"></section>`;
+  return pageParts({
     title: `${h.hostname} · Fleet metrics`,
     refreshSeconds: v.range.preset ? 60 : 0,
     headerAside: accountAside(v.tenantName, v.session),
     nav: 'hosts',
     page: { kind: 'host', data: { 'host-id': h.hostId, now: String(v.now), ...(v.metric ? { metric: v.metric } : {}) } },
     body,
-  }).value;
+  });
+}
+
+/**
+ * The table of every metric over the range (what the page is without
+ * JavaScript, and the list that opens any metric's chart) and the host's alerts.
+ */
+export function hostPageRest(v: HostPageRest): SafeHtml {
+  const path = hostPath(v.host);
+  return html`<section class="metrics-list">
+<h2>All metrics</h2>
+${metricsTable(v.summary, (name) => `${path}?metric=${encodeURIComponent(name)}&${rangeQuery(v.range)}`)}
+</section>
+<section class="alerts-section">
+<h2>Alerts</h2>
+<div class="alerts-list">${alertsTable(v.alerts, { showHost: false })}</div>
+</section>
+`;
 }
 
 function metricsTable(summary: Series, href: (name: string) => string): SafeHtml {
