@@ -79,12 +79,12 @@ export async function run(argv: string[]): Promise<string> {
     await Promise.all([page.waitForURL(`${base}/`), page.click('button[type=submit]')]);
 
     const measurePage = async (url: string) => {
-      const times: number[] = [];
+      const loads: PageLoad[] = [];
       for (let i = 0; i < runs + 2; i++) {
-        const t = await timeToCharts(page, url);
-        if (i >= 2) times.push(t);
+        const load = await loadPage(page, url);
+        if (i >= 2) loads.push(load);
       }
-      return times;
+      return loads;
     };
     const measureJson = async (url: string) => {
       const times: number[] = [];
@@ -98,19 +98,20 @@ export async function run(argv: string[]): Promise<string> {
       return times;
     };
     const end = data.end;
-    const rows: Array<[string, number[]]> = [];
+    const pageRows: Array<[string, PageLoad[]]> = [];
+    const jsonRows: Array<[string, number[]]> = [];
     // The page's presets that the data set covers, as fixed ranges ending at the data's end.
     const presets: Array<[string, number]> = [['1h', 3_600_000], ['24h', DAY], ['7d', 7 * DAY], ['30d', 30 * DAY]];
     for (const [range, ms] of presets.filter(([, span]) => span <= spec.days * DAY)) {
       const fixed = `from=${end - ms}&to=${end}`;
-      rows.push([`host page, ${range}: navigation to all charts drawn`, await measurePage(`${base}/hosts/${hostId}?${fixed}`)]);
-      rows.push([`fleet page, ${range}: navigation to all charts drawn`, await measurePage(`${base}/fleet?${fixed}`)]);
+      pageRows.push([`host page, ${range}`, await measurePage(`${base}/hosts/${hostId}?${fixed}`)]);
+      pageRows.push([`fleet page, ${range}`, await measurePage(`${base}/fleet?${fixed}`)]);
       // The request the page makes (dashboard.js seriesWindow): 1000 points up to 3 days, whole hours past that.
       const hour = 3_600_000;
       const q = ms < 72 * hour
         ? `${fixed}&points=1000`
         : `from=${Math.floor((end - ms) / hour) * hour}&to=${Math.ceil((end + 1) / hour) * hour - 1}&points=${(Math.ceil((end + 1) / hour) - Math.floor((end - ms) / hour))}`;
-      rows.push([`JSON for one host chart, ${range} (\`/api/v1/host/:id?${q.replace(/from=\d+&to=\d+&/, '')}&minmax=true\`)`, await measureJson(`${base}/api/v1/host/${hostId}?${q}&minmax=true`)]);
+      jsonRows.push([`${range}: \`/api/v1/host/:id?${q.replace(/from=\d+&to=\d+&/, '')}&minmax=true\``, await measureJson(`${base}/api/v1/host/${hostId}?${q}&minmax=true`)]);
     }
     const loadAvg = os.loadavg()[0]!;
     const loaded = reuse
@@ -122,12 +123,23 @@ export async function run(argv: string[]): Promise<string> {
       `Data: one tenant of ${spec.hosts} hosts x ${spec.days} d of 10 s reports (${data.reports.toLocaleString('en')} reports, ${(data.reports * 28).toLocaleString('en')} samples) from the peers'`,
       `generator (seed ${spec.seed}), ${loaded}${dbBytes ? `; database ${(dbBytes / 2 ** 20).toFixed(0)} MiB` : ''}.`,
       `Ranges are fixed and end at the data's end. Headless Chromium (1280 x 900), signed in; each page`,
-      `is loaded ${runs} times after 2 warm-ups. "All charts drawn" is the navigation start to the last uPlot draw of the page's first`,
-      'load (read from `performance.now()` in the page). JSON: the request behind the host page\'s charts, over HTTP from Node.',
+      `is loaded ${runs} times after 2 warm-ups. "Charts drawn" is the navigation start to the last uPlot draw of the page's first`,
+      'load (read from `performance.now()` in the page); "whole page" to the end of the streamed HTML (its top lists or table of every metric).',
+      'Requests: what the page fetched after its HTML (its static files come from the browser cache after the first load).',
       '',
-      '| measurement | p50 (ms) | p95 (ms) |',
+      '| page, range | charts drawn p50 (ms) | p95 (ms) | whole page p50 (ms) | requests after the HTML (JSON KiB) |',
+      '| --- | ---: | ---: | ---: | --- |',
+      ...pageRows.map(([name, xs]) => {
+        const drawn = xs.map((x) => x.drawn);
+        const last = xs[xs.length - 1]!;
+        return `| ${name} | ${quantile(drawn, 0.5).toFixed(0)} | ${quantile(drawn, 0.95).toFixed(0)} | ${quantile(xs.map((x) => x.whole), 0.5).toFixed(0)} | ${last.apiRequests} API (${(last.jsonBytes / 1024).toFixed(0)}), ${last.staticRequests} static |`;
+      }),
+      '',
+      'The JSON behind the host page\'s charts (one request for every chart), over HTTP from Node:',
+      '',
+      '| request | p50 (ms) | p95 (ms) |',
       '| --- | ---: | ---: |',
-      ...rows.map(([name, xs]) => `| ${name} | ${quantile(xs, 0.5).toFixed(0)} | ${quantile(xs, 0.95).toFixed(0)} |`),
+      ...jsonRows.map(([name, xs]) => `| ${name} | ${quantile(xs, 0.5).toFixed(0)} | ${quantile(xs, 0.95).toFixed(0)} |`),
       '',
       `1-minute load average at the end: ${loadAvg.toFixed(1)} on ${os.cpus().length} cores (shared machine).`,
     ].join('\n');
@@ -144,8 +156,19 @@ export async function run(argv: string[]): Promise<string> {
   }
 }
 
-/** Navigation start to the last chart draw of the page's first load, as the page itself measured it. */
-async function timeToCharts(page: Page, url: string): Promise<number> {
+interface PageLoad {
+  /** Navigation start to the last chart drawn on the page's first load. */
+  drawn: number;
+  /** Navigation start to the end of the HTML (the streamed part included). */
+  whole: number;
+  /** Requests after the HTML: to the API (and the JSON bytes they read), and for static files. */
+  apiRequests: number;
+  jsonBytes: number;
+  staticRequests: number;
+}
+
+/** One navigation, as the page itself measured it. */
+async function loadPage(page: Page, url: string): Promise<PageLoad> {
   await page.goto(url);
   // Polled through page.evaluate: waitForFunction would eval inside the page, which its CSP forbids.
   const deadline = Date.now() + 120_000;
@@ -154,5 +177,14 @@ async function timeToCharts(page: Page, url: string): Promise<number> {
     if (Date.now() > deadline) throw new Error(`${url}: charts not drawn within 120 s`);
     await new Promise((r) => setTimeout(r, 10));
   }
-  return Number(await page.evaluate("Math.max(...[...document.querySelectorAll('figure.chart')].map((f) => Number(f.dataset.drawnAt)))"));
+  return await page.evaluate(`(() => {
+    const resources = performance.getEntriesByType('resource');
+    return {
+      drawn: Math.max(...[...document.querySelectorAll('figure.chart')].map((f) => Number(f.dataset.drawnAt))),
+      whole: performance.getEntriesByType('navigation')[0].responseEnd,
+      apiRequests: resources.filter((r) => r.name.includes('/api/')).length,
+      jsonBytes: resources.filter((r) => r.name.includes('/api/')).reduce((n, r) => n + r.encodedBodySize, 0),
+      staticRequests: resources.filter((r) => r.name.includes('/static/')).length,
+    };
+  })()`) as PageLoad;
 }
