@@ -81,6 +81,26 @@ for (const backend of BACKENDS) {
       }
     });
 
+    test('GET /api/v1/top/lists gives several top lists from one pass, each as /api/v1/top gives it', async () => {
+      const q = `from=${now - 3_600_000}&to=${now}&limit=2`;
+      const r = await call(h.url, 'GET', `/api/v1/top/lists?metrics=cpu.usage,disk,no.such.metric&${q}`, { token: acme.token });
+      assert.equal(r.status, 200);
+      assert.deepEqual(Object.keys(r.body.lists), ['cpu.usage', 'disk', 'no.such.metric']);
+      for (const m of ['cpu.usage', 'disk', 'no.such.metric']) {
+        assert.deepEqual(r.body.lists[m], (await call(h.url, 'GET', `/api/v1/top?metric=${m}&${q}`, { token: acme.token })).body, m);
+      }
+      assert.equal(r.body.hosts, 3, 'hosts with reports in the range');
+      const other = await call(h.url, 'GET', `/api/v1/top/lists?metrics=cpu.usage&${q}`, { token: globex.token });
+      assert.deepEqual(other.body.lists['cpu.usage'].map((x: { hostId: string }) => x.hostId), ['g-secret']);
+      const eleven = Array.from({ length: 11 }, (_, i) => `m${i}`).join(',');
+      for (const bad of ['', 'metrics=', 'metrics=,cpu.usage', 'metrics=cpu.usage,', `metrics=${eleven}`, 'metrics=cpu.usage&limit=0', `metrics=cpu.usage&from=${now}&to=${now - 1}`]) {
+        const bad400 = await call(h.url, 'GET', `/api/v1/top/lists?${bad}`, { token: acme.token });
+        assert.equal(bad400.status, 400, bad);
+        assert.equal(bad400.body.error, 'invalid_request');
+      }
+      assert.equal((await call(h.url, 'GET', '/api/v1/top/lists?metrics=cpu.usage')).status, 401);
+    });
+
     test('GET /api/v1/sparklines: one metric per host, within the point budget', async () => {
       const r = await call(h.url, 'GET', `/api/v1/sparklines?metric=cpu.usage&from=${now - 3_600_000}&to=${now}&points=3`, { token: acme.token });
       assert.equal(r.status, 200);

@@ -273,6 +273,17 @@ test('the monitoring UI: statuses, sparklines, charts with data, range, zoom, al
   assert.match(fleetAlerts, /HighCpu/);
   assert.doesNotMatch(await page.content(), /GlobexOnly|b-secret|globex-db/);
   await shot(page, 'fleet-desktop-light');
+  // A refresh (here a preset) reads the three top lists in one request.
+  const lists = page.waitForResponse((r) => r.url().includes('/api/v1/top/lists?'));
+  let topRequests = 0;
+  const countTop = (r: { url(): string }) => { if (/\/api\/v1\/top[?/]/.test(r.url())) topRequests++; };
+  page.on('request', countTop);
+  await page.click('a[data-range="6h"]');
+  assert.deepEqual(Object.keys((await (await lists).json() as { lists: object }).lists), ['cpu.usage', 'memory.percent', 'disk']);
+  await until(page, "document.querySelectorAll('.top[data-top=\"cpu\"] li').length === 3 && new URL(location.href).searchParams.get('range') === '6h'");
+  page.off('request', countTop);
+  assert.equal(topRequests, 1);
+  assert.ok((await page.locator('.top[data-top="cpu"] li').first().innerText()).includes(HOSTILE), 'lists rendered again, names as text');
 
   // Tenant isolation through the pages and the cookie-authorised API.
   const isolation = await page.evaluate(`(async () => {
