@@ -177,7 +177,8 @@
 
   async function getJson(path, params) {
     const qs = new URLSearchParams(params).toString();
-    const res = await fetch(path + (qs ? '?' + qs : ''), { headers: { accept: 'application/json' }, credentials: 'same-origin' });
+    // A plain fetch (the API answers JSON): the request the page's preload link makes, so that response is reused.
+    const res = await fetch(path + (qs ? '?' + qs : ''));
     if (res.status === 401) { location.assign('/signin'); throw new Error('signed out'); }
     if (!res.ok) throw new Error(path + ' answered HTTP ' + res.status);
     return res.json();
@@ -418,6 +419,10 @@
     if (chartsSection) rebuildCharts();
     if (kind === 'hosts') renderHosts();
   });
+  /** The first load asks exactly what the page preloads (the server's range and window): its response is already coming. */
+  function seriesRequest(path, r) {
+    return loads === 0 && main.dataset.series ? [main.dataset.series, {}] : [path, { ...seriesWindow(r), minmax: 'true' }];
+  }
   const HOUR = 3600000;
   /**
    * What a chart asks the API for. Up to 3 days: the range itself at up to
@@ -425,6 +430,7 @@
    * reports come back raw). Longer: the range widened to whole hours at one
    * point per hour, so the storage answers from its hourly rollups (exact
    * means, min and max) instead of reading every report; 720 points for 30 days.
+   * The server applies the same rule to the page's preload (time-range.ts).
    */
   function seriesWindow(r) {
     if (r.to - r.from < 72 * HOUR) return { from: String(r.from), to: String(r.to), points: '1000' };
@@ -504,7 +510,7 @@
       const r = liveRange();
       const id = main.dataset.hostId;
       const [series, alerts, status] = await Promise.all([
-        getJson('/api/v1/host/' + encodeURIComponent(id), { ...seriesWindow(r), minmax: 'true' }),
+        getJson(...seriesRequest('/api/v1/host/' + encodeURIComponent(id), r)),
         getJson('/api/v1/alerts', { host: id, from: r.from, to: r.to, limit: '50' }),
         // The header's status and last report move with time even when the range is fixed; skipped on the first load, which the server rendered.
         loads === 0 ? null : getJson('/api/v1/hosts/status'),
@@ -530,7 +536,7 @@
       const r = liveRange();
       // The first load's top lists and host times came with the page.
       const [answer, alerts, status, tops] = await Promise.all([
-        getJson('/api/v1/aggregate', { ...seriesWindow(r), minmax: 'true' }),
+        getJson(...seriesRequest('/api/v1/aggregate', r)),
         getJson('/api/v1/alerts', { from: r.from, to: r.to, limit: '50' }),
         loads === 0 ? null : getJson('/api/v1/hosts/status'),
         // The three lists in one pass over the hosts.

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { escapeHtml, html } from '../../src/metrics/dashboard/html-template.js';
 import { formatAbsolute, formatPercent, formatRelative } from '../../src/metrics/dashboard/format.js';
 import { parseHostListQuery, renderDashboard, sortAndFilter, type DashboardView } from '../../src/metrics/dashboard/dashboard-page.js';
-import { parseTimeRange, rangeQuery } from '../../src/metrics/dashboard/time-range.js';
+import { parseTimeRange, rangeQuery, seriesUrl, seriesWindow } from '../../src/metrics/dashboard/time-range.js';
 import { hostStatus, reportedUntil, withStatus, type HostWithStatus } from '../../src/metrics/domain/host-status.js';
 import type { HostLatest } from '../../src/metrics/domain/metrics-store.js';
 import { renderSignIn } from '../../src/metrics/dashboard/signin-page.js';
@@ -107,6 +107,15 @@ test('the time range comes from the URL: presets end now, from/to is fixed, junk
   assert.deepEqual(parseTimeRange({ from: '2000', to: '1000' }, NOW), { from: NOW - 3_600_000, to: NOW, preset: '1h' });
   assert.deepEqual(parseTimeRange({ range: '__proto__' }, NOW), { from: NOW - 3_600_000, to: NOW, preset: '1h' });
   assert.equal(rangeQuery({ from: 1, to: 2, preset: null }), 'from=1&to=2');
+});
+
+test('the series window: up to 3 days the range at 1000 points, longer whole hours at one point per hour', () => {
+  const H = 3_600_000;
+  assert.deepEqual(seriesWindow({ from: NOW - H, to: NOW }), { from: NOW - H, to: NOW, points: 1000 });
+  assert.deepEqual(seriesWindow({ from: NOW - 72 * H + 1, to: NOW }), { from: NOW - 72 * H + 1, to: NOW, points: 1000 });
+  const week = seriesWindow({ from: NOW - 7 * 24 * H + 1234, to: NOW + 1234 });
+  assert.deepEqual(week, { from: NOW - 7 * 24 * H, to: NOW + H - 1, points: 169 });
+  assert.equal(seriesUrl('/api/v1/aggregate', { from: NOW - H, to: NOW }), `/api/v1/aggregate?from=${NOW - H}&to=${NOW}&points=1000&minmax=true`);
 });
 
 test('agent-supplied hostname, host id and platform render only as text', () => {

@@ -148,9 +148,16 @@ test('the monitoring UI: statuses, sparklines, charts with data, range, zoom, al
 
   // Host page: every chart drawn with the API's data.
   const seriesResponse = page.waitForResponse((r) => r.url().includes('/api/v1/host/web-1?'));
+  const seriesRequests: string[] = [];
+  const countSeries = (r: { url(): string }) => { if (r.url().includes('/api/v1/host/web-1?')) seriesRequests.push(r.url()); };
+  page.on('request', countSeries);
   await page.goto(`${h.url}/hosts/web-1?range=1h`);
   await loaded(page);
   const charts = await chartsDrawn(page);
+  page.off('request', countSeries);
+  // The head preloads the series request and the script's own fetch of it reuses that response: one request.
+  const preload = await page.locator('link[rel=preload][as=fetch]').evaluate((l) => (l as HTMLLinkElement).href);
+  assert.deepEqual(seriesRequests, [preload]);
   assert.deepEqual(Object.keys(charts).sort(), ['cpu', 'cpu-cores', 'disk-io', 'fs:/', 'fs:/data', 'load', 'memory', 'network', 'swap'].sort());
   const api = await (await seriesResponse).json() as { metrics: Record<string, (number | null)[]>; bucketMs: number | null };
   assert.equal(api.bucketMs, null, 'an hour of 10 s reports fits the page\'s point budget: raw reports');

@@ -6,7 +6,7 @@ import { accountAside } from './dashboard-page.js';
 import { html, type SafeHtml } from './html-template.js';
 import { pageParts } from './page-layout.js';
 import { rangeControls } from './range-controls.js';
-import { rangeQuery, type TimeRange } from './time-range.js';
+import { rangeQuery, seriesUrl, type TimeRange } from './time-range.js';
 import { formatValue } from './units.js';
 
 export interface FleetPageView {
@@ -32,6 +32,7 @@ export interface FleetRankings {
  * fleetPageRest goes between the two.
  */
 export function fleetPageParts(v: FleetPageView): { start: SafeHtml; end: SafeHtml } {
+  const series = seriesUrl('/api/v1/aggregate', v.range);
   const body = html`<header class="page-head">
 <h1>Fleet</h1>
 <p class="summary">Average across the hosts reporting in the range; bands show the lowest and highest value of any host.</p>
@@ -43,7 +44,8 @@ ${rangeControls('/fleet', v.range)}
     refreshSeconds: v.range.preset ? 60 : 0,
     headerAside: accountAside(v.tenantName, v.session),
     nav: 'fleet',
-    page: { kind: 'fleet', data: { now: String(v.now), ...(v.reportedUntil !== undefined ? { 'reported-until': String(v.reportedUntil) } : {}) } },
+    page: { kind: 'fleet', data: { now: String(v.now), series, ...(v.reportedUntil !== undefined ? { 'reported-until': String(v.reportedUntil) } : {}) } },
+    preload: series,
     body,
   });
 }

@@ -23,6 +23,13 @@ export interface LayoutOptions {
   nav?: NavItem;
   /** The page's role and data for dashboard.js (data-* attributes of <main>). */
   page?: { kind: string; data?: Record<string, string> };
+  /**
+   * A same-origin JSON request the page's script makes first: fetched as soon
+   * as the head is parsed, while the scripts load, and handed to the script's
+   * own fetch of the same URL (`crossorigin`: the mode and credentials of a
+   * plain fetch()).
+   */
+  preload?: string;
   body: HtmlValue;
 }
 
@@ -44,7 +51,7 @@ export function pageParts(o: LayoutOptions): { start: SafeHtml; end: SafeHtml } 
 ${o.refreshSeconds ? html`<noscript><meta http-equiv="refresh" content="${o.refreshSeconds}"></noscript>\n` : ''}<title>${o.title}</title>
 ${scripted ? html`<link rel="stylesheet" href="${CHART_STYLESHEET_URL}">\n` : ''}<link rel="stylesheet" href="${STYLESHEET_URL}">
 <link rel="icon" href="${FAVICON_URL}" type="image/svg+xml">
-</head>
+${o.preload ? html`<link rel="preload" href="${o.preload}" as="fetch" crossorigin>\n` : ''}</head>
 <body>
 <header class="topbar">
 <a class="brand" href="/">Fleet metrics</a>
