@@ -317,13 +317,13 @@
     ctx.restore();
     return Math.ceil(widest / (window.devicePixelRatio || 1)) + 18;
   }
-  function makePlot(def, holder, prepared) {
+  function makePlot(def, holder, prepared, width) {
     const unit = def.unit;
     const text = cssVar('--muted');
     const grid = cssVar('--line');
     const axis = { stroke: text, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid, width: 1 } };
     const opts = {
-      width: chartWidth(holder),
+      width,
       height: chartHeight(),
       ms: 1,
       series: prepared.series,
@@ -371,6 +371,7 @@
       if (!keep.has(id)) { c.plot.destroy(); c.holder.remove(); charts.delete(id); }
     }
     let previous = null;
+    const created = [];
     for (const def of defs) {
       const prepared = plotData(def, series);
       let c = charts.get(def.id);
@@ -379,14 +380,23 @@
         const holder = el('figure', { class: 'chart' + (def.extra ? ' extra' : ''), 'data-chart': def.id, role: 'img' },
           el('figcaption', {}, def.title, def.extra ? closeButton(def) : null), el('div', { class: 'plot' }));
         if (previous) previous.after(holder); else chartsSection.prepend(holder);
-        c = { holder, plot: makePlot(def, holder, prepared), shape: prepared.series.length, def };
+        c = { holder, plot: null, shape: prepared.series.length, def };
         charts.set(def.id, c);
+        created.push([c, prepared]);
       } else {
         c.plot.setData(prepared.data);
+        if (c.plot.cursor.idx === null || c.plot.cursor.idx === undefined) showLatest(c.plot);
+        describe(c.holder, def, prepared);
       }
-      if (c.plot.cursor.idx === null || c.plot.cursor.idx === undefined) showLatest(c.plot);
-      describe(c.holder, def, prepared);
       previous = c.holder;
+    }
+    // Widths are read once per kind of cell, after every new holder is in place: one layout, not one per chart.
+    const widths = new Map();
+    for (const [c] of created) if (!widths.has(c.def.extra)) widths.set(c.def.extra, chartWidth(c.holder));
+    for (const [c, prepared] of created) {
+      c.plot = makePlot(c.def, c.holder, prepared, widths.get(c.def.extra));
+      showLatest(c.plot);
+      describe(c.holder, c.def, prepared);
     }
     let empty = chartsSection.querySelector('.none');
     if (!defs.length || !series.timestamps.length) {
