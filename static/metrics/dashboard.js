@@ -155,6 +155,12 @@
     load();
   });
 
+  /** The whole document is parsed: a streamed page's later part (after this script) is in the DOM. */
+  const parsed = new Promise((resolve) => {
+    if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', resolve, { once: true });
+    else resolve();
+  });
+
   // ---- refresh ----------------------------------------------------------------------------------
   let timer = null;
   /** Charts of a range ending now refresh about every 1/120 of the range (10 s to 5 min). */
@@ -171,7 +177,8 @@
 
   async function getJson(path, params) {
     const qs = new URLSearchParams(params).toString();
-    const res = await fetch(path + (qs ? '?' + qs : ''), { headers: { accept: 'application/json' }, credentials: 'same-origin' });
+    // A plain fetch (the API answers JSON): the request the page's preload link makes, so that response is reused.
+    const res = await fetch(path + (qs ? '?' + qs : ''));
     if (res.status === 401) { location.assign('/signin'); throw new Error('signed out'); }
     if (!res.ok) throw new Error(path + ' answered HTTP ' + res.status);
     return res.json();
@@ -310,13 +317,13 @@
     ctx.restore();
     return Math.ceil(widest / (window.devicePixelRatio || 1)) + 18;
   }
-  function makePlot(def, holder, prepared) {
+  function makePlot(def, holder, prepared, width) {
     const unit = def.unit;
     const text = cssVar('--muted');
     const grid = cssVar('--line');
     const axis = { stroke: text, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid, width: 1 } };
     const opts = {
-      width: chartWidth(holder),
+      width,
       height: chartHeight(),
       ms: 1,
       series: prepared.series,
@@ -364,6 +371,7 @@
       if (!keep.has(id)) { c.plot.destroy(); c.holder.remove(); charts.delete(id); }
     }
     let previous = null;
+    const created = [];
     for (const def of defs) {
       const prepared = plotData(def, series);
       let c = charts.get(def.id);
@@ -372,14 +380,23 @@
         const holder = el('figure', { class: 'chart' + (def.extra ? ' extra' : ''), 'data-chart': def.id, role: 'img' },
           el('figcaption', {}, def.title, def.extra ? closeButton(def) : null), el('div', { class: 'plot' }));
         if (previous) previous.after(holder); else chartsSection.prepend(holder);
-        c = { holder, plot: makePlot(def, holder, prepared), shape: prepared.series.length, def };
+        c = { holder, plot: null, shape: prepared.series.length, def };
         charts.set(def.id, c);
+        created.push([c, prepared]);
       } else {
         c.plot.setData(prepared.data);
+        if (c.plot.cursor.idx === null || c.plot.cursor.idx === undefined) showLatest(c.plot);
+        describe(c.holder, def, prepared);
       }
-      if (c.plot.cursor.idx === null || c.plot.cursor.idx === undefined) showLatest(c.plot);
-      describe(c.holder, def, prepared);
       previous = c.holder;
+    }
+    // Widths are read once per kind of cell, after every new holder is in place: one layout, not one per chart.
+    const widths = new Map();
+    for (const [c] of created) if (!widths.has(c.def.extra)) widths.set(c.def.extra, chartWidth(c.holder));
+    for (const [c, prepared] of created) {
+      c.plot = makePlot(c.def, c.holder, prepared, widths.get(c.def.extra));
+      showLatest(c.plot);
+      describe(c.holder, c.def, prepared);
     }
     let empty = chartsSection.querySelector('.none');
     if (!defs.length || !series.timestamps.length) {
@@ -412,6 +429,10 @@
     if (chartsSection) rebuildCharts();
     if (kind === 'hosts') renderHosts();
   });
+  /** The first load asks exactly what the page preloads (the server's range and window): its response is already coming. */
+  function seriesRequest(path, r) {
+    return loads === 0 && main.dataset.series ? [main.dataset.series, {}] : [path, { ...seriesWindow(r), minmax: 'true' }];
+  }
   const HOUR = 3600000;
   /**
    * What a chart asks the API for. Up to 3 days: the range itself at up to
@@ -419,6 +440,7 @@
    * reports come back raw). Longer: the range widened to whole hours at one
    * point per hour, so the storage answers from its hourly rollups (exact
    * means, min and max) instead of reading every report; 720 points for 30 days.
+   * The server applies the same rule to the page's preload (time-range.ts).
    */
   function seriesWindow(r) {
     if (r.to - r.from < 72 * HOUR) return { from: String(r.from), to: String(r.to), points: '1000' };
@@ -480,8 +502,9 @@
     if (old) old.replaceWith(table); else box.append(table);
   }
   if (kind === 'host') {
-    document.querySelector('.metrics-list').addEventListener('click', (ev) => {
-      const a = ev.target.closest('a[data-metric]');
+    // On <main>: the list arrives after this script in the page's stream.
+    main.addEventListener('click', (ev) => {
+      const a = ev.target.closest('.metrics-list a[data-metric]');
       if (!a || ev.ctrlKey || ev.metaKey || ev.shiftKey) return;
       ev.preventDefault();
       openMetric = a.dataset.metric;
@@ -497,7 +520,7 @@
       const r = liveRange();
       const id = main.dataset.hostId;
       const [series, alerts, status] = await Promise.all([
-        getJson('/api/v1/host/' + encodeURIComponent(id), { ...seriesWindow(r), minmax: 'true' }),
+        getJson(...seriesRequest('/api/v1/host/' + encodeURIComponent(id), r)),
         getJson('/api/v1/alerts', { host: id, from: r.from, to: r.to, limit: '50' }),
         // The header's status and last report move with time even when the range is fixed; skipped on the first load, which the server rendered.
         loads === 0 ? null : getJson('/api/v1/hosts/status'),
@@ -514,22 +537,31 @@
       }
       lastSeries = series;
       redraw();
+      // The table and alerts come after the charts in the page's stream: drawn first, the rest once it is there.
+      await parsed;
       renderMetricTable(series);
       renderAlerts(alerts, false);
     },
     async fleet() {
       const r = liveRange();
-      const [series, alerts, ...tops] = await Promise.all([
-        getJson('/api/v1/aggregate', { ...seriesWindow(r), minmax: 'true' }),
+      // The first load's top lists and host times came with the page.
+      const [answer, alerts, status, tops] = await Promise.all([
+        getJson(...seriesRequest('/api/v1/aggregate', r)),
         getJson('/api/v1/alerts', { from: r.from, to: r.to, limit: '50' }),
-        ...(loads === 0 ? [] : ['cpu.usage', 'memory.percent', 'disk'].map((m) => getJson('/api/v1/top', { metric: m, from: r.from, to: r.to, limit: '10' }))),
+        loads === 0 ? null : getJson('/api/v1/hosts/status'),
+        // The three lists in one pass over the hosts.
+        loads === 0 ? null : getJson('/api/v1/top/lists', { metrics: 'cpu.usage,memory.percent,disk', from: r.from, to: r.to, limit: '10' }),
       ]);
+      const until = status ? reportedUntil(status) : main.dataset.reportedUntil ? Number(main.dataset.reportedUntil) : undefined;
+      const series = reportedPart(answer, until);
       lastSeries = series;
       redraw();
+      // The top lists and alerts come after the charts in the page's stream: drawn first, the rest once it is there.
+      await parsed;
       const count = document.querySelector('.fleet-hosts');
       if (count) count.textContent = String(series.hosts);
       renderAlerts(alerts, true);
-      if (tops.length) ['cpu', 'memory', 'disk'].forEach((key, i) => renderTop(key, tops[i]));
+      if (tops) [['cpu', 'cpu.usage'], ['memory', 'memory.percent'], ['disk', 'disk']].forEach(([key, metric]) => renderTop(key, tops.lists[metric]));
     },
     async hosts() {
       const r = liveRange();
@@ -542,6 +574,28 @@
       renderHosts();
     },
   };
+
+  /**
+   * The fleet's series up to the last bucket every host that is not down has
+   * reported in: a later bucket averages only the hosts that have reported
+   * so far (each reports at its own phase), so the line would dip and the band
+   * narrow to a few hosts at the right edge. `until` is the oldest latest
+   * report of those hosts (undefined when all are down: nothing is left out).
+   */
+  function reportedPart(series, until) {
+    const ts = series.timestamps;
+    let n = ts.length;
+    if (until === undefined) return series;
+    while (n > 1 && ts[n - 1] > until) n--;
+    if (n === ts.length) return series;
+    const cut = (columns) => columns && Object.fromEntries(Object.entries(columns).map(([name, values]) => [name, values.slice(0, n)]));
+    return { ...series, timestamps: ts.slice(0, n), metrics: cut(series.metrics), min: cut(series.min), max: cut(series.max) };
+  }
+  /** The same rule as the server's reportedUntil (src/metrics/domain/host-status.ts). */
+  function reportedUntil(status) {
+    const times = status.hosts.filter((h) => h.status !== 'down').map((h) => h.lastTs);
+    return times.length ? Math.min(...times) : undefined;
+  }
 
   function renderTop(key, rows) {
     const box = document.querySelector('.top[data-top="' + key + '"]');

@@ -81,6 +81,26 @@ for (const backend of BACKENDS) {
       }
     });
 
+    test('GET /api/v1/top/lists gives several top lists from one pass, each as /api/v1/top gives it', async () => {
+      const q = `from=${now - 3_600_000}&to=${now}&limit=2`;
+      const r = await call(h.url, 'GET', `/api/v1/top/lists?metrics=cpu.usage,disk,no.such.metric&${q}`, { token: acme.token });
+      assert.equal(r.status, 200);
+      assert.deepEqual(Object.keys(r.body.lists), ['cpu.usage', 'disk', 'no.such.metric']);
+      for (const m of ['cpu.usage', 'disk', 'no.such.metric']) {
+        assert.deepEqual(r.body.lists[m], (await call(h.url, 'GET', `/api/v1/top?metric=${m}&${q}`, { token: acme.token })).body, m);
+      }
+      assert.equal(r.body.hosts, 3, 'hosts with reports in the range');
+      const other = await call(h.url, 'GET', `/api/v1/top/lists?metrics=cpu.usage&${q}`, { token: globex.token });
+      assert.deepEqual(other.body.lists['cpu.usage'].map((x: { hostId: string }) => x.hostId), ['g-secret']);
+      const eleven = Array.from({ length: 11 }, (_, i) => `m${i}`).join(',');
+      for (const bad of ['', 'metrics=', 'metrics=,cpu.usage', 'metrics=cpu.usage,', `metrics=${eleven}`, 'metrics=cpu.usage&limit=0', `metrics=cpu.usage&from=${now}&to=${now - 1}`]) {
+        const bad400 = await call(h.url, 'GET', `/api/v1/top/lists?${bad}`, { token: acme.token });
+        assert.equal(bad400.status, 400, bad);
+        assert.equal(bad400.body.error, 'invalid_request');
+      }
+      assert.equal((await call(h.url, 'GET', '/api/v1/top/lists?metrics=cpu.usage')).status, 401);
+    });
+
     test('GET /api/v1/sparklines: one metric per host, within the point budget', async () => {
       const r = await call(h.url, 'GET', `/api/v1/sparklines?metric=cpu.usage&from=${now - 3_600_000}&to=${now}&points=3`, { token: acme.token });
       assert.equal(r.status, 200);
@@ -104,6 +124,9 @@ for (const backend of BACKENDS) {
       assert.match(body, /data-metric="cpu\.usage"/);
       assert.match(body, /<td data-label="Mean">92\.5 %<\/td><td data-label="Min">90\.0 %<\/td><td data-label="Max">95\.0 %<\/td>/);
       assert.match(body, /<main data-page="host" data-host-id="c"/);
+      // Streamed: the charts' frame and the scripts before the table of every metric, and the document is whole.
+      assert.ok(body.indexOf('<script src="/static/dashboard.js">') < body.indexOf('<section class="metrics-list">'));
+      assert.match(body, /<\/main>\n<\/body>\n<\/html>\n$/);
       const foreign = await fetch(`${h.url}/hosts/g-secret`, { headers: { authorization: `Bearer ${acme.token}`, accept: HTML_ACCEPT } });
       assert.equal(foreign.status, 404);
       assert.doesNotMatch(await foreign.text(), /globex-db/);
@@ -118,7 +141,11 @@ for (const backend of BACKENDS) {
       const page = await fetch(`${h.url}/fleet?range=1h`, { headers: { authorization: `Bearer ${acme.token}` } });
       assert.equal(page.status, 200);
       const body = await page.text();
-      assert.match(body, /Average across <span class="fleet-hosts">3<\/span> hosts/);
+      assert.match(body, /<span class="fleet-hosts">3<\/span> hosts reported in the range/);
+      // Streamed: the charts' frame and the scripts come before the top lists, and the document is whole.
+      assert.ok(body.indexOf('<section class="charts"') < body.indexOf('<script src="/static/dashboard.js">'));
+      assert.ok(body.indexOf('<script src="/static/dashboard.js">') < body.indexOf('<section class="top-hosts">'));
+      assert.match(body, /<\/main>\n<\/body>\n<\/html>\n$/);
       assert.match(body, /<div class="top" data-top="cpu">[\s\S]*&lt;img src=x[\s\S]*92\.5 %/);
       assert.match(body, /<div class="top" data-top="disk">[\s\S]*a\.acme<\/a> <span class="fs">\/data<\/span> <span class="value">95\.0 %/);
       assert.doesNotMatch(body, /g-secret|globex-db|99\.9/);

@@ -3,10 +3,11 @@ import assert from 'node:assert/strict';
 import { escapeHtml, html } from '../../src/metrics/dashboard/html-template.js';
 import { formatAbsolute, formatPercent, formatRelative } from '../../src/metrics/dashboard/format.js';
 import { parseHostListQuery, renderDashboard, sortAndFilter, type DashboardView } from '../../src/metrics/dashboard/dashboard-page.js';
-import { parseTimeRange, rangeQuery } from '../../src/metrics/dashboard/time-range.js';
-import { hostStatus, withStatus, type HostWithStatus } from '../../src/metrics/domain/host-status.js';
+import { parseTimeRange, rangeQuery, seriesUrl, seriesWindow } from '../../src/metrics/dashboard/time-range.js';
+import { hostStatus, reportedUntil, withStatus, type HostWithStatus } from '../../src/metrics/domain/host-status.js';
 import type { HostLatest } from '../../src/metrics/domain/metrics-store.js';
 import { renderSignIn } from '../../src/metrics/dashboard/signin-page.js';
+import { fleetPageParts, fleetPageRest } from '../../src/metrics/dashboard/fleet-page.js';
 import { loadStaticAssets } from '../../src/metrics/dashboard/static-assets.js';
 
 const NOW = Date.UTC(2026, 10, 21, 12, 0, 0);
@@ -80,6 +81,13 @@ test('status is judged against each host\'s own interval: late after 2 intervals
   assert.deepEqual(counts, { up: 1, late: 1, down: 1 });
 });
 
+test('the fleet has reported up to the oldest latest report of the hosts that are not down', () => {
+  const hosts = (...lastTs: number[]) => withStatus(lastTs.map((ts, i) => host({ hostId: `h${i}`, lastTs: ts })), NOW).hosts;
+  assert.equal(reportedUntil(hosts(NOW - 5_000, NOW - 40_000, NOW - 600_000)), NOW - 40_000, 'the late host holds the edge back, the down one does not');
+  assert.equal(reportedUntil(hosts(NOW - 600_000, NOW - 900_000)), undefined, 'every host down: nothing to wait for');
+  assert.equal(reportedUntil([]), undefined);
+});
+
 test('the host list sorts and filters without JavaScript; missing values sort last', () => {
   const hosts = withStatus([host({ hostId: 'a', hostname: 'alpha', cpuUsage: 10 }), host({ hostId: 'b', hostname: 'beta', cpuUsage: null, platform: 'freebsd' }), host({ hostId: 'c', hostname: 'gamma', cpuUsage: 90 })], NOW).hosts;
   const ids = (q: Record<string, string>) => sortAndFilter(hosts, parseHostListQuery(q)).map((h) => h.hostId);
@@ -101,6 +109,15 @@ test('the time range comes from the URL: presets end now, from/to is fixed, junk
   assert.equal(rangeQuery({ from: 1, to: 2, preset: null }), 'from=1&to=2');
 });
 
+test('the series window: up to 3 days the range at 1000 points, longer whole hours at one point per hour', () => {
+  const H = 3_600_000;
+  assert.deepEqual(seriesWindow({ from: NOW - H, to: NOW }), { from: NOW - H, to: NOW, points: 1000 });
+  assert.deepEqual(seriesWindow({ from: NOW - 72 * H + 1, to: NOW }), { from: NOW - 72 * H + 1, to: NOW, points: 1000 });
+  const week = seriesWindow({ from: NOW - 7 * 24 * H + 1234, to: NOW + 1234 });
+  assert.deepEqual(week, { from: NOW - 7 * 24 * H, to: NOW + H - 1, points: 169 });
+  assert.equal(seriesUrl('/api/v1/aggregate', { from: NOW - H, to: NOW }), `/api/v1/aggregate?from=${NOW - H}&to=${NOW}&points=1000&minmax=true`);
+});
+
 test('agent-supplied hostname, host id and platform render only as text', () => {
   const page = render([host({ hostname: HOSTILE, hostId: `"><script>alert(2)</script>`, platform: `Tom & Jerry's "OS" <b>` })], { session: false });
   assert.ok(!page.includes('<img'), 'no img element');
@@ -112,13 +129,16 @@ test('agent-supplied hostname, host id and platform render only as text', () => 
 });
 
 test('no page carries inline script, inline style or a third-party URL', () => {
+  const range = parseTimeRange({}, NOW);
+  const fleet = fleetPageParts({ range, now: NOW, reportedUntil: NOW, tenantName: 'acme', session: true });
   const pages = [
     render([host()], { session: true }),
     render([]),
     renderSignIn({ error: 'That token is not valid.' }),
+    fleet.start.value + fleetPageRest({ range, hosts: 1, top: { cpu: [], memory: [], disk: [] }, alerts: [] }).value + fleet.end.value,
   ];
   for (const page of pages) {
-    assert.doesNotMatch(page, /<script(?! src="\/static\/[\w.]+\.js" defer><\/script>)|<style|\sstyle=|\son\w+=/i, 'scripts only as same-origin files');
+    assert.doesNotMatch(page, /<script(?! src="\/static\/[\w.]+\.js"><\/script>)|<style|\sstyle=|\son\w+=/i, 'scripts only as same-origin files');
     assert.doesNotMatch(page, /https?:\/\//, 'every URL is same-origin');
   }
 });

@@ -98,11 +98,12 @@ const queryOfUrl = (url: string) => new URL(url).searchParams;
 
 test('the monitoring UI: statuses, sparklines, charts with data, range, zoom, alerts, fleet, dark, phone, no JavaScript, isolation', { skip: available ? false : `no chromium at ${CHROMIUM_PATH}` }, async (t) => {
   mkdirSync(SHOTS, { recursive: true });
-  const h = await startMetrics('sqlite');
+  // The service's clock stays at the seeding time: statuses (late-1 is late, silent 40 s) hold however slowly the test runs.
+  const now = Date.now();
+  const h = await startMetrics('sqlite', { now: () => now });
   t.after(() => h.close());
   const acme = await h.newTenant('acme');
   const globex = await h.newTenant('globex');
-  const now = Date.now();
   await seed(h, acme.tenantId, now);
   // One report through the real ingest carries an alert: it is stored and listed.
   const alerting = await ingest(h.url, acme.token, report('web-1', 'web-1.acme', now, 360, { alerts: [{ name: 'HighCpu', severity: 'critical', message: `CPU above 95% ${HOSTILE}`, value: 97 }] }));
@@ -147,9 +148,16 @@ test('the monitoring UI: statuses, sparklines, charts with data, range, zoom, al
 
   // Host page: every chart drawn with the API's data.
   const seriesResponse = page.waitForResponse((r) => r.url().includes('/api/v1/host/web-1?'));
+  const seriesRequests: string[] = [];
+  const countSeries = (r: { url(): string }) => { if (r.url().includes('/api/v1/host/web-1?')) seriesRequests.push(r.url()); };
+  page.on('request', countSeries);
   await page.goto(`${h.url}/hosts/web-1?range=1h`);
   await loaded(page);
   const charts = await chartsDrawn(page);
+  page.off('request', countSeries);
+  // The head preloads the series request and the script's own fetch of it reuses that response: one request.
+  const preload = await page.locator('link[rel=preload][as=fetch]').evaluate((l) => (l as HTMLLinkElement).href);
+  assert.deepEqual(seriesRequests, [preload]);
   assert.deepEqual(Object.keys(charts).sort(), ['cpu', 'cpu-cores', 'disk-io', 'fs:/', 'fs:/data', 'load', 'memory', 'network', 'swap'].sort());
   const api = await (await seriesResponse).json() as { metrics: Record<string, (number | null)[]>; bucketMs: number | null };
   assert.equal(api.bucketMs, null, 'an hour of 10 s reports fits the page\'s point budget: raw reports');
@@ -250,11 +258,20 @@ test('the monitoring UI: statuses, sparklines, charts with data, range, zoom, al
   await again.close();
 
   // Fleet page: aggregate charts, top 10 lists, every host's alerts; nothing of the other tenant.
+  const aggregateResponse = page.waitForResponse((r) => r.url().includes('/api/v1/aggregate?'));
   await page.goto(`${h.url}/fleet?range=1h`);
   await loaded(page);
   const fleetCharts = await chartsDrawn(page);
   assert.ok(['cpu', 'memory', 'load', 'network'].every((id) => fleetCharts[id]!.points > 100), JSON.stringify(fleetCharts));
   assert.equal(fleetCharts['cpu']!.bands, 1, 'the fleet\'s spread behind its average');
+  // The buckets after late-1's last report (only web-1 has reported in them yet) are left out: no dip at the right edge.
+  const aggregate = await (await aggregateResponse).json() as { timestamps: number[]; metrics: Record<string, (number | null)[]> };
+  const lateLast = now - 4 * STEP;
+  assert.equal(Number(await page.evaluate("document.querySelector('main').dataset.reportedUntil")), lateLast, 'late-1 (late, not down) has reported up to here');
+  const reported = aggregate.timestamps.filter((ts) => ts <= lateLast).length;
+  assert.ok(reported < aggregate.timestamps.length, 'the answer holds buckets after late-1\'s last report');
+  assert.equal(fleetCharts['cpu']!.points, reported, 'the chart stops at the last bucket every host that is not down reported in');
+  assert.equal(fleetCharts['cpu']!.last, aggregate.metrics['cpu.usage']![reported - 1]);
   const topCpu = await page.locator('.top[data-top="cpu"] li').allInnerTexts();
   assert.equal(topCpu.length, 3);
   assert.ok(topCpu[0]!.includes(HOSTILE), 'the 80 % host leads, its name as text');
@@ -263,6 +280,17 @@ test('the monitoring UI: statuses, sparklines, charts with data, range, zoom, al
   assert.match(fleetAlerts, /HighCpu/);
   assert.doesNotMatch(await page.content(), /GlobexOnly|b-secret|globex-db/);
   await shot(page, 'fleet-desktop-light');
+  // A refresh (here a preset) reads the three top lists in one request.
+  const lists = page.waitForResponse((r) => r.url().includes('/api/v1/top/lists?'));
+  let topRequests = 0;
+  const countTop = (r: { url(): string }) => { if (/\/api\/v1\/top[?/]/.test(r.url())) topRequests++; };
+  page.on('request', countTop);
+  await page.click('a[data-range="6h"]');
+  assert.deepEqual(Object.keys((await (await lists).json() as { lists: object }).lists), ['cpu.usage', 'memory.percent', 'disk']);
+  await until(page, "document.querySelectorAll('.top[data-top=\"cpu\"] li').length === 3 && new URL(location.href).searchParams.get('range') === '6h'");
+  page.off('request', countTop);
+  assert.equal(topRequests, 1);
+  assert.ok((await page.locator('.top[data-top="cpu"] li').first().innerText()).includes(HOSTILE), 'lists rendered again, names as text');
 
   // Tenant isolation through the pages and the cookie-authorised API.
   const isolation = await page.evaluate(`(async () => {
@@ -308,6 +336,13 @@ test('the monitoring UI: statuses, sparklines, charts with data, range, zoom, al
       if (name !== 'hosts') await chartsDrawn(p);
       const width = await p.evaluate('document.documentElement.scrollWidth');
       assert.ok(Number(width) <= 390, `${name} is ${String(width)} px wide at 390 px`);
+      if (name === 'hosts') {
+        // A down host's whole card is tinted (its odd last row included), not its cells.
+        const tint = await p.evaluate(`(() => { const bg = (e) => getComputedStyle(e).backgroundColor; const down = document.querySelector('tr[data-host-id="down-1"]');
+          return { down: bg(down), up: bg(document.querySelector('tr[data-host-id="web-1"]')), cells: [...down.children].map(bg) }; })()`) as { down: string; up: string; cells: string[] };
+        assert.notEqual(tint.down, tint.up, `the down card is tinted (${scheme})`);
+        assert.ok(tint.cells.every((c) => c === 'rgba(0, 0, 0, 0)'), `its cells are not tinted on their own: ${tint.cells.join(', ')}`);
+      }
       await shot(p, `${name}-390-${scheme}`);
       await p.screenshot({ path: path.join(SHOTS, `${name}-390-${scheme}-top.png`) });
       if (name === 'host') await p.locator('figure[data-chart="network"]').screenshot({ path: path.join(SHOTS, `network-390-${scheme}.png`) });

@@ -65,6 +65,9 @@ for (const backend of BACKENDS) {
       assert.equal(plain.body.min, undefined, 'off by default');
       const agg = await get(a.token, `/api/v1/aggregate?from=${T0}&to=${T0 + 99_999}&points=1&minmax=true`);
       assert.deepEqual([agg.body.min['cpu.usage'], agg.body.max['cpu.usage']], [[0], [50]], 'extremes over every host\'s raw values');
+      // Exactly the documented fields, whatever the serializer.
+      assert.deepEqual(Object.keys(r.body).sort(), ['bucketMs', 'from', 'hostId', 'max', 'metrics', 'min', 'points', 'timestamps', 'to']);
+      assert.deepEqual(Object.keys(agg.body).sort(), ['bucketMs', 'from', 'hosts', 'max', 'metrics', 'min', 'points', 'timestamps', 'to']);
     });
 
     test('without from/to the last hour is served, with the configured budget', async () => {

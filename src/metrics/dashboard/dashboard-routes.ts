@@ -7,19 +7,21 @@ import { AppError, isAppError } from '../../core/errors.js';
 import type { App } from '../../core/http/create-app.js';
 import { BEARER_SECURITY, ErrorSchema } from '../../core/http/openapi.js';
 import type { AlertStore } from '../alerts/alert-store.js';
-import { withStatus } from '../domain/host-status.js';
+import { reportedUntil, withStatus } from '../domain/host-status.js';
 import type { MetricsStore } from '../domain/metrics-store.js';
 import { readHostSeries, type SeriesSettings } from '../domain/series.js';
 import { FULLEST_DISK, readTopHostsBy } from '../domain/top-hosts.js';
 import { tenantFromAuthorization } from '../http/authenticate.js';
 import { parseHostListQuery, renderDashboard } from './dashboard-page.js';
-import { renderFleetPage, renderHostPage } from './host-page.js';
+import { fleetPageParts, fleetPageRest } from './fleet-page.js';
+import { hostPageParts, hostPageRest } from './host-page.js';
 import { html } from './html-template.js';
 import { pageLayout } from './page-layout.js';
 import { isSameOriginPost } from './same-origin.js';
 import { SESSION_COOKIE } from './session-cookie.js';
 import { closeSession, openSession, resolveSession, type SessionDeps, type SessionTenant } from './sessions.js';
 import { renderSignIn } from './signin-page.js';
+import { streamPage } from './stream-page.js';
 import { loadStaticAssets } from './static-assets.js';
 import { parseTimeRange } from './time-range.js';
 
@@ -118,7 +120,7 @@ export async function registerDashboard(app: App, deps: DashboardDeps): Promise<
       if (!who) return reply.redirect('/signin', 303);
       const now = sessionDeps.now();
       const hostId = req.params.id;
-      const host = withStatus((await deps.store.latestByHost(who.tenantId)).filter((h) => h.hostId === hostId), now).hosts[0];
+      const host = withStatus(await deps.store.latestByHost(who.tenantId, hostId), now).hosts[0];
       if (!host) {
         if (!acceptsHtml(req)) throw new AppError('not_found', `no host ${hostId}`);
         return reply.code(404).type(HTML).header('cache-control', 'no-store').send(pageLayout({
@@ -128,14 +130,16 @@ export async function registerDashboard(app: App, deps: DashboardDeps): Promise<
         }).value);
       }
       const range = parseTimeRange(req.query, now);
-      const [summary, alerts] = await Promise.all([
-        readHostSeries(deps.store, who.tenantId, hostId, { from: range.from, to: range.to, points: 1, minmax: true }),
-        deps.alerts.list(who.tenantId, { hostId, from: range.from, to: range.to, limit: PAGE_ALERTS }),
-      ]);
       const metric = typeof req.query.metric === 'string' && req.query.metric !== '' ? req.query.metric : undefined;
-      return reply.type(HTML).header('cache-control', 'no-store').send(renderHostPage({
-        host, range, summary, alerts, metric, now, tenantName: who.tenantName, session: who.session,
-      }));
+      const parts = hostPageParts({ host, range, metric, now, tenantName: who.tenantName, session: who.session });
+      // The table of every metric reads the whole range: streamed after the charts' frame.
+      return streamPage(reply, parts, async () => {
+        const [summary, alerts] = await Promise.all([
+          readHostSeries(deps.store, who.tenantId, hostId, { from: range.from, to: range.to, points: 1, minmax: true }),
+          deps.alerts.list(who.tenantId, { hostId, from: range.from, to: range.to, limit: PAGE_ALERTS }),
+        ]);
+        return hostPageRest({ host, range, summary, alerts });
+      });
     });
 
     scope.get('/fleet', {
@@ -157,16 +161,17 @@ export async function registerDashboard(app: App, deps: DashboardDeps): Promise<
       if (!who) return reply.redirect('/signin', 303);
       const now = sessionDeps.now();
       const range = parseTimeRange(req.query, now);
-      const metrics = ['cpu.usage', 'memory.percent', FULLEST_DISK];
-      const [top, alerts] = await Promise.all([
-        readTopHostsBy(deps.store, who.tenantId, metrics, range, 10),
-        deps.alerts.list(who.tenantId, { from: range.from, to: range.to, limit: PAGE_ALERTS }),
-      ]);
-      const ranked = (m: string) => top.ranked.get(m)!;
-      return reply.type(HTML).header('cache-control', 'no-store').send(renderFleetPage({
-        range, alerts, now, hosts: top.hosts, tenantName: who.tenantName, session: who.session,
-        top: { cpu: ranked('cpu.usage'), memory: ranked('memory.percent'), disk: ranked(FULLEST_DISK) },
-      }));
+      const latest = await deps.store.latestByHost(who.tenantId);
+      const parts = fleetPageParts({ range, now, reportedUntil: reportedUntil(withStatus(latest, now).hosts), tenantName: who.tenantName, session: who.session });
+      // The top lists read every host's range (seconds for a month of a large fleet): streamed after the charts' frame.
+      return streamPage(reply, parts, async () => {
+        const [top, alerts] = await Promise.all([
+          readTopHostsBy(deps.store, who.tenantId, ['cpu.usage', 'memory.percent', FULLEST_DISK], range, 10, latest),
+          deps.alerts.list(who.tenantId, { from: range.from, to: range.to, limit: PAGE_ALERTS }),
+        ]);
+        const ranked = (m: string) => top.ranked.get(m)!;
+        return fleetPageRest({ range, alerts, hosts: top.hosts, top: { cpu: ranked('cpu.usage'), memory: ranked('memory.percent'), disk: ranked(FULLEST_DISK) } });
+      });
     });
 
     scope.get('/signin', {

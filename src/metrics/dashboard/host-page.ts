@@ -1,104 +1,75 @@
 import type { StoredAlert } from '../alerts/alert-store.js';
 import type { HostWithStatus } from '../domain/host-status.js';
-import type { RankedHost } from '../domain/top-hosts.js';
 import type { Series } from '../domain/series.js';
 import { alertsTable } from './alerts-table.js';
 import { accountAside } from './dashboard-page.js';
 import { formatAbsolute, formatRelative } from './format.js';
 import { html, type SafeHtml } from './html-template.js';
-import { pageLayout } from './page-layout.js';
+import { pageParts } from './page-layout.js';
 import { rangeControls } from './range-controls.js';
-import { rangeQuery, type TimeRange } from './time-range.js';
+import { rangeQuery, seriesUrl, type TimeRange } from './time-range.js';
 import { formatValue, unitOf } from './units.js';
 
-interface PageCommon {
+export interface HostPageView {
+  host: HostWithStatus;
   range: TimeRange;
-  alerts: StoredAlert[];
+  /** A metric asked for with ?metric= (its chart is opened first). */
+  metric: string | undefined;
   now: number;
   tenantName: string;
   session: boolean;
 }
 
-export interface HostPageView extends PageCommon {
+export interface HostPageRest {
   host: HostWithStatus;
+  range: TimeRange;
   /** The range as one point with min and max: every metric the host reported in it. */
   summary: Series;
-  /** A metric asked for with ?metric= (its chart is opened first). */
-  metric: string | undefined;
+  alerts: StoredAlert[];
 }
 
-export interface FleetPageView extends PageCommon {
-  hosts: number;
-  top: { cpu: RankedHost[]; memory: RankedHost[]; disk: RankedHost[] };
-}
+const hostPath = (h: HostWithStatus) => `/hosts/${encodeURIComponent(h.hostId)}`;
 
 /**
- * One host: header, time range, the chart area dashboard.js fills from
- * /api/v1/host/:id, the table of every metric over the range (what the page
- * is without JavaScript, and the list that opens any metric's chart), and
- * the host's alerts.
+ * One host: header, time range and the chart area dashboard.js fills from
+ * /api/v1/host/:id, then the page's scripts; and the document's closing.
+ * hostPageRest goes between the two.
  */
-export function renderHostPage(v: HostPageView): string {
+export function hostPageParts(v: HostPageView): { start: SafeHtml; end: SafeHtml } {
   const h = v.host;
-  const path = `/hosts/${encodeURIComponent(h.hostId)}`;
+  const series = seriesUrl(`/api/v1/host/${encodeURIComponent(h.hostId)}`, v.range);
   const body = html`<header class="page-head">
 <h1><span class="hostname">${h.hostname}</span> <span class="status ${h.status}">${h.status}</span></h1>
 <p class="summary"><span class="host-id">${h.hostId}</span> · ${h.platform} · last report <time class="last-report" datetime="${new Date(h.lastTs).toISOString()}" title="${formatAbsolute(h.lastTs)}">${formatRelative(h.lastTs, v.now)}</time></p>
 </header>
-${rangeControls(path, v.range, v.metric ? { metric: v.metric } : {})}
-<section class="charts" aria-label="Charts"></section>
-<section class="metrics-list">
+${rangeControls(hostPath(h), v.range, v.metric ? { metric: v.metric } : {})}
+<section class="charts" aria-label="Charts"></section>`;
+  return pageParts({
+    title: `${h.hostname} · Fleet metrics`,
+    refreshSeconds: v.range.preset ? 60 : 0,
+    headerAside: accountAside(v.tenantName, v.session),
+    nav: 'hosts',
+    page: { kind: 'host', data: { 'host-id': h.hostId, now: String(v.now), series, ...(v.metric ? { metric: v.metric } : {}) } },
+    preload: series,
+    body,
+  });
+}
+
+/**
+ * The table of every metric over the range (what the page is without
+ * JavaScript, and the list that opens any metric's chart) and the host's alerts.
+ */
+export function hostPageRest(v: HostPageRest): SafeHtml {
+  const path = hostPath(v.host);
+  return html`<section class="metrics-list">
 <h2>All metrics</h2>
 ${metricsTable(v.summary, (name) => `${path}?metric=${encodeURIComponent(name)}&${rangeQuery(v.range)}`)}
 </section>
 <section class="alerts-section">
 <h2>Alerts</h2>
 <div class="alerts-list">${alertsTable(v.alerts, { showHost: false })}</div>
-</section>`;
-  return pageLayout({
-    title: `${h.hostname} · Fleet metrics`,
-    refreshSeconds: v.range.preset ? 60 : 0,
-    headerAside: accountAside(v.tenantName, v.session),
-    nav: 'hosts',
-    page: { kind: 'host', data: { 'host-id': h.hostId, now: String(v.now), ...(v.metric ? { metric: v.metric } : {}) } },
-    body,
-  }).value;
-}
-
-/** The tenant's aggregate charts, the top 10 hosts by CPU, memory and fullest disk, and every host's alerts. */
-export function renderFleetPage(v: FleetPageView): string {
-  const body = html`<header class="page-head">
-<h1>Fleet</h1>
-<p class="summary">Average across <span class="fleet-hosts">${v.hosts}</span> ${v.hosts === 1 ? 'host' : 'hosts'} reporting in the range; bands show the lowest and highest value of any host.</p>
-</header>
-${rangeControls('/fleet', v.range)}
-<section class="charts" aria-label="Charts"></section>
-<section class="top-hosts">
-${topTable('Top 10 by CPU', 'cpu', v.top.cpu, v.range)}
-${topTable('Top 10 by memory', 'memory', v.top.memory, v.range)}
-${topTable('Top 10 by disk', 'disk', v.top.disk, v.range)}
 </section>
-<section class="alerts-section">
-<h2>Alerts</h2>
-<div class="alerts-list">${alertsTable(v.alerts, { showHost: true })}</div>
-</section>`;
-  return pageLayout({
-    title: 'Fleet · Fleet metrics',
-    refreshSeconds: v.range.preset ? 60 : 0,
-    headerAside: accountAside(v.tenantName, v.session),
-    nav: 'fleet',
-    page: { kind: 'fleet', data: { now: String(v.now) } },
-    body,
-  }).value;
-}
-
-function topTable(title: string, key: string, rows: RankedHost[], range: TimeRange): SafeHtml {
-  return html`<div class="top" data-top="${key}">
-<h2>${title}</h2>
-${rows.length === 0 ? html`<p class="none">No data in this range.</p>` : html`<ol class="top-list">
-${rows.map((r) => html`<li><a href="/hosts/${encodeURIComponent(r.hostId)}?${rangeQuery(range)}" data-keep-range>${r.hostname}</a>${key === 'disk' ? html` <span class="fs">${r.metric.slice(5, -8)}</span>` : ''} <span class="value">${formatValue(r.value, 'percent')}</span></li>`)}
-</ol>`}
-</div>`;
+`;
 }
 
 function metricsTable(summary: Series, href: (name: string) => string): SafeHtml {

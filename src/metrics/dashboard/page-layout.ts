@@ -23,14 +23,27 @@ export interface LayoutOptions {
   nav?: NavItem;
   /** The page's role and data for dashboard.js (data-* attributes of <main>). */
   page?: { kind: string; data?: Record<string, string> };
+  /**
+   * A same-origin JSON request the page's script makes first: fetched as soon
+   * as the head is parsed, while the scripts load, and handed to the script's
+   * own fetch of the same URL (`crossorigin`: the mode and credentials of a
+   * plain fetch()).
+   */
+  preload?: string;
   body: HtmlValue;
 }
 
-/** The document shell: no inline script or style, so the page renders fully under the service's CSP. */
-export function pageLayout(o: LayoutOptions): SafeHtml {
+/**
+ * The document shell: no inline script or style, so the page renders fully
+ * under the service's CSP. Split in two so a page can stream: `start` ends
+ * with the page's scripts right after `body` (classic scripts run as soon as
+ * the parser reaches them, so the charts load while a slow rest of the page,
+ * written between the parts, is still on its way), `end` closes the document.
+ */
+export function pageParts(o: LayoutOptions): { start: SafeHtml; end: SafeHtml } {
   const scripted = o.page !== undefined;
   const data = Object.entries(o.page?.data ?? {}).map(([k, v]) => html` data-${k}="${v}"`);
-  return html`<!doctype html>
+  const start = html`<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -38,7 +51,7 @@ export function pageLayout(o: LayoutOptions): SafeHtml {
 ${o.refreshSeconds ? html`<noscript><meta http-equiv="refresh" content="${o.refreshSeconds}"></noscript>\n` : ''}<title>${o.title}</title>
 ${scripted ? html`<link rel="stylesheet" href="${CHART_STYLESHEET_URL}">\n` : ''}<link rel="stylesheet" href="${STYLESHEET_URL}">
 <link rel="icon" href="${FAVICON_URL}" type="image/svg+xml">
-${scripted ? html`<script src="${CHART_SCRIPT_URL}" defer></script>\n<script src="${DASHBOARD_SCRIPT_URL}" defer></script>\n` : ''}</head>
+${o.preload ? html`<link rel="preload" href="${o.preload}" as="fetch" crossorigin>\n` : ''}</head>
 <body>
 <header class="topbar">
 <a class="brand" href="/">Fleet metrics</a>
@@ -47,8 +60,12 @@ ${o.headerAside ?? ''}
 </header>
 <main${o.page ? html` data-page="${o.page.kind}"` : ''}${data}>
 ${o.body}
-</main>
-</body>
-</html>
-`;
+${scripted ? html`<script src="${CHART_SCRIPT_URL}"></script>\n<script src="${DASHBOARD_SCRIPT_URL}"></script>\n` : ''}`;
+  return { start, end: html`</main>\n</body>\n</html>\n` };
+}
+
+/** The whole document at once. */
+export function pageLayout(o: LayoutOptions): SafeHtml {
+  const { start, end } = pageParts(o);
+  return html`${start}${end}`;
 }

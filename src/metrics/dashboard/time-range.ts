@@ -47,3 +47,24 @@ export function parseTimeRange(query: Record<string, unknown>, now: number): Tim
 export function rangeQuery(range: TimeRange): string {
   return range.preset ? `range=${range.preset}` : `from=${range.from}&to=${range.to}`;
 }
+
+const HOUR = 3_600_000;
+
+/**
+ * What a page asks the series API for over a range (the rule of dashboard.js
+ * seriesWindow, which the server applies to the page's first request): up to
+ * 3 days the range itself at up to 1000 points; longer, the range widened to
+ * whole hours at one point per hour, answered from the hourly rollups.
+ */
+export function seriesWindow(range: Pick<TimeRange, 'from' | 'to'>): { from: number; to: number; points: number } {
+  if (range.to - range.from < 72 * HOUR) return { from: range.from, to: range.to, points: 1000 };
+  const from = Math.floor(range.from / HOUR) * HOUR;
+  const to = Math.ceil((range.to + 1) / HOUR) * HOUR - 1;
+  return { from, to, points: (to + 1 - from) / HOUR };
+}
+
+/** The URL of a page's first series request (with min and max), which the page preloads. */
+export function seriesUrl(path: string, range: Pick<TimeRange, 'from' | 'to'>): string {
+  const w = seriesWindow(range);
+  return `${path}?from=${w.from}&to=${w.to}&points=${w.points}&minmax=true`;
+}

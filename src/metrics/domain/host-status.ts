@@ -47,3 +47,15 @@ export function withStatus(hosts: HostLatest[], now: number): { hosts: HostWithS
   });
   return { hosts: out, counts };
 }
+
+/**
+ * The time up to which every host that is not down has reported: the oldest
+ * latest report among them (undefined when every host is down). A fleet
+ * bucket starting later averages only the hosts that have reported so far,
+ * so the fleet page leaves it out (docs/metrics-api.md, "Dashboard").
+ */
+export function reportedUntil(hosts: HostWithStatus[]): number | undefined {
+  let until: number | undefined;
+  for (const h of hosts) if (h.status !== 'down' && (until === undefined || h.lastTs < until)) until = h.lastTs;
+  return until;
+}

@@ -56,8 +56,12 @@ export interface MetricsStore {
   flush(): Promise<void>;
   /** Names of the given metric ids of a tenant (ids of other tenants are absent from the result). */
   metricNames(tenantId: string, ids: Iterable<number>): Promise<Map<number, string>>;
-  /** One row per host of the tenant with its latest report's headline numbers, sorted by hostname then host id. */
-  latestByHost(tenantId: string): Promise<HostLatest[]>;
+  /**
+   * One row per host of the tenant with its latest report's headline numbers,
+   * sorted by hostname then host id; with `hostId`, that host's row alone
+   * (none when the tenant has no such host).
+   */
+  latestByHost(tenantId: string, hostId?: string): Promise<HostLatest[]>;
   /** Deletes reports with ts < cutoff, and hosts whose latest report is older than cutoff. */
   deleteBefore(cutoff: number): Promise<{ reports: number; hosts: number }>;
   /** Waits for queued reports to commit; later appends are refused. */

@@ -75,7 +75,7 @@ export function resolveRange(q: SeriesQuery, settings: SeriesSettings, now: numb
 export async function readHostSeries(store: MetricsStore, tenantId: string, hostId: string, range: SeriesRange): Promise<HostSeries> {
   const stored = await store.readHostSeries(tenantId, hostId, range);
   if (!stored) throw new AppError('not_found', `no host ${hostId}`);
-  return { hostId, ...range, bucketMs: stored.bucketMs, ...(await named(store, tenantId, stored)) };
+  return { hostId, ...served(range), bucketMs: stored.bucketMs, ...(await named(store, tenantId, stored)) };
 }
 
 /**
@@ -84,7 +84,12 @@ export async function readHostSeries(store: MetricsStore, tenantId: string, host
  */
 export async function readAggregate(store: MetricsStore, tenantId: string, range: SeriesRange): Promise<AggregateSeries> {
   const stored = await store.readAggregate(tenantId, range);
-  return { ...range, bucketMs: stored.bucketMs, hosts: stored.hosts, ...(await named(store, tenantId, stored)) };
+  return { ...served(range), bucketMs: stored.bucketMs, hosts: stored.hosts, ...(await named(store, tenantId, stored)) };
+}
+
+/** The range fields an answer carries (the routes serialize answers as they are, so nothing else may ride along). */
+function served(range: SeriesRange): Pick<Series, 'from' | 'to' | 'points'> {
+  return { from: range.from, to: range.to, points: range.points };
 }
 
 const byName = new Intl.Collator('en', { numeric: true }).compare;

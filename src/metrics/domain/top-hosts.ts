@@ -1,5 +1,5 @@
 import { AppError, isAppError } from '../../core/errors.js';
-import type { MetricsStore } from './metrics-store.js';
+import type { HostLatest, MetricsStore } from './metrics-store.js';
 import { readHostSeries, type SeriesRange } from './series.js';
 
 /**
@@ -48,12 +48,14 @@ export async function readTopHosts(store: MetricsStore, tenantId: string, metric
 /**
  * readTopHosts for several metrics at once, reading each host's range once
  * (the fleet page's three lists), with how many hosts reported in the range.
+ * `latest` is the tenant's host list when the caller has it already.
  */
-export async function readTopHostsBy(store: MetricsStore, tenantId: string, metrics: string[], range: Pick<SeriesRange, 'from' | 'to'>, limit: number): Promise<{ ranked: Map<string, RankedHost[]>; hosts: number }> {
+export async function readTopHostsBy(store: MetricsStore, tenantId: string, metrics: string[], range: Pick<SeriesRange, 'from' | 'to'>, limit: number, latest?: HostLatest[]): Promise<{ ranked: Map<string, RankedHost[]>; hosts: number }> {
   if (range.from > range.to) throw new AppError('invalid_request', `querystring from: ${range.from} is after to (${range.to})`);
   const ranked = new Map(metrics.map((m) => [m, [] as RankedHost[]]));
   let hosts = 0;
-  for (const host of await store.latestByHost(tenantId)) {
+  for (const host of latest ?? await store.latestByHost(tenantId)) {
+    await otherRequestsFirst();
     const series = await hostSeriesOrNone(store, tenantId, host.hostId, { ...range, points: 1, minmax: false });
     if (!series?.timestamps.length) continue;
     hosts += 1;
@@ -67,6 +69,15 @@ export async function readTopHostsBy(store: MetricsStore, tenantId: string, metr
     list.splice(limit);
   }
   return { ranked, hosts };
+}
+
+/**
+ * Lets the event loop serve what is waiting (a chart's request) between two
+ * hosts: each host's read runs to its end without yielding on SQLite, and a
+ * pass over a large fleet's month takes seconds.
+ */
+function otherRequestsFirst(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
 }
 
 /** A host removed by retention between the listing and its read is skipped, not a failed request. */
@@ -89,6 +100,7 @@ export interface HostSpark {
 export async function readHostSparks(store: MetricsStore, tenantId: string, metric: string, range: SeriesRange): Promise<HostSpark[]> {
   const out: HostSpark[] = [];
   for (const hostId of await store.listHosts(tenantId)) {
+    await otherRequestsFirst();
     const series = await hostSeriesOrNone(store, tenantId, hostId, { ...range, minmax: false });
     if (series) out.push({ hostId, timestamps: series.timestamps, values: series.metrics[metric] ?? series.timestamps.map(() => null) });
   }

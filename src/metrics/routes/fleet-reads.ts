@@ -6,7 +6,7 @@ import type { AlertStore, StoredAlert } from '../alerts/alert-store.js';
 import { withStatus } from '../domain/host-status.js';
 import type { MetricsStore } from '../domain/metrics-store.js';
 import { resolveRange, type SeriesSettings } from '../domain/series.js';
-import { readHostSparks, readTopHosts } from '../domain/top-hosts.js';
+import { readHostSparks, readTopHosts, readTopHostsBy } from '../domain/top-hosts.js';
 import { authenticate, requestTenant, type SessionReader } from '../http/authenticate.js';
 import { AUTH_ERRORS, BEARER, errorResponses } from './schemas.js';
 
@@ -45,6 +45,12 @@ const HostStatusSchema = Type.Object({
     intervalMs: Nullable(Type.Integer({ description: 'Gap between the host\'s two latest reports; null after one report.' })),
     status: Type.Union([Type.Literal('up'), Type.Literal('late'), Type.Literal('down')]),
   })),
+});
+
+const TopEntrySchema = Type.Object({
+  hostId: Type.String(), hostname: Type.String(),
+  value: Type.Number({ description: 'Mean over the range.' }),
+  metric: Type.String({ description: 'The metric ranked (for `disk`, the filesystem\'s percent metric).' }),
 });
 
 const AlertSchema = Type.Object({
@@ -117,11 +123,7 @@ export function registerFleetReadRoutes(app: App, deps: FleetReadDeps): void {
         limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, description: 'How many hosts (default 10).' })),
       }),
       response: {
-        200: Type.Array(Type.Object({
-          hostId: Type.String(), hostname: Type.String(),
-          value: Type.Number({ description: 'Mean over the range.' }),
-          metric: Type.String({ description: 'The metric ranked (for `disk`, the filesystem\'s percent metric).' }),
-        }), { description: 'Highest first; hosts without the metric in range are left out.' }),
+        200: Type.Array(TopEntrySchema, { description: 'Highest first; hosts without the metric in range are left out.' }),
         ...errorResponses({ invalid_request: RANGE_ERROR, ...AUTH_ERRORS }),
       },
     },
@@ -129,6 +131,33 @@ export function registerFleetReadRoutes(app: App, deps: FleetReadDeps): void {
     const { metric, limit, ...q } = request.query;
     const range = resolveRange(q, deps.settings, deps.now());
     return readTopHosts(deps.store, requestTenant(request).tenantId, metric, range, limit ?? 10);
+  });
+
+  app.get('/api/v1/top/lists', {
+    onRequest,
+    schema: {
+      summary: 'Several top lists in one pass over the hosts (the fleet page\'s three)',
+      tags: ['dashboard data'],
+      security: BEARER,
+      querystring: Type.Object({
+        metrics: Type.String({ minLength: 1, maxLength: 1024, pattern: '^[^,]+(,[^,]+){0,9}$', description: 'Up to 10 comma-separated metrics as `metric` of /api/v1/top (`disk` for the fullest filesystem).' }),
+        ...RangeQuery,
+        limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, description: 'Hosts per list (default 10).' })),
+      }),
+      response: {
+        200: Type.Object({
+          hosts: Type.Integer({ description: 'Hosts with reports in the range.' }),
+          lists: Type.Record(Type.String(), Type.Array(TopEntrySchema), { description: 'Each asked metric -> its list, as /api/v1/top answers it.' }),
+        }),
+        ...errorResponses({ invalid_request: RANGE_ERROR, ...AUTH_ERRORS }),
+      },
+    },
+  }, async (request) => {
+    const { metrics, limit, ...q } = request.query;
+    const range = resolveRange(q, deps.settings, deps.now());
+    const asked = [...new Set(metrics.split(','))];
+    const top = await readTopHostsBy(deps.store, requestTenant(request).tenantId, asked, range, limit ?? 10);
+    return { hosts: top.hosts, lists: Object.fromEntries(top.ranked) };
   });
 
   app.get('/api/v1/sparklines', {

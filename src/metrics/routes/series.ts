@@ -13,6 +13,15 @@ export interface SeriesRouteDeps {
   readSession?: SessionReader | undefined;
 }
 
+/**
+ * Series answers are arrays of thousands of numbers or nulls: JSON.stringify
+ * writes them two to three times faster than the serializer compiled from the
+ * schema, which tests every element against each branch of number-or-null.
+ * The domain functions build exactly the documented fields, so nothing extra
+ * can leak through.
+ */
+const plainJson = () => (data: unknown) => JSON.stringify(data);
+
 /** GET /api/v1/hosts, /api/v1/host/:id and /api/v1/aggregate: reads, always within the token's tenant. */
 export function registerSeriesRoutes(app: App, deps: SeriesRouteDeps): void {
   const onRequest = authenticate(deps.store, deps.readSession);
@@ -33,6 +42,7 @@ export function registerSeriesRoutes(app: App, deps: SeriesRouteDeps): void {
   app.get('/api/v1/host/:id', {
     onRequest,
     config: { expensive: true },
+    serializerCompiler: plainJson,
     schema: {
       summary: 'One host\'s series',
       description: 'Raw reports when they fit the point budget; otherwise per-metric means over equal-width buckets aligned to multiples of their width.',
@@ -58,6 +68,7 @@ export function registerSeriesRoutes(app: App, deps: SeriesRouteDeps): void {
   app.get('/api/v1/aggregate', {
     onRequest,
     config: { expensive: true },
+    serializerCompiler: plainJson,
     schema: {
       summary: 'Average series across the tenant\'s hosts',
       description: 'Always bucketed (buckets at least 10 s wide, aligned to multiples of their width): per bucket and metric, the mean of every sample of the tenant\'s hosts.',

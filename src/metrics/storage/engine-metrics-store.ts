@@ -124,7 +124,7 @@ export function createEngineMetricsStore(database: Database<MetricsTables>, opts
     },
     readAggregate: (tenantId, q) => stableRead(conn, tenantId, q.from, q.to, () => readAggregate(conn, tenantId, q)),
     metricNames,
-    latestByHost: (tenantId) => stableRead(conn, tenantId, 0, Number.MAX_SAFE_INTEGER, () => latestByHost(conn, tenantId, (ids) => metricNames(tenantId, ids))),
+    latestByHost: (tenantId, hostId) => stableRead(conn, tenantId, 0, Number.MAX_SAFE_INTEGER, () => latestByHost(conn, tenantId, (ids) => metricNames(tenantId, ids), hostId)),
     deleteBefore: (cutoff) => writer.deleteBefore(cutoff),
     flush: () => writer.flush(),
     async close() {

@@ -3,31 +3,82 @@ import { decodeSamples } from '../sample-codec.js';
 import { decodeBlock } from './block-codec.js';
 import type { SqlConn } from './sql-conn.js';
 
+/** Below any report time: COALESCE's stand-in for "no such row". */
+const NO_TS = -Number.MAX_SAFE_INTEGER;
+
+/** A host's second-newest head row: no row under it can be one of the host's two newest. */
+const SECOND_HEAD_TS = `COALESCE((SELECT r2.ts FROM reports r2 WHERE r2.host_key = h.key ORDER BY r2.ts DESC LIMIT 1 OFFSET 1), ${NO_TS})`;
+/** A host's newest block of at least two rows: from it onwards, the blocks hold the host's two newest sealed rows. */
+const LAST_FULL_WINDOW = `COALESCE((SELECT b2.window_start FROM blocks b2 WHERE b2.host_key = h.key AND b2.rows >= 2 ORDER BY b2.window_start DESC LIMIT 1), ${NO_TS})`;
+
+/**
+ * The tenant's hosts (or one of them), then per dialect the same two reads:
+ * every host's two newest head rows, and the blocks that can hold one of its
+ * two newest rows (from its last block of at least two rows on, reaching past
+ * its second-newest head row), so a host reporting now decodes no block. Each
+ * is an index seek per host. SQLite seeks with the correlated subqueries as
+ * index bounds; PostgreSQL would run them as a filter on every joined row, so
+ * it gets LATERAL joins (OFFSET 0 keeps the planner from flattening them back
+ * into a hash join).
+ */
+function reads(dialect: SqlConn['dialect'], oneHost: boolean): { hosts: string; head: string; blocks: string } {
+  const which = `h.tenant_id = ?${oneHost ? ' AND h.host_id = ?' : ''}`;
+  const hosts = `SELECT h.key, h.host_id, h.hostname, h.platform FROM hosts h WHERE ${which}`;
+  if (dialect === 'sqlite') {
+    return {
+      hosts,
+      head: `SELECT r.host_key, r.ts, r.samples FROM hosts h JOIN reports r ON r.host_key = h.key
+        WHERE ${which} AND r.ts >= ${SECOND_HEAD_TS}`,
+      blocks: `SELECT b.host_key, b.data FROM hosts h JOIN blocks b ON b.host_key = h.key
+        WHERE ${which} AND b.window_start >= ${LAST_FULL_WINDOW} AND b.max_ts > ${SECOND_HEAD_TS}`,
+    };
+  }
+  return {
+    hosts,
+    head: `SELECT h.key AS host_key, r.ts, r.samples FROM hosts h
+      CROSS JOIN LATERAL (SELECT ts, samples FROM reports WHERE host_key = h.key ORDER BY ts DESC LIMIT 2) r
+      WHERE ${which}`,
+    blocks: `SELECT h.key AS host_key, b.data FROM hosts h
+      CROSS JOIN LATERAL (SELECT ${SECOND_HEAD_TS} AS second_ts, ${LAST_FULL_WINDOW} AS from_window OFFSET 0) k
+      CROSS JOIN LATERAL (SELECT data FROM blocks b WHERE b.host_key = h.key AND b.window_start >= k.from_window AND b.max_ts > k.second_ts OFFSET 0) b
+      WHERE ${which}`,
+  };
+}
+
+interface Row { ts: number; values: Map<number, number> }
+
 /**
  * Each host's latest report, read from where it lives (the head, or the last
- * block of a host that went quiet) rather than kept in a row every report
- * would update: the ingest path stays append-only.
+ * blocks of a host that went quiet) rather than kept in a row every report
+ * would update: the ingest path stays append-only. Three statements whatever
+ * the number of hosts (plus the name lookups of metric ids not yet cached;
+ * with `hostId`, that host's row alone):
+ * the host list refreshes every 10 s, and a query per host was a round trip
+ * per host on PostgreSQL.
  */
-export async function latestByHost(conn: SqlConn, tenantId: string, nameOf: (ids: Iterable<number>) => Promise<Map<number, string>>): Promise<HostLatest[]> {
-  const hosts = await conn.all<{ key: number; host_id: string; hostname: string; platform: string }>(
-    'SELECT key, host_id, hostname, platform FROM hosts WHERE tenant_id = ?', [tenantId]);
-  const newest = new Map<number, Array<{ ts: number; values: Map<number, number> }>>();
-  for (const h of hosts) {
-    const rows = (await conn.all<{ ts: number; samples: Uint8Array }>('SELECT ts, samples FROM reports WHERE host_key = ? ORDER BY ts DESC LIMIT 2', [h.key]))
-      .map((r) => { const { metricIds, values } = decodeSamples(r.samples); return { ts: Number(r.ts), values: new Map(Array.from(metricIds, (id, i) => [id, values[i]!])) }; });
-    if (rows.length < 2) {
-      const [block] = await conn.all<{ data: Uint8Array }>('SELECT data FROM blocks WHERE host_key = ? ORDER BY window_start DESC LIMIT 1', [h.key]);
-      if (block) {
-        const b = decodeBlock(block.data);
-        for (let i = b.ts.length - 1; i >= Math.max(0, b.ts.length - 2); i--) {
-          const values = new Map<number, number>();
-          for (const [id, col] of b.columns) if (col[i] === col[i]) values.set(id, col[i]!);
-          rows.push({ ts: b.ts[i]!, values });
-        }
-      }
-    }
+export async function latestByHost(conn: SqlConn, tenantId: string, nameOf: (ids: Iterable<number>) => Promise<Map<number, string>>, hostId?: string): Promise<HostLatest[]> {
+  const sql = reads(conn.dialect, hostId !== undefined);
+  const params = hostId === undefined ? [tenantId] : [tenantId, hostId];
+  const hosts = await conn.all<{ key: number; host_id: string; hostname: string; platform: string }>(sql.hosts, params);
+  const newest = new Map<number, Row[]>(hosts.map((h) => [h.key, []]));
+  const keep = (key: number, row: Row) => {
+    const rows = newest.get(key);
+    if (!rows) return;
+    rows.push(row);
     rows.sort((a, b) => b.ts - a.ts);
-    newest.set(h.key, rows.slice(0, 2));
+    rows.length = Math.min(rows.length, 2);
+  };
+  for (const r of await conn.all<{ host_key: number; ts: number | string; samples: Uint8Array }>(sql.head, params)) {
+    const { metricIds, values } = decodeSamples(r.samples);
+    keep(r.host_key, { ts: Number(r.ts), values: new Map(Array.from(metricIds, (id, i) => [id, values[i]!])) });
+  }
+  for (const r of await conn.all<{ host_key: number; data: Uint8Array }>(sql.blocks, params)) {
+    const b = decodeBlock(r.data);
+    for (let i = b.ts.length - 1; i >= Math.max(0, b.ts.length - 2); i--) {
+      const values = new Map<number, number>();
+      for (const [id, col] of b.columns) if (col[i] === col[i]) values.set(id, col[i]!);
+      keep(r.host_key, { ts: b.ts[i]!, values });
+    }
   }
   const names = await nameOf(new Set([...newest.values()].flatMap((rows) => (rows[0] ? [...rows[0].values.keys()] : []))));
   const out: HostLatest[] = [];

@@ -1,0 +1,26 @@
+// Early flush: a page's fast part goes out at once, its slow part when it is read, so the browser starts on the charts.
+import { PassThrough } from 'node:stream';
+import type { FastifyReply } from 'fastify';
+import { html, type SafeHtml } from './html-template.js';
+
+/**
+ * Sends `start` now, then `rest()` once it resolves, then `end`, as one
+ * chunked response. The status and headers go with `start`, so a failure of
+ * `rest` can no longer change them: it is logged and the page says that part
+ * could not be read, and the document is still closed properly.
+ */
+export function streamPage(reply: FastifyReply, parts: { start: SafeHtml; end: SafeHtml }, rest: () => Promise<SafeHtml>): FastifyReply {
+  const out = new PassThrough();
+  out.write(parts.start.value);
+  void rest().then(
+    (body) => body,
+    (e: unknown) => {
+      reply.log.error({ err: e }, 'dashboard page: the streamed part failed');
+      return html`<p class="notice">Part of this page could not be read. Reload to try again.</p>`;
+    },
+  ).then((body) => {
+    // A browser that left has closed the response, and the stream with it.
+    if (!out.destroyed) out.end(body.value + parts.end.value);
+  });
+  return reply.type('text/html; charset=utf-8').header('cache-control', 'no-store').send(out);
+}

@@ -1,0 +1,143 @@
+// latestByHost against the reports themselves, with hosts whose two newest rows sit in every place they can, in three statements.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { Database } from '../../../src/core/storage/database.js';
+import { openMetricsDatabase } from '../../../src/metrics/deps.js';
+import type { HostLatest, MetricsStore, NewReport } from '../../../src/metrics/domain/metrics-store.js';
+import { createEngineMetricsStore } from '../../../src/metrics/storage/engine-metrics-store.js';
+import { latestByHost } from '../../../src/metrics/storage/engine/latest.js';
+import { pgConn, sqliteConn, type SqlConn } from '../../../src/metrics/storage/engine/sql-conn.js';
+import { WINDOW_MS } from '../../../src/metrics/storage/engine/windows.js';
+import type { MetricsTables } from '../../../src/metrics/storage/tables.js';
+import { BACKENDS, freshStorage, type TestStorage } from '../../helpers/backends.js';
+import { newTenant } from '../../helpers/metrics.js';
+
+const T0 = Date.UTC(2026, 10, 20, 0);
+const MIN = 60_000;
+/** Windows 0-2 are closed (sealed by a flush); window 3 is open, so its reports stay in the head. */
+const NOW = T0 + 3 * WINDOW_MS + 30 * MIN;
+
+function report(tenantId: string, hostId: string, ts: number): NewReport {
+  const metrics = new Map<string, number>([
+    ['cpu.usage', (ts / 1000) % 97], ['memory.percent', (ts / 7000) % 89],
+    ['disk./.percent', (ts / 3000) % 50], ['disk./data.percent', 50 - ((ts / 5000) % 40)],
+  ]);
+  return { tenantId, hostId, hostname: `${hostId}.example`, platform: 'linux', ts, metrics };
+}
+
+/** Reports every `step` ms in [from, to). */
+function every(tenantId: string, hostId: string, from: number, to: number, step: number): NewReport[] {
+  const out: NewReport[] = [];
+  for (let ts = from; ts < to; ts += step) out.push(report(tenantId, hostId, ts));
+  return out;
+}
+
+/** What latestByHost must say, from every report the host ever sent. */
+function expected(reports: NewReport[]): HostLatest[] {
+  const byHost = new Map<string, NewReport[]>();
+  for (const r of reports) byHost.set(r.hostId, [...(byHost.get(r.hostId) ?? []), r]);
+  return [...byHost.values()].map((rs) => {
+    const [last, previous] = [...rs].sort((a, b) => b.ts - a.ts);
+    const m = last!.metrics;
+    return {
+      hostId: last!.hostId, hostname: last!.hostname, platform: 'linux', lastTs: last!.ts,
+      cpuUsage: m.get('cpu.usage')!, memoryPercent: m.get('memory.percent')!,
+      diskPercent: Math.max(m.get('disk./.percent')!, m.get('disk./data.percent')!),
+      intervalMs: previous ? last!.ts - previous.ts : null,
+    };
+  }).sort((a, b) => (a.hostname < b.hostname ? -1 : 1));
+}
+
+/** A SqlConn that counts the statements run through it. */
+function counting(conn: SqlConn): { conn: SqlConn; statements: () => number } {
+  let n = 0;
+  return {
+    conn: { ...conn, all: (text, params) => { n++; return conn.all(text, params); }, run: (text, params) => { n++; return conn.run(text, params); } },
+    statements: () => n,
+  };
+}
+
+for (const backend of BACKENDS) {
+  describe(`latestByHost on ${backend}`, () => {
+    let storage: TestStorage;
+    let database: Database<MetricsTables>;
+    let store: MetricsStore;
+    let conn: SqlConn;
+    before(async () => {
+      storage = await freshStorage(backend);
+      database = await openMetricsDatabase({ databaseUrl: storage.databaseUrl, dbSchema: storage.pgSchema, dataDir: storage.dataDir });
+      store = createEngineMetricsStore(database, { limits: { perHost: 100, perTenant: 100 }, now: () => NOW, writer: { sealIntervalMs: 0 } });
+      conn = database.sqlite ? sqliteConn(database.sqlite) : pgConn(database.pgPool!);
+    });
+    after(async () => {
+      await store.close();
+      await database.close();
+      await storage.cleanup();
+    });
+
+    async function latest(tenantId: string) {
+      const c = counting(conn);
+      const hosts = await latestByHost(c.conn, tenantId, (ids) => store.metricNames(tenantId, ids));
+      return { hosts, statements: c.statements() };
+    }
+
+    test('finds the two newest reports in the head, in sealed blocks or across both, in three statements', async () => {
+      const t = (await newTenant(store)).tenantId;
+      const other = (await newTenant(store)).tenantId;
+      const w = (i: number) => T0 + i * WINDOW_MS;
+      const sent = [
+        // Reporting now: windows 0-2 sealed, its newest rows in the head.
+        ...every(t, 'live', w(0), NOW - 5_000, 10_000),
+        // Quiet since window 0: both rows in its only block.
+        ...every(t, 'quiet', w(0), w(0) + 30 * MIN, 10_000),
+        // Its newest block holds one row: the row before it is in the block before.
+        ...every(t, 'tail', w(0), w(0) + 20 * MIN, 10_000), report(t, 'tail', w(1) + 5 * MIN),
+        // One head row; the row before it is sealed.
+        ...every(t, 'resumed', w(0), w(1), 30_000), report(t, 'resumed', w(3) + 10 * MIN),
+        // Only ever one report.
+        report(t, 'lone', w(3) + 1_000),
+        // Another tenant's newer host is not this tenant's.
+        ...every(other, 'live', w(3), NOW, 10_000),
+      ];
+      const batches = Math.ceil(sent.length / 1_000);
+      for (let i = 0; i < batches; i++) assert.ok((await store.appendReports(sent.slice(i * 1_000, (i + 1) * 1_000))).every((o) => o.status === 'stored'));
+      const sealedLater = every(t, 'late', w(0), w(3), 10_000);
+      assert.ok((await store.appendReports(sealedLater)).every((o) => o.status === 'stored'));
+      await store.flush();
+      // Late reports into a sealed window wait in the head, older than the host's sealed rows.
+      const late = [report(t, 'late', w(0) + 1_234), report(t, 'late', w(0) + 2_345)];
+      assert.ok((await store.appendReports(late)).every((o) => o.status === 'stored'));
+
+      const mine = [...sent, ...sealedLater, ...late].filter((r) => r.tenantId === t);
+      const got = await latest(t);
+      assert.deepEqual(got.hosts, expected(mine));
+      assert.equal(got.statements, 3);
+      assert.deepEqual((await latest(other)).hosts, expected(sent.filter((r) => r.tenantId === other)));
+      // One host: its row alone, in as many statements; a host of another tenant or none is no row.
+      for (const id of ['tail', 'late', 'live']) {
+        const c = counting(conn);
+        assert.deepEqual(await latestByHost(c.conn, t, (ids) => store.metricNames(t, ids), id), expected(mine.filter((r) => r.hostId === id)));
+        assert.equal(c.statements(), 3);
+      }
+      assert.deepEqual(await latestByHost(conn, other, (ids) => store.metricNames(other, ids), 'tail'), []);
+      assert.deepEqual(await store.latestByHost(t, 'nowhere'), []);
+      assert.deepEqual(await store.latestByHost(t, 'quiet'), expected(mine.filter((r) => r.hostId === 'quiet')));
+    });
+
+    test('the number of statements does not grow with the number of hosts', async () => {
+      const small = (await newTenant(store)).tenantId;
+      const large = (await newTenant(store)).tenantId;
+      const fleet = (tenantId: string, hosts: number) => Array.from({ length: hosts }, (_, i) => i % 2
+        ? every(tenantId, `h${i}`, T0, T0 + 20 * MIN, 60_000)
+        : every(tenantId, `h${i}`, T0 + 3 * WINDOW_MS, NOW, 60_000)).flat();
+      const sent = [...fleet(small, 2), ...fleet(large, 40)];
+      assert.ok((await store.appendReports(sent)).every((o) => o.status === 'stored'));
+      await store.flush();
+      const one = await latest(small);
+      const many = await latest(large);
+      assert.equal(one.hosts.length, 2);
+      assert.deepEqual(many.hosts, expected(sent.filter((r) => r.tenantId === large)));
+      assert.equal(many.statements, one.statements);
+    });
+  });
+}
