@@ -1,7 +1,7 @@
 // Dashboard benchmark: headless Chromium navigates to the host page and the fleet page and waits until
 // every chart is drawn; plus the JSON behind one chart. One tenant of the peers' generated fleet.
 //
-//   npm run bench -- dashboard [--hosts 100] [--days 30] [--runs 10] [--backend sqlite|postgres] [--data DIR]
+//   npm run bench -- dashboard [--hosts 100] [--days 30] [--runs 10] [--backend sqlite|postgres] [--data DIR] [--ranges 1h,24h,7d,30d]
 //
 // Data: ../shared/bench-peers/gen.mjs (seed 42), one tenant, 10 s reports, loaded in-process through
 // MetricsStore.appendReports and then flushed (bench/fleet-loader.ts; the HTTP ingest path is measured by
@@ -39,6 +39,7 @@ export async function run(argv: string[]): Promise<string> {
       runs: { type: 'string', default: '10' },
       backend: { type: 'string', default: 'sqlite' },
       data: { type: 'string' },
+      ranges: { type: 'string', default: '1h,24h,7d,30d' },
     },
   });
   const spec: FleetSpec = { hosts: Number(values.hosts), days: Number(values.days), seed: 42, tenantName: 'bench' };
@@ -102,7 +103,8 @@ export async function run(argv: string[]): Promise<string> {
     const jsonRows: Array<[string, number[]]> = [];
     // The page's presets that the data set covers, as fixed ranges ending at the data's end.
     const presets: Array<[string, number]> = [['1h', 3_600_000], ['24h', DAY], ['7d', 7 * DAY], ['30d', 30 * DAY]];
-    for (const [range, ms] of presets.filter(([, span]) => span <= spec.days * DAY)) {
+    const asked = values.ranges.split(',');
+    for (const [range, ms] of presets.filter(([name, span]) => span <= spec.days * DAY && asked.includes(name))) {
       const fixed = `from=${end - ms}&to=${end}`;
       pageRows.push([`host page, ${range}`, await measurePage(`${base}/hosts/${hostId}?${fixed}`)]);
       pageRows.push([`fleet page, ${range}`, await measurePage(`${base}/fleet?${fixed}`)]);
@@ -118,7 +120,7 @@ export async function run(argv: string[]): Promise<string> {
       ? `reused from an earlier run's load (${data.loadSeconds.toFixed(0)} s of appendReports, then ${data.flushSeconds.toFixed(0)} s of flush)`
       : `loaded with appendReports in ${data.loadSeconds.toFixed(0)} s, then flushed (sealed and rolled up) in ${data.flushSeconds.toFixed(0)} s`;
     return [
-      `Command: \`npm run bench -- dashboard --hosts ${spec.hosts} --days ${spec.days} --runs ${runs} --backend ${backend}${kept ? ' --data DIR' : ''}\`.`,
+      `Command: \`npm run bench -- dashboard --hosts ${spec.hosts} --days ${spec.days} --runs ${runs} --backend ${backend}${kept ? ' --data DIR' : ''}${values.ranges !== '1h,24h,7d,30d' ? ` --ranges ${values.ranges}` : ''}\`.`,
       '',
       `Data: one tenant of ${spec.hosts} hosts x ${spec.days} d of 10 s reports (${data.reports.toLocaleString('en')} reports, ${(data.reports * 28).toLocaleString('en')} samples) from the peers'`,
       `generator (seed ${spec.seed}), ${loaded}${dbBytes ? `; database ${(dbBytes / 2 ** 20).toFixed(0)} MiB` : ''}.`,

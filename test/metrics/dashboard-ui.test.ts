@@ -156,7 +156,7 @@ test('the monitoring UI: statuses, sparklines, charts with data, range, zoom, al
   const charts = await chartsDrawn(page);
   page.off('request', countSeries);
   // The head preloads the series request and the script's own fetch of it reuses that response: one request.
-  const preload = await page.locator('link[rel=preload][as=fetch]').evaluate((l) => (l as unknown as { href: string }).href);
+  const preload = new URL((await page.locator('link[rel=preload][as=fetch]').getAttribute('href'))!, h.url).href;
   assert.deepEqual(seriesRequests, [preload]);
   assert.deepEqual(Object.keys(charts).sort(), ['cpu', 'cpu-cores', 'disk-io', 'fs:/', 'fs:/data', 'load', 'memory', 'network', 'swap'].sort());
   const api = await (await seriesResponse).json() as { metrics: Record<string, (number | null)[]>; bucketMs: number | null };
