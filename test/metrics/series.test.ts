@@ -81,6 +81,36 @@ for (const backend of BACKENDS) {
       assert.ok(r.body.timestamps.every((t: number) => t % r.body.bucketMs === 0), 'buckets start at multiples of their width');
     });
 
+    test('metrics= keeps the named metrics only, and only the points where one of them has a value', async () => {
+      const c = await m.newTenant();
+      const sent = await Promise.all([
+        ingest(m.url, c.token, makeReport({ agentId: 'h3', ts: T0, cpu: { usage: 10 } })),
+        ingest(m.url, c.token, makeReport({ agentId: 'h3', ts: T0 + 10_000, cpu: { usage: 20 }, disks: [] })),
+        ingest(m.url, c.token, makeReport({ agentId: 'h3', ts: T0 + 20_000, cpu: { usage: 30 } })),
+      ]);
+      assert.ok(sent.every((r) => r.status === 200));
+      const q = `from=${T0}&to=${T0 + 20_000}&minmax=true`;
+      const disk = await get(c.token, `/api/v1/host/h3?${q}&metrics=disk./.percent,no.such.metric`);
+      assert.equal(disk.status, 200);
+      assert.deepEqual(disk.body.timestamps, [T0, T0 + 20_000], 'the report without disks is not a point of this answer');
+      assert.deepEqual(disk.body.metrics, { 'disk./.percent': [50, 50] });
+      assert.deepEqual(disk.body.min, { 'disk./.percent': [50, 50] });
+      const two = await get(c.token, `/api/v1/host/h3?${q}&metrics=memory.percent,cpu.usage,cpu.usage`);
+      assert.deepEqual(two.body.timestamps, [T0, T0 + 10_000, T0 + 20_000]);
+      assert.deepEqual(Object.keys(two.body.metrics), ['cpu.usage', 'memory.percent']);
+      assert.deepEqual(two.body.metrics['cpu.usage'], [10, 20, 30]);
+      const all = await get(c.token, `/api/v1/host/h3?${q}`);
+      assert.ok(Object.keys(all.body.metrics).length > 10, 'without the parameter, every metric');
+      const agg = await get(a.token, `/api/v1/aggregate?from=${T0}&to=${T0 + 99_999}&points=1&minmax=true&metrics=cpu.usage`);
+      assert.deepEqual(agg.body.metrics, { 'cpu.usage': [agg.body.metrics['cpu.usage'][0]] });
+      assert.deepEqual([agg.body.min['cpu.usage'], agg.body.max['cpu.usage']], [[0], [50]]);
+      for (const bad of ['metrics=', 'metrics=,cpu.usage', 'metrics=cpu.usage,,memory.percent', 'metrics=cpu.usage,']) {
+        const r = await get(c.token, `/api/v1/host/h3?${bad}`);
+        assert.equal(r.status, 400, bad);
+        assert.equal(r.body.error, 'invalid_request');
+      }
+    });
+
     test('an empty range is an empty series, not an error', async () => {
       const r = await get(a.token, `/api/v1/host/h1?from=0&to=1000`);
       assert.equal(r.status, 200);

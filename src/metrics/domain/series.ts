@@ -17,6 +17,8 @@ export interface SeriesQuery {
   points?: number | undefined;
   /** Also return each point's min and max (see Series.min). */
   minmax?: boolean | undefined;
+  /** Only these metrics (exact names), e.g. the ones one chart draws. */
+  metrics?: readonly string[] | undefined;
 }
 
 export interface SeriesRange {
@@ -24,6 +26,8 @@ export interface SeriesRange {
   to: number;
   points: number;
   minmax: boolean;
+  /** Only these metrics; undefined: every metric. */
+  metrics?: readonly string[] | undefined;
 }
 
 export interface Series {
@@ -63,7 +67,7 @@ export function resolveRange(q: SeriesQuery, settings: SeriesSettings, now: numb
   if (from > to) throw new AppError('invalid_request', `querystring from: ${from} is after to (${to})`);
   const points = q.points ?? settings.defaultPoints;
   if (points > settings.maxPoints) throw new AppError('invalid_request', `querystring points: ${points} is above the maximum of ${settings.maxPoints}`);
-  return { from, to, points, minmax: q.minmax ?? false };
+  return { from, to, points, minmax: q.minmax ?? false, ...(q.metrics ? { metrics: q.metrics } : {}) };
 }
 
 /**
@@ -75,7 +79,7 @@ export function resolveRange(q: SeriesQuery, settings: SeriesSettings, now: numb
 export async function readHostSeries(store: MetricsStore, tenantId: string, hostId: string, range: SeriesRange): Promise<HostSeries> {
   const stored = await store.readHostSeries(tenantId, hostId, range);
   if (!stored) throw new AppError('not_found', `no host ${hostId}`);
-  return { hostId, ...served(range), bucketMs: stored.bucketMs, ...(await named(store, tenantId, stored)) };
+  return { hostId, ...served(range), bucketMs: stored.bucketMs, ...(await named(store, tenantId, stored, range.metrics)) };
 }
 
 /**
@@ -84,7 +88,7 @@ export async function readHostSeries(store: MetricsStore, tenantId: string, host
  */
 export async function readAggregate(store: MetricsStore, tenantId: string, range: SeriesRange): Promise<AggregateSeries> {
   const stored = await store.readAggregate(tenantId, range);
-  return { ...served(range), bucketMs: stored.bucketMs, hosts: stored.hosts, ...(await named(store, tenantId, stored)) };
+  return { ...served(range), bucketMs: stored.bucketMs, hosts: stored.hosts, ...(await named(store, tenantId, stored, range.metrics)) };
 }
 
 /** The range fields an answer carries (the routes serialize answers as they are, so nothing else may ride along). */
@@ -94,15 +98,21 @@ function served(range: SeriesRange): Pick<Series, 'from' | 'to' | 'points'> {
 
 const byName = new Intl.Collator('en', { numeric: true }).compare;
 
-/** Swaps metric ids for names, ordered naturally (cpu.perCore.2 before cpu.perCore.10). */
-async function named(store: MetricsStore, tenantId: string, columns: SeriesColumns | StoredSeries): Promise<Pick<Series, 'timestamps' | 'metrics' | 'min' | 'max'>> {
+/**
+ * Swaps metric ids for names, ordered naturally (cpu.perCore.2 before
+ * cpu.perCore.10). With `only`, just those metrics, and just the points where
+ * one of them has a value.
+ */
+async function named(store: MetricsStore, tenantId: string, columns: SeriesColumns | StoredSeries, only?: readonly string[]): Promise<Pick<Series, 'timestamps' | 'metrics' | 'min' | 'max'>> {
   const names = await store.metricNames(tenantId, columns.metrics.keys());
-  const byNames = (m: Map<number, (number | null)[]>) => {
-    const entries = [...m].flatMap(([id, values]) => { const n = names.get(id); return n === undefined ? [] : [[n, values] as const]; });
-    entries.sort((a, b) => byName(a[0], b[0]));
-    return Object.fromEntries(entries);
-  };
-  const out: Pick<Series, 'timestamps' | 'metrics' | 'min' | 'max'> = { timestamps: columns.timestamps, metrics: byNames(columns.metrics) };
+  const wanted = only ? new Set(only) : undefined;
+  const ids = [...columns.metrics.keys()].filter((id) => { const n = names.get(id); return n !== undefined && (!wanted || wanted.has(n)); });
+  ids.sort((a, b) => byName(names.get(a)!, names.get(b)!));
+  // A filter keeps the points where a kept metric has a value: the others would be all null.
+  const points = wanted ? columns.timestamps.flatMap((_, i) => (ids.some((id) => columns.metrics.get(id)![i] !== null) ? [i] : [])) : undefined;
+  const pick = (values: (number | null)[]) => (points && points.length !== values.length ? points.map((i) => values[i]!) : values);
+  const byNames = (m: Map<number, (number | null)[]>) => Object.fromEntries(ids.map((id) => [names.get(id)!, pick(m.get(id)!)]));
+  const out: Pick<Series, 'timestamps' | 'metrics' | 'min' | 'max'> = { timestamps: points ? points.map((i) => columns.timestamps[i]!) : columns.timestamps, metrics: byNames(columns.metrics) };
   if (columns.min && columns.max) { out.min = byNames(columns.min); out.max = byNames(columns.max); }
   return out;
 }

@@ -21,6 +21,10 @@ export const SeriesQuerySchema = Type.Object({
   to: Type.Optional({ ...Timestamp, description: 'Range end, epoch ms, inclusive. Default: now (or `from` when that is later).' }),
   points: Type.Optional(Type.Integer({ minimum: 1, description: 'Point budget (default and cap configured; 500 and 10000 by default).' })),
   minmax: Type.Optional(Type.Boolean({ description: 'Also return `min` and `max`: each point\'s smallest and largest raw value per metric. Default false.' })),
+  metrics: Type.Optional(Type.String({
+    minLength: 1, maxLength: 8192, pattern: '^[^,]+(,[^,]+){0,99}$',
+    description: 'Only these metrics: up to 100 comma-separated exact names (the ones a chart draws); points where none of them has a value are left out. Default: every metric.',
+  })),
 });
 
 const SeriesFields = {

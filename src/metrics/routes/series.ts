@@ -1,7 +1,7 @@
-import { Type } from 'typebox';
+import { Type, type Static } from 'typebox';
 import type { App } from '../../core/http/create-app.js';
 import type { MetricsStore } from '../domain/metrics-store.js';
-import { readAggregate, readHostSeries, resolveRange, type SeriesSettings } from '../domain/series.js';
+import { readAggregate, readHostSeries, resolveRange, type SeriesQuery, type SeriesSettings } from '../domain/series.js';
 import { authenticate, requestTenant, type SessionReader } from '../http/authenticate.js';
 import { AggregateSeriesSchema, AUTH_ERRORS, LOAD_SHED_ERROR, BEARER, HostSeriesSchema, SeriesQuerySchema, errorResponses } from './schemas.js';
 
@@ -21,6 +21,12 @@ export interface SeriesRouteDeps {
  * can leak through.
  */
 const plainJson = () => (data: unknown) => JSON.stringify(data);
+
+/** The query as the domain takes it: `metrics` split into names. */
+function seriesQuery(q: Static<typeof SeriesQuerySchema>): SeriesQuery {
+  const { metrics, ...rest } = q;
+  return { ...rest, ...(metrics !== undefined ? { metrics: [...new Set(metrics.split(','))] } : {}) };
+}
 
 /** GET /api/v1/hosts, /api/v1/host/:id and /api/v1/aggregate: reads, always within the token's tenant. */
 export function registerSeriesRoutes(app: App, deps: SeriesRouteDeps): void {
@@ -61,7 +67,7 @@ export function registerSeriesRoutes(app: App, deps: SeriesRouteDeps): void {
       },
     },
   }, async (request) => {
-    const range = resolveRange(request.query, deps.settings, deps.now());
+    const range = resolveRange(seriesQuery(request.query), deps.settings, deps.now());
     return readHostSeries(deps.store, requestTenant(request).tenantId, request.params.id, range);
   });
 
@@ -86,7 +92,7 @@ export function registerSeriesRoutes(app: App, deps: SeriesRouteDeps): void {
       },
     },
   }, async (request) => {
-    const range = resolveRange(request.query, deps.settings, deps.now());
+    const range = resolveRange(seriesQuery(request.query), deps.settings, deps.now());
     return readAggregate(deps.store, requestTenant(request).tenantId, range);
   });
 }

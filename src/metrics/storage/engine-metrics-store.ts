@@ -4,6 +4,7 @@ import { chunks } from '../../core/storage/chunks.js';
 import type { MetricLimits, MetricsStore, Tenant, TokenInfo } from '../domain/metrics-store.js';
 import { DEFAULT_WRITER_OPTIONS, type EngineWriter, type WriterOptions } from './engine/engine-writer.js';
 import { latestByHost } from './engine/latest.js';
+import { TailRows } from './engine/tail-rows.js';
 import { readAggregate, readHost, stableRead } from './engine/reader.js';
 import { pgConn, sqliteConn, type SqlConn } from './engine/sql-conn.js';
 import { createWorkerWriter } from './engine/worker-writer.js';
@@ -44,6 +45,8 @@ export function createEngineMetricsStore(database: Database<MetricsTables>, opts
   const target = database.sqlite ? { sqliteFile: database.sqlite.name } : { pgUrl: database.pgTarget!.url, pgSchema: database.pgTarget!.schema, poolSize: WRITER_PG_POOL };
   const writer: EngineWriter = createWorkerWriter(target, writerOptions, opts.now, onError);
   const names = new Map<string, Map<number, string>>();
+  // Quiet hosts' last blocks, decoded once rather than at every poll of the host list.
+  const tails = new TailRows();
   const tokens = new Map<string, { token: { tokenId: string; tenantId: string; tenantName: string }; until: number }>();
 
   async function hostKeyOf(tenantId: string, hostId: string): Promise<number | undefined> {
@@ -124,7 +127,7 @@ export function createEngineMetricsStore(database: Database<MetricsTables>, opts
     },
     readAggregate: (tenantId, q) => stableRead(conn, tenantId, q.from, q.to, () => readAggregate(conn, tenantId, q)),
     metricNames,
-    latestByHost: (tenantId, hostId) => stableRead(conn, tenantId, 0, Number.MAX_SAFE_INTEGER, () => latestByHost(conn, tenantId, (ids) => metricNames(tenantId, ids), hostId)),
+    latestByHost: (tenantId, hostId) => stableRead(conn, tenantId, 0, Number.MAX_SAFE_INTEGER, () => latestByHost(conn, tenantId, { nameOf: (ids) => metricNames(tenantId, ids), hostId, tails })),
     deleteBefore: (cutoff) => writer.deleteBefore(cutoff),
     flush: () => writer.flush(),
     async close() {

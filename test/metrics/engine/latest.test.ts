@@ -6,6 +6,7 @@ import { openMetricsDatabase } from '../../../src/metrics/deps.js';
 import type { HostLatest, MetricsStore, NewReport } from '../../../src/metrics/domain/metrics-store.js';
 import { createEngineMetricsStore } from '../../../src/metrics/storage/engine-metrics-store.js';
 import { latestByHost } from '../../../src/metrics/storage/engine/latest.js';
+import { TailRows } from '../../../src/metrics/storage/engine/tail-rows.js';
 import { pgConn, sqliteConn, type SqlConn } from '../../../src/metrics/storage/engine/sql-conn.js';
 import { WINDOW_MS } from '../../../src/metrics/storage/engine/windows.js';
 import type { MetricsTables } from '../../../src/metrics/storage/tables.js';
@@ -77,7 +78,7 @@ for (const backend of BACKENDS) {
 
     async function latest(tenantId: string) {
       const c = counting(conn);
-      const hosts = await latestByHost(c.conn, tenantId, (ids) => store.metricNames(tenantId, ids));
+      const hosts = await latestByHost(c.conn, tenantId, { nameOf: (ids) => store.metricNames(tenantId, ids) });
       return { hosts, statements: c.statements() };
     }
 
@@ -116,12 +117,31 @@ for (const backend of BACKENDS) {
       // One host: its row alone, in as many statements; a host of another tenant or none is no row.
       for (const id of ['tail', 'late', 'live']) {
         const c = counting(conn);
-        assert.deepEqual(await latestByHost(c.conn, t, (ids) => store.metricNames(t, ids), id), expected(mine.filter((r) => r.hostId === id)));
+        assert.deepEqual(await latestByHost(c.conn, t, { nameOf: (ids) => store.metricNames(t, ids), hostId: id }), expected(mine.filter((r) => r.hostId === id)));
         assert.equal(c.statements(), 3);
       }
-      assert.deepEqual(await latestByHost(conn, other, (ids) => store.metricNames(other, ids), 'tail'), []);
+      assert.deepEqual(await latestByHost(conn, other, { nameOf: (ids) => store.metricNames(other, ids), hostId: 'tail' }), []);
       assert.deepEqual(await store.latestByHost(t, 'nowhere'), []);
       assert.deepEqual(await store.latestByHost(t, 'quiet'), expected(mine.filter((r) => r.hostId === 'quiet')));
+    });
+
+    test('a quiet host\'s last block is decoded once; a late report, then its re-seal, are read anew', async () => {
+      const t = (await newTenant(store)).tenantId;
+      const sent = every(t, 'q', T0, T0 + 30 * MIN, 10_000);
+      assert.ok((await store.appendReports(sent)).every((o) => o.status === 'stored'));
+      await store.flush();
+      const tails = new TailRows();
+      const read = () => latestByHost(conn, t, { nameOf: (ids) => store.metricNames(t, ids), tails });
+      assert.deepEqual(await read(), expected(sent));
+      assert.deepEqual(await read(), expected(sent));
+      assert.equal(tails.decoded, 1, 'the second read decodes nothing');
+      // A late report into the sealed window: it waits in the head, newer than the block's rows.
+      const late = report(t, 'q', T0 + 45 * MIN);
+      assert.equal((await store.appendReport(late)).status, 'stored');
+      assert.deepEqual(await read(), expected([...sent, late]));
+      await store.flush();
+      assert.deepEqual(await read(), expected([...sent, late]), 'merged into a new block');
+      assert.equal(tails.decoded, 2, 'the re-sealed block is decoded, once');
     });
 
     test('the number of statements does not grow with the number of hosts', async () => {

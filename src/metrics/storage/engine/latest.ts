@@ -1,7 +1,7 @@
 import type { HostLatest } from '../../domain/metrics-store.js';
 import { decodeSamples } from '../sample-codec.js';
-import { decodeBlock } from './block-codec.js';
 import type { SqlConn } from './sql-conn.js';
+import { TailRows, type TailBlock, type TailRow } from './tail-rows.js';
 
 /** Below any report time: COALESCE's stand-in for "no such row". */
 const NO_TS = -Number.MAX_SAFE_INTEGER;
@@ -29,7 +29,7 @@ function reads(dialect: SqlConn['dialect'], oneHost: boolean): { hosts: string; 
       hosts,
       head: `SELECT r.host_key, r.ts, r.samples FROM hosts h JOIN reports r ON r.host_key = h.key
         WHERE ${which} AND r.ts >= ${SECOND_HEAD_TS}`,
-      blocks: `SELECT b.host_key, b.data FROM hosts h JOIN blocks b ON b.host_key = h.key
+      blocks: `SELECT b.host_key, b.window_start, b.rows, b.max_ts, b.data FROM hosts h JOIN blocks b ON b.host_key = h.key
         WHERE ${which} AND b.window_start >= ${LAST_FULL_WINDOW} AND b.max_ts > ${SECOND_HEAD_TS}`,
     };
   }
@@ -38,14 +38,13 @@ function reads(dialect: SqlConn['dialect'], oneHost: boolean): { hosts: string; 
     head: `SELECT h.key AS host_key, r.ts, r.samples FROM hosts h
       CROSS JOIN LATERAL (SELECT ts, samples FROM reports WHERE host_key = h.key ORDER BY ts DESC LIMIT 2) r
       WHERE ${which}`,
-    blocks: `SELECT h.key AS host_key, b.data FROM hosts h
+    blocks: `SELECT h.key AS host_key, b.window_start, b.rows, b.max_ts, b.data FROM hosts h
       CROSS JOIN LATERAL (SELECT ${SECOND_HEAD_TS} AS second_ts, ${LAST_FULL_WINDOW} AS from_window OFFSET 0) k
-      CROSS JOIN LATERAL (SELECT data FROM blocks b WHERE b.host_key = h.key AND b.window_start >= k.from_window AND b.max_ts > k.second_ts OFFSET 0) b
+      CROSS JOIN LATERAL (SELECT window_start, rows, max_ts, data FROM blocks b WHERE b.host_key = h.key AND b.window_start >= k.from_window AND b.max_ts > k.second_ts OFFSET 0) b
       WHERE ${which}`,
   };
 }
 
-interface Row { ts: number; values: Map<number, number> }
 
 /**
  * Each host's latest report, read from where it lives (the head, or the last
@@ -56,12 +55,23 @@ interface Row { ts: number; values: Map<number, number> }
  * the host list refreshes every 10 s, and a query per host was a round trip
  * per host on PostgreSQL.
  */
-export async function latestByHost(conn: SqlConn, tenantId: string, nameOf: (ids: Iterable<number>) => Promise<Map<number, string>>, hostId?: string): Promise<HostLatest[]> {
+export interface LatestOptions {
+  /** Names of metric ids (the tenant's dictionary). */
+  nameOf: (ids: Iterable<number>) => Promise<Map<number, string>>;
+  /** One host instead of all. */
+  hostId?: string | undefined;
+  /** Last blocks already decoded (the store keeps one across calls). */
+  tails?: TailRows;
+}
+
+export async function latestByHost(conn: SqlConn, tenantId: string, opts: LatestOptions): Promise<HostLatest[]> {
+  const { nameOf, hostId } = opts;
+  const tails = opts.tails ?? new TailRows();
   const sql = reads(conn.dialect, hostId !== undefined);
   const params = hostId === undefined ? [tenantId] : [tenantId, hostId];
   const hosts = await conn.all<{ key: number; host_id: string; hostname: string; platform: string }>(sql.hosts, params);
-  const newest = new Map<number, Row[]>(hosts.map((h) => [h.key, []]));
-  const keep = (key: number, row: Row) => {
+  const newest = new Map<number, TailRow[]>(hosts.map((h) => [h.key, []]));
+  const keep = (key: number, row: TailRow) => {
     const rows = newest.get(key);
     if (!rows) return;
     rows.push(row);
@@ -72,13 +82,8 @@ export async function latestByHost(conn: SqlConn, tenantId: string, nameOf: (ids
     const { metricIds, values } = decodeSamples(r.samples);
     keep(r.host_key, { ts: Number(r.ts), values: new Map(Array.from(metricIds, (id, i) => [id, values[i]!])) });
   }
-  for (const r of await conn.all<{ host_key: number; data: Uint8Array }>(sql.blocks, params)) {
-    const b = decodeBlock(r.data);
-    for (let i = b.ts.length - 1; i >= Math.max(0, b.ts.length - 2); i--) {
-      const values = new Map<number, number>();
-      for (const [id, col] of b.columns) if (col[i] === col[i]) values.set(id, col[i]!);
-      keep(r.host_key, { ts: b.ts[i]!, values });
-    }
+  for (const r of await conn.all<TailBlock & { host_key: number }>(sql.blocks, params)) {
+    for (const row of tails.newest(r.host_key, r)) keep(r.host_key, row);
   }
   const names = await nameOf(new Set([...newest.values()].flatMap((rows) => (rows[0] ? [...rows[0].values.keys()] : []))));
   const out: HostLatest[] = [];
