@@ -1,3 +1,4 @@
+import type { WireError } from '../../../core/worker/wire-error.js';
 import type { NewReport } from '../../domain/metrics-store.js';
 
 /** What the writer thread opens: the SQLite file, or a small pool on the service's PostgreSQL schema. */
@@ -10,15 +11,6 @@ export type WriterRequest = { id: number; now: number } & (
   | { op: 'flush' }
   | { op: 'close' }
 );
-
-export interface WireError {
-  message: string;
-  code?: string;
-  /** Set when the writer threw an AppError: rebuilt as one on the service side. */
-  appCode?: string;
-  details?: string;
-  extra?: Record<string, unknown>;
-}
 
 export type WriterReply =
   | { kind: 'result'; id: number; ok: true; result: unknown }
