@@ -1,7 +1,7 @@
 /**
  * Group commit for pushes: while a transaction for a queue is running, pushes
  * that arrive for the same queue wait, and the next transaction takes them all
- * (up to `maxBatch`). Every push still commits atomically (the group commits
+ * (up to `maxBatch` pushes and, past the first, `maxItems` by `size`). Every push still commits atomically (the group commits
  * or rolls back as one), each caller is answered only after the commit that
  * holds its push, and the fsync and counter lock are paid once per group
  * instead of once per push. If a group fails, its pushes are run again one by
@@ -14,16 +14,24 @@ export interface PushGroupCommitter<I, O> {
 
 export function createPushGroupCommitter<I, O>(
   commit: (items: I[]) => Promise<O[]>,
-  opts: { maxBatch: number },
+  opts: { maxBatch: number; maxItems?: number; size?: (item: I) => number },
 ): PushGroupCommitter<I, O> {
   type Pending = { item: I; resolve: (o: O) => void; reject: (e: unknown) => void };
   const queues = new Map<string, Pending[]>();
+
+  function takeCount(queue: readonly Pending[]): number {
+    const { maxBatch, maxItems = Infinity, size = () => 1 } = opts;
+    let n = 1;
+    let items = size(queue[0]!.item);
+    while (n < Math.min(maxBatch, queue.length) && (items += size(queue[n]!.item)) <= maxItems) n++;
+    return n;
+  }
 
   async function drain(key: string, queue: Pending[]): Promise<void> {
     while (queue.length) {
       // One macrotask turn first: pushes whose bodies already arrived get to join this group.
       await new Promise((resolve) => setImmediate(resolve));
-      const batch = queue.splice(0, opts.maxBatch);
+      const batch = queue.splice(0, takeCount(queue));
       try {
         const out = await commit(batch.map((p) => p.item));
         batch.forEach((p, i) => p.resolve(out[i]!));
