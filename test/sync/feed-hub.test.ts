@@ -14,7 +14,10 @@ class FakeSocket extends EventEmitter implements FeedSocket {
   pings = 0;
   closedWith: number | undefined;
   terminated = false;
-  send(data: string) { this.sent.push(data); }
+  send(data: Buffer, options: { binary: false }) {
+    assert.equal(options.binary, false, 'feed messages are text frames');
+    this.sent.push(data.toString());
+  }
   ping() { this.pings++; }
   close(code: number) { this.closedWith = code; }
   terminate() {

@@ -5,7 +5,8 @@ import { businessChannel, type ChangeBatch, type WarnLogger } from './change-eve
 export interface FeedSocket {
   readonly bufferedAmount: number;
   readonly readyState: number;
-  send(data: string): void;
+  /** Sends `data` as one text message. */
+  send(data: Buffer, options: { binary: false }): void;
   ping(): void;
   close(code: number, reason: string): void;
   terminate(): void;
@@ -44,6 +45,7 @@ export const NO_LONGER_AUTHORIZED = 1008;
  */
 export type ReauthorizeBusiness<C> = (businessId: string, credentials: readonly C[]) => Promise<boolean[]>;
 const OPEN = 1;
+const TEXT = { binary: false } as const;
 
 export interface FeedHub<C> {
   /**
@@ -92,7 +94,8 @@ export function createFeedHub<C>(pubsub: PubSub, options: FeedOptions, log: Warn
     // Messages may cross a network (Redis); anything not shaped like a batch is dropped.
     const events = (message as Partial<ChangeBatch> | null)?.events;
     if (!Array.isArray(events)) return;
-    const frames = events.map((e) => JSON.stringify(e));
+    // Encoded once for every socket: with thousands of subscribers the per-socket work is the send alone.
+    const frames = events.map((e) => Buffer.from(JSON.stringify(e)));
     for (const socket of sockets.keys()) {
       if (socket.readyState !== OPEN) continue;
       for (const frame of frames) {
@@ -103,7 +106,7 @@ export function createFeedHub<C>(pubsub: PubSub, options: FeedOptions, log: Warn
           socket.terminate();
           break;
         }
-        socket.send(frame);
+        socket.send(frame, TEXT);
       }
     }
   };
