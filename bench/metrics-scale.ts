@@ -6,11 +6,11 @@
 //
 // --dir runs another build (for example the layout before the storage engine) with the same load, for a before/after.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
+import { pgCpu } from './lib/pg-cpu.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const GEN = path.resolve(root, '../shared/bench-peers/gen.mjs');
@@ -115,20 +115,4 @@ async function waitUp(url: string): Promise<void> {
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error(`${url} did not come up`);
-}
-
-/** CPU seconds of this database's PostgreSQL backends (process title `postgres: user db ...`), from /proc. */
-function pgCpu(db: string): number {
-  const tick = 100;
-  let total = 0;
-  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
-    try {
-      const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
-      if (!cmd.startsWith('postgres: ') || !cmd.split(' ').includes(db)) continue;
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      total += (Number(f[11]) + Number(f[12])) / tick;
-    } catch { /* gone */ }
-  }
-  return total;
 }
