@@ -46,6 +46,7 @@ export const NO_LONGER_AUTHORIZED = 1008;
 export type ReauthorizeBusiness<C> = (businessId: string, credentials: readonly C[]) => Promise<boolean[]>;
 const OPEN = 1;
 const TEXT = { binary: false } as const;
+const PING_CHUNK = 256;
 
 export interface FeedHub<C> {
   /**
@@ -55,7 +56,8 @@ export interface FeedHub<C> {
    */
   add(businessId: string, socket: FeedSocket, credential: C): Promise<void>;
   /**
-   * One heartbeat: drop sockets that missed the last ping, ping the rest, and
+   * One heartbeat: drop sockets that missed the last ping, ping the rest (a
+   * few hundred per event-loop turn), and
    * re-authorise every business's sockets, one business after another, spread
    * over `reauthSpreadMs`. Resolves when the checks are done. A heartbeat that
    * comes while the previous one's checks still run pings but checks nothing
@@ -143,6 +145,23 @@ export function createFeedHub<C>(pubsub: PubSub, options: FeedOptions, log: Warn
     }
   };
 
+  // A ping is a socket write like a message: thousands at once would stall the event loop for tens of milliseconds,
+  // so they go out in chunks with other work (fan-outs, requests) between them.
+  const pingAll = async () => {
+    let n = 0;
+    for (const socket of [...alive.keys()]) {
+      if (++n % PING_CHUNK === 0) await new Promise((resolve) => setImmediate(resolve));
+      const answered = alive.get(socket);
+      if (answered === undefined) continue;
+      if (!answered) {
+        socket.terminate();
+        continue;
+      }
+      alive.set(socket, false);
+      socket.ping();
+    }
+  };
+
   const hub: FeedHub<C> = {
     async add(businessId, socket, credential) {
       let sub = subscriptions.get(businessId);
@@ -163,16 +182,9 @@ export function createFeedHub<C>(pubsub: PubSub, options: FeedOptions, log: Warn
       }
     },
     heartbeat() {
-      for (const [socket, answered] of alive) {
-        if (!answered) {
-          socket.terminate();
-          continue;
-        }
-        alive.set(socket, false);
-        socket.ping();
-      }
+      const pinging = pingAll();
       checking ??= checkAll().finally(() => { checking = undefined; });
-      return checking;
+      return Promise.all([pinging, checking]).then(() => undefined);
     },
     get size() {
       return alive.size;
