@@ -3,6 +3,7 @@ import path from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import pg from 'pg';
 import { Kysely, PostgresDialect, SqliteDialect, sql, type Migration, type SqliteDatabase } from 'kysely';
+import { nameMarkedStatements } from './prepared.js';
 
 export type DialectName = 'sqlite' | 'postgres';
 
@@ -117,15 +118,17 @@ async function openPostgres<DB>(opts: OpenDatabaseOptions, url: string): Promise
   return { db, dialect: 'postgres', pgPool: pool, pgTarget: { url, schema: opts.pgSchema }, close: () => db.destroy() };
 }
 
-/** A pool on one service's schema, with BIGINT read as numbers (epoch milliseconds and versions, all below 2^53). */
+/** A pool on one service's schema, with BIGINT read as numbers (epoch milliseconds and versions, all below 2^53), and hot-path texts prepared (prepared.ts). */
 export function createPgPool(url: string, schema: string, max: number): pg.Pool {
   if (!SCHEMA_NAME.test(schema)) throw new Error(`invalid PostgreSQL schema name "${schema}"`);
-  return new pg.Pool({
+  const pool = new pg.Pool({
     connectionString: url,
     max,
     options: `-c search_path=${schema}`,
     types: { getTypeParser: ((oid: number, format?: 'text' | 'binary') => (oid === 20 ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format as 'text'))) as typeof pg.types.getTypeParser },
   });
+  pool.on('connect', nameMarkedStatements);
+  return pool;
 }
 
 async function ensureSchema(url: string, schema: string): Promise<void> {

@@ -1,5 +1,6 @@
 // Why: the push and pull hot path as constant SQL per dialect, so each statement is prepared once and no query builder runs per push.
 import type { DialectName } from '../../core/storage/database.js';
+import { prepared } from '../../core/storage/prepared.js';
 
 /**
  * Rows travel as one JSON array (SQLite, `json_each`) or as column arrays
@@ -65,6 +66,9 @@ const POSTGRES: PushSql = {
     + 'UPDATE sync_counters SET server_version = $17 WHERE business_id = $1',
   pull: `SELECT ${CHANGE_COLUMNS} FROM sync_changes WHERE business_id = $1 AND version > $2 AND version <= $3 ORDER BY version LIMIT $4`,
 };
+
+// PostgreSQL runs them as named statements (SQLite keeps every statement prepared anyway).
+for (const text of Object.values(POSTGRES)) prepared(text);
 
 export function pushSql(dialect: DialectName): PushSql {
   return dialect === 'postgres' ? POSTGRES : SQLITE;
