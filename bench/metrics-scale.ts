@@ -10,7 +10,7 @@ import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { pgCpu } from './lib/pg-cpu.js';
+import { pgCpu } from './lib/postgres.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const GEN = path.resolve(root, '../shared/bench-peers/gen.mjs');

@@ -4,10 +4,12 @@
 //
 // Then, each phase skipped with 0: fresh clients of the library (src/client, SQLite stores, in a child process)
 // sync the whole business topped up to --initial records, one client alone and --initial-clients at once; and
-// --feed-sockets subscribers (in a child process) each get --feed-pushes one-change pushes.
+// --feed-sockets subscribers (in a child process), spread over each of --feed-businesses business counts in turn,
+// get --feed-pushes one-change pushes.
 //
 //   npm run bench -- sync [--devices 8] [--pushes 40] [--batch 100] [--page 1000] [--latency 200]
-//     [--initial 100000] [--initial-clients 50] [--feed-sockets 5000] [--feed-pushes 200] [--backends sqlite,postgres]
+//     [--initial 100000] [--initial-clients 50] [--feed-sockets 5000] [--feed-pushes 200] [--feed-businesses 1,500]
+//     [--backends sqlite,postgres]
 //
 // PostgreSQL: database bench_sync at 127.0.0.1 (created if missing; BENCH_DATABASE_URL to change), so its
 // backends' CPU (from /proc) is this benchmark's alone.
@@ -23,16 +25,16 @@ import { loadSyncConfig, type SyncConfig } from '../src/sync/config.js';
 import { createSyncDeps } from '../src/sync/deps.js';
 import { feedFanOut, type FanOut } from './lib/feed-fanout.js';
 import { initialSync, type InitialSync } from './lib/initial-sync.js';
-import { pgCpu } from './lib/pg-cpu.js';
+import { ensureDatabase, pgCpu } from './lib/postgres.js';
 
 const PG_URL = process.env['BENCH_DATABASE_URL'] ?? 'postgres://postgres@127.0.0.1:5432/bench_sync';
 const PG_DB = new URL(PG_URL).pathname.slice(1);
 
-interface Options { devices: number; pushes: number; batch: number; page: number; latency: number; initial: number; initialClients: number; feedSockets: number; feedPushes: number }
+interface Options { devices: number; pushes: number; batch: number; page: number; latency: number; initial: number; initialClients: number; feedSockets: number; feedPushes: number; feedBusinesses: number[] }
 interface Result {
   pushPerS: number; pullPerS: number; p50: number; p95: number;
   pushCpuUs: number; pushPgUs: number; pullCpuUs: number; pullPgUs: number;
-  initial?: InitialSync; crowd?: InitialSync; feed?: FanOut;
+  initial?: InitialSync; crowd?: InitialSync; feed: FanOut[];
 }
 
 export async function run(argv: string[]): Promise<string> {
@@ -48,19 +50,21 @@ export async function run(argv: string[]): Promise<string> {
       'initial-clients': { type: 'string', default: '50' },
       'feed-sockets': { type: 'string', default: '5000' },
       'feed-pushes': { type: 'string', default: '200' },
+      'feed-businesses': { type: 'string', default: '1,500' },
       backends: { type: 'string', default: 'sqlite,postgres' },
     },
   });
   const o: Options = {
     devices: Number(values.devices), pushes: Number(values.pushes), batch: Number(values.batch), page: Number(values.page), latency: Number(values.latency),
     initial: Number(values.initial), initialClients: Number(values['initial-clients']), feedSockets: Number(values['feed-sockets']), feedPushes: Number(values['feed-pushes']),
+    feedBusinesses: values['feed-businesses'].split(',').map(Number),
   };
   const load = os.loadavg()[0]!.toFixed(1);
   const results: [string, Result][] = [];
   for (const backend of values.backends.split(',')) results.push([backend, await runBackend(backend as 'sqlite' | 'postgres', o)]);
   const pgUs = (backend: string, us: number) => (backend === 'postgres' ? us.toFixed(1) : '-');
   const out = [
-    `Command: \`npm run bench -- sync --devices ${o.devices} --pushes ${o.pushes} --batch ${o.batch} --page ${o.page} --latency ${o.latency} --initial ${o.initial} --initial-clients ${o.initialClients} --feed-sockets ${o.feedSockets} --feed-pushes ${o.feedPushes}\``,
+    `Command: \`npm run bench -- sync --devices ${o.devices} --pushes ${o.pushes} --batch ${o.batch} --page ${o.page} --latency ${o.latency} --initial ${o.initial} --initial-clients ${o.initialClients} --feed-sockets ${o.feedSockets} --feed-pushes ${o.feedPushes} --feed-businesses ${o.feedBusinesses.join(',')}\``,
     '',
     `Push: ${o.devices} devices push concurrently, each ${o.pushes} pushes of ${o.batch} new records (${fmt(o.devices * o.pushes * o.batch)} changes), one HTTP request per push;`,
     'pushes that arrive while another is committing share the next transaction (group commit, docs/sync-api.md).',
@@ -90,15 +94,16 @@ export async function run(argv: string[]): Promise<string> {
   if (o.feedSockets) {
     out.push(
       '',
-      `Feed fan-out: ${fmt(o.feedSockets)} change-feed WebSockets on the business (opened from a child process), then ${o.feedPushes} sequential`,
-      'one-change pushes; each delivery is timed from sending the push to the message on that socket (clocks of both processes',
-      'from performance.timeOrigin). "Last socket" is, per push, the time until every socket had it. Memory is this process\'s',
-      '(the service alone) after a full garbage collection: before the sockets, with them open, half-way through the pushes and at the end.',
+      `Feed fan-out: ${fmt(o.feedSockets)} change-feed WebSockets (opened from a child process) spread evenly over 1 or more businesses, then`,
+      `${o.feedPushes} sequential one-change pushes to those businesses in turn, so each push reaches the sockets of one business. Each`,
+      'delivery is timed from sending the push to the message on that socket (clocks of both processes from performance.timeOrigin);',
+      '"last socket" is, per push, the time until every socket of its business had it. Memory is this process\'s (the service alone)',
+      'after a full garbage collection: before the sockets, with them open, half-way through the pushes and at the end.',
       '',
-      '| Backend | Sockets | Delivery p50 / p95 / p99 / max (ms) | Last socket p50 / p99 (ms) | Service CPU per push (ms) | Heap MiB: before / open / half / end | RSS MiB: open / end |',
+      '| Backend | Sockets / businesses | Delivery p50 / p95 / p99 / max (ms) | Last socket p50 / p99 (ms) | Service CPU per push (ms) | Heap MiB: before / open / half / end | RSS MiB: open / end |',
       '| --- | ---: | ---: | ---: | ---: | ---: | ---: |',
-      ...results.filter(([, r]) => r.feed).map(([b, { feed: f }]) =>
-        `| ${b} | ${fmt(f!.sockets)} | ${f!.p50.toFixed(1)} / ${f!.p95.toFixed(1)} / ${f!.p99.toFixed(1)} / ${f!.max.toFixed(1)} | ${f!.lastP50.toFixed(1)} / ${f!.lastP99.toFixed(1)} | ${f!.cpuMsPerPush.toFixed(2)} | ${f!.heap.map((h) => h.toFixed(0)).join(' / ')} | ${f!.rss.map((h) => h.toFixed(0)).join(' / ')} |`),
+      ...results.flatMap(([b, r]) => r.feed.map((f) =>
+        `| ${b} | ${fmt(f.sockets)} / ${fmt(f.businesses)} | ${f.p50.toFixed(1)} / ${f.p95.toFixed(1)} / ${f.p99.toFixed(1)} / ${f.max.toFixed(1)} | ${f.lastP50.toFixed(1)} / ${f.lastP99.toFixed(1)} | ${f.cpuMsPerPush.toFixed(2)} | ${f.heap.map((h) => h.toFixed(0)).join(' / ')} | ${f.rss.map((h) => h.toFixed(0)).join(' / ')} |`)),
     );
   }
   out.push('', `1-minute load average when the run started: ${load} on ${os.cpus().length} cores (the service, the clients and any other work share them); ${os.loadavg()[0]!.toFixed(1)} at the end.`);
@@ -124,7 +129,7 @@ async function runBackend(backend: 'sqlite' | 'postgres', o: Options): Promise<R
     feedMaxSocketsPerUser: Math.max(20, o.feedSockets),
   };
   if (backend === 'postgres') {
-    await createDatabase();
+    await ensureDatabase(PG_URL);
     await dropSchema(schema);
   }
   const pgNow = () => (backend === 'postgres' ? pgCpu(PG_DB) : 0);
@@ -184,7 +189,7 @@ async function runBackend(backend: 'sqlite' | 'postgres', o: Options): Promise<R
     const latencies = await feedLatency(url, token, userId, businessId, o.latency, headers);
     const result: Result = {
       pushPerS: total / (pushMs / 1000), pullPerS: total / (pullMs / 1000), p50: quantile(latencies, 0.5), p95: quantile(latencies, 0.95),
-      pushCpuUs: pushCpu / total, pushPgUs: pushPg / total, pullCpuUs: pullCpu / total, pullPgUs: pullPg / total,
+      pushCpuUs: pushCpu / total, pushPgUs: pushPg / total, pullCpuUs: pullCpu / total, pullPgUs: pullPg / total, feed: [],
     };
 
     // Initial sync of fresh clients through the library.
@@ -201,7 +206,13 @@ async function runBackend(backend: 'sqlite' | 'postgres', o: Options): Promise<R
       result.initial = await initialSync({ ...start, clients: 1 });
       if (o.initialClients) result.crowd = await initialSync({ ...start, clients: o.initialClients });
     }
-    if (o.feedSockets) result.feed = await feedFanOut({ url, token, userId, businessId, sockets: o.feedSockets, pushes: o.feedPushes });
+    if (o.feedSockets) {
+      const businessIds = [businessId];
+      for (const n of o.feedBusinesses) {
+        while (businessIds.length < n) businessIds.push((await json(url, 'POST', '/api/business', token, { name: `Bench ${businessIds.length}`, abn: '51824753556' })).id as string);
+        result.feed.push(await feedFanOut({ url, token, userId, businessIds: businessIds.slice(0, n), sockets: o.feedSockets, pushes: o.feedPushes }));
+      }
+    }
     return result;
   } finally {
     await app.close();
@@ -241,20 +252,6 @@ async function json(url: string, method: string, p: string, token: string | unde
   const out = (await r.json()) as Record<string, unknown>;
   if (r.status >= 300) throw new Error(`${method} ${p}: ${r.status} ${JSON.stringify(out)}`);
   return out;
-}
-
-async function createDatabase(): Promise<void> {
-  const admin = new URL(PG_URL);
-  admin.pathname = '/postgres';
-  const client = new pg.Client({ connectionString: admin.href });
-  await client.connect();
-  try {
-    await client.query(`CREATE DATABASE "${PG_DB}"`);
-  } catch (e: unknown) {
-    if ((e as { code?: string }).code !== '42P04') throw e;
-  } finally {
-    await client.end();
-  }
 }
 
 async function dropSchema(schema: string): Promise<void> {

@@ -1,5 +1,6 @@
-// Why: benchmarks on PostgreSQL report the database's own CPU, which the service's process figures leave out.
+// Why: benchmarks on PostgreSQL use a database of their own and report its backends' CPU, which the service's process figures leave out.
 import { readdirSync, readFileSync } from 'node:fs';
+import pg from 'pg';
 
 /** CPU seconds so far of the PostgreSQL backends serving database `db` (process title `postgres: user db ...`), from /proc. */
 export function pgCpu(db: string): number {
@@ -15,4 +16,20 @@ export function pgCpu(db: string): number {
     } catch { /* gone */ }
   }
   return total;
+}
+
+/** Creates the database `url` names unless it exists. */
+export async function ensureDatabase(url: string): Promise<void> {
+  const admin = new URL(url);
+  const name = admin.pathname.slice(1);
+  admin.pathname = '/postgres';
+  const client = new pg.Client({ connectionString: admin.href });
+  await client.connect();
+  try {
+    await client.query(`CREATE DATABASE "${name}"`);
+  } catch (e: unknown) {
+    if ((e as { code?: string }).code !== '42P04') throw e;
+  } finally {
+    await client.end();
+  }
 }
