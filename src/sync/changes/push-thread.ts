@@ -10,6 +10,10 @@ import type { PushThreadReply, PushThreadRequest } from './push-thread-client.js
 const port = parentPort!;
 const sqlite = new BetterSqlite3((workerData as { sqliteFile: string }).sqliteFile);
 configureSqliteConnection(sqlite);
+// Every push lands here: a larger page cache keeps the records' primary-key index (random keys) in memory, and a longer
+// interval between checkpoints writes a page that many pushes dirtied once per checkpoint, not once per few commits.
+sqlite.pragma('cache_size = -65536');
+sqlite.pragma('wal_autocheckpoint = 8000');
 const db = sqliteKysely<ChangeTables>(sqlite);
 const apply = createGroupApplier('sqlite');
 port.postMessage({ ready: true } satisfies PushThreadReply);
