@@ -15,6 +15,8 @@ type Trx = Transaction<ChangeTables>;
 
 /** Pushes per group-commit transaction, and items: bound how long one transaction holds a business's counter (on SQLite, the file's write lock). */
 const MAX_GROUP = { pushes: 32, items: 4000 };
+/** Longest a group waits for devices that are pushing but have nothing queued (push-group-commit.ts). */
+const LINGER_MS = 4;
 
 export interface ChangeStoreOptions {
   /**
@@ -48,7 +50,7 @@ export function createKyselyChangeStore(db: Db, dialect: DialectName, options: C
   // queue behind its counter row lock anyway; other businesses go on in parallel on other connections.
   const committer = createPushGroupCommitter<QueuedPush, AppliedPush>(
     thread ? (group) => thread.apply(group) : (group) => db.transaction().execute((trx) => apply(trx, group)),
-    { maxBatch: MAX_GROUP.pushes, maxItems: MAX_GROUP.items, size: (q) => q.push.items.length },
+    { maxBatch: MAX_GROUP.pushes, maxItems: MAX_GROUP.items, size: (q) => q.push.items.length, submitter: (q) => `${q.businessId}/${q.push.instanceId}`, lingerMs: LINGER_MS },
   );
 
   return {
