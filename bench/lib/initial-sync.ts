@@ -24,6 +24,7 @@ export async function initialSync(o: { url: string; businessId: string; email: s
   const dir = mkdtempSync(path.join(os.tmpdir(), 'sync-bench-clients-'));
   const child = startChild('sync-clients');
   try {
+    // The service's CPU is counted from the start, so it includes the clients' sign-ins (scrypt at the benchmark's low cost), a small share.
     const cpu0 = process.cpuUsage();
     const pg0 = o.pgNow();
     child.send({ url: o.url, businessId: o.businessId, email: o.email, password: o.password, clients: o.clients, dir, pageSize: o.pageSize });
@@ -35,7 +36,6 @@ export async function initialSync(o: { url: string; businessId: string; email: s
     const times = [...r.times].sort((a, b) => a - b);
     return {
       clients: o.clients, wallMs: r.wallMs, p50Ms: times[times.length >> 1]!, maxMs: times.at(-1)!, recordsPerS: delivered / (r.wallMs / 1000),
-      // The service's CPU includes the clients' sign-ins (scrypt at the benchmark's low cost), a small share.
       serviceUs: (cpu.user + cpu.system) / delivered, pgUs: ((o.pgNow() - pg0) * 1e6) / delivered, clientUs: r.cpuUs / delivered,
     };
   } finally {
