@@ -59,13 +59,13 @@ export function createKyselyChangeStore(db: Db, dialect: DialectName, options: C
     },
 
     async pull(businessId, sinceVersion, limit) {
-      // Read the counter first: every change up to it is committed (changes and
-      // counter commit together), so bounding by it gives a consistent page.
-      const current = Number((await run<{ server_version: number }>(db, hot.readCounter, [businessId]))[0]?.server_version ?? 0);
-      if (sinceVersion >= current) return { changes: [], hasMore: false, version: current };
-      const rows = await run<ChangeRow>(db, hot.pull, [businessId, sinceVersion, current, limit + 1]);
-      const hasMore = rows.length > limit;
-      const page = hasMore ? rows.slice(0, limit) : rows;
+      // The changes are bounded by the counter read in the same statement: every change up to it is committed
+      // (changes and counter commit together), so the page is consistent.
+      const rows = await run<ChangeRow & { current: number }>(db, hot.pull, dialect === 'postgres' ? [businessId, sinceVersion, limit + 1] : [sinceVersion, businessId, limit + 1]);
+      const current = Number(rows[0]?.current ?? 0);
+      const changes = rows.filter((r) => r.id !== null);
+      const hasMore = changes.length > limit;
+      const page = hasMore ? changes.slice(0, limit) : changes;
       return { changes: page.map(toStoredChange), hasMore, version: hasMore ? Number(page[page.length - 1]!.version) : current };
     },
 

@@ -27,6 +27,11 @@ export interface PushSql {
   write: string;
   upsertRecords?: string;
   setCounter?: string;
+  /**
+   * A pull page and the counter in one statement (one snapshot): the counter row joined with the changes above the
+   * cursor up to it, in version order; one row with null change columns when there are none, no row for a business
+   * that never pushed. Parameters: business, since_version, rows (SQLite: since_version, business, rows).
+   */
   pull: string;
 }
 
@@ -41,6 +46,16 @@ const WALK = (starts: string, business: string) => 'WITH RECURSIVE walk (version
   + 'UNION ALL '
   + `SELECT c.version, c.prev_version, c.record_version, w.floor, c.table_name, c.record_uuid, c.operation, c.data, c.instance_id FROM walk AS w JOIN sync_changes AS c ON c.business_id = ${business} AND c.version = w.prev_version WHERE w.record_version > w.floor) `;
 
+const CHANGE_COLUMNS_OF_C = CHANGE_COLUMNS.split(', ').map((c) => `c.${c}`).join(', ');
+// SQLite walks (business_id, version) in order and stops at the limit. PostgreSQL plans the join without the
+// counter's value and would sort every change above the cursor: LATERAL keeps the ordered, limited index scan.
+const SQLITE_PULL = `SELECT k.server_version AS current, ${CHANGE_COLUMNS_OF_C} FROM sync_counters AS k `
+  + 'LEFT JOIN sync_changes AS c ON c.business_id = k.business_id AND c.version > ? AND c.version <= k.server_version '
+  + 'WHERE k.business_id = ? ORDER BY c.version LIMIT ?';
+const POSTGRES_PULL = 'SELECT k.server_version AS current, c.* FROM sync_counters AS k '
+  + `LEFT JOIN LATERAL (SELECT ${CHANGE_COLUMNS} FROM sync_changes WHERE business_id = k.business_id AND version > $2 AND version <= k.server_version ORDER BY version LIMIT $3) AS c ON true `
+  + 'WHERE k.business_id = $1 ORDER BY c.version';
+
 const SQLITE: PushSql = {
   lockCounter: LOCK_COUNTER.replace('$1', '?'),
   readCounter: 'SELECT server_version FROM sync_counters WHERE business_id = ?',
@@ -51,7 +66,7 @@ const SQLITE: PushSql = {
   // `WHERE true` lets SQLite parse ON CONFLICT after INSERT ... SELECT.
   upsertRecords: `${INSERT_RECORD} SELECT ?, value ->> '$[0]', value ->> '$[1]', value ->> '$[2]', value ->> '$[3]', value ->> '$[4]', value ->> '$[5]' FROM json_each(?) WHERE true ${UPSERT_RECORD}`,
   setCounter: 'UPDATE sync_counters SET server_version = ? WHERE business_id = ?',
-  pull: `SELECT ${CHANGE_COLUMNS} FROM sync_changes WHERE business_id = ? AND version > ? AND version <= ? ORDER BY version LIMIT ?`,
+  pull: SQLITE_PULL,
 };
 
 const POSTGRES: PushSql = {
@@ -64,7 +79,7 @@ const POSTGRES: PushSql = {
     + 'SELECT $1, v, pv, t, u, o, d, rv, i, ca FROM unnest($2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[], $9::text[], $10::bigint[]) AS c (v, pv, t, u, o, d, rv, i, ca)), '
     + `rec AS (${INSERT_RECORD} SELECT $1, t, u, rv, sv, i, d FROM unnest($11::text[], $12::text[], $13::bigint[], $14::bigint[], $15::text[], $16::text[]) AS r (t, u, rv, sv, i, d) ${UPSERT_RECORD}) `
     + 'UPDATE sync_counters SET server_version = $17 WHERE business_id = $1',
-  pull: `SELECT ${CHANGE_COLUMNS} FROM sync_changes WHERE business_id = $1 AND version > $2 AND version <= $3 ORDER BY version LIMIT $4`,
+  pull: POSTGRES_PULL,
 };
 
 // PostgreSQL runs them as named statements (SQLite keeps every statement prepared anyway).
