@@ -10,9 +10,9 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import pg from 'pg';
 import { validAbn } from '../test/helpers/sync.js';
-import { ensureDatabase, pgCpu } from './lib/postgres.js';
+import { ensureDatabase, onFreshSchema, pgCpu } from './lib/postgres.js';
+import { stopAll, waitUp } from './lib/instances.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const PG_URL = process.env['BENCH_DATABASE_URL'] ?? 'postgres://postgres@127.0.0.1:5432/bench_sync';
@@ -69,87 +69,82 @@ export async function run(argv: string[]): Promise<string> {
 
 async function runOnce(cli: string, n: number, seconds: number, clients: number, batch: number): Promise<Run> {
   const schema = `sscale_${process.pid}_${n}`;
-  const admin = new pg.Client({ connectionString: PG_URL });
-  await admin.connect();
-  const env = { ...process.env, DATABASE_URL: PG_URL };
-  const procs: ChildProcess[] = [];
-  try {
-    await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-    const urls: string[] = [];
-    for (let i = 0; i < n; i++) {
-      const port = 22300 + i;
-      procs.push(spawn(process.execPath, [cli, 'serve', '--port', String(port), '--db-schema', schema, ...ARGS], { env, stdio: ['ignore', 'ignore', 'inherit'] }));
-      urls.push(`http://127.0.0.1:${port}`);
-      // The first one migrates the schema; the others start on it.
-      await waitUp(urls[i]!);
-    }
-    // One after another: the service bounds concurrent sign-ins (password hashing) and would shed the rest.
-    const accounts: { token: string; businessId: string }[] = [];
-    for (let c = 0; c < clients; c++) {
-      const reg = await post(urls[c % n]!, '/api/auth/register', undefined, { email: `scale-${randomUUID()}@example.com`, name: 'Scale', password: `pw-${randomUUID()}` });
-      const token = reg.token as string;
-      const business = await post(urls[c % n]!, '/api/business', token, { name: 'Scale', abn: validAbn() });
-      accounts.push({ token, businessId: business.id as string });
-    }
-
-    const cpu0 = pgCpu(PG_DB);
-    const node0 = procCpu(procs);
-    const waits = new Map<string, number>();
-    const locks = new Map<string, number>();
-    let samples = 0;
-    const sampler = setInterval(() => {
-      void Promise.all([
-        admin.query(`SELECT state, wait_event_type, wait_event FROM pg_stat_activity WHERE datname = current_database() AND backend_type = 'client backend' AND pid <> pg_backend_pid()`),
-        admin.query(`SELECT l.locktype, l.mode, coalesce(c.relname, '') AS rel FROM pg_locks l LEFT JOIN pg_class c ON c.oid = l.relation WHERE NOT l.granted`),
-      ]).then(([a, l]) => {
-        samples++;
-        for (const r of a.rows as { state: string; wait_event_type: string | null; wait_event: string | null }[]) {
-          const k = r.state === 'active' && !r.wait_event_type ? 'active: running' : `${r.state}: ${r.wait_event_type ? `${r.wait_event_type}/${r.wait_event}` : '-'}`;
-          waits.set(k, (waits.get(k) ?? 0) + 1);
-        }
-        for (const r of l.rows as { locktype: string; mode: string; rel: string }[]) {
-          const k = `${r.locktype} ${r.mode}${r.rel ? ` on ${r.rel}` : ''}`;
-          locks.set(k, (locks.get(k) ?? 0) + 1);
-        }
-      });
-    }, 100);
-    const latencies: number[] = [];
-    let changes = 0;
-    let failed = 0;
-    const started = performance.now();
-    const deadline = started + seconds * 1000;
-    await Promise.all(accounts.map(async ({ token, businessId }, c) => {
-      for (let i = 0; performance.now() < deadline; i++) {
-        const items = Array.from({ length: batch }, () => ({ table_name: 'customers', record_uuid: randomUUID(), version: 1, operation: 'create', data: { c, i } }));
-        const t = performance.now();
-        const res = await fetch(`${urls[(i + c) % n]}/api/sync/push`, {
-          method: 'POST',
-          headers: { authorization: `Bearer ${token}`, 'x-business-id': businessId, 'content-type': 'application/json' },
-          body: JSON.stringify({ business_id: businessId, instance_id: `scale-${c}`, changes: items }),
-        });
-        await res.arrayBuffer();
-        latencies.push(performance.now() - t);
-        if (res.status === 200) changes += batch;
-        else failed++;
+  return onFreshSchema(PG_URL, schema, async (admin, env) => {
+    const procs: ChildProcess[] = [];
+    try {
+      const urls: string[] = [];
+      for (let i = 0; i < n; i++) {
+        const port = 22300 + i;
+        procs.push(spawn(process.execPath, [cli, 'serve', '--port', String(port), '--db-schema', schema, ...ARGS], { env, stdio: ['ignore', 'ignore', 'inherit'] }));
+        urls.push(`http://127.0.0.1:${port}`);
+        // The first one migrates the schema; the others start on it.
+        await waitUp(urls[i]!);
       }
-    }));
-    const elapsed = (performance.now() - started) / 1000;
-    clearInterval(sampler);
-    const pgSeconds = pgCpu(PG_DB) - cpu0;
-    const nodeSeconds = procCpu(procs) - node0;
-    latencies.sort((a, b) => a - b);
-    const q = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))] ?? 0;
-    const mean = (m: Map<string, number>) => new Map([...m].map(([k, v]) => [k, v / Math.max(1, samples)]));
-    return {
-      changesPerS: changes / elapsed, p50: q(0.5), p99: q(0.99), failed,
-      pgUs: (pgSeconds * 1e6) / changes, nodeUs: (nodeSeconds * 1e6) / changes, waits: mean(waits), locks: mean(locks),
-    };
-  } finally {
-    for (const p of procs) p.kill('SIGTERM');
-    await Promise.all(procs.map((p) => new Promise((r) => (p.exitCode !== null ? r(null) : p.once('exit', r)))));
-    await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-    await admin.end();
-  }
+      // One after another: the service bounds concurrent sign-ins (password hashing) and would shed the rest.
+      const accounts: { token: string; businessId: string }[] = [];
+      for (let c = 0; c < clients; c++) {
+        const reg = await post(urls[c % n]!, '/api/auth/register', undefined, { email: `scale-${randomUUID()}@example.com`, name: 'Scale', password: `pw-${randomUUID()}` });
+        const token = reg.token as string;
+        const business = await post(urls[c % n]!, '/api/business', token, { name: 'Scale', abn: validAbn() });
+        accounts.push({ token, businessId: business.id as string });
+      }
+
+      const cpu0 = pgCpu(PG_DB);
+      const node0 = procCpu(procs);
+      const waits = new Map<string, number>();
+      const locks = new Map<string, number>();
+      let samples = 0;
+      const sampler = setInterval(() => {
+        void Promise.all([
+          admin.query(`SELECT state, wait_event_type, wait_event FROM pg_stat_activity WHERE datname = current_database() AND backend_type = 'client backend' AND pid <> pg_backend_pid()`),
+          admin.query(`SELECT l.locktype, l.mode, coalesce(c.relname, '') AS rel FROM pg_locks l LEFT JOIN pg_class c ON c.oid = l.relation WHERE NOT l.granted`),
+        ]).then(([a, l]) => {
+          samples++;
+          for (const r of a.rows as { state: string; wait_event_type: string | null; wait_event: string | null }[]) {
+            const k = r.state === 'active' && !r.wait_event_type ? 'active: running' : `${r.state}: ${r.wait_event_type ? `${r.wait_event_type}/${r.wait_event}` : '-'}`;
+            waits.set(k, (waits.get(k) ?? 0) + 1);
+          }
+          for (const r of l.rows as { locktype: string; mode: string; rel: string }[]) {
+            const k = `${r.locktype} ${r.mode}${r.rel ? ` on ${r.rel}` : ''}`;
+            locks.set(k, (locks.get(k) ?? 0) + 1);
+          }
+        });
+      }, 100);
+      const latencies: number[] = [];
+      let changes = 0;
+      let failed = 0;
+      const started = performance.now();
+      const deadline = started + seconds * 1000;
+      await Promise.all(accounts.map(async ({ token, businessId }, c) => {
+        for (let i = 0; performance.now() < deadline; i++) {
+          const items = Array.from({ length: batch }, () => ({ table_name: 'customers', record_uuid: randomUUID(), version: 1, operation: 'create', data: { c, i } }));
+          const t = performance.now();
+          const res = await fetch(`${urls[(i + c) % n]}/api/sync/push`, {
+            method: 'POST',
+            headers: { authorization: `Bearer ${token}`, 'x-business-id': businessId, 'content-type': 'application/json' },
+            body: JSON.stringify({ business_id: businessId, instance_id: `scale-${c}`, changes: items }),
+          });
+          await res.arrayBuffer();
+          latencies.push(performance.now() - t);
+          if (res.status === 200) changes += batch;
+          else failed++;
+        }
+      }));
+      const elapsed = (performance.now() - started) / 1000;
+      clearInterval(sampler);
+      const pgSeconds = pgCpu(PG_DB) - cpu0;
+      const nodeSeconds = procCpu(procs) - node0;
+      latencies.sort((a, b) => a - b);
+      const q = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))] ?? 0;
+      const mean = (m: Map<string, number>) => new Map([...m].map(([k, v]) => [k, v / Math.max(1, samples)]));
+      return {
+        changesPerS: changes / elapsed, p50: q(0.5), p99: q(0.99), failed,
+        pgUs: (pgSeconds * 1e6) / changes, nodeUs: (nodeSeconds * 1e6) / changes, waits: mean(waits), locks: mean(locks),
+      };
+    } finally {
+      await stopAll(procs);
+    }
+  });
 }
 
 async function post(url: string, p: string, token: string | undefined, body: unknown): Promise<Record<string, unknown>> {
@@ -157,14 +152,6 @@ async function post(url: string, p: string, token: string | undefined, body: unk
   const out = (await res.json()) as Record<string, unknown>;
   if (res.status >= 300) throw new Error(`${p}: ${res.status} ${JSON.stringify(out)}`);
   return out;
-}
-
-async function waitUp(url: string): Promise<void> {
-  for (let i = 0; i < 300; i++) {
-    try { if ((await fetch(`${url}/healthz`)).ok) return; } catch { /* not yet */ }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`${url} did not come up`);
 }
 
 /** CPU seconds so far of the given processes (their threads included), from /proc. */

@@ -33,3 +33,19 @@ export async function ensureDatabase(url: string): Promise<void> {
     await client.end();
   }
 }
+
+/**
+ * Runs `fn` on a fresh schema of the database at `url`, with a connection for watching it, and drops the schema
+ * afterwards. `fn` gets that connection and the environment that points a service at the database.
+ */
+export async function onFreshSchema<T>(url: string, schema: string, fn: (admin: pg.Client, env: NodeJS.ProcessEnv) => Promise<T>): Promise<T> {
+  const admin = new pg.Client({ connectionString: url });
+  await admin.connect();
+  try {
+    await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+    return await fn(admin, { ...process.env, DATABASE_URL: url });
+  } finally {
+    await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+    await admin.end();
+  }
+}
