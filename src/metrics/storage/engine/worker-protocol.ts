@@ -1,3 +1,4 @@
+import type { WireError } from '../../../core/worker/wire-error.js';
 import type { NewReport } from '../../domain/metrics-store.js';
 
 /** Why a withdrawn append was refused (nobody is left to read it; the request log shows it). */
@@ -15,15 +16,6 @@ export type WriterRequest = { id: number; now: number } & (
   | { op: 'flush' }
   | { op: 'close' }
 );
-
-export interface WireError {
-  message: string;
-  code?: string;
-  /** Set when the writer threw an AppError: rebuilt as one on the service side. */
-  appCode?: string;
-  details?: string;
-  extra?: Record<string, unknown>;
-}
 
 export type WriterReply =
   | { kind: 'result'; id: number; ok: true; result: unknown }

@@ -1,6 +1,6 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import BetterSqlite3 from 'better-sqlite3';
-import { isAppError } from '../../../core/errors.js';
+import { toWireError } from '../../../core/worker/wire-error.js';
 import { createPgPool } from '../../../core/storage/database.js';
 import { createEngineWriter, type WriterOptions } from './engine-writer.js';
 import { walSync } from './wal-sync.js';
@@ -43,18 +43,12 @@ if ('sqliteFile' in target) {
 
 let clock = { service: Date.now(), wall: Date.now() };
 const now = () => clock.service + (Date.now() - clock.wall);
-const writer = createEngineWriter(conn, { ...options, now }, (e) => port.postMessage({ kind: 'log', error: describe(e) } satisfies WriterReply), syncLog);
+const writer = createEngineWriter(conn, { ...options, now }, (e) => port.postMessage({ kind: 'log', error: toWireError(e) } satisfies WriterReply), syncLog);
 
 let replies: WriterReply[] = [];
 function reply(r: WriterReply): void {
   if (!replies.length) setImmediate(() => { const out = replies; replies = []; port.postMessage({ kind: 'batch', replies: out } satisfies WriterReply); });
   replies.push(r);
-}
-
-function describe(e: unknown): { message: string; code?: string; appCode?: string; details?: string; extra?: Record<string, unknown> } {
-  if (isAppError(e)) return { message: e.message, appCode: e.code, ...(e.details !== undefined ? { details: e.details } : {}), ...(e.extra ? { extra: e.extra } : {}) };
-  const code = (e as { code?: unknown }).code;
-  return { message: e instanceof Error ? e.message : String(e), ...(typeof code === 'string' ? { code } : {}) };
 }
 
 /** Appends still settling, by request id, so that a withdrawal can reach them. */
@@ -65,7 +59,7 @@ port.on('message', (msg: { kind: 'requests'; requests: WriterRequest[] }) => {
     clock = { service: req.now, wall: Date.now() };
     const settle = (p: Promise<unknown>) => p.then(
       (result) => reply({ kind: 'result', id: req.id, ok: true, result }),
-      (e: unknown) => reply({ kind: 'result', id: req.id, ok: false, error: describe(e) }));
+      (e: unknown) => reply({ kind: 'result', id: req.id, ok: false, error: toWireError(e) }));
     if (req.op === 'append') {
       const ac = new AbortController();
       withdrawals.set(req.id, ac);
