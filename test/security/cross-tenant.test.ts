@@ -58,7 +58,7 @@ for (const backend of BACKENDS) {
         let r: Reply;
         if (route.method === 'GET') {
           // Every query parameter a read route may need, aimed at A's data where it names any (A's metric).
-          r = await call(h.url, 'GET', `${path}?from=0&points=100&metric=network.secretCounter&limit=100`, { token: b.token });
+          r = await call(h.url, 'GET', `${path}?from=0&points=100&metric=network.secretCounter&metrics=network.secretCounter&limit=100`, { token: b.token });
         } else if (key === 'POST /api/v1/ingest') {
           // B reporting under A's host id creates B's own host of that id; A's host is untouched (checked below).
           r = await ingest(h.url, b.token, makeReport({ agentId: hostA, hostname: 'written-by-b', ts }));
