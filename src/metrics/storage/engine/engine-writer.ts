@@ -231,11 +231,14 @@ export function createEngineWriter(conn: SqlConn, opts: WriterOptions, onError: 
 
 async function deleteBefore(conn: SqlConn, cutoff: number): Promise<{ reports: number; hosts: number }> {
   return conn.transaction(async (tx) => {
+    // The head first: on PostgreSQL this waits for a seal holding those rows, so the block it commits is seen (and
+    // dropped) by the statements below, each with a newer snapshot; a seal that comes later finds its rows gone and
+    // undoes itself (sealer.ts).
+    const head = await tx.run('DELETE FROM reports WHERE ts < ?', [cutoff]);
     // Whole blocks only: a block is dropped once its whole window is past the cutoff.
     const [sealedRows] = await tx.all<{ n: number | string | null }>('SELECT SUM(rows) AS n FROM blocks WHERE window_start + ? <= ?', [WINDOW_MS, cutoff]);
     await tx.run('DELETE FROM blocks WHERE window_start + ? <= ?', [WINDOW_MS, cutoff]);
     await tx.run('DELETE FROM tenant_windows WHERE window_start + ? <= ?', [WINDOW_MS, cutoff]);
-    const head = await tx.run('DELETE FROM reports WHERE ts < ?', [cutoff]);
     const empty = 'NOT EXISTS (SELECT 1 FROM reports r WHERE r.host_key = hosts.key) AND NOT EXISTS (SELECT 1 FROM blocks b WHERE b.host_key = hosts.key)';
     if (conn.dialect === 'sqlite') return { reports: Number(sealedRows?.n ?? 0) + head, hosts: await tx.run(`DELETE FROM hosts WHERE ${empty}`) };
     // PostgreSQL, read committed: a report another instance is inserting for a host is invisible to this snapshot, and

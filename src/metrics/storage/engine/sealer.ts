@@ -56,6 +56,18 @@ export async function findSealable(conn: SqlConn, s: SealSettings, now: number, 
 
 /** Seals one host window; false when there was nothing to do or another instance holds the host. */
 export async function sealWindow(conn: SqlConn, c: SealCandidate, wallNow: number): Promise<boolean> {
+  try {
+    return await sealInTransaction(conn, c, wallNow);
+  } catch (e: unknown) {
+    if (e instanceof HeadChanged) return false;
+    throw e;
+  }
+}
+
+/** The head rows a seal read were deleted meanwhile (retention on another connection): the seal is undone whole. */
+class HeadChanged extends Error {}
+
+function sealInTransaction(conn: SqlConn, c: SealCandidate, wallNow: number): Promise<boolean> {
   return conn.transaction(async (tx) => {
     const lock = tx.dialect === 'postgres' ? ' FOR NO KEY UPDATE SKIP LOCKED' : '';
     const [host] = await tx.all<{ tenant_id: string }>(`SELECT tenant_id FROM hosts WHERE key = ?${lock}`, [c.hostKey]);
@@ -74,7 +86,9 @@ export async function sealWindow(conn: SqlConn, c: SealCandidate, wallNow: numbe
       [c.hostKey, c.windowStart, ts.length, ts[0]!, ts[ts.length - 1]!, asBuffer(encodeRollup(rollUp(merged, HOST_TIER_MS))), asBuffer(encodeBlock(merged))]);
     if (tx.dialect === 'postgres') {
       // Exactly the rows read: another instance may have appended to this window since.
-      await tx.run('DELETE FROM reports WHERE host_key = ? AND ts = ANY(?::bigint[])', [c.hostKey, head.map((r) => r.ts)]);
+      // Fewer than read: a retention sweep deleted them after this read; writing the block would bring them back.
+      const deleted = await tx.run('DELETE FROM reports WHERE host_key = ? AND ts = ANY(?::bigint[])', [c.hostKey, head.map((r) => r.ts)]);
+      if (deleted !== head.length) throw new HeadChanged();
     } else {
       await tx.run('DELETE FROM reports WHERE host_key = ? AND ts >= ? AND ts <= ?', [c.hostKey, c.windowStart, head[head.length - 1]!.ts]);
     }
