@@ -28,9 +28,10 @@ export interface RequestOptions {
   /** Extra fetch options (e.g. `duplex` for streamed bodies). */
   init?: Record<string, unknown>;
   /**
-   * Safe to send twice: a request that got no answer is sent once more at once
-   * (a pooled keep-alive connection the server had just closed fails without
-   * the server ever seeing the request). Never set for refresh: a refresh token is spent by its first use.
+   * Safe to send again: a request that got no answer is sent again at once, up
+   * to twice (a pooled keep-alive connection the server had just closed fails
+   * without the server ever seeing the request, and after a quiet spell the pool
+   * may hold more than one). Never set for refresh: a refresh token is spent by its first use.
    */
   idempotent?: boolean;
 }
@@ -41,6 +42,9 @@ export interface Transport {
   request(method: string, path: string, options?: RequestOptions): Promise<Response>;
   sleep(ms: number): Promise<void>;
 }
+
+/** Resends of an idempotent request that got no answer. */
+const IDEMPOTENT_RESENDS = 2;
 
 const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -75,11 +79,13 @@ export function createTransport(o: TransportOptions): Transport {
     async request(method, path, r = {}) {
       for (let attempt = 0; ; attempt++) {
         let res: Response;
-        try {
-          res = await once(method, path, r);
-        } catch (e: unknown) {
-          if (!(r.idempotent && e instanceof SyncClientError && e.code === 'network')) throw e;
-          res = await once(method, path, r);
+        for (let resend = 0; ; resend++) {
+          try {
+            res = await once(method, path, r);
+            break;
+          } catch (e: unknown) {
+            if (!(r.idempotent && e instanceof SyncClientError && e.code === 'network' && resend < IDEMPOTENT_RESENDS)) throw e;
+          }
         }
         if (res.ok) return res;
         const error = await errorOf(res, method, path);

@@ -4,6 +4,7 @@ import BetterSqlite3 from 'better-sqlite3';
 import pg from 'pg';
 import { Kysely, PostgresDialect, SqliteDialect, sql, type Migration, type SqliteDatabase } from 'kysely';
 import { nameMarkedStatements } from './prepared.js';
+import { configureSqliteConnection } from './sqlite-connection.js';
 
 export type DialectName = 'sqlite' | 'postgres';
 
@@ -62,24 +63,8 @@ function openSqlite<DB>(opts: OpenDatabaseOptions): Database<DB> {
   sqlite.pragma('auto_vacuum = INCREMENTAL');
   sqlite.pragma('journal_mode = WAL');
   configureSqliteConnection(sqlite);
-  const db = sqliteKysely<DB>(sqlite);
+  const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
   return { db, dialect: 'sqlite', sqlite, close: () => db.destroy() };
-}
-
-/** The settings of every connection to a service's file: its own and those of its writer threads. */
-export function configureSqliteConnection(sqlite: BetterSqlite3.Database): void {
-  // A checkpointed WAL is cut back to this size rather than keeping its high-water mark on disk.
-  sqlite.pragma('journal_size_limit = 1048576');
-  // FULL: every commit is fsynced, so an answered write survives a crash or power loss.
-  // Writers batch their commits (group commit) to keep this affordable.
-  sqlite.pragma('synchronous = FULL');
-  sqlite.pragma('busy_timeout = 5000');
-  sqlite.pragma('foreign_keys = ON');
-}
-
-/** A Kysely instance on one SQLite connection, its statements kept prepared. */
-export function sqliteKysely<DB>(sqlite: BetterSqlite3.Database): Kysely<DB> {
-  return new Kysely<DB>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
 }
 
 /** Distinct SQL texts kept prepared; a service uses a few dozen, so this bound is never reached in practice. */

@@ -1,32 +1,11 @@
 // Why: one place turns stored change and conflict rows into their wire shapes, for the store and the group applier alike.
-import type { Selectable, Transaction } from 'kysely';
+import type { Selectable } from 'kysely';
 import type { Change, Conflict, Operation } from './change-schemas.js';
 import type { ChangeTables } from './change-tables.js';
-import type { PushCommand, StoredChange } from './change-store.js';
-import { localData, type RecordState } from './push-plan.js';
-import type { PushItem } from './push-validation.js';
+import type { StoredChange } from './change-store.js';
 
 export type ChangeRow = Omit<Selectable<ChangeTables['sync_changes']>, 'prev_version'>;
 type ConflictRow = Selectable<ChangeTables['sync_conflicts']>;
-
-export async function insertConflict(trx: Transaction<ChangeTables>, businessId: string, push: PushCommand, item: PushItem, remote: RecordState, createdAt: number): Promise<Conflict> {
-  const row = await trx.insertInto('sync_conflicts').values({
-    business_id: businessId,
-    branch_name: push.branch,
-    table_name: item.tableName,
-    record_uuid: item.recordUuid,
-    operation: item.operation,
-    version: item.version,
-    instance_id: push.instanceId,
-    local_data: localData(item),
-    remote_data: remote.data ?? 'null',
-    resolution: 'pending',
-    created_at: createdAt,
-    resolved_at: null,
-    applied_version: null,
-  }).returningAll().executeTakeFirstOrThrow();
-  return toConflict(row);
-}
 
 export function toChange(row: ChangeRow): Change {
   const c = toStoredChange(row);

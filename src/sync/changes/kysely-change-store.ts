@@ -49,7 +49,7 @@ export function createKyselyChangeStore(db: Db, dialect: DialectName, options: C
   // SQLite has one writer at a time, so one queue serves every business. On PostgreSQL pushes of one business
   // queue behind its counter row lock anyway; other businesses go on in parallel on other connections.
   const committer = createPushGroupCommitter<QueuedPush, AppliedPush>(
-    thread ? (group) => thread.apply(group) : (group) => db.transaction().execute((trx) => apply(trx, group)),
+    thread ? (group) => thread.apply(group) : (group) => db.transaction().execute((trx) => apply((text, params) => run(trx, text, [...params]), group)),
     { maxBatch: MAX_GROUP.pushes, maxItems: MAX_GROUP.items, size: (q) => q.push.items.length, submitter: (q) => `${q.businessId}/${q.push.instanceId}`, lingerMs: LINGER_MS },
   );
 

@@ -27,6 +27,10 @@ export interface PushSql {
   write: string;
   upsertRecords?: string;
   setCounter?: string;
+  /** A new pending conflict, answered whole. */
+  insertConflict: string;
+  /** This instance's conflicts on the given records (business, instance, record uuids), by id. */
+  ownConflicts: string;
   /**
    * A pull page and the counter in one statement (one snapshot): the counter row joined with the changes above the
    * cursor up to it, in version order; one row with null change columns when there are none, no row for a business
@@ -56,6 +60,9 @@ const POSTGRES_PULL = 'SELECT k.server_version AS current, c.* FROM sync_counter
   + `LEFT JOIN LATERAL (SELECT ${CHANGE_COLUMNS} FROM sync_changes WHERE business_id = k.business_id AND version > $2 AND version <= k.server_version ORDER BY version LIMIT $3) AS c ON true `
   + 'WHERE k.business_id = $1 ORDER BY c.version';
 
+const INSERT_CONFLICT = 'INSERT INTO sync_conflicts (business_id, branch_name, table_name, record_uuid, operation, version, instance_id, local_data, remote_data, resolution, created_at, resolved_at, applied_version) '
+  + "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'pending', $10, NULL, NULL) RETURNING *";
+
 const SQLITE: PushSql = {
   lockCounter: LOCK_COUNTER.replace('$1', '?'),
   readCounter: 'SELECT server_version FROM sync_counters WHERE business_id = ?',
@@ -66,6 +73,8 @@ const SQLITE: PushSql = {
   // `WHERE true` lets SQLite parse ON CONFLICT after INSERT ... SELECT.
   upsertRecords: `${INSERT_RECORD} SELECT ?, value ->> '$[0]', value ->> '$[1]', value ->> '$[2]', value ->> '$[3]', value ->> '$[4]', value ->> '$[5]' FROM json_each(?) WHERE true ${UPSERT_RECORD}`,
   setCounter: 'UPDATE sync_counters SET server_version = ? WHERE business_id = ?',
+  insertConflict: INSERT_CONFLICT.replace(/\$\d+/g, '?'),
+  ownConflicts: 'SELECT * FROM sync_conflicts WHERE business_id = ? AND instance_id = ? AND record_uuid IN (SELECT value FROM json_each(?)) ORDER BY id',
   pull: SQLITE_PULL,
 };
 
@@ -79,6 +88,8 @@ const POSTGRES: PushSql = {
     + 'SELECT $1, v, pv, t, u, o, d, rv, i, ca FROM unnest($2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[], $9::text[], $10::bigint[]) AS c (v, pv, t, u, o, d, rv, i, ca)), '
     + `rec AS (${INSERT_RECORD} SELECT $1, t, u, rv, sv, i, d FROM unnest($11::text[], $12::text[], $13::bigint[], $14::bigint[], $15::text[], $16::text[]) AS r (t, u, rv, sv, i, d) ${UPSERT_RECORD}) `
     + 'UPDATE sync_counters SET server_version = $17 WHERE business_id = $1',
+  insertConflict: INSERT_CONFLICT,
+  ownConflicts: 'SELECT * FROM sync_conflicts WHERE business_id = $1 AND instance_id = $2 AND record_uuid = ANY($3::text[]) ORDER BY id',
   pull: POSTGRES_PULL,
 };
 
