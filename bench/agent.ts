@@ -86,15 +86,17 @@ async function footprint(launch: AgentLaunch, bundle: string, minutes: number, i
   agent.kill('SIGTERM');
   await exited(agent);
   receiver.close();
-  rmSync(spoolDir, { recursive: true, force: true });
   const last = samples.at(-1)!;
   // Steady state leaves out the first minute: module loading and JIT warm-up are paid once per start.
   const warm = samples.find((s) => s.t >= 60_000) ?? samples[0]!;
   const steady = samples.filter((s) => s.t >= warm.t);
   const cpuPct = (ticks: number, ms: number) => ((ticks / clkTck) / (ms / 1000)) * 100;
-  // The floor: the same binary, flags and environment running a script that does nothing (CommonJS, like the bundle).
-  const bareScript = 'setTimeout(()=>console.log(/VmRSS:\\s+(\\d+)/.exec(require("fs").readFileSync("/proc/self/status","utf8"))[1]*1024),1000)';
-  const bare = Number(execFileSync(process.execPath, [...launch.nodeFlags, '-e', bareScript], { encoding: 'utf8', env: { ...process.env, ...launch.env }, stdio: ['ignore', 'pipe', 'ignore'] }).trim());
+  // The floor: the same binary, flags and environment running a CommonJS file (like the bundle) that does nothing.
+  const bareScript = path.join(spoolDir, 'bare.cjs');
+  mkdirSync(spoolDir, { recursive: true });
+  writeFileSync(bareScript, 'setTimeout(()=>console.log(/VmRSS:\\s+(\\d+)/.exec(require("fs").readFileSync("/proc/self/status","utf8"))[1]*1024),1000)');
+  const bare = Number(execFileSync(process.execPath, [...launch.nodeFlags, bareScript], { encoding: 'utf8', env: { ...process.env, ...launch.env } }).trim());
+  rmSync(spoolDir, { recursive: true, force: true });
   return [
     `**Footprint.** \`node ${launch.nodeFlags.join(' ')} dist/host-agent.cjs\` with \`${Object.entries(launch.env).map(([k, v]) => `${k}=${v}`).join(' ')}\` (the bundled agent`,
     `as the systemd unit starts it) with every collector on, per-core CPU modes included (about ${metrics} numbers per report on this machine),`,
@@ -107,7 +109,7 @@ async function footprint(launch: AgentLaunch, bundle: string, minutes: number, i
     `| RSS (VmRSS), average after the first minute | ${mib(avg(steady.map((s) => s.rss)))} MiB | |`,
     `| of which private memory (RssAnon), average after the first minute | ${mib(avg(steady.map((s) => s.anon)))} MiB | |`,
     `| of which mapped files (RssFile: the node binary and its libraries, shared), average after the first minute | ${mib(avg(steady.map((s) => s.file)))} MiB | |`,
-    `| For scale: \`node -e\` of the same binary, flags and environment, doing nothing | ${mib(bare)} MiB | |`,
+    `| For scale: the same binary, flags and environment running a file that does nothing | ${mib(bare)} MiB | |`,
     `| CPU, whole run incl. start | ${cpuPct(last.ticks, last.t).toFixed(3)} % of one core | |`,
     `| CPU, after the first minute | ${cpuPct(last.ticks - warm.ticks, last.t - warm.t).toFixed(3)} % of one core | <= 0.1 % |`,
     `| Reports received | ${received} | ${Math.floor(durationMs / intervalMs)} expected |`,
