@@ -6,11 +6,11 @@
 //
 // --dir runs another build (for example the layout before the storage engine) with the same load, for a before/after.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import pg from 'pg';
+import { onFreshSchema, pgCpu } from './lib/postgres.js';
+import { stopAll, waitUp } from './lib/instances.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const GEN = path.resolve(root, '../shared/bench-peers/gen.mjs');
@@ -55,80 +55,51 @@ export async function run(argv: string[]): Promise<string> {
 
 async function runOnce(cli: string, n: number, fleet: Array<{ tenant: string; body: string }>, seconds: number, clients: number) {
   const schema = `scale_${process.pid}_${n}`;
-  const admin = new pg.Client({ connectionString: PG_URL });
-  await admin.connect();
-  const env = { ...process.env, DATABASE_URL: PG_URL };
-  const procs: ChildProcess[] = [];
-  try {
-    await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-    const tokens = new Map<string, string>();
-    for (const t of new Set(fleet.map((f) => f.tenant))) {
-      const out = execFileSync('node', [cli, 'token', 'create', t, '--db-schema', schema], { env, encoding: 'utf8' });
-      tokens.set(t, /token: +(\S+)/.exec(out)![1]!);
-    }
-    const urls: string[] = [];
-    for (let i = 0; i < n; i++) {
-      const port = 22100 + i;
-      procs.push(spawn('node', [cli, 'serve', '--port', String(port), '--db-schema', schema, '--retention-days', '36500', '--log-level', 'warn'], { env, stdio: 'ignore' }));
-      urls.push(`http://127.0.0.1:${port}`);
-    }
-    for (const u of urls) await waitUp(u);
-    const db = new URL(PG_URL).pathname.slice(1);
-    const cpu0 = pgCpu(db);
-    const deadlocks0 = Number((await admin.query('SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()')).rows[0].deadlocks);
-    let waiting = 0;
-    let samples = 0;
-    const sampler = setInterval(() => {
-      void admin.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`)
-        .then((r) => { waiting += r.rows[0].n as number; samples++; });
-    }, 100);
-    let next = 0;
-    let done = 0;
-    const deadline = performance.now() + seconds * 1000;
-    const started = performance.now();
-    await Promise.all(Array.from({ length: clients }, async (_, c) => {
-      while (performance.now() < deadline && next < fleet.length) {
-        const f = fleet[next++]!;
-        const res = await fetch(`${urls[(next + c) % urls.length]}/api/v1/ingest`, {
-          method: 'POST', headers: { authorization: `Bearer ${tokens.get(f.tenant)}`, 'content-type': 'application/json' }, body: f.body,
-        });
-        await res.arrayBuffer();
-        if (res.status !== 200) throw new Error(`ingest answered ${res.status}`);
-        done++;
-      }
-    }));
-    const elapsed = (performance.now() - started) / 1000;
-    clearInterval(sampler);
-    const deadlocks = Number((await admin.query('SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()')).rows[0].deadlocks) - deadlocks0;
-    return { reportsPerS: done / elapsed, pgCpuPerK: (pgCpu(db) - cpu0) / (done / 1000), lockWaiting: samples ? waiting / samples : 0, deadlocks };
-  } finally {
-    for (const p of procs) p.kill('SIGTERM');
-    await Promise.all(procs.map((p) => new Promise((r) => (p.exitCode !== null ? r(null) : p.once('exit', r)))));
-    await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-    await admin.end();
-  }
-}
-
-async function waitUp(url: string): Promise<void> {
-  for (let i = 0; i < 200; i++) {
-    try { if ((await fetch(`${url}/healthz`)).ok) return; } catch { /* not yet */ }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`${url} did not come up`);
-}
-
-/** CPU seconds of this database's PostgreSQL backends (process title `postgres: user db ...`), from /proc. */
-function pgCpu(db: string): number {
-  const tick = 100;
-  let total = 0;
-  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+  return onFreshSchema(PG_URL, schema, async (admin, env) => {
+    const procs: ChildProcess[] = [];
     try {
-      const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
-      if (!cmd.startsWith('postgres: ') || !cmd.split(' ').includes(db)) continue;
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      total += (Number(f[11]) + Number(f[12])) / tick;
-    } catch { /* gone */ }
-  }
-  return total;
+      const tokens = new Map<string, string>();
+      for (const t of new Set(fleet.map((f) => f.tenant))) {
+        const out = execFileSync('node', [cli, 'token', 'create', t, '--db-schema', schema], { env, encoding: 'utf8' });
+        tokens.set(t, /token: +(\S+)/.exec(out)![1]!);
+      }
+      const urls: string[] = [];
+      for (let i = 0; i < n; i++) {
+        const port = 22100 + i;
+        procs.push(spawn('node', [cli, 'serve', '--port', String(port), '--db-schema', schema, '--retention-days', '36500', '--log-level', 'warn'], { env, stdio: 'ignore' }));
+        urls.push(`http://127.0.0.1:${port}`);
+      }
+      for (const u of urls) await waitUp(u);
+      const db = new URL(PG_URL).pathname.slice(1);
+      const cpu0 = pgCpu(db);
+      const deadlocks0 = Number((await admin.query('SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()')).rows[0].deadlocks);
+      let waiting = 0;
+      let samples = 0;
+      const sampler = setInterval(() => {
+        void admin.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`)
+          .then((r) => { waiting += r.rows[0].n as number; samples++; });
+      }, 100);
+      let next = 0;
+      let done = 0;
+      const deadline = performance.now() + seconds * 1000;
+      const started = performance.now();
+      await Promise.all(Array.from({ length: clients }, async (_, c) => {
+        while (performance.now() < deadline && next < fleet.length) {
+          const f = fleet[next++]!;
+          const res = await fetch(`${urls[(next + c) % urls.length]}/api/v1/ingest`, {
+            method: 'POST', headers: { authorization: `Bearer ${tokens.get(f.tenant)}`, 'content-type': 'application/json' }, body: f.body,
+          });
+          await res.arrayBuffer();
+          if (res.status !== 200) throw new Error(`ingest answered ${res.status}`);
+          done++;
+        }
+      }));
+      const elapsed = (performance.now() - started) / 1000;
+      clearInterval(sampler);
+      const deadlocks = Number((await admin.query('SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()')).rows[0].deadlocks) - deadlocks0;
+      return { reportsPerS: done / elapsed, pgCpuPerK: (pgCpu(db) - cpu0) / (done / 1000), lockWaiting: samples ? waiting / samples : 0, deadlocks };
+    } finally {
+      await stopAll(procs);
+    }
+  });
 }

@@ -2,10 +2,17 @@
 // feed latency from sending a push to the WebSocket message, on SQLite and
 // PostgreSQL (fresh schema), the service in this process on a loopback port.
 //
-// Then a fresh client of the library (src/client, SQLite store) syncs the whole business, topped up to
-// --initial records (0 skips it).
+// Then, each phase skipped with 0: fresh clients of the library (src/client, SQLite stores, in a child process)
+// sync the whole business topped up to --initial records, one client alone and --initial-clients at once; and
+// --feed-sockets subscribers (in a child process), spread over each of --feed-businesses business counts in turn,
+// get --feed-pushes one-change pushes.
 //
-//   npm run bench -- sync [--devices 8] [--pushes 40] [--batch 100] [--page 1000] [--latency 200] [--initial 100000] [--backends sqlite,postgres]
+//   npm run bench -- sync [--devices 8] [--pushes 40] [--batch 100] [--page 1000] [--latency 200]
+//     [--initial 100000] [--initial-clients 50] [--feed-sockets 5000] [--feed-pushes 200] [--feed-businesses 1,500]
+//     [--backends sqlite,postgres]
+//
+// PostgreSQL: database bench_sync at 127.0.0.1 (created if missing; BENCH_DATABASE_URL to change), so its
+// backends' CPU (from /proc) is this benchmark's alone.
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -16,13 +23,19 @@ import WebSocket from 'ws';
 import { buildSyncApp } from '../src/sync/app.js';
 import { loadSyncConfig, type SyncConfig } from '../src/sync/config.js';
 import { createSyncDeps } from '../src/sync/deps.js';
-import { SyncClient } from '../src/client/index.js';
-import { createSqliteStore } from '../src/client/sqlite.js';
+import { feedFanOut, type FanOut } from './lib/feed-fanout.js';
+import { initialSync, type InitialSync } from './lib/initial-sync.js';
+import { ensureDatabase, pgCpu } from './lib/postgres.js';
 
-const PG_URL = 'postgres://postgres@127.0.0.1:5432/test';
+const PG_URL = process.env['BENCH_DATABASE_URL'] ?? 'postgres://postgres@127.0.0.1:5432/bench_sync';
+const PG_DB = new URL(PG_URL).pathname.slice(1);
 
-interface Options { devices: number; pushes: number; batch: number; page: number; latency: number; initial: number }
-interface Result { pushPerS: number; pushMs: number; pullPerS: number; pullMs: number; total: number; p50: number; p95: number; pushCpuUs: number; pullCpuUs: number; initialMs: number; initialRecords: number }
+interface Options { devices: number; pushes: number; batch: number; page: number; latency: number; initial: number; initialClients: number; feedSockets: number; feedPushes: number; feedBusinesses: number[] }
+interface Result {
+  pushPerS: number; pullPerS: number; p50: number; p95: number;
+  pushCpuUs: number; pushPgUs: number; pullCpuUs: number; pullPgUs: number;
+  initial?: InitialSync; crowd?: InitialSync; feed: FanOut[];
+}
 
 export async function run(argv: string[]): Promise<string> {
   const { values } = parseArgs({
@@ -34,36 +47,67 @@ export async function run(argv: string[]): Promise<string> {
       page: { type: 'string', default: '1000' },
       latency: { type: 'string', default: '200' },
       initial: { type: 'string', default: '100000' },
+      'initial-clients': { type: 'string', default: '50' },
+      'feed-sockets': { type: 'string', default: '5000' },
+      'feed-pushes': { type: 'string', default: '200' },
+      'feed-businesses': { type: 'string', default: '1,500' },
       backends: { type: 'string', default: 'sqlite,postgres' },
     },
   });
-  const o: Options = { devices: Number(values.devices), pushes: Number(values.pushes), batch: Number(values.batch), page: Number(values.page), latency: Number(values.latency), initial: Number(values.initial) };
+  const o: Options = {
+    devices: Number(values.devices), pushes: Number(values.pushes), batch: Number(values.batch), page: Number(values.page), latency: Number(values.latency),
+    initial: Number(values.initial), initialClients: Number(values['initial-clients']), feedSockets: Number(values['feed-sockets']), feedPushes: Number(values['feed-pushes']),
+    feedBusinesses: values['feed-businesses'].split(',').map(Number),
+  };
   const load = os.loadavg()[0]!.toFixed(1);
-  const rows: string[] = [];
-  for (const backend of values.backends.split(',')) {
-    const r = await runBackend(backend as 'sqlite' | 'postgres', o);
-    rows.push(`| ${backend} | ${fmt(r.pushPerS)} | ${r.pushCpuUs.toFixed(1)} | ${fmt(r.pullPerS)} | ${r.pullCpuUs.toFixed(1)} | ${r.p50.toFixed(1)} / ${r.p95.toFixed(1)} | ${r.initialRecords ? `${(r.initialMs / 1000).toFixed(2)} s (${fmt(r.initialRecords)})` : '-'} |`);
-  }
-  return [
-    `Command: \`npm run bench -- sync --devices ${o.devices} --pushes ${o.pushes} --batch ${o.batch} --page ${o.page} --latency ${o.latency}\``,
+  const results: [string, Result][] = [];
+  for (const backend of values.backends.split(',')) results.push([backend, await runBackend(backend as 'sqlite' | 'postgres', o)]);
+  const pgUs = (backend: string, us: number) => (backend === 'postgres' ? us.toFixed(1) : '-');
+  const out = [
+    `Command: \`npm run bench -- sync --devices ${o.devices} --pushes ${o.pushes} --batch ${o.batch} --page ${o.page} --latency ${o.latency} --initial ${o.initial} --initial-clients ${o.initialClients} --feed-sockets ${o.feedSockets} --feed-pushes ${o.feedPushes} --feed-businesses ${o.feedBusinesses.join(',')}\``,
     '',
     `Push: ${o.devices} devices push concurrently, each ${o.pushes} pushes of ${o.batch} new records (${fmt(o.devices * o.pushes * o.batch)} changes), one HTTP request per push;`,
     'pushes that arrive while another is committing share the next transaction (group commit, docs/sync-api.md).',
     `Pull: one client pulls all of them from version 0 in pages of ${o.page}. Feed latency: ${o.latency} sequential one-change pushes,`,
     'each timed from sending the push request to the WebSocket message for that record on a subscriber of the business.',
     'SQLite runs with synchronous=FULL (every commit fsynced); PostgreSQL with its defaults (fsync on commit), on the same machine.',
-    'CPU µs/change is the CPU time of this process (service and clients; not the PostgreSQL server) per change: steadier than',
-    'wall-clock rates when the machine is shared.',
+    'Service CPU µs/change is the CPU time of this process (service, push thread and the HTTP clients) per change; PostgreSQL CPU',
+    'µs/change is that of the database\'s backends (from /proc). Both are steadier than wall-clock rates when the machine is shared.',
     '',
-    `Initial sync: the business is topped up to ${fmt(o.initial)} records, then a fresh client of the library (src/client, SQLite store,`,
-    'synchronous=FULL) signs in and runs sync() until it holds every record.',
-    '',
-    '| Backend | Push (changes/s) | Push CPU (µs/change) | Pull (changes/s) | Pull CPU (µs/change) | Feed latency p50 / p95 (ms) | Client initial sync (records) |',
-    '| --- | ---: | ---: | ---: | ---: | ---: | ---: |',
-    ...rows,
-    '',
-    `1-minute load average when the run started: ${load} on ${os.cpus().length} cores (the server, the clients and any other work share them).`,
-  ].join('\n');
+    '| Backend | Push (changes/s) | Push CPU service / PostgreSQL (µs/change) | Pull (changes/s) | Pull CPU service / PostgreSQL (µs/change) | Feed latency p50 / p95 (ms) |',
+    '| --- | ---: | ---: | ---: | ---: | ---: |',
+    ...results.map(([b, r]) => `| ${b} | ${fmt(r.pushPerS)} | ${r.pushCpuUs.toFixed(1)} / ${pgUs(b, r.pushPgUs)} | ${fmt(r.pullPerS)} | ${r.pullCpuUs.toFixed(1)} / ${pgUs(b, r.pullPgUs)} | ${r.p50.toFixed(1)} / ${r.p95.toFixed(1)} |`),
+  ];
+  if (o.initial) {
+    out.push(
+      '',
+      `Initial sync: the business is topped up to ${fmt(o.initial)} records; fresh clients of the library (src/client, SQLite stores, pages of ${o.page})`,
+      'sign in and run sync() until they hold every record, in a child process (as devices are), first one alone, then',
+      `${o.initialClients} at once. Service CPU covers this process (serving the pulls); client CPU the child's (applying them).`,
+      '',
+      '| Backend | Clients | Wall (s) | Per client p50 / max (s) | Records/s served | Service CPU (µs/record) | PostgreSQL CPU (µs/record) | Client CPU (µs/record) |',
+      '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+      ...results.flatMap(([b, r]) => [r.initial, r.crowd].filter((x): x is InitialSync => x !== undefined).map((x) =>
+        `| ${b} | ${x.clients} | ${(x.wallMs / 1000).toFixed(2)} | ${(x.p50Ms / 1000).toFixed(2)} / ${(x.maxMs / 1000).toFixed(2)} | ${fmt(x.recordsPerS)} | ${x.serviceUs.toFixed(1)} | ${pgUs(b, x.pgUs)} | ${x.clientUs.toFixed(1)} |`)),
+    );
+  }
+  if (o.feedSockets) {
+    out.push(
+      '',
+      `Feed fan-out: ${fmt(o.feedSockets)} change-feed WebSockets (opened from a child process) spread evenly over 1 or more businesses, then`,
+      `${o.feedPushes} sequential one-change pushes to those businesses in turn, so each push reaches the sockets of one business. Each`,
+      'delivery is timed from sending the push to the message on that socket (clocks of both processes from performance.timeOrigin);',
+      '"last socket" is, per push, the time until every socket of its business had it. Memory is this process\'s (the service alone)',
+      'after a full garbage collection: before the sockets, with them open, half-way through the pushes and at the end.',
+      '',
+      '| Backend | Sockets / businesses | Delivery p50 / p95 / p99 / max (ms) | Last socket p50 / p99 (ms) | Service CPU per push (ms) | Heap MiB: before / open / half / end | RSS MiB: open / end |',
+      '| --- | ---: | ---: | ---: | ---: | ---: | ---: |',
+      ...results.flatMap(([b, r]) => r.feed.map((f) =>
+        `| ${b} | ${fmt(f.sockets)} / ${fmt(f.businesses)} | ${f.p50.toFixed(1)} / ${f.p95.toFixed(1)} / ${f.p99.toFixed(1)} / ${f.max.toFixed(1)} | ${f.lastP50.toFixed(1)} / ${f.lastP99.toFixed(1)} | ${f.cpuMsPerPush.toFixed(2)} | ${f.heap.map((h) => h.toFixed(0)).join(' / ')} | ${f.rss.map((h) => h.toFixed(0)).join(' / ')} |`)),
+    );
+  }
+  out.push('', `1-minute load average when the run started: ${load} on ${os.cpus().length} cores (the service, the clients and any other work share them); ${os.loadavg()[0]!.toFixed(1)} at the end.`);
+  return out.join('\n');
 }
 
 async function runBackend(backend: 'sqlite' | 'postgres', o: Options): Promise<Result> {
@@ -79,8 +123,18 @@ async function runBackend(backend: 'sqlite' | 'postgres', o: Options): Promise<R
     ipRateLimit: 1_000_000,
     scryptLog2N: 10,
     pullPageMax: Math.max(o.page, 1000),
+    // Fifty clients of one user pull at once: the benchmark measures capacity, so the load-shedding bounds (which would
+    // answer most of them 503, and shed on a delayed event loop) are lifted.
+    maxExpensiveInFlight: Math.max(16, o.initialClients * 2),
+    maxExpensivePerPrincipal: Math.max(8, o.initialClients * 2),
+    maxEventLoopDelayMs: 0,
+    feedMaxSocketsPerUser: Math.max(20, o.feedSockets),
   };
-  if (backend === 'postgres') await dropSchema(schema);
+  if (backend === 'postgres') {
+    await ensureDatabase(PG_URL);
+    await dropSchema(schema);
+  }
+  const pgNow = () => (backend === 'postgres' ? pgCpu(PG_DB) : 0);
   const deps = await createSyncDeps(config);
   const app = await buildSyncApp(deps);
   try {
@@ -89,7 +143,8 @@ async function runBackend(backend: 'sqlite' | 'postgres', o: Options): Promise<R
     if (!addr || typeof addr === 'string') throw new Error('no address');
     const url = `http://127.0.0.1:${addr.port}`;
     const email = `bench-${randomUUID()}@example.com`;
-    const reg = await json(url, 'POST', '/api/auth/register', undefined, { email, name: 'Bench', password: 'bench-password-123' });
+    const password = 'bench-password-123';
+    const reg = await json(url, 'POST', '/api/auth/register', undefined, { email, name: 'Bench', password });
     const token = reg.token as string;
     const userId = (reg.user as { id: string }).id;
     const business = await json(url, 'POST', '/api/business', token, { name: 'Bench Pty Ltd', abn: '51824753556' });
@@ -103,6 +158,7 @@ async function runBackend(backend: 'sqlite' | 'postgres', o: Options): Promise<R
     const headers = { authorization: `Bearer ${token}`, 'x-business-id': businessId, 'content-type': 'application/json' };
     let t0 = performance.now();
     let cpu0 = process.cpuUsage();
+    let pg0 = pgNow();
     await Promise.all(bodies.map(async (list) => {
       for (const body of list) {
         const r = await fetch(`${url}/api/sync/push`, { method: 'POST', headers, body });
@@ -112,11 +168,13 @@ async function runBackend(backend: 'sqlite' | 'postgres', o: Options): Promise<R
     }));
     const pushMs = performance.now() - t0;
     const pushCpu = cpuMicros(process.cpuUsage(cpu0));
+    const pushPg = (pgNow() - pg0) * 1e6;
     const total = o.devices * o.pushes * o.batch;
 
     // Pull throughput.
     t0 = performance.now();
     cpu0 = process.cpuUsage();
+    pg0 = pgNow();
     let version = 0;
     let pulled = 0;
     for (;;) {
@@ -127,59 +185,65 @@ async function runBackend(backend: 'sqlite' | 'postgres', o: Options): Promise<R
     }
     const pullMs = performance.now() - t0;
     const pullCpu = cpuMicros(process.cpuUsage(cpu0));
+    const pullPg = (pgNow() - pg0) * 1e6;
     if (pulled !== total) throw new Error(`pulled ${pulled} of ${total}`);
 
-    // Feed latency: push one change, wait for its message.
-    const ws = new WebSocket(`${url.replace('http', 'ws')}/ws/sync?business_id=${businessId}&user_id=${userId}`, { headers: { authorization: `Bearer ${token}` } });
-    await new Promise((resolve, reject) => { ws.once('open', resolve); ws.once('error', reject); });
-    const waiting = new Map<string, () => void>();
-    ws.on('message', (data) => waiting.get((JSON.parse(String(data)) as { record_uuid: string }).record_uuid)?.());
-    const latencies: number[] = [];
-    for (let i = 0; i < o.latency; i++) {
-      const rec = randomUUID();
-      const body = JSON.stringify({ business_id: businessId, instance_id: 'bench-latency', branch: 'main', changes: [{ table_name: 'customers', record_uuid: rec, version: 1, operation: 'create', data: { i } }], tombstones: [] });
-      const start = performance.now();
-      const heard = new Promise<void>((resolve) => waiting.set(rec, resolve));
-      const r = await fetch(`${url}/api/sync/push`, { method: 'POST', headers, body });
-      await r.arrayBuffer();
-      await heard;
-      latencies.push(performance.now() - start);
-      waiting.delete(rec);
-    }
-    ws.close();
-    latencies.sort((a, b) => a - b);
+    const latencies = await feedLatency(url, token, userId, businessId, o.latency, headers);
+    const result: Result = {
+      pushPerS: total / (pushMs / 1000), pullPerS: total / (pullMs / 1000), p50: quantile(latencies, 0.5), p95: quantile(latencies, 0.95),
+      pushCpuUs: pushCpu / total, pushPgUs: pushPg / total, pullCpuUs: pullCpu / total, pullPgUs: pullPg / total, feed: [],
+    };
 
-    // Initial sync of a fresh client through the library.
-    let initialMs = 0;
-    const initialRecords = o.initial ? Math.max(o.initial, total + o.latency) : 0;
-    if (initialRecords) {
-      for (let have = total + o.latency; have < initialRecords; have += 1000) {
-        const n = Math.min(1000, initialRecords - have);
+    // Initial sync of fresh clients through the library.
+    if (o.initial) {
+      for (let have = total + o.latency; have < o.initial; have += 1000) {
+        const n = Math.min(1000, o.initial - have);
         await json(url, 'POST', '/api/sync/push', token, {
           business_id: businessId, instance_id: 'bench-fill',
           changes: Array.from({ length: n }, (_, i) => ({ table_name: 'customers', record_uuid: randomUUID(), version: 1, operation: 'create', data: { name: `Customer ${i}`, email: `c${i}@example.com`, balance: i * 1.5, tags: ['a', 'b'] } })),
         }, businessId);
       }
-      const client = await SyncClient.open({ baseUrl: url, businessId, store: createSqliteStore(path.join(dataDir, 'client.sqlite')) });
-      await client.login({ email, password: 'bench-password-123' });
-      t0 = performance.now();
-      await client.sync();
-      initialMs = performance.now() - t0;
-      const held = (await client.list('customers')).length;
-      await client.close();
-      if (held !== initialRecords) throw new Error(`the client holds ${held} of ${initialRecords} records`);
+      const records = Math.max(o.initial, total + o.latency);
+      const start = { url, businessId, email, password, pageSize: o.page, records, pgNow };
+      result.initial = await initialSync({ ...start, clients: 1 });
+      if (o.initialClients) result.crowd = await initialSync({ ...start, clients: o.initialClients });
     }
-    return {
-      pushPerS: total / (pushMs / 1000), pushMs, pullPerS: total / (pullMs / 1000), pullMs, total,
-      p50: quantile(latencies, 0.5), p95: quantile(latencies, 0.95),
-      pushCpuUs: pushCpu / total, pullCpuUs: pullCpu / total, initialMs, initialRecords,
-    };
+    if (o.feedSockets) {
+      const businessIds = [businessId];
+      for (const n of o.feedBusinesses) {
+        while (businessIds.length < n) businessIds.push((await json(url, 'POST', '/api/business', token, { name: `Bench ${businessIds.length}`, abn: '51824753556' })).id as string);
+        result.feed.push(await feedFanOut({ url, token, userId, businessIds: businessIds.slice(0, n), sockets: o.feedSockets, pushes: o.feedPushes }));
+      }
+    }
+    return result;
   } finally {
     await app.close();
     await deps.close();
     rmSync(dataDir, { recursive: true, force: true });
     if (backend === 'postgres') await dropSchema(schema);
   }
+}
+
+/** One subscriber; `n` sequential one-change pushes, each timed from sending it to its message. Sorted, in ms. */
+async function feedLatency(url: string, token: string, userId: string, businessId: string, n: number, headers: Record<string, string>): Promise<number[]> {
+  const ws = new WebSocket(`${url.replace('http', 'ws')}/ws/sync?business_id=${businessId}&user_id=${userId}`, { headers: { authorization: `Bearer ${token}` } });
+  await new Promise((resolve, reject) => { ws.once('open', resolve); ws.once('error', reject); });
+  const waiting = new Map<string, () => void>();
+  ws.on('message', (data) => waiting.get((JSON.parse(String(data)) as { record_uuid: string }).record_uuid)?.());
+  const latencies: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const rec = randomUUID();
+    const body = JSON.stringify({ business_id: businessId, instance_id: 'bench-latency', branch: 'main', changes: [{ table_name: 'customers', record_uuid: rec, version: 1, operation: 'create', data: { i } }], tombstones: [] });
+    const start = performance.now();
+    const heard = new Promise<void>((resolve) => waiting.set(rec, resolve));
+    const r = await fetch(`${url}/api/sync/push`, { method: 'POST', headers, body });
+    await r.arrayBuffer();
+    await heard;
+    latencies.push(performance.now() - start);
+    waiting.delete(rec);
+  }
+  ws.close();
+  return latencies.sort((a, b) => a - b);
 }
 
 async function json(url: string, method: string, p: string, token: string | undefined, body: unknown, businessId?: string): Promise<Record<string, unknown>> {

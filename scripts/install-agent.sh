@@ -1,19 +1,21 @@
 #!/bin/sh
 # Installs the host agent on a monitored host in one command (as root), from a build (npm run build) or a release:
-#   sudo sh scripts/install-agent.sh [path/to/host-agent.mjs]
-# It needs Node.js 22 or 24 on the host and nothing else: host-agent.mjs is one bundled file with no dependencies.
-# Installs /usr/local/lib/host-agent/host-agent.mjs, the systemd unit, and /etc/host-agent/env (kept if present),
+#   sudo sh scripts/install-agent.sh [path/to/host-agent.cjs]
+# It needs Node.js 22 or 24 on the host and nothing else: host-agent.cjs is one bundled file with no dependencies.
+# Installs /usr/local/lib/host-agent/host-agent.cjs, the systemd unit, and /etc/host-agent/env (kept if present),
 # then enables and starts the service. DESTDIR installs under another root (packaging, tests) without touching systemd.
 set -eu
 here=$(cd "$(dirname "$0")/.." && pwd)
-bundle=${1:-$here/dist/host-agent.mjs}
+bundle=${1:-$here/dist/host-agent.cjs}
 dest=${DESTDIR:-}
 [ -f "$bundle" ] || { echo "install-agent: $bundle not found: run npm run build first (see install-agent --help in README)" >&2; exit 2; }
 node_major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
 if [ "$node_major" -lt 22 ]; then echo "install-agent: Node.js 22 or newer is required on this host (found: $(node --version 2>/dev/null || echo none))" >&2; exit 1; fi
 
 install -d -m 0755 "$dest/usr/local/lib/host-agent" "$dest/etc/systemd/system"
-install -m 0644 "$bundle" "$dest/usr/local/lib/host-agent/host-agent.mjs"
+install -m 0644 "$bundle" "$dest/usr/local/lib/host-agent/host-agent.cjs"
+# Earlier builds shipped an ES module under this name; the unit now starts the CommonJS bundle.
+rm -f "$dest/usr/local/lib/host-agent/host-agent.mjs"
 install -m 0644 "$here/deploy/host-agent.service" "$dest/etc/systemd/system/host-agent.service"
 install -d -m 0755 "$dest/etc/host-agent"
 if [ ! -f "$dest/etc/host-agent/env" ]; then

@@ -30,7 +30,7 @@ const args = [
   '--test',
   '--test-reporter=spec',
   `--test-concurrency=${Math.max(2, availableParallelism())}`,
-  '--test-timeout=120000',
+  '--test-timeout=300000',
   ...passThrough,
   ...files.sort(),
 ];

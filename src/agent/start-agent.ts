@@ -9,7 +9,7 @@ import { createCollector, type Collector } from './collect/collector.js';
 import { linuxHostSource, type HostSource } from './collect/host-source.js';
 import { destinationSpoolDir } from './delivery/destination.js';
 import { drainSpool, startDeliveryLoop, type DeliveryOptions, type DrainSummary } from './delivery/delivery-loop.js';
-import { postBatch } from './delivery/post-batch.js';
+import { sendBatch } from './delivery/post-batch.js';
 import { Spool } from './delivery/spool.js';
 import { jsonLogger, type Logger } from './logger.js';
 
@@ -69,7 +69,7 @@ async function prepare(config: AgentConfig): Promise<Prepared> {
   const target = { url: c.url, token: c.token, secret: c.secret, timeoutMs: c.requestTimeoutMs };
   const delivery: DeliveryOptions = {
     spool, log, retryBaseMs: c.retryBaseMs, retryMaxMs: c.retryMaxMs, batchMaxReports: c.batchMaxReports, batchMaxBytes: BATCH_MAX_BYTES,
-    send: (reports, signal) => postBatch(target, reports, signal),
+    send: (batch, signal) => sendBatch(target, batch, signal),
   };
   return { c, log, spool, agentId, collector, report, delivery };
 }

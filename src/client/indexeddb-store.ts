@@ -1,5 +1,5 @@
 // Why: the durable store of the browser; a queued change survives a closed tab because it is committed to IndexedDB before the write resolves.
-import type { CollectionName, Collections, LocalStore, StoreOp } from './local-store.js';
+import type { CollectionName, Collections, LocalStore, StoreOp, WriteOptions } from './local-store.js';
 
 const COLLECTIONS: readonly CollectionName[] = ['records', 'outbox', 'conflicts', 'meta'];
 
@@ -28,10 +28,10 @@ export async function createIndexedDbStore(name: string, factory: IdbFactory = (
     open.onerror = () => reject(open.error ?? new Error(`cannot open IndexedDB ${name}`));
   });
 
-  function run<T>(stores: CollectionName[], mode: 'readonly' | 'readwrite', body: (tx: Tx) => Req<T> | undefined): Promise<T | undefined> {
+  function run<T>(stores: CollectionName[], mode: 'readonly' | 'readwrite', body: (tx: Tx) => Req<T> | undefined, durability: 'strict' | 'relaxed' = 'strict'): Promise<T | undefined> {
     return new Promise((resolve, reject) => {
       // "strict" asks the browser to flush to disk before completing (Chromium otherwise reports success earlier).
-      const tx = db.transaction(stores, mode, { durability: 'strict' });
+      const tx = db.transaction(stores, mode, { durability });
       const req = body(tx);
       tx.oncomplete = () => resolve(req?.result);
       tx.onerror = () => reject(tx.error ?? new Error('IndexedDB transaction failed'));
@@ -57,7 +57,7 @@ export async function createIndexedDbStore(name: string, factory: IdbFactory = (
       const range = prefix ? KeyRange.bound(prefix, `${prefix}\uffff`) : undefined;
       return ((await run([collection], 'readonly', (tx) => tx.objectStore(collection).getAll(range))) ?? []) as Collections[C][];
     },
-    async write(ops: readonly StoreOp[]) {
+    async write(ops: readonly StoreOp[], options?: WriteOptions) {
       if (!ops.length) return;
       const stores = [...new Set(ops.map((o) => o.collection))];
       await run(stores, 'readwrite', (tx) => {
@@ -66,7 +66,7 @@ export async function createIndexedDbStore(name: string, factory: IdbFactory = (
           else tx.objectStore(o.collection).delete(o.key);
         }
         return undefined;
-      });
+      }, options?.relaxed ? 'relaxed' : 'strict');
     },
     async close() {
       db.close();

@@ -54,6 +54,17 @@ export type StoreOp =
   | { [C in CollectionName]: { op: 'put'; collection: C; key: string; value: Collections[C] } }[CollectionName]
   | { op: 'delete'; collection: CollectionName; key: string };
 
+/** How `write` commits. */
+export interface WriteOptions {
+  /**
+   * For what the server can send again (pulled pages): the write is atomic and
+   * survives a crash of the app, but a power failure may undo it, whole. The
+   * client then pulls it again from the cursor undone with it. Other writes
+   * are durable when they resolve.
+   */
+  relaxed?: boolean;
+}
+
 /**
  * Storage of the sync client: four keyed collections. Every method is atomic;
  * `write` applies all its operations in one transaction and resolves once they
@@ -66,7 +77,7 @@ export interface LocalStore {
   getMany<C extends CollectionName>(collection: C, keys: readonly string[]): Promise<(Collections[C] | undefined)[]>;
   /** Every value of the collection, by ascending key; only keys starting with `prefix` when given. */
   list<C extends CollectionName>(collection: C, prefix?: string): Promise<Collections[C][]>;
-  write(ops: readonly StoreOp[]): Promise<void>;
+  write(ops: readonly StoreOp[], options?: WriteOptions): Promise<void>;
   close(): Promise<void>;
 }
 

@@ -20,11 +20,13 @@ export function createMemoryStore(): LocalStore {
       return [...map.keys()].filter((k) => k.startsWith(prefix)).sort().map((k) => structuredClone(map.get(k))) as never;
     },
     async write(ops: readonly StoreOp[]) {
-      for (const o of ops) {
+      // Copied first, so a value that cannot be copied fails the write before any of it is applied.
+      const values = ops.map((o) => (o.op === 'put' ? structuredClone(o.value) : undefined));
+      ops.forEach((o, i) => {
         const map = maps[o.collection] as Map<string, unknown>;
-        if (o.op === 'put') map.set(o.key, structuredClone(o.value));
+        if (o.op === 'put') map.set(o.key, values[i]);
         else map.delete(o.key);
-      }
+      });
     },
     async close() {},
   };

@@ -428,9 +428,19 @@ export class SyncClient {
   }
 
   private async pullAll(): Promise<void> {
+    const fetchPage = async (since: number) => {
+      const res = await this.businessRequest('POST', '/api/sync/pull', { json: { since_version: since, limit: this.o.pullPageSize ?? 1000 } });
+      return (await res.json()) as PullResult;
+    };
+    let next = fetchPage(this.cursor);
     for (;;) {
-      const res = await this.businessRequest('POST', '/api/sync/pull', { json: { since_version: this.cursor, limit: this.o.pullPageSize ?? 1000 } });
-      const page = (await res.json()) as PullResult;
+      const page = await next;
+      // The next page is asked for while this one is written locally, so the server's work and the network overlap
+      // the local store's. If this page fails to apply, the one in flight is dropped with it.
+      if (page.has_more) {
+        next = fetchPage(page.version);
+        next.catch(() => undefined);
+      }
       await this.applyPage(page);
       if (!page.has_more) return;
     }
@@ -465,7 +475,8 @@ export class SyncClient {
       const ops: StoreOp[] = [...touched].map(([key, value]) => ({ op: 'put', collection: 'records', key, value }) as const);
       const cursor = Math.max(this.cursor, page.version);
       ops.push({ op: 'put', collection: 'meta', key: META.cursor, value: cursor });
-      await this.store.write(ops);
+      // The page and the cursor commit together; if a power failure undoes both, the next pull sends the page again.
+      await this.store.write(ops, { relaxed: true });
       this.cursor = cursor;
     });
     for (const e of events) this.emitter.emit('change', e);

@@ -68,7 +68,7 @@ export async function buildMetricsApp(config: MetricsConfig, deps: MetricsDeps, 
   });
   app.addHook('onClose', async () => { await stopSweep?.(); });
   let stopSessionCleanup: (() => Promise<void>) | undefined;
-  app.addHook('onReady', async () => { stopSessionCleanup = startSessionCleanup(deps.database, deps.now, app.log); });
+  app.addHook('onReady', async () => { stopSessionCleanup = startSessionCleanup(deps.database, deps.now, app.log, config.sessionCleanupMs); });
   app.addHook('onClose', async () => { await stopSessionCleanup?.(); });
   return app;
 }

@@ -39,6 +39,10 @@ export const metricsOptions = {
     flag: 'retention-sweep-ms', env: 'METRICS_RETENTION_SWEEP_MS', default: 3_600_000, min: 1_000,
     doc: 'How often the retention sweep runs.',
   }),
+  sessionCleanupMs: opt.int({
+    flag: 'session-cleanup-ms', env: 'METRICS_SESSION_CLEANUP_MS', default: 600_000, min: 1_000,
+    doc: 'Mean time between two runs of the cleanup of expired dashboard sessions on one instance (each wait is 0.5 to 1.5 times it).',
+  }),
   maxFutureMs: opt.int({
     flag: 'max-future-ms', env: 'METRICS_MAX_FUTURE_MS', default: 600_000, min: 0,
     doc: 'How far ahead of the server clock a report ts may be (agent clock skew); later ones get 400.',

@@ -17,6 +17,7 @@ import path from 'node:path';
 import type { ChangeTables } from './changes/change-tables.js';
 import type { ChangeStore } from './changes/change-store.js';
 import { createKyselyChangeStore } from './changes/kysely-change-store.js';
+import { startPushThread, type PushThread } from './changes/push-thread-client.js';
 import type { AttachmentTables } from './attachments/attachment-tables.js';
 import { createKyselyAttachmentStore, type AttachmentStore } from './attachments/attachment-store.js';
 import type { BlobStore } from './attachments/blob-store.js';
@@ -80,6 +81,8 @@ function inMemoryState(now: () => number): SharedState {
   return { rateLimiter, pubsub, redis: undefined, async close() { await pubsub.close(); await rateLimiter.close(); } };
 }
 
+const SQLITE_FILE = 'sync.db';
+
 export async function createSyncDeps(config: SyncConfig, options: SyncDepsOptions = {}): Promise<SyncDeps> {
   const now = options.now ?? Date.now;
   const shared = options.now && config.redisUrl === undefined
@@ -91,19 +94,28 @@ export async function createSyncDeps(config: SyncConfig, options: SyncDepsOption
       databaseUrl: config.databaseUrl,
       pgSchema: config.dbSchema,
       dataDir: config.dataDir,
-      sqliteFile: 'sync.db',
+      sqliteFile: SQLITE_FILE,
       migrations: syncMigrations,
     });
   } catch (e: unknown) {
     await shared.close();
     throw e;
   }
+  let pushThread: PushThread | undefined;
+  try {
+    pushThread = database.sqlite ? await startPushThread(path.join(config.dataDir, SQLITE_FILE)) : undefined;
+  } catch (e: unknown) {
+    await database.close();
+    await shared.close();
+    throw e;
+  }
+  const changes = createKyselyChangeStore(database.db, database.dialect, { pushThread });
   return {
     config,
     database,
     accounts: createKyselyAccountStore(database.db),
     businesses: createKyselyBusinessStore(database.db, database.dialect),
-    changes: createKyselyChangeStore(database.db, database.dialect),
+    changes,
     attachments: createKyselyAttachmentStore(database.db),
     blobs: database.pgPool && config.attachmentDir === undefined
       ? await createPgBlobStore(database.pgPool, path.join(config.dataDir, 'attachment-staging'))
@@ -115,6 +127,7 @@ export async function createSyncDeps(config: SyncConfig, options: SyncDepsOption
     redis: shared.redis,
     now,
     async close() {
+      await changes.close();
       await shared.close();
       await database.close();
     },

@@ -2,11 +2,12 @@ import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { rmSync } from 'node:fs';
+import { readdirSync, rmSync } from 'node:fs';
 import { createHmac } from 'node:crypto';
 import { backoffDelay, parseRetryAfter, MAX_RETRY_AFTER_MS } from '../../src/agent/delivery/backoff.js';
-import { postBatch } from '../../src/agent/delivery/post-batch.js';
-import { gunzipSync } from 'node:zlib';
+import { encodeBatch, type EncodedBatch } from '../../src/agent/delivery/encode-batch.js';
+import { sendBatch, type PostTarget } from '../../src/agent/delivery/post-batch.js';
+import { gunzipSync, gzipSync } from 'node:zlib';
 import { drainSpool, startDeliveryLoop } from '../../src/agent/delivery/delivery-loop.js';
 import { Spool } from '../../src/agent/delivery/spool.js';
 import { captureLog, tempDir, waitFor } from './agent-harness.js';
@@ -53,6 +54,8 @@ test('Retry-After as seconds or HTTP date, bounded; garbage ignored', () => {
 });
 
 const lines = (body: string) => body.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { n: number });
+/** Encodes and sends reports as the delivery loop does. */
+const postBatch = async (t: PostTarget, reports: Buffer[]) => sendBatch(t, await encodeBatch(reports));
 const FAST = { retryBaseMs: 5, retryMaxMs: 20, batchMaxReports: 1000, batchMaxBytes: 1e6 };
 
 test('a batch is gzip-compressed NDJSON to /api/v1/ingest/bulk under the base path, with the bearer token and the HMAC of the bytes as sent', async () => {
@@ -118,7 +121,7 @@ test('delivery keeps the head batch through 503 and 429 (honouring Retry-After),
   const cap = captureLog();
   const spool = await Spool.open({ dir: dir(), maxBytes: 1e6, maxAgeMs: 1e9, log: cap.log });
   for (let i = 1; i <= 3; i++) await spool.append(Buffer.from(JSON.stringify({ n: i })), Date.now());
-  const loop = startDeliveryLoop({ spool, log: cap.log, ...FAST, batchMaxReports: 2, send: (b, s) => postBatch({ url: r.url, token: 't', timeoutMs: 2000 }, b, s) });
+  const loop = startDeliveryLoop({ spool, log: cap.log, ...FAST, batchMaxReports: 2, send: (b, s) => sendBatch({ url: r.url, token: 't', timeoutMs: 2000 }, b, s) });
   try {
     await waitFor('spool drained', () => spool.length === 0);
   } finally { await loop.stop(1000); await r.close(); }
@@ -131,7 +134,7 @@ test('a backlog goes in batches of at most batchMaxReports and batchMaxBytes, ol
   const cap = captureLog();
   const spool = await Spool.open({ dir: dir(), maxBytes: 1e7, maxAgeMs: 1e9, log: cap.log });
   for (let i = 1; i <= 25; i++) await spool.append(Buffer.from(JSON.stringify({ n: i })), Date.now());
-  const summary = await drainSpool({ spool, log: cap.log, ...FAST, batchMaxReports: 10, batchMaxBytes: 80, send: (b, s) => postBatch({ url: r.url, token: 't', timeoutMs: 2000 }, b, s) });
+  const summary = await drainSpool({ spool, log: cap.log, ...FAST, batchMaxReports: 10, batchMaxBytes: 80, send: (b, s) => sendBatch({ url: r.url, token: 't', timeoutMs: 2000 }, b, s) });
   await r.close();
   assert.deepEqual(summary, { delivered: 25, rejected: [], spooled: 0 });
   const sent = r.seen.map((s) => lines(s.body).map((l) => l.n));
@@ -145,13 +148,13 @@ test('a batch answered 413 is split until it fits; a single report still too lar
   const cap = captureLog();
   const spool = await Spool.open({ dir: dir(), maxBytes: 1e6, maxAgeMs: 1e9, log: cap.log });
   for (let i = 1; i <= 4; i++) await spool.append(Buffer.from(JSON.stringify({ n: i })), Date.now());
-  const summary = await drainSpool({ spool, log: cap.log, ...FAST, send: (b, s) => postBatch({ url: r.url, token: 't', timeoutMs: 2000 }, b, s) });
+  const summary = await drainSpool({ spool, log: cap.log, ...FAST, send: (b, s) => sendBatch({ url: r.url, token: 't', timeoutMs: 2000 }, b, s) });
   await r.close();
   assert.deepEqual(r.seen.map((s) => lines(s.body).length), [4, 2, 1, 1, 1, 1].slice(0, r.seen.length));
   assert.equal(summary.delivered, 4);
   const one = await receiver([{ status: 413, body: '{"error":"payload_too_large","details":"too big"}' }]);
   await spool.append(Buffer.from('{"n":5}'), Date.now());
-  const s2 = await drainSpool({ spool, log: cap.log, ...FAST, send: (b, s) => postBatch({ url: one.url, token: 't', timeoutMs: 2000 }, b, s) });
+  const s2 = await drainSpool({ spool, log: cap.log, ...FAST, send: (b, s) => sendBatch({ url: one.url, token: 't', timeoutMs: 2000 }, b, s) });
   await one.close();
   assert.deepEqual(s2.rejected, [{ status: 413, error: 'payload_too_large', details: 'too big' }]);
   assert.equal(spool.counters.rejected, 1);
@@ -165,7 +168,7 @@ test('lines the service rejects are dropped and counted, the others of the batch
   const d = dir();
   const spool = await Spool.open({ dir: d, maxBytes: 1e6, maxAgeMs: 1e9, log: cap.log });
   for (let i = 1; i <= 3; i++) await spool.append(Buffer.from(JSON.stringify({ n: i })), Date.now());
-  const summary = await drainSpool({ spool, log: cap.log, ...FAST, send: (b, s) => postBatch({ url: r.url, token: 't', timeoutMs: 2000 }, b, s) });
+  const summary = await drainSpool({ spool, log: cap.log, ...FAST, send: (b, s) => sendBatch({ url: r.url, token: 't', timeoutMs: 2000 }, b, s) });
   await r.close();
   assert.deepEqual(summary, { delivered: 2, rejected: [{ status: 422, error: 'limit_exceeded', details: 'host has 1000 metric names' }], spooled: 0 });
   assert.equal(r.seen.length, 1);
@@ -177,9 +180,99 @@ test('drainSpool stops at the first retryable failure and keeps everything spool
   const cap = captureLog();
   const spool = await Spool.open({ dir: dir(), maxBytes: 1e6, maxAgeMs: 1e9, log: cap.log });
   await spool.append(Buffer.from('{}'), Date.now());
-  const summary = await drainSpool({ spool, log: cap.log, ...FAST, send: (b, s) => postBatch({ url: 'http://127.0.0.1:1', token: 't', timeoutMs: 500 }, b, s) });
+  const summary = await drainSpool({ spool, log: cap.log, ...FAST, send: (b, s) => sendBatch({ url: 'http://127.0.0.1:1', token: 't', timeoutMs: 500 }, b, s) });
   assert.equal(summary.spooled, 1);
   assert.equal(summary.delivered, 0);
   assert.match(summary.retryReason ?? '', /ECONNREFUSED/);
   assert.equal(spool.length, 1);
+});
+
+/** A receiver that answers every batch like the service (all stored) but holds the answer to the `hold`-th request until released. */
+async function heldReceiver(hold: number) {
+  let release!: () => void;
+  const released = new Promise<void>((r) => { release = r; });
+  let arrived!: () => void;
+  const holding = new Promise<void>((r) => { arrived = r; });
+  const seen: number[][] = [];
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const ns = lines(gunzipSync(Buffer.concat(chunks)).toString('utf8')).map((l) => l.n);
+      seen.push(ns);
+      const answer = () => res.writeHead(200).end(JSON.stringify({ results: ns.map((_, i) => ({ line: i + 1, status: 'stored' })) }));
+      if (seen.length === hold) { arrived(); void released.then(answer); } else answer();
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, seen, holding, release, close: () => new Promise<void>((r) => server.close(() => r())) };
+}
+
+test('the next batch is read and compressed while one is in flight; a failure in the middle resends from it, in order, each report stored once', async () => {
+  const r = await receiver([{ status: 200 }, { status: 503 }, { status: 200 }]);
+  const cap = captureLog();
+  const spool = await Spool.open({ dir: dir(), maxBytes: 1e6, maxAgeMs: 1e9, log: cap.log });
+  for (let i = 1; i <= 12; i++) await spool.append(Buffer.from(JSON.stringify({ n: i })), Date.now());
+  // What the loop reads, and when, next to what it sends: the read of a batch starts before the answer to the one before.
+  const events: string[] = [];
+  const readMany = spool.readMany.bind(spool);
+  spool.readMany = (entries) => { events.push(`read ${entries[0]!.seq}`); return readMany(entries); };
+  const send = async (b: EncodedBatch, s: AbortSignal) => {
+    const first = (lines(gunzipSync(b.body).toString('utf8'))[0]!).n;
+    events.push(`send ${first}`);
+    const out = await sendBatch({ url: r.url, token: 't', timeoutMs: 2000 }, b, s);
+    events.push(`answer ${first} ${out.kind}`);
+    return out;
+  };
+  let first, second;
+  const firstEvents: string[] = [];
+  try {
+    first = await drainSpool({ spool, log: cap.log, ...FAST, batchMaxReports: 4, send });
+    firstEvents.push(...events.splice(0));
+    second = await drainSpool({ spool, log: cap.log, ...FAST, batchMaxReports: 4, send });
+  } finally { await r.close(); }
+  assert.deepEqual(first, { delivered: 4, rejected: [], spooled: 8, retryReason: '503 http_503' }, 'drainSpool stops at the 503');
+  // 5-8 was being read as 1-4 went out, before its answer; then 9-12 as 5-8 went out (read, never sent).
+  assert.deepEqual(firstEvents, ['read 1', 'read 5', 'send 1', 'answer 1 answered', 'read 9', 'send 5', 'answer 5 retry']);
+  assert.deepEqual(second, { delivered: 8, rejected: [], spooled: 0 });
+  // After the failure nothing read ahead is trusted: the head is read again, and the pipeline starts over.
+  assert.deepEqual(events, ['read 5', 'read 9', 'send 5', 'answer 5 answered', 'send 9', 'answer 9 answered']);
+  assert.deepEqual(r.seen.map((s) => lines(s.body).map((l) => l.n)), [[1, 2, 3, 4], [5, 6, 7, 8], [5, 6, 7, 8], [9, 10, 11, 12]]);
+  await spool.settled();
+  assert.equal(readdirSync(spool.dir).filter((f) => f.startsWith('r-')).length, 0, 'every delivered file unlinked');
+});
+
+test('a batch read ahead whose reports the spool bound dropped meanwhile is not sent; the bytes count stays right', async () => {
+  const r = await heldReceiver(1);
+  const cap = captureLog();
+  const body = (n: number) => Buffer.from(JSON.stringify({ n: 100 + n }));
+  const size = body(1).length;
+  const spool = await Spool.open({ dir: dir(), maxBytes: 10 * size, maxAgeMs: 1e9, log: cap.log });
+  for (let i = 1; i <= 10; i++) await spool.append(body(i), Date.now());
+  const drained = drainSpool({ spool, log: cap.log, ...FAST, batchMaxReports: 3, send: (b, s) => sendBatch({ url: r.url, token: 't', timeoutMs: 5000 }, b, s) });
+  let summary;
+  try {
+    await r.holding;
+    // While 1-3 is in flight (4-6 read ahead), six more reports push the six oldest out of the bounded spool.
+    for (let i = 11; i <= 16; i++) await spool.append(body(i), Date.now());
+    assert.equal(spool.counters.dropped, 6);
+  } finally {
+    r.release();
+    summary = await drained;
+    await r.close();
+  }
+  assert.deepEqual(r.seen.map((ns) => ns.map((n) => n - 100)), [[1, 2, 3], [7, 8, 9], [10, 11, 12], [13, 14, 15], [16]]);
+  assert.equal(summary.spooled, 0);
+  assert.equal(spool.bytes, 0, 'reports dropped while in flight are not subtracted twice');
+});
+
+test('a batch is compressed as one gzip stream of the reports in order, with a 4 KiB window, whatever its size', async () => {
+  const reports = Array.from({ length: 600 }, (_, i) => Buffer.from(JSON.stringify({ n: i, pad: 'x'.repeat(i % 300), at: i * 7919 })));
+  const { body, reports: count } = await encodeBatch(reports);
+  assert.equal(count, 600);
+  const text = gunzipSync(body).toString('utf8');
+  assert.equal(text, reports.map((b) => `${b.toString()}\n`).join(''));
+  // The stream is readable with the smallest window that still covers it: a 4 KiB window (windowBits 12), not zlib's 32 KiB.
+  assert.equal(gunzipSync(body, { windowBits: 12 }).toString('utf8'), text);
+  assert.throws(() => gunzipSync(gzipSync(Buffer.from(text)), { windowBits: 12 }), /invalid window size|invalid distance/, 'a default-window stream needs more');
 });

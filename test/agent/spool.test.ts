@@ -2,12 +2,16 @@ import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { Spool } from '../../src/agent/delivery/spool.js';
+import { Spool, type SpoolEntry } from '../../src/agent/delivery/spool.js';
 import { captureLog, tempDir } from './agent-harness.js';
 
 const dirs: string[] = [];
 after(() => { for (const d of dirs) rmSync(d, { recursive: true, force: true }); });
 function dir() { const d = tempDir(); dirs.push(d); return d; }
+async function body(spool: Spool, entry: SpoolEntry): Promise<string> {
+  for await (const b of spool.readMany([entry])) return b.toString();
+  throw new Error('nothing read');
+}
 
 test('reports survive a reopen, in order, and new ones continue the sequence', async () => {
   const d = dir();
@@ -17,11 +21,11 @@ test('reports survive a reopen, in order, and new ones continue the sequence', a
   await a.append(Buffer.from('two'), 2_000);
   const b = await Spool.open({ dir: d, maxBytes: 1e6, maxAgeMs: 1e9, log: cap.log, now: () => 3_000 });
   assert.equal(b.length, 2);
-  assert.equal((await b.read(b.peek()!)).toString(), 'one');
+  assert.equal(await body(b, b.peek()!), 'one');
   const third = await b.append(Buffer.from('three'), 3_000);
   assert.equal(third.seq, 3);
   await b.removeMany([b.peek()!], 'delivered');
-  assert.equal((await b.read(b.peek()!)).toString(), 'two');
+  assert.equal(await body(b, b.peek()!), 'two');
   assert.equal(b.bytes, 8);
 });
 
@@ -39,7 +43,7 @@ test('past the size bound the oldest reports are dropped first, counted persiste
   const s = await Spool.open({ dir: d, maxBytes: 25, maxAgeMs: 1e9, log: cap.log, now: () => 10 });
   for (let i = 1; i <= 5; i++) await s.append(Buffer.from(`report-${i}..`), i);
   assert.equal(s.length, 2);
-  assert.equal((await s.read(s.peek()!)).toString(), 'report-4..');
+  assert.equal(await body(s, s.peek()!), 'report-4..');
   assert.equal(s.counters.dropped, 3);
   assert.ok(cap.find('spool bound reached, dropped oldest reports unsent').length >= 1);
   const again = await Spool.open({ dir: d, maxBytes: 25, maxAgeMs: 1e9, log: cap.log, now: () => 10 });
@@ -55,9 +59,21 @@ test('reports older than the age bound are dropped at open and on append', async
   now = 1_600;
   await s.append(Buffer.from('new'), 1_600);
   assert.equal(s.length, 1);
-  assert.equal((await s.read(s.peek()!)).toString(), 'new');
+  assert.equal(await body(s, s.peek()!), 'new');
   now = 5_000;
   const reopened = await Spool.open({ dir: d, maxBytes: 1e6, maxAgeMs: 500, log: cap.log, now: () => now });
   assert.equal(reopened.length, 0);
   assert.equal(reopened.counters.dropped, 2);
+});
+
+test('only names the spool writes are indexed (the path is derived from seq and ts again); other files are left alone', async () => {
+  const d = dir();
+  writeFileSync(path.join(d, 'r-0000000000000001-01000.json'), '{"leading":"zero"}');
+  writeFileSync(path.join(d, 'r-0000000000000002-1000.json'), '{"n":2}');
+  const s = await Spool.open({ dir: d, maxBytes: 1e6, maxAgeMs: 1e9, log: captureLog().log, now: () => 1_000 });
+  assert.deepEqual([s.length, s.peek()?.seq, s.bytes], [1, 2, 7]);
+  assert.equal(await body(s, s.peek()!), '{"n":2}');
+  await s.removeMany([s.peek()!], 'delivered');
+  await s.settled();
+  assert.deepEqual(readdirSync(d).sort(), ['r-0000000000000001-01000.json']);
 });

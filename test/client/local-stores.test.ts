@@ -60,6 +60,34 @@ describe('client local stores', () => {
     });
   }
 
+  for (const kind of STORES) {
+    test(`${kind.name}: getMany answers in the order asked, absent keys as undefined; a relaxed write is atomic and kept like any other`, async () => {
+      const { store, reopen, cleanup } = kind.open();
+      try {
+        const keys = ['x', 'y', 'z'].map((u) => recordKey('t', u));
+        await store.write([{ op: 'put', collection: 'records', key: keys[2]!, value: rec('t', 'z', 'Z') }, { op: 'put', collection: 'records', key: keys[0]!, value: rec('t', 'x', 'X') }], { relaxed: true });
+        assert.deepEqual((await store.getMany('records', [keys[2]!, keys[1]!, keys[0]!, keys[2]!])).map((r) => r?.data?.['name']), ['Z', undefined, 'X', 'Z']);
+        assert.deepEqual(await store.getMany('records', []), []);
+        // A value that cannot be stored fails the whole write, relaxed or not.
+        const bad = { ...rec('t', 'y', 'Y'), data: { get n() { throw new Error('unstorable'); } } } as never;
+        await assert.rejects(store.write([{ op: 'put', collection: 'records', key: keys[1]!, value: rec('t', 'y', 'Y') }, { op: 'put', collection: 'records', key: keys[2]!, value: bad }], { relaxed: true }));
+        assert.equal(await store.get('records', keys[1]!), undefined, 'nothing of the failed write is there');
+        await store.write([{ op: 'put', collection: 'meta', key: 'cursor', value: 7 }]);
+        if (reopen) {
+          await store.close();
+          const again = reopen();
+          assert.deepEqual((await again.getMany('records', keys)).map((r) => r?.uuid), ['x', undefined, 'z']);
+          assert.equal(await again.get('meta', 'cursor'), 7);
+          await again.close();
+        } else {
+          await store.close();
+        }
+      } finally {
+        cleanup();
+      }
+    });
+  }
+
   test('backoff grows exponentially to its cap, with jitter in the upper half of each step', () => {
     assert.equal(backoffDelay(0, { baseMs: 100, maxMs: 1000 }, () => 0), 50);
     assert.equal(backoffDelay(0, { baseMs: 100, maxMs: 1000 }, () => 1), 100);

@@ -5,7 +5,7 @@ import { BACKENDS } from '../helpers/backends.js';
 import { newBusiness, newUser, startSync } from '../helpers/sync.js';
 import { call } from '../helpers/http.js';
 import type { SyncClientError} from '../../src/client/index.js';
-import { type ChangeApplied } from '../../src/client/index.js';
+import { createMemoryStore, type ChangeApplied } from '../../src/client/index.js';
 import { device, Network } from './client-fixtures.js';
 
 describe('sync client: local writes, push and pull', { concurrency: true }, () => {
@@ -68,6 +68,41 @@ describe('sync client: local writes, push and pull', { concurrency: true }, () =
       assert.equal(net.count('/api/sync/push'), 3);
       assert.equal((await a.status()).server_version, 1000);
       assert.equal(await a.get('lines', gone), null);
+    });
+
+    test(`on ${backend}: a pull of many pages applies each change once, in order; a page that fails to apply stops the pull where it was`, async (t) => {
+      const s = await startSync(backend);
+      t.after(() => s.close());
+      const u = await newUser(s);
+      const b = await newBusiness(s, u);
+      const writer = await device(s.url, u, b.id);
+      t.after(() => writer.close());
+      const uuids = Array.from({ length: 10 }, () => randomUUID());
+      for (const [i, uuid] of uuids.entries()) await writer.put('customers', uuid, { i });
+      await writer.sync();
+
+      // The store refuses its second write of pulled records, as a full disk would.
+      const store = createMemoryStore();
+      let pageWrites = 0;
+      let refuse = true;
+      const write = store.write.bind(store);
+      store.write = async (ops, o) => {
+        if (ops.some((op) => op.collection === 'records') && ++pageWrites === 2 && refuse) throw new Error('disk full');
+        return write(ops, o);
+      };
+      const net = new Network();
+      const reader = await device(s.url, u, b.id, { store, fetch: net.fetch, pullPageSize: 3 });
+      t.after(() => reader.close());
+      const seen: number[] = [];
+      reader.on('change', (e) => seen.push((e.data as { i: number }).i));
+      await assert.rejects(reader.sync(), /disk full/);
+      assert.equal(reader.pulledVersion, 3, 'the cursor stays after the last page applied');
+      assert.deepEqual(seen, [0, 1, 2]);
+      refuse = false;
+      await reader.sync();
+      assert.deepEqual(seen, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9], 'every change once, in version order');
+      assert.equal(reader.pulledVersion, 10);
+      assert.deepEqual((await reader.list('customers')).map((r) => r.uuid).sort(), [...uuids].sort());
     });
 
     test(`on ${backend}: an item the server rejects is reported as a typed error and the record shows the server's state again`, async (t) => {

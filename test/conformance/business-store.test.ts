@@ -47,6 +47,20 @@ for (const f of SYNC_STORE_FACTORIES) {
       assert.deepEqual((await deps.businesses.listMembers(b.id)).map((x) => [x.userId, x.role, x.name]), [[owner.id, 'owner', 'Owner'], [m.id, 'member', 'Member']]);
     });
 
+    test('access tells an unknown business from a known one, and a member\'s role from a stranger in one answer', async () => {
+      const owner = await newUser();
+      const m = await newUser();
+      const stranger = await newUser();
+      const b = await newBusiness(owner);
+      const other = await newBusiness(stranger);
+      await deps.businesses.addMember(b.id, m.id, 'member', Date.now());
+      assert.deepEqual(await deps.businesses.access(b.id, owner.id), { exists: true, role: 'owner' });
+      assert.deepEqual(await deps.businesses.access(b.id, m.id), { exists: true, role: 'member' });
+      assert.deepEqual(await deps.businesses.access(b.id, stranger.id), { exists: true, role: undefined });
+      assert.deepEqual(await deps.businesses.access(other.id, m.id), { exists: true, role: undefined }, 'a membership elsewhere counts for nothing');
+      assert.deepEqual(await deps.businesses.access(randomUUID(), owner.id), { exists: false });
+    });
+
     test('membersAmong answers which of many users belong to the business, and nothing of another business', async () => {
       const owner = await newUser();
       const m = await newUser();

@@ -56,6 +56,40 @@ for (const f of SYNC_STORE_FACTORIES) {
       assert.deepEqual(await store().status(biz), { serverVersion: 2, pendingConflicts: 1 });
     });
 
+    test('a retry is recognised however many changes of the record came after it, from this device or others', async () => {
+      const biz = randomUUID();
+      const rec = randomUUID();
+      await store().applyPush(biz, push('d1', item(rec, 1), item(rec, 2)), 1000);
+      await store().applyPush(biz, push('d2', item(rec, 3)), 1000);
+      await store().applyPush(biz, push('d3', item(rec, 4)), 1000);
+      await store().applyPush(biz, push('d1', item(rec, 5)), 1000);
+      const retry = await store().applyPush(biz, push('d1', item(rec, 2), item(rec, 1)), 1000);
+      assert.deepEqual([retry.accepted, retry.applied.length, retry.rejections.length, retry.conflicts.length], [2, 0, 0, 0], 'both old versions of d1 are retries');
+      const other = await store().applyPush(biz, push('d1', item(rec, 2, { changed: true })), 1000);
+      assert.match(other.rejections[0]?.reason ?? '', /already pushed by this instance with different content/);
+      assert.equal((await store().applyPush(biz, push('d2', item(rec, 3)), 1000)).accepted, 1, 'd2\'s version 3 is its own retry');
+      assert.equal((await store().applyPush(biz, push('d4', item(rec, 3)), 1000)).conflicts.length, 1, 'd4 never pushed version 3: a conflict');
+      assert.equal((await store().status(biz)).serverVersion, 5, 'nothing was applied twice');
+    });
+
+    test('pushes that share a transaction see each other: a retry and a conflict of a push in the same group', async () => {
+      const biz = randomUUID();
+      const rec = randomUUID();
+      // Submitted in one turn, so they share one group-commit transaction.
+      const [first, again, rival, next] = await Promise.all([
+        store().applyPush(biz, push('d1', item(rec, 1)), 1000),
+        store().applyPush(biz, push('d1', item(rec, 1)), 1000),
+        store().applyPush(biz, push('d2', item(rec, 1, { rival: true })), 1000),
+        store().applyPush(biz, push('d1', item(rec, 2)), 1000),
+      ]);
+      assert.deepEqual(first!.applied.map((c) => c.version), [1]);
+      assert.deepEqual([again!.accepted, again!.applied.length], [1, 0], 'a retry of the push before it');
+      assert.deepEqual([rival!.accepted, rival!.conflicts.length, rival!.conflicts[0]?.remote_data], [0, 1, '{"v":1}']);
+      assert.deepEqual(next!.applied.map((c) => c.version), [2]);
+      const page = await store().pull(biz, 0, 10);
+      assert.deepEqual(page.changes.map((c) => [c.version, c.record_version, c.instance_id]), [[1, 1, 'd1'], [2, 2, 'd1']]);
+    });
+
     test('conflicts are listed by id for each status filter and paged; resolving closes them, local applies a change', async () => {
       const biz = randomUUID();
       const ids: number[] = [];

@@ -2,6 +2,7 @@ import { describe, test } from 'node:test';
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import assert from 'node:assert/strict';
+import BetterSqlite3 from 'better-sqlite3';
 import { sql, type Kysely } from 'kysely';
 import { openDatabase } from '../../src/core/storage/database.js';
 import { PROJECT_ROOT } from '../../src/core/paths.js';
@@ -80,3 +81,23 @@ for (const backend of BACKENDS) {
     });
   });
 }
+
+describe('database on sqlite with a second writer (a writer thread)', () => {
+  test('a transaction takes the write lock when it begins, so another connection cannot commit between its read and its write', async (t) => {
+    const s = await freshStorage('sqlite');
+    t.after(() => s.cleanup());
+    const d = await openDatabase<{ items: { id: number; big: number } }>({ databaseUrl: undefined, pgSchema: s.pgSchema, dataDir: s.dataDir, sqliteFile: 'x.db', migrations });
+    t.after(() => d.close());
+    const other = new BetterSqlite3(path.join(s.dataDir, 'x.db'));
+    t.after(() => other.close());
+    other.pragma('busy_timeout = 0');
+    await d.db.transaction().execute(async (trx) => {
+      await trx.selectFrom('items').selectAll().execute();
+      // Deferred, this commit would succeed and the write below fail with SQLITE_BUSY_SNAPSHOT.
+      assert.throws(() => other.prepare('INSERT INTO items (id, big) VALUES (2, 2)').run(), /SQLITE_BUSY|database is locked/);
+      await trx.insertInto('items').values({ id: 1, big: 1 }).execute();
+    });
+    other.prepare('INSERT INTO items (id, big) VALUES (2, 2)').run();
+    assert.deepEqual((await d.db.selectFrom('items').select('id').orderBy('id').execute()).map((r) => r.id), [1, 2]);
+  });
+});

@@ -205,6 +205,57 @@ for (const backend of BACKENDS) {
       }
     });
 
+    test('an append withdrawn (its client went away) before it reaches the writer is refused and stores nothing', async () => {
+      const t = await newTenant(store);
+      const ac = new AbortController();
+      const withdrawn = store.appendReports([report(t.tenantId, 'gone', 1_000), report(t.tenantId, 'gone', 2_000)], ac.signal);
+      ac.abort();
+      await assert.rejects(withdrawn, (e: unknown) => (e as { code?: string }).code === 'unavailable' && /nothing was stored/.test(String(e)));
+      await assert.rejects(store.appendReport(report(t.tenantId, 'gone', 3_000), ac.signal), /nothing was stored/);
+      await store.flush();
+      assert.equal(await store.hostExists(t.tenantId, 'gone'), false);
+    });
+
+    test('an append withdrawn while it waits behind another commit is not committed; the one committing completes', async () => {
+      const t = await newTenant(store);
+      // Each larger than one commit's batch, and as many as commits run at once (4 on PostgreSQL), so the small
+      // append waits in the writer's queue while they commit.
+      const bigs = Array.from({ length: 4 }, (_, k) => store.appendReports(Array.from({ length: 2_500 }, (_, i) => report(t.tenantId, 'busy', 10_000 + (k * 2_500 + i) * 10))));
+      const ac = new AbortController();
+      const waiting = store.appendReports([report(t.tenantId, 'late', 5_000)], ac.signal);
+      // Both have left for the writer thread (sent on the next turn) before the client goes away.
+      await new Promise((resolve) => setImmediate(resolve));
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      ac.abort();
+      await assert.rejects(waiting, /nothing was stored/);
+      assert.equal((await Promise.all(bigs)).flat().filter((o) => o.status === 'stored').length, 10_000);
+      await store.flush();
+      assert.equal(await store.hostExists(t.tenantId, 'late'), false);
+      assert.equal((await collect(store, t.tenantId, 'busy', 0, 200_000)).length, 10_000);
+    });
+
+    test('retention deleting a host between two appends of it (two instances): the append re-creates the host, nothing is lost', async () => {
+      const t = await newTenant(store);
+      const second = await openMetricsDatabase({ databaseUrl: storage.databaseUrl, dbSchema: storage.pgSchema, dataDir: storage.dataDir });
+      const sweeper = openStore(second);
+      try {
+        const hour = 3_600_000;
+        for (let i = 0; i < 8; i++) {
+          // The host holds only an old report (whose hour the sweep drops), and this store's writer has its key cached.
+          const old = (i + 1) * 10 * hour;
+          const fresh = old + 3 * hour;
+          assert.deepEqual(await store.appendReport(report(t.tenantId, 'r', old)), { status: 'stored' });
+          const [gone, appended] = await Promise.all([sweeper.deleteBefore(fresh), store.appendReport(report(t.tenantId, 'r', fresh))]);
+          assert.deepEqual(appended, { status: 'stored' });
+          assert.ok(gone.reports >= 1);
+          assert.deepEqual((await collect(store, t.tenantId, 'r', 0, 1_000 * hour)).map((r) => r.ts), [fresh]);
+        }
+      } finally {
+        await sweeper.close();
+        await second.close();
+      }
+    });
+
     test('an aggregate answer past the bound of metrics x buckets is refused up front (limit_exceeded), a smaller budget is served', async () => {
       const t = await newTenant(store);
       const wide = createEngineMetricsStore(database, { limits: { perHost: 1000, perTenant: 1000 }, now: Date.now });

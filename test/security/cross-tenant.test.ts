@@ -58,7 +58,7 @@ for (const backend of BACKENDS) {
         let r: Reply;
         if (route.method === 'GET') {
           // Every query parameter a read route may need, aimed at A's data where it names any (A's metric).
-          r = await call(h.url, 'GET', `${path}?from=0&points=100&metric=network.secretCounter&limit=100`, { token: b.token });
+          r = await call(h.url, 'GET', `${path}?from=0&points=100&metric=network.secretCounter&metrics=network.secretCounter&limit=100`, { token: b.token });
         } else if (key === 'POST /api/v1/ingest') {
           // B reporting under A's host id creates B's own host of that id; A's host is untouched (checked below).
           r = await ingest(h.url, b.token, makeReport({ agentId: hostA, hostname: 'written-by-b', ts }));
@@ -215,6 +215,26 @@ for (const backend of BACKENDS) {
       assert.equal(status.body.server_version, 1);
       const list = await call(s.url, 'GET', `/api/sync/attachments?record_type=invoice&record_uuid=${w.recordA}`, { token: w.a.token, headers: { 'x-business-id': w.businessA } });
       assert.equal(list.body.length, 1);
+    });
+
+    test('every authenticated route answers 401 without a token and with a forged one, as a plain request and as a WebSocket upgrade', async () => {
+      const routes = routeTable(s.app).filter((r) => !SYNC_PUBLIC.has(`${r.method} ${r.url}`));
+      assert.ok(routes.length >= 15, `routes under test: ${routes.map((r) => `${r.method} ${r.url}`).join(', ')}`);
+      for (const headers of [{}, { authorization: 'Bearer syu_forged' }] as Record<string, string>[]) {
+        for (const route of routes) {
+          const what = `${route.method} ${route.url} ${JSON.stringify(headers)}`;
+          const r = await call(s.url, route.method, fillParams(route.url, () => 'x'), { headers, ...(route.method === 'POST' ? { json: {} } : {}) });
+          assert.equal(r.status, 401, `${what}: ${r.text}`);
+          assert.equal(r.body.error, 'unauthorized', what);
+        }
+        const ws = new WebSocket(`${s.url.replace('http', 'ws')}/ws/sync?business_id=${randomUUID()}`, { headers });
+        const outcome = await new Promise<string>((resolve) => {
+          ws.once('open', () => { resolve('open'); ws.close(); });
+          ws.once('unexpected-response', (_req, res) => { resolve(String(res.statusCode)); ws.terminate(); });
+          ws.once('error', () => resolve('error'));
+        });
+        assert.equal(outcome, '401', `feed upgrade ${JSON.stringify(headers)}`);
+      }
     });
   });
 }

@@ -14,7 +14,10 @@ class FakeSocket extends EventEmitter implements FeedSocket {
   pings = 0;
   closedWith: number | undefined;
   terminated = false;
-  send(data: string) { this.sent.push(data); }
+  send(data: Buffer, options: { binary: false }) {
+    assert.equal(options.binary, false, 'feed messages are text frames');
+    this.sent.push(data.toString());
+  }
   ping() { this.pings++; }
   close(code: number) { this.closedWith = code; }
   terminate() {
@@ -50,6 +53,24 @@ test('a socket that does not answer a ping is dropped at the next heartbeat; one
   assert.equal(live.terminated, false);
   assert.equal(live.pings, 2);
   assert.equal(hub.size, 1);
+});
+
+test('a heartbeat pings a few hundred sockets per event-loop turn, so thousands of pings never stall other work', async (t) => {
+  const hub = createFeedHub(createMemoryPubSub(), NO_SPREAD, silent, allowAll);
+  t.after(() => hub.close());
+  const sockets = Array.from({ length: 1000 }, () => new FakeSocket());
+  for (const s of sockets) await hub.add(BIZ, s, allowed);
+  const beat = hub.heartbeat();
+  const pinged = () => sockets.filter((s) => s.pings === 1).length;
+  const first = pinged();
+  assert.ok(first > 0 && first < 1000, `the first turn pinged ${first}`);
+  await beat;
+  assert.equal(pinged(), 1000, 'every socket once');
+  sockets[3]!.emit('close');
+  for (const s of sockets) if (s !== sockets[7]) s.emit('pong');
+  await hub.heartbeat();
+  assert.deepEqual(sockets.filter((s) => s.terminated).map((s) => sockets.indexOf(s)), [7], 'only the socket that missed its ping is dropped');
+  assert.equal(hub.size, 998);
 });
 
 test('a slow consumer is disconnected with 1013 instead of buffering without bound; others keep receiving', async (t) => {

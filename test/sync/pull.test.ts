@@ -1,6 +1,8 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { Value } from 'typebox/value';
+import { PullResultSchema } from '../../src/sync/changes/change-schemas.js';
 import { BACKENDS } from '../helpers/backends.js';
 import { call } from '../helpers/http.js';
 import { businessToken, newBusiness, newUser, startSync, type SyncUnderTest } from '../helpers/sync.js';
@@ -50,6 +52,18 @@ for (const backend of BACKENDS) {
       r = await dev.pull(0, 100);
       assert.equal(r.body.changes.length, 4);
       assert.equal(r.body.version, 4);
+    });
+
+    test('a page is the documented JSON: data as pushed (nested values, text that needs escaping), {} for a delete, every field typed', async () => {
+      const { dev } = await setup();
+      const rec = randomUUID();
+      const data = { name: 'Zoë "the" \\ <tab>\t', nested: { list: [1, 2.5, null, true], empty: {} }, n: -0.125 };
+      await dev.push({ changes: [change(rec, 1, data), change(rec, 2, {}, 'delete')] });
+      const r = await call(s.url, 'POST', '/api/sync/pull', { token: dev.token, headers: { 'x-business-id': dev.businessId }, json: { since_version: 0 } });
+      assert.match(r.headers.get('content-type') ?? '', /^application\/json/);
+      assert.ok(Value.Check(PullResultSchema, r.body), JSON.stringify([...Value.Errors(PullResultSchema, r.body)]));
+      assert.deepEqual(r.body.changes.map((c: PulledChange) => [c.operation, c.data, c.record_version, c.table_name, c.record_uuid]), [['create', data, 1, 'customers', rec], ['delete', {}, 2, 'customers', rec]]);
+      assert.ok(!Number.isNaN(Date.parse(r.body.changes[0]!.created_at)));
     });
 
     test('a since_version above the server version returns no changes and the server version', async () => {

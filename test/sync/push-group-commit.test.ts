@@ -6,6 +6,7 @@ import { openDatabase } from '../../src/core/storage/database.js';
 import { syncMigrations } from '../../src/sync/storage/migrations/index.js';
 import type { SyncTables } from '../../src/sync/deps.js';
 import { createKyselyChangeStore } from '../../src/sync/changes/kysely-change-store.js';
+import { createPushGroupCommitter } from '../../src/sync/changes/push-group-commit.js';
 import { validatePushItems } from '../../src/sync/changes/push-validation.js';
 import { BACKENDS, freshStorage } from '../helpers/backends.js';
 
@@ -42,3 +43,39 @@ for (const backend of BACKENDS) {
     });
   });
 }
+
+describe('group commit linger', () => {
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+  function committer(lingerMs: number) {
+    const groups: string[][] = [];
+    const c = createPushGroupCommitter<string, string>(async (items) => {
+      groups.push([...items]);
+      await sleep(5);
+      return items;
+    }, { maxBatch: 32, submitter: (item) => item.split(':')[0]!, lingerMs });
+    return { groups, submit: (item: string) => c.submit('q', item) };
+  }
+
+  test('a group waits briefly for a device that is pushing but not yet queued, so both share one commit', async () => {
+    const { groups, submit } = committer(40);
+    await Promise.all([submit('a:1'), submit('b:1')]);
+    const a = submit('a:2');
+    await sleep(10);
+    await Promise.all([a, submit('b:2')]);
+    assert.deepEqual(groups, [['a:1', 'b:1'], ['a:2', 'b:2']]);
+  });
+
+  test('it waits at most the linger, and not at all for a device that stopped pushing', async () => {
+    const { groups, submit } = committer(30);
+    await Promise.all([submit('a:1'), submit('b:1')]);
+    let t = performance.now();
+    await submit('a:2');
+    const waited = performance.now() - t;
+    assert.ok(waited >= 25 && waited < 200, `b was active, so a:2 waited for it up to the linger (${waited.toFixed(0)} ms)`);
+    await sleep(80);
+    t = performance.now();
+    await submit('a:3');
+    assert.ok(performance.now() - t < 25, 'b has been quiet longer than the active window: no wait');
+    assert.deepEqual(groups, [['a:1', 'b:1'], ['a:2'], ['a:3']]);
+  });
+});

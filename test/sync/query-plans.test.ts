@@ -3,6 +3,17 @@ import assert from 'node:assert/strict';
 import type { Compilable } from 'kysely';
 import { BACKENDS } from '../helpers/backends.js';
 import { startSync, type SyncUnderTest } from '../helpers/sync.js';
+import { pushSql } from '../../src/sync/changes/push-sql.js';
+
+interface PlanNode { 'Node Type': string; Plans?: PlanNode[] }
+function find(n: PlanNode, match: (n: PlanNode) => boolean): PlanNode | undefined {
+  if (match(n)) return n;
+  for (const c of n.Plans ?? []) {
+    const hit = find(c, match);
+    if (hit) return hit;
+  }
+  return undefined;
+}
 
 /**
  * The queries that must stay cheap as tables grow read through an index:
@@ -56,6 +67,21 @@ for (const backend of BACKENDS) {
         } else {
           assert.ok((await pgIndexes(table)).includes(`(${column})`), table);
         }
+      }
+    });
+
+    test('a pull page reads the changes above the cursor in version order and stops at the page size, never sorting the business\'s whole log', async () => {
+      const sql = pushSql(backend).pull;
+      if (backend === 'sqlite') {
+        const rows = s.deps.database.sqlite!.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(0, 'b', 10) as Array<{ detail: string }>;
+        const plan = rows.map((r) => r.detail).join('\n');
+        assert.match(plan, /SEARCH c USING INDEX \w+ \(business_id=\? AND version>\? AND version<\?\)/, plan);
+        assert.doesNotMatch(plan, /TEMP B-TREE/, plan);
+      } else {
+        const r = await s.deps.database.pgPool!.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>({ text: `EXPLAIN (FORMAT JSON) ${sql}`, values: ['b', 0, 10] });
+        // The limit sits inside the join, under the one counter row: at most a page of changes is read and ordered.
+        const loop = find(r.rows[0]!['QUERY PLAN'][0].Plan, (n) => n['Node Type'] === 'Nested Loop');
+        assert.ok(loop && loop.Plans?.some((child) => child['Node Type'] === 'Limit'), JSON.stringify(r.rows[0]));
       }
     });
 

@@ -1,5 +1,3 @@
-import { execFile } from 'node:child_process';
-
 /** What `systemctl is-active` printed for one unit: active, inactive, failed, activating, deactivating, reloading; or unknown. */
 export interface ServiceState {
   name: string;
@@ -30,6 +28,9 @@ export function parseIsActive(names: string[], stdout: string): ServiceState[] {
  */
 export function systemdServiceStates(names: string[], timeoutMs: number): Promise<ServiceState[]> {
   if (!names.length) return Promise.resolve([]);
+  // Loaded only when units are watched: child_process (with dgram and the process bindings) is memory an agent
+  // without services need not spend.
+  const { execFile } = process.getBuiltinModule('node:child_process');
   return new Promise((resolve) => {
     execFile('systemctl', ['is-active', '--', ...names], { timeout: timeoutMs, killSignal: 'SIGKILL', maxBuffer: 64 * 1024 }, (err, stdout) => {
       const timedOut = err !== null && (err as NodeJS.ErrnoException & { killed?: boolean }).killed === true;

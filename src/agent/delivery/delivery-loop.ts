@@ -1,12 +1,13 @@
 import type { Logger } from '../logger.js';
 import { backoffDelay } from './backoff.js';
+import { encodeBatch, type EncodedBatch } from './encode-batch.js';
 import type { BatchOutcome } from './post-batch.js';
 import type { Spool, SpoolEntry } from './spool.js';
 
 export interface DeliveryOptions {
   spool: Spool;
-  /** Sends reports (oldest first) as one batch. */
-  send: (reports: Buffer[], signal: AbortSignal) => Promise<BatchOutcome>;
+  /** Sends one encoded batch (`sendBatch`): its reports, oldest first, as one request. */
+  send: (batch: EncodedBatch, signal: AbortSignal) => Promise<BatchOutcome>;
   log: Logger;
   retryBaseMs: number;
   retryMaxMs: number;
@@ -34,13 +35,41 @@ export interface DrainSummary {
 }
 
 /** One attempt at the head of the spool: the delay before the next one (0: go on now), or 'empty'. */
-type Attempt = (signal: AbortSignal, stopping: () => boolean) => Promise<number | 'empty'>;
+interface Attempter {
+  attempt(signal: AbortSignal, stopping: () => boolean): Promise<number | 'empty'>;
+  /** Waits for the batch being prepared ahead (if any) and for the unlinks of delivered reports. */
+  settle(): Promise<void>;
+}
 
-function attempter(opts: DeliveryOptions, summary: DrainSummary): Attempt {
+/** A batch read from the spool and compressed, ready to send. */
+interface Prepared {
+  entries: SpoolEntry[];
+  batch: EncodedBatch;
+}
+
+function attempter(opts: DeliveryOptions, summary: DrainSummary): Attempter {
   const { spool, log } = opts;
   let failures = 0;
   // Halved on a 413 (a service with a smaller bulk limit), so the batch that fits is found in a few attempts.
   let maxReports = opts.batchMaxReports;
+  /** The batch after the one in flight, read and compressed meanwhile; a failure is kept as a value, never unhandled. */
+  let ahead: Promise<Prepared | { failed: unknown }> | undefined;
+  const prepare = async (entries: SpoolEntry[]): Promise<Prepared> => ({ entries, batch: await encodeBatch(spool.readMany(entries)) });
+  const prepareAhead = (inFlight: SpoolEntry[]) => {
+    const next = spool.peekBatch(maxReports, opts.batchMaxBytes, inFlight.length);
+    ahead = next.length ? prepare(next).catch((failed: unknown) => ({ failed })) : undefined;
+  };
+  /**
+   * The batch to send now: the one prepared ahead if it still starts at the head of the spool (the batch before it
+   * was answered, nothing was dropped by a bound, no 413 shrank the batches), else the head read afresh.
+   */
+  const next = async (): Promise<Prepared | undefined> => {
+    const early = ahead && (await ahead);
+    ahead = undefined;
+    if (early && 'entries' in early && early.entries[0] === spool.peek() && early.entries.length <= maxReports) return early;
+    const entries = spool.peekBatch(maxReports, opts.batchMaxBytes);
+    return entries.length ? prepare(entries) : undefined;
+  };
   const refuse = async (entries: SpoolEntry[], status: number, error: string, details: string) => {
     await spool.removeMany(entries, 'rejected');
     summary.rejected.push({ status, error, details });
@@ -48,10 +77,15 @@ function attempter(opts: DeliveryOptions, summary: DrainSummary): Attempt {
       status, error, details, reports: entries.length, reportTs: entries[0]!.ts, lastReportTs: entries.at(-1)!.ts, rejectedTotal: spool.counters.rejected,
     });
   };
-  return async (signal, stopping) => {
-    const batch = spool.peekBatch(maxReports, opts.batchMaxBytes);
-    if (!batch.length) return 'empty';
-    const outcome = await opts.send(await Promise.all(batch.map((e) => spool.read(e))), signal);
+  const attempt = async (signal: AbortSignal, stopping: () => boolean): Promise<number | 'empty'> => {
+    const prepared = await next();
+    if (!prepared) return 'empty';
+    const { entries: batch } = prepared;
+    // Only one request is ever in flight, so the service stores (and routes the alerts of) reports in spool order;
+    // reading and compressing the next batch is what overlaps with it (not while the service keeps failing: the
+    // head would only be sent again).
+    if (failures === 0) prepareAhead(batch);
+    const outcome = await opts.send(prepared.batch, signal);
     if (outcome.kind === 'retry') {
       summary.retryReason = outcome.reason;
       if (stopping()) return 0;
@@ -92,6 +126,14 @@ function attempter(opts: DeliveryOptions, summary: DrainSummary): Attempt {
     }
     return 0;
   };
+  return {
+    attempt,
+    async settle() {
+      await ahead;
+      ahead = undefined;
+      await spool.settled();
+    },
+  };
 }
 
 function newSummary(): DrainSummary {
@@ -104,11 +146,15 @@ function newSummary(): DrainSummary {
  */
 export async function drainSpool(opts: DeliveryOptions): Promise<DrainSummary> {
   const summary = newSummary();
-  const attempt = attempter(opts, summary);
+  const sender = attempter(opts, summary);
   const signal = new AbortController().signal;
-  for (;;) {
-    const r = await attempt(signal, () => false);
-    if (r === 'empty' || r > 0) return { ...summary, spooled: opts.spool.length };
+  try {
+    for (;;) {
+      const r = await sender.attempt(signal, () => false);
+      if (r === 'empty' || r > 0) return { ...summary, spooled: opts.spool.length };
+    }
+  } finally {
+    await sender.settle();
   }
 }
 
@@ -122,7 +168,7 @@ export async function drainSpool(opts: DeliveryOptions): Promise<DrainSummary> {
  * apart from collection, which only appends to the spool.
  */
 export function startDeliveryLoop(opts: DeliveryOptions): DeliveryLoop {
-  const attempt = attempter(opts, newSummary());
+  const sender = attempter(opts, newSummary());
   let stopping = false;
   let wake: (() => void) | undefined;
   /** Set by `notify` so an append racing with the "spool is empty" check is not missed. */
@@ -144,7 +190,7 @@ export function startDeliveryLoop(opts: DeliveryOptions): DeliveryLoop {
       let next: number | 'empty';
       appended = false;
       try {
-        next = await attempt(inFlight.signal, () => stopping);
+        next = await sender.attempt(inFlight.signal, () => stopping);
       } catch (e: unknown) {
         // Disk trouble reading or removing a spool file: keep the report, try again later.
         opts.log.error('spool error during delivery', { error: String(e) });
@@ -166,6 +212,7 @@ export function startDeliveryLoop(opts: DeliveryOptions): DeliveryLoop {
       wake?.();
       const timer = setTimeout(() => inFlight.abort(), graceMs);
       try { await running; } finally { clearTimeout(timer); }
+      await sender.settle();
     },
   };
 }

@@ -1,11 +1,8 @@
 import http from 'node:http';
-import https from 'node:https';
-import { promisify } from 'node:util';
-import { gzip } from 'node:zlib';
+import type * as HttpsModule from 'node:https';
 import { parseRetryAfter } from './backoff.js';
+import type { EncodedBatch } from './encode-batch.js';
 import { signBody } from './sign-body.js';
-
-const gzipAsync = promisify(gzip);
 
 /** The service's answer for one report of a batch (one line of the bulk body). */
 export interface LineOutcome {
@@ -47,18 +44,27 @@ export function bulkUrl(base: string): URL {
  * Node honours the server's `Keep-Alive: timeout` hint, so an idle socket is
  * dropped before the service closes it.
  */
-const agents = { http: new http.Agent({ keepAlive: true, maxSockets: 1 }), https: new https.Agent({ keepAlive: true, maxSockets: 1 }) };
+const httpAgent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+
+let https: { module: typeof HttpsModule; agent: HttpsModule.Agent } | undefined;
+/**
+ * TLS is loaded only for an https URL: the module and its OpenSSL contexts cost a plain-HTTP agent about 3 MiB.
+ * Through getBuiltinModule rather than import(), which would start Node's ESM loader inside the CommonJS bundle.
+ */
+function httpsClient(): NonNullable<typeof https> {
+  if (!https) {
+    const module = process.getBuiltinModule('node:https');
+    https = { module, agent: new module.Agent({ keepAlive: true, maxSockets: 1 }) };
+  }
+  return https;
+}
 
 /**
- * POSTs reports (each the exact JSON bytes that were spooled, one per line) as
- * one gzip-compressed NDJSON body, signed when a secret is set, and
+ * POSTs an encoded batch (`encodeBatch`), signed when a secret is set, and
  * classifies the answer. Never throws.
  */
-export async function postBatch(target: PostTarget, reports: Buffer[], signal?: AbortSignal): Promise<BatchOutcome> {
-  const lines: Buffer[] = [];
-  // A spooled body is one JSON document; one written pretty-printed is re-serialized so it stays on one line.
-  for (const r of reports) lines.push(r.includes(0x0a) ? Buffer.from(JSON.stringify(JSON.parse(r.toString('utf8')))) : r, Buffer.from('\n'));
-  const body = await gzipAsync(Buffer.concat(lines));
+export async function sendBatch(target: PostTarget, batch: EncodedBatch, signal?: AbortSignal): Promise<BatchOutcome> {
+  const { body } = batch;
   const url = bulkUrl(target.url);
   const headers: Record<string, string | number> = {
     'content-type': 'application/x-ndjson',
@@ -68,18 +74,18 @@ export async function postBatch(target: PostTarget, reports: Buffer[], signal?: 
     'user-agent': 'host-agent/0.1',
   };
   if (target.secret) headers['x-collector-signature'] = signBody(target.secret, body);
-  const isHttps = url.protocol === 'https:';
+  const client = url.protocol === 'https:' ? httpsClient() : { module: http, agent: httpAgent };
   return new Promise<BatchOutcome>((resolve) => {
     let settled = false;
     const done = (o: BatchOutcome) => { if (!settled) { settled = true; resolve(o); } };
-    const req = (isHttps ? https : http).request(url, {
-      method: 'POST', headers, agent: isHttps ? agents.https : agents.http, timeout: target.timeoutMs, signal,
+    const req = client.module.request(url, {
+      method: 'POST', headers, agent: client.agent, timeout: target.timeoutMs, signal,
     }, (res) => {
       const chunks: Buffer[] = [];
       let size = 0;
       res.on('data', (c: Buffer) => { size += c.length; if (size <= MAX_RESPONSE_BYTES) chunks.push(c); });
       res.on('error', (e) => done({ kind: 'retry', status: res.statusCode, reason: e.message }));
-      res.on('end', () => done(classify(res.statusCode ?? 0, res.headers['retry-after'], Buffer.concat(chunks).toString('utf8'), reports.length)));
+      res.on('end', () => done(classify(res.statusCode ?? 0, res.headers['retry-after'], Buffer.concat(chunks).toString('utf8'), batch.reports)));
     });
     req.on('timeout', () => req.destroy(new Error(`no answer within ${target.timeoutMs} ms`)));
     req.on('error', (e: NodeJS.ErrnoException) => done({ kind: 'retry', reason: e.code ? `${e.code}: ${e.message}` : e.message }));

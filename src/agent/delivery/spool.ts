@@ -1,14 +1,17 @@
-import { mkdir, open, readdir, readFile, rename, unlink, stat } from 'node:fs/promises';
+import { readFileSync, statSync } from 'node:fs';
+import { mkdir, open, readdir, readFile, rename, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from '../logger.js';
 
-/** One spooled report: a file `r-<seq>-<ts>.json` holding the exact body to send. */
+/**
+ * One spooled report: a file `r-<seq>-<ts>.json` holding the exact body to send. Its path is not kept (`Spool` derives
+ * it): the index of a week of backlog is 60,000 entries, and the paths alone would double its memory.
+ */
 export interface SpoolEntry {
   seq: number;
   /** The report's own timestamp (epoch ms), used for the age bound. */
   ts: number;
   bytes: number;
-  file: string;
 }
 
 export interface SpoolOptions {
@@ -29,8 +32,20 @@ export interface SpoolCounters {
   rejected: number;
 }
 
-const NAME = /^r-(\d{16})-(\d+)\.json$/;
+/** Exactly the names `append` writes (no leading zero in ts), so a name can be derived again from (seq, ts). */
+const NAME = /^r-(\d{16})-(0|[1-9]\d*)\.json$/;
 const COUNTERS = 'counters.json';
+/**
+ * Spool files read in one go before the event loop gets a turn. Synchronously: a small file in the page cache takes
+ * microseconds, a promise round trip through the thread pool several times that in CPU (a week's backlog is 60,000
+ * files). 64 of them block the loop for well under a millisecond.
+ */
+const READ_CHUNK = 64;
+/**
+ * Unlinks run concurrently in the thread pool, this many at a time: unlink can wait on the disk (hundreds of
+ * microseconds each in a directory of 60,000 entries), which must not block the loop.
+ */
+const UNLINK_CONCURRENCY = 4;
 
 async function writeDurably(file: string, data: Buffer | string): Promise<void> {
   const tmp = `${file}.tmp`;
@@ -52,6 +67,8 @@ async function unlinkIfPresent(file: string): Promise<void> {
   }
 }
 
+
+
 async function syncDir(dir: string): Promise<void> {
   const fh = await open(dir, 'r');
   try { await fh.sync(); } finally { await fh.close(); }
@@ -68,6 +85,8 @@ async function syncDir(dir: string): Promise<void> {
 export class Spool {
   private entries: SpoolEntry[] = [];
   private totalBytes = 0;
+  /** Unlinks of removed reports still running (`removeMany`), in order. */
+  private unlinking: Promise<void> = Promise.resolve();
   private nextSeq = 1;
   private readonly now: () => number;
   private constructor(private readonly opts: SpoolOptions, readonly counters: SpoolCounters) {
@@ -89,8 +108,9 @@ export class Spool {
       if (name.endsWith('.tmp')) { await unlink(path.join(opts.dir, name)); continue; }
       const m = NAME.exec(name);
       if (!m) continue;
-      const file = path.join(opts.dir, name);
-      spool.entries.push({ seq: Number(m[1]), ts: Number(m[2]), bytes: (await stat(file)).size, file });
+      // Synchronously: nothing else runs before the spool is open, and a week of backlog (60,000 files) is
+      // indexed in a fraction of a second instead of seconds of promise round trips.
+      spool.entries.push({ seq: Number(m[1]), ts: Number(m[2]), bytes: statSync(path.join(opts.dir, name)).size });
     }
     spool.entries.sort((a, b) => a.seq - b.seq);
     spool.totalBytes = spool.entries.reduce((s, e) => s + e.bytes, 0);
@@ -107,10 +127,9 @@ export class Spool {
   /** Appends one report durably, then applies the bounds (which may drop the oldest ones). */
   async append(body: Buffer, ts: number): Promise<SpoolEntry> {
     const seq = this.nextSeq++;
-    const file = path.join(this.opts.dir, `r-${String(seq).padStart(16, '0')}-${ts}.json`);
-    await writeDurably(file, body);
+    const entry = { seq, ts, bytes: body.length };
+    await writeDurably(this.fileOf(entry), body);
     await syncDir(this.opts.dir);
-    const entry = { seq, ts, bytes: body.length, file };
     this.entries.push(entry);
     this.totalBytes += entry.bytes;
     await this.enforceBounds();
@@ -122,11 +141,15 @@ export class Spool {
     return this.entries[0];
   }
 
-  /** The oldest reports still to send, in order: at most `maxCount`, and at most `maxBytes` unless the first alone is larger. */
-  peekBatch(maxCount: number, maxBytes: number): SpoolEntry[] {
+  /**
+   * The oldest reports still to send after the first `skip`, in order: at most `maxCount`, and at most `maxBytes`
+   * unless the first alone is larger.
+   */
+  peekBatch(maxCount: number, maxBytes: number, skip = 0): SpoolEntry[] {
     const out: SpoolEntry[] = [];
     let bytes = 0;
-    for (const e of this.entries) {
+    for (let i = skip; i < this.entries.length; i++) {
+      const e = this.entries[i]!;
       if (out.length === maxCount || (out.length && bytes + e.bytes > maxBytes)) break;
       out.push(e);
       bytes += e.bytes;
@@ -134,23 +157,53 @@ export class Spool {
     return out;
   }
 
-  read(entry: SpoolEntry): Promise<Buffer> {
-    return readFile(entry.file);
+  /** The bodies of `entries`, in order, read a chunk of files at a time rather than all at once. */
+  async *readMany(entries: SpoolEntry[]): AsyncGenerator<Buffer> {
+    for (let i = 0; i < entries.length; i += READ_CHUNK) {
+      if (i) await new Promise<void>((resolve) => setImmediate(resolve));
+      const chunk = entries.slice(i, i + READ_CHUNK).map((e) => readFileSync(this.fileOf(e)));
+      yield* chunk;
+    }
   }
 
-  /** Removes reports the service answered for (stored, or refused for good: then counted as rejected), with one counters write. */
+  /**
+   * Removes reports the service answered for (stored, or refused for good: then counted as rejected), with one
+   * counters write. They leave the index at once; their files are unlinked in the background (`settled` waits for
+   * that), so the next batch is not held up by a thousand unlinks. A file left behind (a crash meanwhile, an unlink
+   * that failed) is sent again after a restart and answered `duplicate`.
+   */
   async removeMany(entries: SpoolEntry[], outcome: 'delivered' | 'rejected'): Promise<void> {
     const gone = new Set(entries);
-    // One pass over the index, not one splice per report: a week's backlog is 60,000 entries.
-    this.entries = this.entries.filter((e) => !gone.has(e));
-    for (const e of entries) {
-      this.totalBytes -= e.bytes;
-      await unlinkIfPresent(e.file);
+    // The index is in seq order and removals are at its head (a batch, maybe less a line the service rejected), so
+    // only the entries up to the last one removed are looked at, and the gap is closed in place: a week's backlog is
+    // 60,000 entries, and a copy of the index per batch would be garbage the size of the index. A report the bound
+    // dropped while it was in flight is no longer there and no longer counted in the bytes.
+    const last = entries.reduce((m, e) => Math.max(m, e.seq), -1);
+    const list = this.entries;
+    let kept = 0;
+    let read = 0;
+    for (; read < list.length && list[read]!.seq <= last; read++) {
+      const e = list[read]!;
+      if (gone.has(e)) this.totalBytes -= e.bytes;
+      else list[kept++] = e;
     }
+    list.splice(kept, read - kept);
+    const files = entries.map((e) => this.fileOf(e));
+    this.unlinking = this.unlinking.then(async () => {
+      const unlinkOne = (file: string) => unlinkIfPresent(file).catch((e: unknown) => {
+        this.opts.log.error('spooled report delivered but its file could not be removed; sent again (as a duplicate) after a restart', { file, error: String(e) });
+      });
+      for (let i = 0; i < files.length; i += UNLINK_CONCURRENCY) await Promise.all(files.slice(i, i + UNLINK_CONCURRENCY).map(unlinkOne));
+    });
     if (outcome === 'rejected' && entries.length) {
       this.counters.rejected += entries.length;
       await this.saveCounters();
     }
+  }
+
+  /** Resolves once the files of every report removed so far are unlinked (or their failure logged). */
+  settled(): Promise<void> {
+    return this.unlinking;
   }
 
   /** Drops the oldest reports past the age bound, then past the size bound. */
@@ -178,7 +231,11 @@ export class Spool {
     if (i === -1) return;
     this.entries.splice(i, 1);
     this.totalBytes -= entry.bytes;
-    await unlinkIfPresent(entry.file);
+    await unlinkIfPresent(this.fileOf(entry));
+  }
+
+  private fileOf(entry: SpoolEntry): string {
+    return path.join(this.opts.dir, `r-${String(entry.seq).padStart(16, '0')}-${entry.ts}.json`);
   }
 
   private async saveCounters(): Promise<void> {

@@ -3,6 +3,7 @@ import path from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import pg from 'pg';
 import { Kysely, PostgresDialect, SqliteDialect, sql, type Migration, type SqliteDatabase } from 'kysely';
+import { nameMarkedStatements } from './prepared.js';
 
 export type DialectName = 'sqlite' | 'postgres';
 
@@ -60,6 +61,13 @@ function openSqlite<DB>(opts: OpenDatabaseOptions): Database<DB> {
   if (opts.sqlitePageSize) sqlite.pragma(`page_size = ${opts.sqlitePageSize}`);
   sqlite.pragma('auto_vacuum = INCREMENTAL');
   sqlite.pragma('journal_mode = WAL');
+  configureSqliteConnection(sqlite);
+  const db = sqliteKysely<DB>(sqlite);
+  return { db, dialect: 'sqlite', sqlite, close: () => db.destroy() };
+}
+
+/** The settings of every connection to a service's file: its own and those of its writer threads. */
+export function configureSqliteConnection(sqlite: BetterSqlite3.Database): void {
   // A checkpointed WAL is cut back to this size rather than keeping its high-water mark on disk.
   sqlite.pragma('journal_size_limit = 1048576');
   // FULL: every commit is fsynced, so an answered write survives a crash or power loss.
@@ -67,8 +75,11 @@ function openSqlite<DB>(opts: OpenDatabaseOptions): Database<DB> {
   sqlite.pragma('synchronous = FULL');
   sqlite.pragma('busy_timeout = 5000');
   sqlite.pragma('foreign_keys = ON');
-  const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
-  return { db, dialect: 'sqlite', sqlite, close: () => db.destroy() };
+}
+
+/** A Kysely instance on one SQLite connection, its statements kept prepared. */
+export function sqliteKysely<DB>(sqlite: BetterSqlite3.Database): Kysely<DB> {
+  return new Kysely<DB>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
 }
 
 /** Distinct SQL texts kept prepared; a service uses a few dozen, so this bound is never reached in practice. */
@@ -84,7 +95,10 @@ function withStatementCache(sqlite: BetterSqlite3.Database): SqliteDatabase {
   const cache = new Map<string, BetterSqlite3.Statement>();
   return {
     close: () => sqlite.close(),
-    prepare(text: string) {
+    prepare(sqlText: string) {
+      // Kysely begins transactions deferred. With a writer thread on the same file, one that reads before it
+      // writes would fail (SQLITE_BUSY_SNAPSHOT) if the thread committed in between: take the write lock first.
+      const text = sqlText === 'begin' ? 'BEGIN IMMEDIATE' : sqlText;
       let stmt = cache.get(text);
       if (!stmt) {
         stmt = sqlite.prepare(text);
@@ -104,15 +118,17 @@ async function openPostgres<DB>(opts: OpenDatabaseOptions, url: string): Promise
   return { db, dialect: 'postgres', pgPool: pool, pgTarget: { url, schema: opts.pgSchema }, close: () => db.destroy() };
 }
 
-/** A pool on one service's schema, with BIGINT read as numbers (epoch milliseconds and versions, all below 2^53). */
+/** A pool on one service's schema, with BIGINT read as numbers (epoch milliseconds and versions, all below 2^53), and hot-path texts prepared (prepared.ts). */
 export function createPgPool(url: string, schema: string, max: number): pg.Pool {
   if (!SCHEMA_NAME.test(schema)) throw new Error(`invalid PostgreSQL schema name "${schema}"`);
-  return new pg.Pool({
+  const pool = new pg.Pool({
     connectionString: url,
     max,
     options: `-c search_path=${schema}`,
     types: { getTypeParser: ((oid: number, format?: 'text' | 'binary') => (oid === 20 ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format as 'text'))) as typeof pg.types.getTypeParser },
   });
+  pool.on('connect', nameMarkedStatements);
+  return pool;
 }
 
 async function ensureSchema(url: string, schema: string): Promise<void> {

@@ -106,11 +106,13 @@ function fromRow(r: Row): StoredAlert {
 }
 
 export function createAlertStore(db: Kysely<AlertTables>): AlertStore {
+  // Read on every stored report: compiled once, run with each report's parameters (tenant, host).
+  const firing = db.selectFrom('alerts').selectAll()
+    .where('tenant_id', '=', '').where('host_id', '=', '').where('resolved_at', 'is', null)
+    .orderBy('id').compile();
   return {
     async firing(tenantId, hostId) {
-      const rows = await db.selectFrom('alerts').selectAll()
-        .where('tenant_id', '=', tenantId).where('host_id', '=', hostId).where('resolved_at', 'is', null)
-        .orderBy('id').execute();
+      const { rows } = await db.executeQuery<Row>({ ...firing, parameters: [tenantId, hostId] });
       return rows.map(fromRow);
     },
     async record({ opened, updated }) {

@@ -1,9 +1,6 @@
 import { startExpiryCleanup, type ExpiryRule } from '../../core/storage/expiry-cleanup.js';
 import type { Database } from '../../core/storage/database.js';
 
-/** How often each instance removes expired dashboard sessions, on average. */
-export const SESSION_CLEANUP_INTERVAL_MS = 10 * 60_000;
-
 /** Dashboard sessions past their expiry (the index on expires_at serves the batches). */
 export const DASHBOARD_SESSION_EXPIRY: ExpiryRule = { name: 'dashboard_sessions', table: 'dashboard_sessions', key: 'id_hash', column: 'expires_at', cutoff: (now) => now };
 
@@ -15,13 +12,14 @@ export interface SessionCleanupLog {
 /**
  * Removes expired dashboard sessions in small batches on every instance while
  * the service runs (core/storage/expiry-cleanup.ts), so the table stays bounded
- * even when nobody signs in. Returns the stop function.
+ * even when nobody signs in; it is the only sweep (sign-in does none).
+ * `intervalMs` is the mean time between runs. Returns the stop function.
  */
-export function startSessionCleanup<DB>(database: Database<DB>, now: () => number, log: SessionCleanupLog): () => Promise<void> {
+export function startSessionCleanup<DB>(database: Database<DB>, now: () => number, log: SessionCleanupLog, intervalMs: number): () => Promise<void> {
   return startExpiryCleanup({
     database,
     rules: [DASHBOARD_SESSION_EXPIRY],
-    intervalMs: SESSION_CLEANUP_INTERVAL_MS,
+    intervalMs,
     now,
     onRun: (r) => {
       if ('error' in r) log.error({ err: r.error }, 'dashboard session cleanup failed');

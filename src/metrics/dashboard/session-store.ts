@@ -25,8 +25,6 @@ export interface SessionStore {
   /** The session with this id hash, expired or not; undefined when there is none. */
   find(idHash: string): Promise<StoredSession | undefined>;
   delete(idHash: string): Promise<void>;
-  /** Removes sessions with expires_at <= now; returns how many. */
-  deleteExpired(now: number): Promise<number>;
 }
 
 export function createSessionStore(db: Kysely<DashboardSessionTables>): SessionStore {
@@ -42,10 +40,6 @@ export function createSessionStore(db: Kysely<DashboardSessionTables>): SessionS
     },
     async delete(idHash) {
       await db.deleteFrom('dashboard_sessions').where('id_hash', '=', idHash).execute();
-    },
-    async deleteExpired(now) {
-      const r = await db.deleteFrom('dashboard_sessions').where('expires_at', '<=', now).executeTakeFirst();
-      return Number(r.numDeletedRows);
     },
   };
 }

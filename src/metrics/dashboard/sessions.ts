@@ -35,8 +35,6 @@ export async function openSession(deps: SessionDeps, token: string): Promise<{ i
   const active = await deps.tokens.findActiveToken(tokenHash);
   if (!active) throw new AppError('unauthorized', 'unknown or revoked token');
   const now = deps.now();
-  // Sign-ins are rare, so sweeping here keeps the table bounded without a timer.
-  await deps.sessions.deleteExpired(now);
   const id = randomBytes(32).toString('base64url');
   const expiresAt = now + SESSION_TTL_MS;
   await deps.sessions.insert({ idHash: hashToken(id), tokenHash, createdAt: now, expiresAt });

@@ -66,9 +66,9 @@ async function routeAlerts(deps: IngestDeps, prepared: NewReport, report: Report
  * report is durable before any webhook is called, so an alert receiver never
  * hears of a report the service could still lose.
  */
-export async function ingestReport(deps: IngestDeps, tenant: ResolvedTenant, report: Report): Promise<IngestResult> {
+export async function ingestReport(deps: IngestDeps, tenant: ResolvedTenant, report: Report, signal?: AbortSignal): Promise<IngestResult> {
   const prepared = prepareReport(deps, tenant, report);
-  return routeAlerts(deps, prepared, report, await deps.store.appendReport(prepared));
+  return routeAlerts(deps, prepared, report, await deps.store.appendReport(prepared, signal));
 }
 
 /** One line of a bulk body: a schema-valid report, or why the line was refused before storage. */
@@ -104,7 +104,7 @@ function rejected(line: number, e: AppError, report?: Report): BulkLineResult {
  * the alerts of the newly stored ones are routed, in line order. A refused
  * line never fails the others.
  */
-export async function ingestReports(deps: IngestDeps, tenant: ResolvedTenant, items: BulkItem[]): Promise<BulkResult> {
+export async function ingestReports(deps: IngestDeps, tenant: ResolvedTenant, items: BulkItem[], signal?: AbortSignal): Promise<BulkResult> {
   const results = new Map<number, BulkLineResult>();
   let samples = 0;
   const valid: Array<{ line: number; report: Report; prepared: NewReport }> = [];
@@ -117,7 +117,7 @@ export async function ingestReports(deps: IngestDeps, tenant: ResolvedTenant, it
       results.set(item.line, rejected(item.line, e, item.report));
     }
   }
-  const outcomes = valid.length ? await deps.store.appendReports(valid.map((v) => v.prepared)) : [];
+  const outcomes = valid.length ? await deps.store.appendReports(valid.map((v) => v.prepared), signal) : [];
   for (const [i, v] of valid.entries()) {
     try {
       const r = await routeAlerts(deps, v.prepared, v.report, outcomes[i]!);

@@ -23,15 +23,18 @@ export interface MetricsStore {
    * `duplicate` and changes nothing. A report that would take its host past
    * `limits.perHost` or its tenant past `limits.perTenant` distinct metric
    * names resolves `limit_exceeded` and stores nothing; the others in the
-   * same batch are unaffected.
+   * same batch are unaffected. When `signal` aborts (the client went away)
+   * while the report still waits for its commit, it is withdrawn: nothing is
+   * stored and the promise rejects; once its commit has begun, it completes.
    */
-  appendReport(report: NewReport): Promise<AppendOutcome>;
+  appendReport(report: NewReport, signal?: AbortSignal): Promise<AppendOutcome>;
   /**
    * Stores several reports with one durable commit (bulk ingest): one outcome
    * per report, in order, each with appendReport's meaning. A report that
-   * fails alone (a limit) never fails the others.
+   * fails alone (a limit) never fails the others. `signal` withdraws all of
+   * them as in appendReport.
    */
-  appendReports(reports: NewReport[]): Promise<AppendOutcome[]>;
+  appendReports(reports: NewReport[], signal?: AbortSignal): Promise<AppendOutcome[]>;
   /** Host ids of a tenant, sorted. */
   listHosts(tenantId: string): Promise<string[]>;
   hostExists(tenantId: string, hostId: string): Promise<boolean>;

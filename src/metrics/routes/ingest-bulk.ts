@@ -3,6 +3,7 @@ import { Type } from 'typebox';
 import type { App } from '../../core/http/create-app.js';
 import { ingestReports, type BulkItem, type IngestDeps } from '../domain/ingest.js';
 import { authenticate, requestTenant } from '../http/authenticate.js';
+import { clientGone } from '../http/client-gone.js';
 import { MAX_BULK_REPORTS, useNdjsonReportParser } from '../http/ndjson-report-parser.js';
 import type { MetricsSelfMetrics } from '../self-metrics.js';
 import { AlertResultsSchema } from './ingest.js';
@@ -63,7 +64,7 @@ export async function registerBulkIngestRoute(
         },
       },
     }, async (request, reply) => {
-      const result = await ingestReports(deps, requestTenant(request), request.body as BulkItem[]);
+      const result = await ingestReports(deps, requestTenant(request), request.body as BulkItem[], clientGone(reply));
       deps.selfMetrics.ingestedReports.inc({ result: 'stored' }, result.stored);
       deps.selfMetrics.ingestedReports.inc({ result: 'duplicate' }, result.duplicates);
       deps.selfMetrics.ingestedSamples.inc(result.samples);

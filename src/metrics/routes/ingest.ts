@@ -4,6 +4,7 @@ import type { App } from '../../core/http/create-app.js';
 import { ingestReport, type IngestDeps } from '../domain/ingest.js';
 import { ReportSchema } from '../domain/report-schema.js';
 import { authenticate, requestTenant } from '../http/authenticate.js';
+import { clientGone } from '../http/client-gone.js';
 import { useSignedJsonParser } from '../http/signed-json-parser.js';
 import { AUTH_ERRORS, BEARER, errorResponses } from './schemas.js';
 import type { MetricsSelfMetrics } from '../self-metrics.js';
@@ -60,7 +61,7 @@ export async function registerIngestRoute(app: App, deps: IngestDeps & { secret:
         },
       },
     }, async (request, reply) => {
-      const result = await ingestReport(deps, requestTenant(request), request.body);
+      const result = await ingestReport(deps, requestTenant(request), request.body, clientGone(reply));
       deps.selfMetrics.ingestedReports.inc({ result: result.duplicate ? 'duplicate' : 'stored' });
       if (!result.duplicate) deps.selfMetrics.ingestedSamples.inc(result.metrics);
       const failures = result.alertResults.filter((r) => r.outcome === 'failed');

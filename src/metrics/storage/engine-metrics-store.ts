@@ -111,8 +111,8 @@ export function createEngineMetricsStore(database: Database<MetricsTables>, opts
       return Number(r.numUpdatedRows) > 0;
     },
 
-    appendReport: async (report) => (await writer.append([report]))[0]!,
-    appendReports: (reports) => (reports.length ? writer.append(reports) : Promise.resolve([])),
+    appendReport: async (report, signal) => (await writer.append([report], signal))[0]!,
+    appendReports: (reports, signal) => (reports.length ? writer.append(reports, signal) : Promise.resolve([])),
 
     async listHosts(tenantId) {
       const rows = await conn.all<{ host_id: string }>('SELECT host_id FROM hosts WHERE tenant_id = ? ORDER BY host_id', [tenantId]);

@@ -1,11 +1,17 @@
 import type { Kysely, Selectable } from 'kysely';
 import { chunks } from '../../core/storage/chunks.js';
+import { prepared } from '../../core/storage/prepared.js';
 import type { AccessGrant, AccountStore, RotateOutcome, User } from './account-store.js';
 import type { AccountTables, UsersTable } from './tables.js';
 
 /** One implementation for both dialects: every statement here is portable SQL. */
 export function createKyselyAccountStore(db: Kysely<AccountTables>): AccountStore {
   const toUser = (r: Selectable<UsersTable>): User => ({ id: r.id, email: r.email, name: r.name, passwordHash: r.password_hash, createdAt: Number(r.created_at) });
+
+  // Every authenticated request runs this lookup: prepared once per connection on PostgreSQL.
+  const grantQuery = (tokenHash: string, now: number) => db.selectFrom('access_tokens').select(['user_id', 'business_id', 'family_id', 'expires_at'])
+    .where('token_hash', '=', tokenHash).where('expires_at', '>', now);
+  prepared(grantQuery('', 0).compile().sql);
 
   async function revokeFamilyIn(trx: Kysely<AccountTables>, familyId: string): Promise<void> {
     await trx.deleteFrom('refresh_tokens').where('family_id', '=', familyId).execute();
@@ -51,8 +57,7 @@ export function createKyselyAccountStore(db: Kysely<AccountTables>): AccountStor
     },
 
     async findAccessGrant(tokenHash, now): Promise<AccessGrant | undefined> {
-      const r = await db.selectFrom('access_tokens').select(['user_id', 'business_id', 'family_id', 'expires_at'])
-        .where('token_hash', '=', tokenHash).where('expires_at', '>', now).executeTakeFirst();
+      const r = await grantQuery(tokenHash, now).executeTakeFirst();
       if (!r) return undefined;
       return { userId: r.user_id, businessId: r.business_id ?? undefined, familyId: r.family_id ?? undefined, expiresAt: Number(r.expires_at) };
     },

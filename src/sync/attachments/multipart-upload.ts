@@ -42,7 +42,12 @@ export async function readUpload(req: FastifyRequest, blobs: BlobStore, maxBytes
           part.file.resume();
           throw new AppError('invalid_request', 'the form must have exactly one file part, named "file"');
         }
-        part.file.on('limit', () => part.file.destroy(new AppError('payload_too_large', `an attachment may be at most ${maxBytes} bytes`)));
+        const tooLarge = () => part.file.destroy(new AppError('payload_too_large', `an attachment may be at most ${maxBytes} bytes`));
+        // busboy may have passed the limit before the part got here: the request's buffered bytes (64 KiB by Node 22's
+        // default) are parsed in one go and the part is handed over a tick later, so 'limit' already fired. busboy then
+        // discards the rest of the part, reading the body to its end, unless the file stream is destroyed now.
+        if (part.file.truncated) tooLarge();
+        else part.file.once('limit', tooLarge);
         filename = part.filename;
         blob = await blobs.put(part.file);
       } else {

@@ -28,6 +28,8 @@ export interface BusinessStore {
   listBusinessesOf(userId: string): Promise<Array<Business & { role: Role }>>;
   /** The user's role in the business; undefined when not a member. */
   roleOf(businessId: string, userId: string): Promise<Role | undefined>;
+  /** Whether the business exists and, if so, the user's role in it (undefined when not a member): one query, asked by every business-scoped request. */
+  access(businessId: string, userId: string): Promise<{ exists: false } | { exists: true; role: Role | undefined }>;
   /** Which of `userIds` are members of the business (one query for many, as the feed's heartbeat needs). */
   membersAmong(businessId: string, userIds: readonly string[]): Promise<Set<string>>;
   /** Members in the order they joined. */

@@ -1,4 +1,5 @@
 import { chunks } from '../../core/storage/chunks.js';
+import { prepared } from '../../core/storage/prepared.js';
 import type { Kysely, Selectable } from 'kysely';
 import type { DialectName } from '../../core/storage/database.js';
 import type { AccountTables } from '../accounts/tables.js';
@@ -15,6 +16,12 @@ const toBusiness = (r: Selectable<BusinessesTable>): Business => ({ id: r.id, na
  * already serialized by its single writer.
  */
 export function createKyselyBusinessStore(db: Kysely<Tables>, dialect: DialectName): BusinessStore {
+  const accessQuery = (businessId: string, userId: string) => db.selectFrom('businesses as b')
+    .leftJoin('memberships as m', (j) => j.onRef('m.business_id', '=', 'b.id').on('m.user_id', '=', userId))
+    .select('m.role')
+    .where('b.id', '=', businessId);
+  // Every business-scoped request runs it: prepared once per connection on PostgreSQL.
+  prepared(accessQuery('', '').compile().sql);
   return {
     async createBusiness(b) {
       await db.transaction().execute(async (trx) => {
@@ -41,6 +48,11 @@ export function createKyselyBusinessStore(db: Kysely<Tables>, dialect: DialectNa
     async roleOf(businessId, userId) {
       const r = await db.selectFrom('memberships').select('role').where('business_id', '=', businessId).where('user_id', '=', userId).executeTakeFirst();
       return r?.role;
+    },
+
+    async access(businessId, userId) {
+      const r = await accessQuery(businessId, userId).executeTakeFirst();
+      return r ? { exists: true, role: r.role ?? undefined } : { exists: false };
     },
 
     async membersAmong(businessId, userIds) {

@@ -1,6 +1,6 @@
 import type { ChangeNotifier } from '../feed/change-events.js';
-import type { ChangeStore } from './change-store.js';
-import type { Conflict, ConflictFilter, PullResult, PushResult, Resolution, SyncStatus } from './change-schemas.js';
+import type { ChangeStore, PullPage } from './change-store.js';
+import type { Conflict, ConflictFilter, PushResult, Resolution, SyncStatus } from './change-schemas.js';
 import { CONFLICT_PAGE, DEFAULT_BRANCH } from './change-limits.js';
 import { validatePushItems } from './push-validation.js';
 
@@ -39,10 +39,10 @@ export async function pushChanges(deps: ChangeDeps, businessId: string, input: P
   };
 }
 
-export async function pullChanges(deps: ChangeDeps, businessId: string, sinceVersion: number, limit: number | undefined): Promise<PullResult> {
+/** One pull page (see ChangeStore.pull); the changes keep their data as stored JSON text (`pullResultJson` writes the answer). */
+export async function pullChanges(deps: ChangeDeps, businessId: string, sinceVersion: number, limit: number | undefined): Promise<PullPage> {
   // A limit above the cap is reduced to it, as documented, rather than refused.
-  const page = await deps.changes.pull(businessId, sinceVersion, Math.min(limit ?? deps.pullPage.default, deps.pullPage.max));
-  return { changes: page.changes, version: page.version, has_more: page.hasMore };
+  return deps.changes.pull(businessId, sinceVersion, Math.min(limit ?? deps.pullPage.default, deps.pullPage.max));
 }
 
 export async function syncStatus(deps: ChangeDeps, businessId: string): Promise<SyncStatus> {

@@ -7,6 +7,7 @@ import { isMember, requireUser, resolveBusiness } from '../http/auth-guard.js';
 import { BearerSecurity, errors } from '../http/schemas.js';
 import { createPubSubNotifier } from '../feed/change-events.js';
 import type { ChangeDeps } from './change-operations.js';
+import { pullResultJson } from './change-rows.js';
 import { listConflicts, pullChanges, pushChanges, resolveConflict, syncStatus } from './change-operations.js';
 import {
   BusinessHeaderSchema, ConflictListQuerySchema, ConflictSchema, PullBodySchema, PullResultSchema, PushBodySchema, PushResultSchema, ResolveBodySchema, StatusSchema,
@@ -58,11 +59,13 @@ export function registerChangeRoutes(app: App, deps: SyncDeps): void {
       headers: BusinessHeaderSchema, body: PullBodySchema,
       response: { 200: PullResultSchema, ...errors(400, 401, 403, 404, 413, 415, 503) },
     },
-  }, async (req) => {
+  }, async (req, reply) => {
     const businessId = await resolveBusiness(req, deps, req.body.business_id);
     const page = await pullChanges(changeDeps, businessId, req.body.since_version, req.body.limit);
     deps.selfMetrics.pulledChanges.inc(page.changes.length);
-    return page;
+    // A string with a JSON content type is sent as it is: the schema above documents the shape, pullResultJson
+    // writes it (the typed reply expects the object form, hence the cast).
+    return reply.type('application/json; charset=utf-8').send(pullResultJson(page) as never);
   });
 
   app.get('/api/sync/status', {

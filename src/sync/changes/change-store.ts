@@ -9,6 +9,9 @@ export interface PushCommand {
   items: PushItem[];
 }
 
+/** What feed subscribers hear of an applied change. */
+export type AppliedChange = Pick<Change, 'version' | 'table_name' | 'record_uuid' | 'instance_id'>;
+
 export interface AppliedPush {
   accepted: number;
   /** Items the version rule rejected (stale, or a record version re-pushed with other content); validation rejections are added by the caller. */
@@ -17,11 +20,14 @@ export interface AppliedPush {
   /** Conflicts of this push in item order, stored and with their ids. */
   conflicts: Conflict[];
   /** Changes applied by this push, in version order (for notifications). */
-  applied: Change[];
+  applied: AppliedChange[];
 }
 
+/** A change as stored: `data` is its canonical JSON text (null for a delete), carried into a pull answer without parsing it. */
+export type StoredChange = Omit<Change, 'data'> & { data: string | null };
+
 export interface PullPage {
-  changes: Change[];
+  changes: StoredChange[];
   hasMore: boolean;
   /** Last change of the page when `hasMore`, else the business's current server version. */
   version: number;
@@ -72,4 +78,7 @@ export interface ChangeStore {
    * `conflict` when it is no longer pending.
    */
   resolveConflict(businessId: string, conflictId: number, resolution: Resolution, now: number): Promise<ResolvedConflict>;
+
+  /** Finishes the pushes in flight and releases what the store holds besides the database (the SQLite push thread). */
+  close(): Promise<void>;
 }

@@ -18,6 +18,8 @@ export interface ChangeTables {
     instance_id: string;
     /** Epoch milliseconds. */
     created_at: number;
+    /** Server version of the previous change of the same record (null for its first): retry detection walks this chain. */
+    prev_version: number | null;
   };
   /** Current state of each record: its latest applied change. The version rule reads it. */
   sync_records: {

@@ -30,6 +30,8 @@ export interface PushState {
 
 export interface PlannedChange {
   serverVersion: number;
+  /** Server version of the record's previous change; null for its first. */
+  prevVersion: number | null;
   tableName: string;
   recordUuid: string;
   operation: Operation;
@@ -92,7 +94,7 @@ export function planPush(state: PushState, instanceId: string, items: readonly P
     }
     if (!current || item.version > current.recordVersion) {
       const serverVersion = ++plan.serverVersion;
-      plan.changes.push({ serverVersion, tableName: item.tableName, recordUuid: item.recordUuid, operation: item.operation, data: item.data, recordVersion: item.version });
+      plan.changes.push({ serverVersion, prevVersion: current?.serverVersion ?? null, tableName: item.tableName, recordUuid: item.recordUuid, operation: item.operation, data: item.data, recordVersion: item.version });
       records.set(rKey, { tableName: item.tableName, recordUuid: item.recordUuid, recordVersion: item.version, serverVersion, instanceId, data: item.data });
       ownChanges.set(aKey, { operation: item.operation, data: item.data });
       touched.add(rKey);

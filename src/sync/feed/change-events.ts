@@ -1,5 +1,5 @@
 import type { PubSub } from '../../core/pubsub/pubsub.js';
-import type { Change } from '../changes/change-schemas.js';
+import type { AppliedChange } from '../changes/change-store.js';
 
 /** The message every feed subscriber of a business gets for each applied change. */
 export interface ChangeEvent {
@@ -18,7 +18,7 @@ export interface ChangeBatch {
 
 /** Tells every instance's feed subscribers about committed changes. Never throws: delivery is at-most-once. */
 export interface ChangeNotifier {
-  notify(businessId: string, changes: readonly Change[]): Promise<void>;
+  notify(businessId: string, changes: readonly AppliedChange[]): Promise<void>;
 }
 
 export interface WarnLogger {
@@ -30,7 +30,7 @@ export function businessChannel(businessId: string): string {
   return `sync:changes:${businessId}`;
 }
 
-export function toEvent(change: Change): ChangeEvent {
+export function toEvent(change: AppliedChange): ChangeEvent {
   return { type: 'change', table_name: change.table_name, record_uuid: change.record_uuid, version: change.version, instance_id: change.instance_id };
 }
 

@@ -5,7 +5,8 @@ import { businessChannel, type ChangeBatch, type WarnLogger } from './change-eve
 export interface FeedSocket {
   readonly bufferedAmount: number;
   readonly readyState: number;
-  send(data: string): void;
+  /** Sends `data` as one text message. */
+  send(data: Buffer, options: { binary: false }): void;
   ping(): void;
   close(code: number, reason: string): void;
   terminate(): void;
@@ -44,6 +45,8 @@ export const NO_LONGER_AUTHORIZED = 1008;
  */
 export type ReauthorizeBusiness<C> = (businessId: string, credentials: readonly C[]) => Promise<boolean[]>;
 const OPEN = 1;
+const TEXT = { binary: false } as const;
+const PING_CHUNK = 256;
 
 export interface FeedHub<C> {
   /**
@@ -53,7 +56,8 @@ export interface FeedHub<C> {
    */
   add(businessId: string, socket: FeedSocket, credential: C): Promise<void>;
   /**
-   * One heartbeat: drop sockets that missed the last ping, ping the rest, and
+   * One heartbeat: drop sockets that missed the last ping, ping the rest (a
+   * few hundred per event-loop turn), and
    * re-authorise every business's sockets, one business after another, spread
    * over `reauthSpreadMs`. Resolves when the checks are done. A heartbeat that
    * comes while the previous one's checks still run pings but checks nothing
@@ -92,7 +96,8 @@ export function createFeedHub<C>(pubsub: PubSub, options: FeedOptions, log: Warn
     // Messages may cross a network (Redis); anything not shaped like a batch is dropped.
     const events = (message as Partial<ChangeBatch> | null)?.events;
     if (!Array.isArray(events)) return;
-    const frames = events.map((e) => JSON.stringify(e));
+    // Encoded once for every socket: with thousands of subscribers the per-socket work is the send alone.
+    const frames = events.map((e) => Buffer.from(JSON.stringify(e)));
     for (const socket of sockets.keys()) {
       if (socket.readyState !== OPEN) continue;
       for (const frame of frames) {
@@ -103,7 +108,7 @@ export function createFeedHub<C>(pubsub: PubSub, options: FeedOptions, log: Warn
           socket.terminate();
           break;
         }
-        socket.send(frame);
+        socket.send(frame, TEXT);
       }
     }
   };
@@ -140,6 +145,23 @@ export function createFeedHub<C>(pubsub: PubSub, options: FeedOptions, log: Warn
     }
   };
 
+  // A ping is a socket write like a message: thousands at once would stall the event loop for tens of milliseconds,
+  // so they go out in chunks with other work (fan-outs, requests) between them.
+  const pingAll = async () => {
+    let n = 0;
+    for (const socket of [...alive.keys()]) {
+      if (++n % PING_CHUNK === 0) await new Promise((resolve) => setImmediate(resolve));
+      const answered = alive.get(socket);
+      if (answered === undefined) continue;
+      if (!answered) {
+        socket.terminate();
+        continue;
+      }
+      alive.set(socket, false);
+      socket.ping();
+    }
+  };
+
   const hub: FeedHub<C> = {
     async add(businessId, socket, credential) {
       let sub = subscriptions.get(businessId);
@@ -160,16 +182,9 @@ export function createFeedHub<C>(pubsub: PubSub, options: FeedOptions, log: Warn
       }
     },
     heartbeat() {
-      for (const [socket, answered] of alive) {
-        if (!answered) {
-          socket.terminate();
-          continue;
-        }
-        alive.set(socket, false);
-        socket.ping();
-      }
+      const pinging = pingAll();
       checking ??= checkAll().finally(() => { checking = undefined; });
-      return checking;
+      return Promise.all([pinging, checking]).then(() => undefined);
     },
     get size() {
       return alive.size;

@@ -94,7 +94,8 @@ export async function resolveBusiness(req: FastifyRequest, deps: SyncDeps, bodyB
   if (bodyBusinessId !== undefined && normalizeUuid(bodyBusinessId) !== businessId) {
     throw new AppError('invalid_request', 'business_id in the body disagrees with the business of the request (X-Business-ID or token)');
   }
-  if (!(await deps.businesses.findBusiness(businessId))) throw new AppError('not_found', 'no such business');
-  if (!(await isMember(deps, req.caller.userId, businessId))) throw new AppError('forbidden', 'you are not a member of this business');
+  const access = await deps.businesses.access(businessId, req.caller.userId);
+  if (!access.exists) throw new AppError('not_found', 'no such business');
+  if (access.role === undefined) throw new AppError('forbidden', 'you are not a member of this business');
   return businessId;
 }

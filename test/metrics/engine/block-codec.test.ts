@@ -67,6 +67,19 @@ test('random walks, counters and complements (free = total - used) round-trip an
   }), { numRuns: 20 });
 });
 
+test('constant columns are stored as decimals where exact (a host-hour rollup row: sums, counts, min, max) and read back exactly', () => {
+  const row = [18_012.37, 360, 12.5, 99.99, 3.6e12, 360, 9_999_999_744, 10_000_001_024, 0.1 + 0.2, -0];
+  const b: BlockData = { ts: Float64Array.of(1_700_000_000_000), columns: new Map(row.map((v, i) => [i, Float64Array.of(v)])) };
+  const enc = encodeBlock(b);
+  assertSame(b, decodeBlock(enc));
+  // A count of 360 takes a few bytes; a constant with no exact decimal (0.1 + 0.2) still takes a float64's eight.
+  const one = (v: number) => encodeBlock({ ts: b.ts, columns: new Map([[1, Float64Array.of(v)]]) }).length;
+  assert.ok(one(360) + 4 <= one(0.1 + 0.2), `${one(360)} bytes against ${one(0.1 + 0.2)}`);
+  // Partial constant columns keep their gaps.
+  const partial: BlockData = { ts: Float64Array.of(0, 10_000, 20_000), columns: new Map([[1, Float64Array.of(360, Number.NaN, 360)], [2, Float64Array.of(Number.NaN, 0.25, 0.25)]]) };
+  assertSame(partial, decodeBlock(encodeBlock(partial)));
+});
+
 test('decimalExponent: the smallest exact decimal exponent, or -1 where none is exact', () => {
   assert.equal(decimalExponent(31.4), 1);
   assert.equal(decimalExponent(8_589_934_592), 0);

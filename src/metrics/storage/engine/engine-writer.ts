@@ -6,6 +6,7 @@ import { findSealable, sealWindow, type SealSettings } from './sealer.js';
 import type { SqlConn } from './sql-conn.js';
 import { rollTenantWindows } from './tenant-rollup.js';
 import { WINDOW_MS } from './windows.js';
+import { WITHDRAWN } from './worker-protocol.js';
 
 /**
  * Everything that writes the engine's tables, over one SqlConn: group commit
@@ -16,8 +17,11 @@ import { WINDOW_MS } from './windows.js';
  * event loop.
  */
 export interface EngineWriter {
-  /** Resolves one outcome per report after the commit that holds them; all of one call share one commit. */
-  append(reports: NewReport[]): Promise<AppendOutcome[]>;
+  /**
+   * Resolves one outcome per report after the commit that holds them; all of one call share one commit.
+   * `signal` aborting while they still wait in the queue withdraws them (nothing stored, the promise rejects).
+   */
+  append(reports: NewReport[], signal?: AbortSignal): Promise<AppendOutcome[]>;
   /** Retention: drops whole blocks (and head rows, tenant rollups) before `cutoff`, and hosts left with nothing. */
   deleteBefore(cutoff: number): Promise<{ reports: number; hosts: number }>;
   /** Seals every closed window and rolls up every tenant window now (operations and tests; the loop does it on its own). */
@@ -51,13 +55,23 @@ const PG_COMMITS_IN_FLIGHT = 4;
 /** Seconds a refused append is told to wait. */
 const RETRY_AFTER_S = 1;
 
-type Job = { reports: NewReport[]; resolve: (o: AppendOutcome[]) => void; reject: (e: unknown) => void };
+type Job = { reports: NewReport[]; resolve: (o: AppendOutcome[]) => void; reject: (e: unknown) => void; forget: () => void };
 
-export function createEngineWriter(conn: SqlConn, opts: WriterOptions, onError: (e: unknown) => void): EngineWriter {
+/**
+ * `syncLog`, when given, makes the log durable (SQLite: fsync of the WAL file, on libuv's pool). Appends then commit
+ * without waiting for the disk inside the transaction and are answered after a sync that began after their commit,
+ * so the next batch commits while the previous one's fsync runs (group commit, pipelined). Without it (PostgreSQL),
+ * each append transaction's commit is durable by itself.
+ */
+export function createEngineWriter(conn: SqlConn, opts: WriterOptions, onError: (e: unknown) => void, syncLog?: () => Promise<void>): EngineWriter {
   const state = newWriterState();
   const sealed = new SealedTimestamps();
   const wallNow = () => Date.now();
-  const deps = { conn, state, limits: opts.limits, sealed, wallNow };
+  const deps = { conn, state, limits: opts.limits, sealed, wallNow, syncedByCaller: syncLog !== undefined };
+  const durable = syncLog ? pipelinedSync(syncLog) : undefined;
+  // A failed fsync leaves what the log holds unknown (the kernel may drop the dirty pages and report success
+  // later), so after one nothing more is acknowledged: the service must be restarted, as PostgreSQL does.
+  let syncFailed: unknown;
   const queue: Job[] = [];
   let queued = 0;
   let closed = false;
@@ -73,6 +87,7 @@ export function createEngineWriter(conn: SqlConn, opts: WriterOptions, onError: 
   const parallel = conn.dialect === 'postgres' ? PG_COMMITS_IN_FLIGHT : 1;
   const runAppend = conn.dialect === 'sqlite' ? serial : <T>(fn: () => Promise<T>) => fn();
   let active = 0;
+  let syncing = 0;
   let scheduled = false;
   let idle: (() => void) | undefined;
 
@@ -84,41 +99,64 @@ export function createEngineWriter(conn: SqlConn, opts: WriterOptions, onError: 
       scheduled = false;
       while (active < parallel && queue.length) {
         active++;
-        void runAppend(commitOnce).finally(() => {
+        let settle: (() => Promise<void>) | undefined;
+        void runAppend(async () => { settle = await commitOnce(); }).finally(() => {
           active--;
+          // The commit is done: the next batch may commit while this one's sync runs.
           if (queue.length) scheduleDrain();
-          else if (active === 0) idle?.();
+          if (!settle) { if (active === 0 && syncing === 0 && !queue.length) idle?.(); return; }
+          syncing++;
+          void settle().finally(() => {
+            syncing--;
+            if (active === 0 && syncing === 0 && !queue.length) idle?.();
+          });
         });
       }
-      if (active === 0 && !queue.length) idle?.();
+      if (active === 0 && syncing === 0 && !queue.length) idle?.();
     });
   }
 
-  /** Takes what is queued (whole calls, up to maxBatch reports) and commits it in one transaction. */
-  async function commitOnce(): Promise<void> {
+  /**
+   * Takes what is queued (whole calls, up to maxBatch reports) and commits it in one transaction; returns what
+   * answers them, which with `syncLog` first waits for the sync (outside the chain of transactions).
+   */
+  async function commitOnce(): Promise<(() => Promise<void>) | undefined> {
     const jobs: Job[] = [];
     let n = 0;
     while (queue.length && (n === 0 || n + queue[0]!.reports.length <= opts.maxBatch)) {
       const job = queue.shift()!;
+      job.forget();
       jobs.push(job);
       n += job.reports.length;
     }
-    if (!jobs.length) return;
+    if (!jobs.length) return undefined;
     queued -= n;
-    const outcomes = await appendBatch(deps, jobs.flatMap((j) => j.reports));
-    let at = 0;
-    for (const job of jobs) {
-      const mine = outcomes.slice(at, at + job.reports.length);
-      at += job.reports.length;
-      const failed = mine.find((o) => o.status === 'error');
-      if (failed) job.reject(failed.status === 'error' ? failed.error : undefined);
-      else job.resolve(mine as AppendOutcome[]);
+    if (syncFailed !== undefined) {
+      for (const job of jobs) job.reject(new AppError('unavailable', 'the storage log could not be synced to disk; restart the service'));
+      return undefined;
     }
+    const outcomes = await appendBatch(deps, jobs.flatMap((j) => j.reports));
+    const answer = (): void => {
+      let at = 0;
+      for (const job of jobs) {
+        const mine = outcomes.slice(at, at + job.reports.length);
+        at += job.reports.length;
+        const failed = mine.find((o) => o.status === 'error');
+        if (failed) job.reject(failed.status === 'error' ? failed.error : undefined);
+        else job.resolve(mine as AppendOutcome[]);
+      }
+    };
+    if (!durable) { answer(); return undefined; }
+    return () => durable().then(answer, (e: unknown) => {
+      syncFailed ??= e;
+      onError(e);
+      for (const job of jobs) job.reject(new AppError('unavailable', 'the storage log could not be synced to disk; restart the service'));
+    });
   }
 
-  /** Resolves once nothing is queued or committing. */
+  /** Resolves once nothing is queued, committing or waiting for its sync. */
   function drained(): Promise<void> {
-    if (!queue.length && active === 0 && !scheduled) return Promise.resolve();
+    if (!queue.length && active === 0 && syncing === 0 && !scheduled) return Promise.resolve();
     return new Promise((resolve) => { idle = () => { idle = undefined; resolve(); }; });
   }
 
@@ -154,13 +192,24 @@ export function createEngineWriter(conn: SqlConn, opts: WriterOptions, onError: 
   timer?.unref();
 
   return {
-    append(reports) {
+    append(reports, signal) {
       if (closed) return Promise.reject(new AppError('unavailable', 'the service is shutting down'));
+      if (syncFailed !== undefined) return Promise.reject(new AppError('unavailable', 'the storage log could not be synced to disk; restart the service'));
+      if (signal?.aborted) return Promise.reject(new AppError('unavailable', WITHDRAWN));
       if (queued + reports.length > opts.maxQueued) {
         return Promise.reject(new AppError('unavailable', `${queued} reports are waiting for the disk; retry shortly`, { retry_after: RETRY_AFTER_S }));
       }
       return new Promise((resolve, reject) => {
-        queue.push({ reports, resolve, reject });
+        const withdraw = (): void => {
+          const at = queue.indexOf(job);
+          if (at < 0) return;
+          queue.splice(at, 1);
+          queued -= reports.length;
+          reject(new AppError('unavailable', WITHDRAWN));
+        };
+        const job: Job = { reports, resolve, reject, forget: () => signal?.removeEventListener('abort', withdraw) };
+        signal?.addEventListener('abort', withdraw, { once: true });
+        queue.push(job);
         queued += reports.length;
         scheduleDrain();
       });
@@ -187,8 +236,35 @@ async function deleteBefore(conn: SqlConn, cutoff: number): Promise<{ reports: n
     await tx.run('DELETE FROM blocks WHERE window_start + ? <= ?', [WINDOW_MS, cutoff]);
     await tx.run('DELETE FROM tenant_windows WHERE window_start + ? <= ?', [WINDOW_MS, cutoff]);
     const head = await tx.run('DELETE FROM reports WHERE ts < ?', [cutoff]);
-    const gone = await tx.run(
-      'DELETE FROM hosts WHERE NOT EXISTS (SELECT 1 FROM reports r WHERE r.host_key = hosts.key) AND NOT EXISTS (SELECT 1 FROM blocks b WHERE b.host_key = hosts.key)');
+    const empty = 'NOT EXISTS (SELECT 1 FROM reports r WHERE r.host_key = hosts.key) AND NOT EXISTS (SELECT 1 FROM blocks b WHERE b.host_key = hosts.key)';
+    if (conn.dialect === 'sqlite') return { reports: Number(sealedRows?.n ?? 0) + head, hosts: await tx.run(`DELETE FROM hosts WHERE ${empty}`) };
+    // PostgreSQL, read committed: a report another instance is inserting for a host is invisible to this snapshot, and
+    // the cascade would delete it with the host after its commit. So lock the empty-looking hosts first (skipping any an
+    // insert holds: its foreign-key check keeps a share lock until it commits), and test them again in a new statement,
+    // whose snapshot sees every insert that committed before the lock; inserts after it wait for this commit.
+    const locked = await tx.all<{ key: number }>(`SELECT key FROM hosts WHERE ${empty} FOR UPDATE SKIP LOCKED`);
+    const gone = locked.length ? await tx.run(`DELETE FROM hosts WHERE key = ANY(?) AND ${empty}`, [locked.map((r) => r.key)]) : 0;
     return { reports: Number(sealedRows?.n ?? 0) + head, hosts: gone };
   });
+}
+
+/**
+ * Returns a function whose promise settles after a call of `sync` that began after it was called: calls that
+ * arrive while one runs share the next one, so there is at most one running and one waiting, whatever the load.
+ */
+export function pipelinedSync(sync: () => Promise<void>): () => Promise<void> {
+  let running: Promise<void> | undefined;
+  let next: Promise<void> | undefined;
+  const start = (): Promise<void> => {
+    const p = sync();
+    running = p;
+    const clear = (): void => { if (running === p) running = undefined; };
+    p.then(clear, clear);
+    return p;
+  };
+  return () => {
+    if (!running) return start();
+    next ??= running.then(() => undefined, () => undefined).then(() => { next = undefined; return start(); });
+    return next;
+  };
 }

@@ -44,6 +44,11 @@ export interface WriterDeps {
   limits: MetricLimits;
   sealed: SealedTimestamps;
   wallNow: () => number;
+  /**
+   * The append's commit does not wait for the disk itself: the caller makes it durable before it answers
+   * (engine-writer.ts: an fsync of SQLite's WAL off the writer thread, so the next batch commits meanwhile).
+   */
+  syncedByCaller?: boolean;
 }
 
 /**
@@ -67,7 +72,7 @@ async function appendWithRetry(deps: WriterDeps, batch: NewReport[]): Promise<Ap
   for (let attempt = 1; ; attempt++) {
     const after: Array<() => void> = [];
     try {
-      const out = await deps.conn.transaction((c) => appendInTransaction({ ...deps, conn: c }, batch, after));
+      const out = await deps.conn.transaction((c) => appendInTransaction({ ...deps, conn: c }, batch, after), { relaxed: deps.syncedByCaller === true });
       for (const apply of after) apply();
       return out;
     } catch (e: unknown) {

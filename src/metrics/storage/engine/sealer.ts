@@ -12,6 +12,8 @@ import { HOST_TIER_MS, WINDOW_MS } from './windows.js';
  * neither. On PostgreSQL an instance seals a host only while it holds that
  * host's row lock (SKIP LOCKED): two instances never seal the same host at
  * once, and the lock does not block ingest (inserts take a weaker lock).
+ * The commit does not wait for the disk: it moves reports that are already
+ * durable, and a crash can only undo it whole (they are then in the head).
  */
 export interface SealSettings {
   /** How long after a window's end late reports are still waited for before it is sealed. */
@@ -81,7 +83,7 @@ export async function sealWindow(conn: SqlConn, c: SealCandidate, wallNow: numbe
        ON CONFLICT (tenant_id, window_start) DO UPDATE SET version = tenant_windows.version + 1, changed_at = excluded.changed_at`,
       [host.tenant_id, c.windowStart, wallNow]);
     return true;
-  });
+  }, { relaxed: true });
 }
 
 /** A block's rows plus head rows, by ts; where both hold a ts the sealed one stays (it was answered first). */

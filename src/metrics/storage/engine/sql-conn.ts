@@ -16,8 +16,13 @@ export interface SqlConn {
   run(text: string, params?: readonly unknown[]): Promise<number>;
   /** Runs a statement to its end, unprepared (SQLite pragmas that work a step at a time, such as incremental_vacuum). */
   exec(text: string): Promise<void>;
-  /** `fn` in one transaction on one connection (SQLite: BEGIN IMMEDIATE, so it never upgrades a read lock). */
-  transaction<T>(fn: (c: SqlConn) => Promise<T>): Promise<T>;
+  /**
+   * `fn` in one transaction on one connection (SQLite: BEGIN IMMEDIATE, so it never upgrades a read lock).
+   * `relaxed`: the commit does not wait for the disk (SQLite synchronous=NORMAL, PostgreSQL synchronous_commit off).
+   * Only for work that moves or derives data already durable (seals, rollups): a crash can lose such a
+   * transaction only whole, and the next durable commit, which follows it in the log, makes it durable too.
+   */
+  transaction<T>(fn: (c: SqlConn) => Promise<T>, opts?: { relaxed?: boolean }): Promise<T>;
 }
 
 /** A better-sqlite3 connection as a SqlConn. Statements are cached by text. */
@@ -34,8 +39,11 @@ export function sqliteConn(db: BetterSqlite3.Database): SqlConn {
     all: <T>(text: string, params: readonly unknown[] = []) => Promise.resolve(prepare(text).all(...params) as T[]),
     run: (text, params = []) => Promise.resolve(prepare(text).run(...params).changes),
     exec: (text) => { db.exec(text); return Promise.resolve(); },
-    async transaction(fn) {
+    async transaction(fn, opts) {
       if (depth > 0) return fn(conn);
+      // The connection's setting (FULL) is restored after the transaction: appends always commit durably.
+      const durable = opts?.relaxed ? (db.pragma('synchronous', { simple: true }) as number) : undefined;
+      if (durable !== undefined) db.pragma('synchronous = NORMAL');
       db.exec('BEGIN IMMEDIATE');
       depth++;
       try {
@@ -47,6 +55,7 @@ export function sqliteConn(db: BetterSqlite3.Database): SqlConn {
         throw e;
       } finally {
         depth--;
+        if (durable !== undefined) db.pragma(`synchronous = ${durable}`);
       }
     },
   };
@@ -68,13 +77,14 @@ function pgStatement(text: string): { name: string; text: string } {
 }
 
 type PgQueryable = pg.Pool | pg.PoolClient;
-type Transaction = <T>(fn: (c: SqlConn) => Promise<T>) => Promise<T>;
+type Transaction = <T>(fn: (c: SqlConn) => Promise<T>, opts?: { relaxed?: boolean }) => Promise<T>;
 
 export function pgConn(pool: pg.Pool): SqlConn {
-  const transaction: Transaction = async (fn) => {
+  const transaction: Transaction = async (fn, opts) => {
     const client = await pool.connect();
     try {
       await client.query('BEGIN');
+      if (opts?.relaxed) await client.query('SET LOCAL synchronous_commit = off');
       const out = await fn(pgOn(client));
       await client.query('COMMIT');
       return out;

@@ -35,7 +35,8 @@ export async function rollTenantWindows(conn: SqlConn, wallNow: number, settleMs
       return tx.run(
         'UPDATE tenant_windows SET fine = ?, coarse = ?, rolled_version = ? WHERE tenant_id = ? AND window_start = ? AND version = ?',
         [asBuffer(encodeRollup(fine)), asBuffer(encodeRollup(coarse)), w.version, w.tenant_id, w.window_start, w.version]);
-    });
+    }, { relaxed: true }); // derived from durable blocks: a rollup lost in a crash is computed again
+
   }
   return done;
 }

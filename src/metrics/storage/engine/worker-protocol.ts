@@ -1,4 +1,8 @@
+import type { WireError } from '../../../core/worker/wire-error.js';
 import type { NewReport } from '../../domain/metrics-store.js';
+
+/** Why a withdrawn append was refused (nobody is left to read it; the request log shows it). */
+export const WITHDRAWN = 'the client closed the connection before its reports were committed; nothing was stored';
 
 /** What the writer thread opens: the SQLite file, or a small pool on the service's PostgreSQL schema. */
 export type WriterTarget = { sqliteFile: string } | { pgUrl: string; pgSchema: string; poolSize: number };
@@ -6,19 +10,12 @@ export type WriterTarget = { sqliteFile: string } | { pgUrl: string; pgSchema: s
 /** Messages between the service and its writer thread (writer-worker.ts). */
 export type WriterRequest = { id: number; now: number } & (
   | { op: 'append'; reports: NewReport[] }
+  /** The client of append `target` went away: withdraw it if it still waits in the queue. */
+  | { op: 'withdraw'; target: number }
   | { op: 'delete'; cutoff: number }
   | { op: 'flush' }
   | { op: 'close' }
 );
-
-export interface WireError {
-  message: string;
-  code?: string;
-  /** Set when the writer threw an AppError: rebuilt as one on the service side. */
-  appCode?: string;
-  details?: string;
-  extra?: Record<string, unknown>;
-}
 
 export type WriterReply =
   | { kind: 'result'; id: number; ok: true; result: unknown }

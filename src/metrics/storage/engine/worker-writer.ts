@@ -1,9 +1,9 @@
-import { fileURLToPath } from 'node:url';
-import { Worker } from 'node:worker_threads';
-import { AppError, type ErrorCode } from '../../../core/errors.js';
+import { AppError } from '../../../core/errors.js';
+import { startModuleWorker } from '../../../core/worker/module-worker.js';
+import { fromWireError } from '../../../core/worker/wire-error.js';
 import type { AppendOutcome } from '../../domain/metrics-store.js';
 import type { EngineWriter, WriterOptions } from './engine-writer.js';
-import type { WireError, WriterReply, WriterRequest, WriterTarget } from './worker-protocol.js';
+import { WITHDRAWN, type WriterReply, type WriterRequest, type WriterTarget } from './worker-protocol.js';
 
 type Op = WriterRequest extends infer R ? (R extends WriterRequest ? Omit<R, 'id' | 'now'> : never) : never;
 
@@ -12,13 +12,7 @@ type Op = WriterRequest extends infer R ? (R extends WriterRequest ? Omit<R, 'id
  * to the thread, gathered per event-loop turn into one message.
  */
 export function createWorkerWriter(target: WriterTarget, options: Omit<WriterOptions, 'now'>, now: () => number, onError: (e: unknown) => void): EngineWriter {
-  // Run from source (tests, tsx) the worker's module is TypeScript too. Node 20 applies no --import loader hooks
-  // inside worker threads, so the thread registers tsx's require hook itself and loads the module through it.
-  const fromSource = import.meta.url.endsWith('.ts');
-  const entry = new URL(`./writer-worker${fromSource ? '.ts' : '.js'}`, import.meta.url);
-  const worker = fromSource
-    ? new Worker(`require('tsx/cjs/api').register(); require(${JSON.stringify(fileURLToPath(entry))});`, { eval: true, workerData: { target, options } })
-    : new Worker(entry, { workerData: { target, options } });
+  const worker = startModuleWorker(import.meta.url, 'writer-worker', { target, options });
   const pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: unknown) => void }>();
   let outbox: WriterRequest[] = [];
   let nextId = 1;
@@ -26,12 +20,12 @@ export function createWorkerWriter(target: WriterTarget, options: Omit<WriterOpt
 
   const handle = (r: WriterReply): void => {
     if (r.kind === 'batch') { r.replies.forEach(handle); return; }
-    if (r.kind === 'log') { onError(toError(r.error)); return; }
+    if (r.kind === 'log') { onError(fromWireError(r.error)); return; }
     const p = pending.get(r.id);
     if (!p) return;
     pending.delete(r.id);
     if (r.ok) p.resolve(r.result);
-    else p.reject(toError(r.error));
+    else p.reject(fromWireError(r.error));
   };
   worker.on('message', handle);
   worker.on('error', (e) => { onError(e); failAll(e); });
@@ -42,18 +36,37 @@ export function createWorkerWriter(target: WriterTarget, options: Omit<WriterOpt
     pending.clear();
   }
 
-  function send<T>(op: Op): Promise<T> {
+  function post(request: WriterRequest): void {
+    if (!outbox.length) setImmediate(() => { const requests = outbox; outbox = []; worker.postMessage({ kind: 'requests', requests }); });
+    outbox.push(request);
+  }
+
+  function send<T>(op: Op, signal?: AbortSignal): Promise<T> {
     if (exited) return Promise.reject(new AppError('unavailable', 'the storage writer stopped'));
+    if (signal?.aborted) return Promise.reject(new AppError('unavailable', WITHDRAWN));
     return new Promise<T>((resolve, reject) => {
       const id = nextId++;
-      pending.set(id, { resolve: resolve as (v: unknown) => void, reject });
-      if (!outbox.length) setImmediate(() => { const requests = outbox; outbox = []; worker.postMessage({ kind: 'requests', requests }); });
-      outbox.push({ ...op, id, now: now() } as WriterRequest);
+      const request = { ...op, id, now: now() } as WriterRequest;
+      // Withdrawn before it left this thread: dropped here; after: the thread withdraws it if it still waits.
+      const withdraw = (): void => {
+        const at = outbox.indexOf(request);
+        if (at < 0) { post({ op: 'withdraw', target: id, id: nextId++, now: now() }); return; }
+        outbox.splice(at, 1);
+        pending.delete(id);
+        reject(new AppError('unavailable', WITHDRAWN));
+      };
+      signal?.addEventListener('abort', withdraw, { once: true });
+      const settled = () => signal?.removeEventListener('abort', withdraw);
+      pending.set(id, {
+        resolve: (v) => { settled(); resolve(v as T); },
+        reject: (e) => { settled(); reject(e); },
+      });
+      post(request);
     });
   }
 
   return {
-    append: (reports) => send<AppendOutcome[]>({ op: 'append', reports }),
+    append: (reports, signal) => send<AppendOutcome[]>({ op: 'append', reports }, signal),
     deleteBefore: (cutoff) => send<{ reports: number; hosts: number }>({ op: 'delete', cutoff }),
     flush: () => send<void>({ op: 'flush' }),
     async close() {
@@ -64,7 +77,3 @@ export function createWorkerWriter(target: WriterTarget, options: Omit<WriterOpt
   };
 }
 
-function toError(w: WireError): Error {
-  if (w.appCode) return new AppError(w.appCode as ErrorCode, w.details, w.extra);
-  return Object.assign(new Error(w.message), w.code ? { code: w.code } : {});
-}

@@ -1,8 +1,9 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import BetterSqlite3 from 'better-sqlite3';
-import { isAppError } from '../../../core/errors.js';
+import { toWireError } from '../../../core/worker/wire-error.js';
 import { createPgPool } from '../../../core/storage/database.js';
 import { createEngineWriter, type WriterOptions } from './engine-writer.js';
+import { walSync } from './wal-sync.js';
 import { pgConn, sqliteConn, type SqlConn } from './sql-conn.js';
 import type { WriterReply, WriterRequest, WriterTarget } from './worker-protocol.js';
 
@@ -16,6 +17,7 @@ const { target, options } = workerData as { target: WriterTarget; options: Omit<
 const port = parentPort!;
 let conn: SqlConn;
 let closeConnection: () => Promise<void>;
+let syncLog: (() => Promise<void>) | undefined;
 if ('sqliteFile' in target) {
   const db = new BetterSqlite3(target.sqliteFile);
   db.pragma('journal_mode = WAL');
@@ -27,7 +29,12 @@ if ('sqliteFile' in target) {
   // small, and checkpoints run here, off the event loop.
   db.pragma('wal_autocheckpoint = 1024');
   conn = sqliteConn(db);
-  closeConnection = async () => { db.close(); };
+  // Appends commit at synchronous=NORMAL (SQLite writes the WAL frames, no fsync) and are answered after this fsync
+  // of the WAL, on libuv's pool, so the next batch commits meanwhile. In WAL mode the frames of a commit are either
+  // still in the WAL, which this makes durable, or already checkpointed, which fsyncs both files first.
+  const wal = walSync(`${target.sqliteFile}-wal`);
+  syncLog = wal.sync;
+  closeConnection = async () => { db.close(); wal.close(); };
 } else {
   const pool = createPgPool(target.pgUrl, target.pgSchema, target.poolSize);
   conn = pgConn(pool);
@@ -36,7 +43,7 @@ if ('sqliteFile' in target) {
 
 let clock = { service: Date.now(), wall: Date.now() };
 const now = () => clock.service + (Date.now() - clock.wall);
-const writer = createEngineWriter(conn, { ...options, now }, (e) => port.postMessage({ kind: 'log', error: describe(e) } satisfies WriterReply));
+const writer = createEngineWriter(conn, { ...options, now }, (e) => port.postMessage({ kind: 'log', error: toWireError(e) } satisfies WriterReply), syncLog);
 
 let replies: WriterReply[] = [];
 function reply(r: WriterReply): void {
@@ -44,19 +51,20 @@ function reply(r: WriterReply): void {
   replies.push(r);
 }
 
-function describe(e: unknown): { message: string; code?: string; appCode?: string; details?: string; extra?: Record<string, unknown> } {
-  if (isAppError(e)) return { message: e.message, appCode: e.code, ...(e.details !== undefined ? { details: e.details } : {}), ...(e.extra ? { extra: e.extra } : {}) };
-  const code = (e as { code?: unknown }).code;
-  return { message: e instanceof Error ? e.message : String(e), ...(typeof code === 'string' ? { code } : {}) };
-}
+/** Appends still settling, by request id, so that a withdrawal can reach them. */
+const withdrawals = new Map<number, AbortController>();
 
 port.on('message', (msg: { kind: 'requests'; requests: WriterRequest[] }) => {
   for (const req of msg.requests) {
     clock = { service: req.now, wall: Date.now() };
     const settle = (p: Promise<unknown>) => p.then(
       (result) => reply({ kind: 'result', id: req.id, ok: true, result }),
-      (e: unknown) => reply({ kind: 'result', id: req.id, ok: false, error: describe(e) }));
-    if (req.op === 'append') void settle(writer.append(req.reports));
+      (e: unknown) => reply({ kind: 'result', id: req.id, ok: false, error: toWireError(e) }));
+    if (req.op === 'append') {
+      const ac = new AbortController();
+      withdrawals.set(req.id, ac);
+      void settle(writer.append(req.reports, ac.signal).finally(() => withdrawals.delete(req.id)));
+    } else if (req.op === 'withdraw') withdrawals.get(req.target)?.abort();
     else if (req.op === 'delete') void settle(writer.deleteBefore(req.cutoff));
     else if (req.op === 'flush') void settle(writer.flush());
     else {

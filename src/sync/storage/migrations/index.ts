@@ -5,6 +5,7 @@ import { changesMigration } from './0002_changes.js';
 import { sessionLifetimeMigration } from './0003_session_lifetime.js';
 import { cleanupIndexesMigration } from './0004_cleanup_indexes.js';
 import { dropRecordUuidIndexMigration } from './0005_drop_record_uuid_index.js';
+import { changeChainMigration } from './0006_change_chain.js';
 
 /**
  * The sync service's migrations, in the order they apply. Names sort in that
@@ -18,6 +19,7 @@ const MIGRATIONS: ReadonlyArray<readonly [name: string, build: (dialect: Dialect
   ['0003_session_lifetime', () => sessionLifetimeMigration],
   ['0004_cleanup_indexes', () => cleanupIndexesMigration],
   ['0005_drop_record_uuid_index', () => dropRecordUuidIndexMigration],
+  ['0006_change_chain', () => changeChainMigration],
 ];
 
 export function syncMigrations(dialect: DialectName): Record<string, Migration> {

@@ -1,0 +1,13 @@
+import type { FastifyReply } from 'fastify';
+
+/**
+ * An AbortSignal that fires when the client closes its connection before the
+ * answer went out: an append still waiting for its commit is then withdrawn
+ * instead of being committed for nobody.
+ */
+export function clientGone(reply: FastifyReply): AbortSignal {
+  const ac = new AbortController();
+  const res = reply.raw;
+  res.once('close', () => { if (!res.writableEnded) ac.abort(); });
+  return ac.signal;
+}

@@ -1,0 +1,156 @@
+// Why: a group-commit transaction reads and writes each business once, however many pushes it holds; round trips and statements are per group, not per push.
+import { CompiledQuery, type Transaction } from 'kysely';
+import type { DialectName } from '../../core/storage/database.js';
+import type { Conflict, Operation } from './change-schemas.js';
+import type { ChangeTables } from './change-tables.js';
+import type { AppliedPush, PushCommand } from './change-store.js';
+import { insertConflict, toConflict } from './change-rows.js';
+import { attemptKey, planPush, recordKey, type PlannedChange, type PriorChange, type RecordState } from './push-plan.js';
+import { pushSql } from './push-sql.js';
+
+type Trx = Transaction<ChangeTables>;
+
+/** One push waiting in the group-commit queue, with the service time it arrived at. */
+export interface QueuedPush { businessId: string; push: PushCommand; now: number }
+
+interface PendingChange extends PlannedChange { instanceId: string; createdAt: number }
+
+/**
+ * Applies a group of pushes inside the caller's transaction, in order, each
+ * seeing the effect of the ones before it. Per business: the counter is
+ * locked, the current records of every pushed item are read in one query, the
+ * pushes are planned in memory, and the changes, record states and counter are
+ * written together at the end. Only a push with items at or below the server's
+ * record version (a retry, a conflict or a stale item) reads history, and the
+ * writes planned before it are flushed first so that read sees them.
+ */
+export function createGroupApplier(dialect: DialectName): (trx: Trx, group: readonly QueuedPush[]) => Promise<AppliedPush[]> {
+  const hot = pushSql(dialect);
+  const run = async <R>(trx: Trx, text: string, params: unknown[]): Promise<R[]> => (await trx.executeQuery<R>(CompiledQuery.raw(text, params))).rows;
+  const pg = dialect === 'postgres';
+
+  async function readRecords(trx: Trx, businessId: string, pushes: readonly QueuedPush[]): Promise<Map<string, RecordState>> {
+    const keys = new Map<string, readonly [string, string]>();
+    for (const { push } of pushes) for (const i of push.items) keys.set(recordKey(i.tableName, i.recordUuid), [i.tableName, i.recordUuid]);
+    const records = new Map<string, RecordState>();
+    if (!keys.size) return records;
+    const list = [...keys.values()];
+    const rows = await run<{ table_name: string; record_uuid: string; record_version: number; server_version: number; instance_id: string; data: string | null }>(
+      trx, hot.recordsByKey, pg ? [businessId, list.map((k) => k[0]), list.map((k) => k[1])] : [businessId, JSON.stringify(list)]);
+    for (const r of rows) {
+      records.set(recordKey(r.table_name, r.record_uuid), {
+        tableName: r.table_name, recordUuid: r.record_uuid, recordVersion: Number(r.record_version), serverVersion: Number(r.server_version), instanceId: r.instance_id, data: r.data,
+      });
+    }
+    return records;
+  }
+
+  /** Writes the planned changes, the final record states and the counter. */
+  async function write(trx: Trx, businessId: string, changes: PendingChange[], records: Map<string, RecordState>): Promise<void> {
+    if (!changes.length) return;
+    const counter = changes[changes.length - 1]!.serverVersion;
+    const recs = [...records.values()];
+    if (pg) {
+      await run(trx, hot.write, [
+        businessId,
+        changes.map((c) => c.serverVersion), changes.map((c) => c.prevVersion), changes.map((c) => c.tableName), changes.map((c) => c.recordUuid), changes.map((c) => c.operation),
+        changes.map((c) => c.data), changes.map((c) => c.recordVersion), changes.map((c) => c.instanceId), changes.map((c) => c.createdAt),
+        recs.map((r) => r.tableName), recs.map((r) => r.recordUuid), recs.map((r) => r.recordVersion), recs.map((r) => r.serverVersion), recs.map((r) => r.instanceId), recs.map((r) => r.data),
+        counter,
+      ]);
+    } else {
+      await run(trx, hot.write, [businessId, JSON.stringify(changes.map((c) => [c.serverVersion, c.prevVersion, c.tableName, c.recordUuid, c.operation, c.data, c.recordVersion, c.instanceId, c.createdAt]))]);
+      await run(trx, hot.upsertRecords!, [businessId, JSON.stringify(recs.map((r) => [r.tableName, r.recordUuid, r.recordVersion, r.serverVersion, r.instanceId, r.data]))]);
+      await run(trx, hot.setCounter!, [counter, businessId]);
+    }
+    changes.length = 0;
+    records.clear();
+  }
+
+  /** What this instance pushed before for the records its `behind` items name: applied changes and stored conflicts. */
+  async function ownHistory(trx: Trx, businessId: string, push: PushCommand, behind: readonly { tableName: string; recordUuid: string; version: number }[], records: ReadonlyMap<string, RecordState>) {
+    const ownChanges = new Map<string, PriorChange>();
+    const ownConflicts = new Map<string, Conflict>();
+    const wanted = new Set(behind.map((i) => attemptKey(i.tableName, i.recordUuid, i.version)));
+    // One walk per record, from its current change down to the lowest version asked about.
+    const floors = new Map<number, number>();
+    for (const i of behind) {
+      const start = records.get(recordKey(i.tableName, i.recordUuid))!.serverVersion;
+      floors.set(start, Math.min(floors.get(start) ?? i.version, i.version));
+    }
+    const starts = [...floors];
+    const prior = await run<{ table_name: string; record_uuid: string; record_version: number; operation: Operation; data: string | null }>(trx, hot.ownHistory, pg
+      ? [businessId, starts.map((s) => s[0]), starts.map((s) => s[1]), push.instanceId]
+      : [JSON.stringify(starts), businessId, businessId, push.instanceId]);
+    for (const c of prior) {
+      const key = attemptKey(c.table_name, c.record_uuid, Number(c.record_version));
+      if (wanted.has(key)) ownChanges.set(key, { operation: c.operation, data: c.data });
+    }
+    const conflicts = await trx.selectFrom('sync_conflicts').selectAll()
+      .where('business_id', '=', businessId).where('instance_id', '=', push.instanceId).where('record_uuid', 'in', [...new Set(behind.map((i) => i.recordUuid))])
+      .orderBy('id')
+      .execute();
+    for (const c of conflicts) {
+      const key = attemptKey(c.table_name, c.record_uuid, c.version);
+      if (wanted.has(key)) ownConflicts.set(key, toConflict(c));
+    }
+    return { ownChanges, ownConflicts };
+  }
+
+  async function applyBusiness(trx: Trx, businessId: string, pushes: readonly QueuedPush[]): Promise<AppliedPush[]> {
+    let serverVersion = Number((await run<{ server_version: number }>(trx, hot.lockCounter, [businessId]))[0]!.server_version);
+    const records = await readRecords(trx, businessId, pushes);
+    const changes: PendingChange[] = [];
+    const written = new Map<string, RecordState>();
+    const out: AppliedPush[] = [];
+    for (const { push, now } of pushes) {
+      const state = new Map<string, RecordState>();
+      const behind = [];
+      for (const i of push.items) {
+        const key = recordKey(i.tableName, i.recordUuid);
+        const current = records.get(key);
+        if (!current) continue;
+        state.set(key, current);
+        if (i.version <= current.recordVersion) behind.push(i);
+      }
+      let history = { ownChanges: new Map<string, PriorChange>(), ownConflicts: new Map<string, Conflict>() };
+      if (behind.length) {
+        await write(trx, businessId, changes, written);
+        history = await ownHistory(trx, businessId, push, behind, records);
+      }
+      const plan = planPush({ serverVersion, records: state, ...history }, push.instanceId, push.items);
+      for (const r of plan.records) {
+        const key = recordKey(r.tableName, r.recordUuid);
+        records.set(key, r);
+        written.set(key, r);
+      }
+      for (const c of plan.changes) changes.push({ ...c, instanceId: push.instanceId, createdAt: now });
+      const conflicts: Conflict[] = [];
+      for (const slot of plan.conflicts) {
+        conflicts.push('existing' in slot ? slot.existing : await insertConflict(trx, businessId, push, slot.item, slot.remote, now));
+      }
+      serverVersion = plan.serverVersion;
+      out.push({
+        accepted: plan.accepted, rejections: plan.rejections, serverVersion, conflicts,
+        applied: plan.changes.map((c) => ({ version: c.serverVersion, table_name: c.tableName, record_uuid: c.recordUuid, instance_id: push.instanceId })),
+      });
+    }
+    await write(trx, businessId, changes, written);
+    return out;
+  }
+
+  return async (trx, group) => {
+    const byBusiness = new Map<string, number[]>();
+    group.forEach((q, i) => {
+      const list = byBusiness.get(q.businessId);
+      if (list) list.push(i);
+      else byBusiness.set(q.businessId, [i]);
+    });
+    const out: AppliedPush[] = new Array(group.length);
+    for (const [businessId, indexes] of byBusiness) {
+      const results = await applyBusiness(trx, businessId, indexes.map((i) => group[i]!));
+      indexes.forEach((i, k) => { out[i] = results[k]!; });
+    }
+    return out;
+  };
+}
