@@ -429,9 +429,16 @@
     if (chartsSection) rebuildCharts();
     if (kind === 'hosts') renderHosts();
   });
-  /** The first load asks exactly what the page preloads (the server's range and window): its response is already coming. */
+  /**
+   * The first request asks exactly what the page preloads (the server's range
+   * and window): its response is already coming. Once only: a retry after a
+   * failure asks for the range as it is then.
+   */
+  let preloaded = main.dataset.series;
   function seriesRequest(path, r) {
-    return loads === 0 && main.dataset.series ? [main.dataset.series, {}] : [path, { ...seriesWindow(r), minmax: 'true' }];
+    const url = preloaded;
+    preloaded = undefined;
+    return url ? [url, {}] : [path, { ...seriesWindow(r), minmax: 'true' }];
   }
   const HOUR = 3600000;
   /**
