@@ -67,8 +67,6 @@ async function unlinkIfPresent(file: string): Promise<void> {
   }
 }
 
-
-
 async function syncDir(dir: string): Promise<void> {
   const fh = await open(dir, 'r');
   try { await fh.sync(); } finally { await fh.close(); }
@@ -191,7 +189,7 @@ export class Spool {
     const files = entries.map((e) => this.fileOf(e));
     this.unlinking = this.unlinking.then(async () => {
       const unlinkOne = (file: string) => unlinkIfPresent(file).catch((e: unknown) => {
-        this.opts.log.error('spooled report delivered but its file could not be removed; sent again (as a duplicate) after a restart', { file, error: String(e) });
+        this.opts.log.error('the service answered for a spooled report but its file could not be removed; it is sent again after a restart', { file, error: String(e) });
       });
       for (let i = 0; i < files.length; i += UNLINK_CONCURRENCY) await Promise.all(files.slice(i, i + UNLINK_CONCURRENCY).map(unlinkOne));
     });
