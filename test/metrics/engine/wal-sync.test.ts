@@ -74,4 +74,20 @@ describe('appends answered after the WAL sync, on SQLite', () => {
     assert.equal(errors.length, 1);
     await writer.close();
   });
+
+  test('after a failed sync, a batch that committed meanwhile is refused even though its own, later sync succeeds', async () => {
+    const g = gatedSync();
+    const writer = createEngineWriter(sqliteConn(database.sqlite!), { ...DEFAULT_WRITER_OPTIONS, limits: { perHost: 10, perTenant: 10 }, now: Date.now, sealIntervalMs: 0 }, () => undefined, g.sync);
+    const first = writer.append([report(10_000)]);
+    await tick();
+    const second = writer.append([report(20_000)]);
+    await tick();
+    assert.equal(g.calls.length, 1, 'the second waits for a sync of its own');
+    g.calls[0]!.release(Object.assign(new Error('EIO: i/o error, fsync'), { code: 'EIO' }));
+    await assert.rejects(first, /restart/);
+    await tick();
+    g.calls[1]?.release();
+    await assert.rejects(second, /restart/);
+    await writer.close();
+  });
 });

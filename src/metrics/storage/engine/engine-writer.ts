@@ -54,6 +54,7 @@ export const DEFAULT_WRITER_OPTIONS = {
 const PG_COMMITS_IN_FLIGHT = 4;
 /** Seconds a refused append is told to wait. */
 const RETRY_AFTER_S = 1;
+const SYNC_FAILED = 'the storage log could not be synced to disk; restart the service';
 
 type Job = { reports: NewReport[]; resolve: (o: AppendOutcome[]) => void; reject: (e: unknown) => void; forget: () => void };
 
@@ -131,10 +132,8 @@ export function createEngineWriter(conn: SqlConn, opts: WriterOptions, onError: 
     }
     if (!jobs.length) return undefined;
     queued -= n;
-    if (syncFailed !== undefined) {
-      for (const job of jobs) job.reject(new AppError('unavailable', 'the storage log could not be synced to disk; restart the service'));
-      return undefined;
-    }
+    const refuse = (): void => { for (const job of jobs) job.reject(new AppError('unavailable', SYNC_FAILED)); };
+    if (syncFailed !== undefined) { refuse(); return undefined; }
     const outcomes = await appendBatch(deps, jobs.flatMap((j) => j.reports));
     const answer = (): void => {
       let at = 0;
@@ -147,10 +146,11 @@ export function createEngineWriter(conn: SqlConn, opts: WriterOptions, onError: 
       }
     };
     if (!durable) { answer(); return undefined; }
-    return () => durable().then(answer, (e: unknown) => {
-      syncFailed ??= e;
-      onError(e);
-      for (const job of jobs) job.reject(new AppError('unavailable', 'the storage log could not be synced to disk; restart the service'));
+    // A later sync succeeding says nothing of frames an earlier, failed one should have written (the WAL's checksums
+    // chain from frame to frame): once one failed, no batch is answered, whatever its own sync says.
+    return () => durable().then(() => (syncFailed === undefined ? answer() : refuse()), (e: unknown) => {
+      if (syncFailed === undefined) { syncFailed = e; onError(e); }
+      refuse();
     });
   }
 
@@ -194,7 +194,7 @@ export function createEngineWriter(conn: SqlConn, opts: WriterOptions, onError: 
   return {
     append(reports, signal) {
       if (closed) return Promise.reject(new AppError('unavailable', 'the service is shutting down'));
-      if (syncFailed !== undefined) return Promise.reject(new AppError('unavailable', 'the storage log could not be synced to disk; restart the service'));
+      if (syncFailed !== undefined) return Promise.reject(new AppError('unavailable', SYNC_FAILED));
       if (signal?.aborted) return Promise.reject(new AppError('unavailable', WITHDRAWN));
       if (queued + reports.length > opts.maxQueued) {
         return Promise.reject(new AppError('unavailable', `${queued} reports are waiting for the disk; retry shortly`, { retry_after: RETRY_AFTER_S }));
