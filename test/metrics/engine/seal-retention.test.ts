@@ -1,0 +1,55 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { Database } from '../../../src/core/storage/database.js';
+import { openMetricsDatabase } from '../../../src/metrics/deps.js';
+import { appendBatch, newWriterState } from '../../../src/metrics/storage/engine/head-writer.js';
+import { SealedTimestamps } from '../../../src/metrics/storage/engine/sealed-timestamps.js';
+import { sealWindow } from '../../../src/metrics/storage/engine/sealer.js';
+import { pgConn, type SqlConn } from '../../../src/metrics/storage/engine/sql-conn.js';
+import type { MetricsTables } from '../../../src/metrics/storage/tables.js';
+import { BACKENDS, freshStorage, type TestStorage } from '../../helpers/backends.js';
+
+/**
+ * PostgreSQL only (on SQLite a seal and a sweep never overlap: one writer):
+ * a retention sweep on another connection deletes the head rows a seal has
+ * just read. The seal must undo itself rather than write them back as a block.
+ */
+for (const backend of BACKENDS.filter((b) => b === 'postgres')) {
+  describe(`a seal racing a retention sweep on ${backend}`, () => {
+    let storage: TestStorage;
+    let database: Database<MetricsTables>;
+    let conn: SqlConn;
+    before(async () => {
+      storage = await freshStorage(backend);
+      database = await openMetricsDatabase({ databaseUrl: storage.databaseUrl, dbSchema: storage.pgSchema, dataDir: storage.dataDir });
+      conn = pgConn(database.pgPool!);
+    });
+    after(async () => {
+      await database.close();
+      await storage.cleanup();
+    });
+
+    test('the head rows a seal read are swept before it deletes them: no block is written, the seal reports nothing done', async () => {
+      await conn.run(`INSERT INTO tenants (id, name, created_at) VALUES ('t-race', 't-race', 0)`);
+      const deps = { conn, state: newWriterState(), limits: { perHost: 10, perTenant: 10 }, sealed: new SealedTimestamps(), wallNow: () => 0 };
+      const reports = Array.from({ length: 5 }, (_, i) => ({ tenantId: 't-race', hostId: 'h', hostname: 'h', platform: 'linux', ts: i * 10_000, metrics: new Map([['cpu.usage', i]]) }));
+      assert.ok((await appendBatch(deps, reports)).every((o) => o.status === 'stored'));
+      const [{ key }] = await conn.all<{ key: number }>('SELECT key FROM hosts');
+      // The sweep commits on its own connection right after the seal's read of the head.
+      const sweeping: SqlConn = {
+        ...conn,
+        transaction: (fn, opts) => conn.transaction((tx) => fn({
+          ...tx,
+          all: async <T>(text: string, params?: readonly unknown[]) => {
+            const rows = await tx.all<T>(text, params);
+            if (text.startsWith('SELECT ts, samples FROM reports')) await database.pgPool!.query('DELETE FROM reports WHERE ts < 1000000');
+            return rows;
+          },
+        }), opts),
+      };
+      assert.equal(await sealWindow(sweeping, { hostKey: key!, windowStart: 0 }, 0), false);
+      assert.deepEqual(await conn.all('SELECT window_start FROM blocks'), [], 'the swept reports were not written back as a block');
+      assert.deepEqual(await conn.all('SELECT window_start FROM tenant_windows'), []);
+    });
+  });
+}
