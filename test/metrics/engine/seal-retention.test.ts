@@ -34,7 +34,7 @@ for (const backend of BACKENDS.filter((b) => b === 'postgres')) {
       const deps = { conn, state: newWriterState(), limits: { perHost: 10, perTenant: 10 }, sealed: new SealedTimestamps(), wallNow: () => 0 };
       const reports = Array.from({ length: 5 }, (_, i) => ({ tenantId: 't-race', hostId: 'h', hostname: 'h', platform: 'linux', ts: i * 10_000, metrics: new Map([['cpu.usage', i]]) }));
       assert.ok((await appendBatch(deps, reports)).every((o) => o.status === 'stored'));
-      const [{ key }] = await conn.all<{ key: number }>('SELECT key FROM hosts');
+      const key = (await conn.all<{ key: number }>('SELECT key FROM hosts'))[0]!.key;
       // The sweep commits on its own connection right after the seal's read of the head.
       const sweeping: SqlConn = {
         ...conn,
@@ -47,7 +47,7 @@ for (const backend of BACKENDS.filter((b) => b === 'postgres')) {
           },
         }), opts),
       };
-      assert.equal(await sealWindow(sweeping, { hostKey: key!, windowStart: 0 }, 0), false);
+      assert.equal(await sealWindow(sweeping, { hostKey: key, windowStart: 0 }, 0), false);
       assert.deepEqual(await conn.all('SELECT window_start FROM blocks'), [], 'the swept reports were not written back as a block');
       assert.deepEqual(await conn.all('SELECT window_start FROM tenant_windows'), []);
     });
