@@ -25,8 +25,11 @@ export interface SqlConn {
   transaction<T>(fn: (c: SqlConn) => Promise<T>, opts?: { relaxed?: boolean }): Promise<T>;
 }
 
-/** A better-sqlite3 connection as a SqlConn. Statements are cached by text. */
+const SQLITE_NORMAL = 1;
+
+/** A better-sqlite3 connection as a SqlConn. Statements are cached by text; the `synchronous` level is read once, here. */
 export function sqliteConn(db: BetterSqlite3.Database): SqlConn {
+  const level = db.pragma('synchronous', { simple: true }) as number;
   const cache = new Map<string, BetterSqlite3.Statement>();
   const prepare = (text: string) => {
     let s = cache.get(text);
@@ -41,9 +44,9 @@ export function sqliteConn(db: BetterSqlite3.Database): SqlConn {
     exec: (text) => { db.exec(text); return Promise.resolve(); },
     async transaction(fn, opts) {
       if (depth > 0) return fn(conn);
-      // The connection's setting (FULL) is restored after the transaction: appends always commit durably.
-      const durable = opts?.relaxed ? (db.pragma('synchronous', { simple: true }) as number) : undefined;
-      if (durable !== undefined) db.pragma('synchronous = NORMAL');
+      // The connection's own level (FULL) is restored after the transaction: only relaxed ones commit below it.
+      const relax = opts?.relaxed === true && level > SQLITE_NORMAL;
+      if (relax) db.pragma('synchronous = NORMAL');
       db.exec('BEGIN IMMEDIATE');
       depth++;
       try {
@@ -55,7 +58,7 @@ export function sqliteConn(db: BetterSqlite3.Database): SqlConn {
         throw e;
       } finally {
         depth--;
-        if (durable !== undefined) db.pragma(`synchronous = ${durable}`);
+        if (relax) db.pragma(`synchronous = ${level}`);
       }
     },
   };
