@@ -61,12 +61,15 @@ for (const backend of BACKENDS) {
       assert.equal(await rollTenantWindows(c, 1_000, 0, 10), 1);
       await assert.rejects(c.transaction(() => Promise.reject(new Error('boom')), { relaxed: true }), /boom/);
       assert.ok((await appendBatch(deps, [{ ...reports[0]!, ts: 50 * 3_600_000 }])).every((o) => o.status === 'stored'));
+      // An append whose caller makes the log durable itself (the SQLite writer's WAL fsync, wal-sync.test.ts) is relaxed.
+      assert.ok((await appendBatch({ ...deps, syncedByCaller: true }, [{ ...reports[0]!, ts: 60 * 3_600_000 }])).every((o) => o.status === 'stored'));
       assert.deepEqual(seen.map((s) => [s.relaxed, s.level]), [
         [false, FULL], // append
         [true, RELAXED], // seal
         [true, RELAXED], // rollup
         [true, RELAXED], // the failed one
         [false, FULL], // append after them: nothing relaxed was left behind
+        [true, RELAXED], // append synced by its caller
       ]);
     });
   });
