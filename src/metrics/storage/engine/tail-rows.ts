@@ -6,11 +6,16 @@ export interface TailRow {
   values: Map<number, number>;
 }
 
-/** A block row as latestByHost reads it. */
-export interface TailBlock {
+/** Which block, and which version of it: what latestByHost reads before it needs a block's data. */
+export interface TailBlockRef {
+  host_key: number;
   window_start: number | string;
   rows: number;
   max_ts: number | string;
+}
+
+/** A block row with its data. */
+export interface TailBlock extends TailBlockRef {
   data: Uint8Array;
 }
 
@@ -26,12 +31,14 @@ export class TailRows {
 
   constructor(private readonly maxBlocks = 20_000) {}
 
-  /** The block's two newest rows, newest first. */
-  newest(hostKey: number, block: TailBlock): TailRow[] {
-    const key = `${hostKey}:${block.window_start}`;
-    const version = `${block.rows}:${block.max_ts}`;
-    const hit = this.byBlock.get(key);
-    if (hit?.version === version) return hit.rows;
+  /** The block's two newest rows, newest first, when this version of it was decoded before. */
+  cached(block: TailBlockRef): TailRow[] | undefined {
+    const hit = this.byBlock.get(keyOf(block));
+    return hit?.version === versionOf(block) ? hit.rows : undefined;
+  }
+
+  /** The block's two newest rows, newest first, decoded now and kept. */
+  decode(block: TailBlock): TailRow[] {
     this.decoded++;
     const b = decodeBlock(block.data);
     const rows: TailRow[] = [];
@@ -40,9 +47,13 @@ export class TailRows {
       for (const [id, col] of b.columns) if (col[i] === col[i]) values.set(id, col[i]!);
       rows.push({ ts: b.ts[i]!, values });
     }
+    const key = keyOf(block);
     this.byBlock.delete(key);
     if (this.byBlock.size >= this.maxBlocks) this.byBlock.delete(this.byBlock.keys().next().value!);
-    this.byBlock.set(key, { version, rows });
+    this.byBlock.set(key, { version: versionOf(block), rows });
     return rows;
   }
 }
+
+const keyOf = (b: TailBlockRef) => `${b.host_key}:${b.window_start}`;
+const versionOf = (b: TailBlockRef) => `${b.rows}:${b.max_ts}`;
