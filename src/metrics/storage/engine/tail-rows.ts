@@ -37,16 +37,19 @@ export class TailRows {
     return hit?.version === versionOf(block) ? hit.rows : undefined;
   }
 
-  /** The block's two newest rows, newest first, decoded now and kept. */
+  /**
+   * The block's two newest rows, newest first, decoded now and kept. The
+   * second carries its time only: it can be a host's second-newest row at
+   * best, whose values nobody reads, and the cache holds half the values.
+   */
   decode(block: TailBlock): TailRow[] {
     this.decoded++;
     const b = decodeBlock(block.data);
-    const rows: TailRow[] = [];
-    for (let i = b.ts.length - 1; i >= Math.max(0, b.ts.length - 2); i--) {
-      const values = new Map<number, number>();
-      for (const [id, col] of b.columns) if (col[i] === col[i]) values.set(id, col[i]!);
-      rows.push({ ts: b.ts[i]!, values });
-    }
+    const last = b.ts.length - 1;
+    const values = new Map<number, number>();
+    for (const [id, col] of b.columns) if (col[last] === col[last]) values.set(id, col[last]!);
+    const rows: TailRow[] = [{ ts: b.ts[last]!, values }];
+    if (last > 0) rows.push({ ts: b.ts[last - 1]!, values: new Map() });
     const key = keyOf(block);
     this.byBlock.delete(key);
     if (this.byBlock.size >= this.maxBlocks) this.byBlock.delete(this.byBlock.keys().next().value!);
