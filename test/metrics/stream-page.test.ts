@@ -7,7 +7,7 @@ import Fastify from 'fastify';
 import { html, type SafeHtml } from '../../src/metrics/dashboard/html-template.js';
 import { streamPage } from '../../src/metrics/dashboard/stream-page.js';
 
-async function serve(rest: () => Promise<SafeHtml>) {
+async function serve(rest: (signal: AbortSignal) => Promise<SafeHtml>) {
   const logs: string[] = [];
   const app = Fastify({ logger: { level: 'error', stream: new Writable({ write(chunk, _enc, cb) { logs.push(String(chunk)); cb(); } }) } });
   app.get('/', (_req, reply) => streamPage(reply, { start: html`<main>start`, end: html`</main>` }, rest));
@@ -52,4 +52,24 @@ test('a rest that fails is logged and noted in the page, and the document is sti
   assert.equal(body, '<main>start<p class="notice">Part of this page could not be read. Reload to try again.</p></main>');
   assert.ok(logs.some((l) => l.includes('disk on fire')), 'the failure is logged');
   assert.ok(!body.includes('disk on fire'), 'and not shown');
+});
+
+test('a browser that leaves before the rest is read aborts the rest\'s signal, and that is not logged as a failure', async (t) => {
+  let seen!: AbortSignal;
+  let started!: () => void;
+  const running = new Promise<void>((resolve) => { started = resolve; });
+  const { app, logs, port } = await serve((signal) => {
+    seen = signal;
+    started();
+    return new Promise((_resolve, reject) => signal.addEventListener('abort', () => reject(signal.reason as Error), { once: true }));
+  });
+  t.after(() => app.close());
+  const res = await get(port);
+  assert.equal(await nextChunk(res), '<main>start');
+  await running;
+  assert.equal(seen.aborted, false, 'not while the browser waits');
+  res.destroy();
+  await new Promise<void>((resolve) => { if (seen.aborted) resolve(); else seen.addEventListener('abort', () => resolve(), { once: true }); });
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.deepEqual(logs, [], 'a page nobody reads is no error');
 });

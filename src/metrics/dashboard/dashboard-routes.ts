@@ -164,9 +164,9 @@ export async function registerDashboard(app: App, deps: DashboardDeps): Promise<
       const latest = await deps.store.latestByHost(who.tenantId);
       const parts = fleetPageParts({ range, now, reportedUntil: reportedUntil(withStatus(latest, now).hosts), tenantName: who.tenantName, session: who.session });
       // The top lists read every host's range (seconds for a month of a large fleet): streamed after the charts' frame.
-      return streamPage(reply, parts, async () => {
+      return streamPage(reply, parts, async (signal) => {
         const [top, alerts] = await Promise.all([
-          readTopHostsBy(deps.store, who.tenantId, ['cpu.usage', 'memory.percent', FULLEST_DISK], range, 10, latest),
+          readTopHostsBy(deps.store, who.tenantId, ['cpu.usage', 'memory.percent', FULLEST_DISK], range, 10, { latest, signal }),
           deps.alerts.list(who.tenantId, { from: range.from, to: range.to, limit: PAGE_ALERTS }),
         ]);
         const ranked = (m: string) => top.ranked.get(m)!;

@@ -45,17 +45,24 @@ export async function readTopHosts(store: MetricsStore, tenantId: string, metric
   return (await readTopHostsBy(store, tenantId, [metric], range, limit)).ranked.get(metric)!;
 }
 
+export interface TopHostsOptions {
+  /** The tenant's host list, when the caller has it already. */
+  latest?: HostLatest[] | undefined;
+  /** Stops the pass between two hosts (rejecting with the signal's reason): the one who asked has left. */
+  signal?: AbortSignal | undefined;
+}
+
 /**
  * readTopHosts for several metrics at once, reading each host's range once
  * (the fleet page's three lists), with how many hosts reported in the range.
- * `latest` is the tenant's host list when the caller has it already.
  */
-export async function readTopHostsBy(store: MetricsStore, tenantId: string, metrics: string[], range: Pick<SeriesRange, 'from' | 'to'>, limit: number, latest?: HostLatest[]): Promise<{ ranked: Map<string, RankedHost[]>; hosts: number }> {
+export async function readTopHostsBy(store: MetricsStore, tenantId: string, metrics: string[], range: Pick<SeriesRange, 'from' | 'to'>, limit: number, opts: TopHostsOptions = {}): Promise<{ ranked: Map<string, RankedHost[]>; hosts: number }> {
   if (range.from > range.to) throw new AppError('invalid_request', `querystring from: ${range.from} is after to (${range.to})`);
   const ranked = new Map(metrics.map((m) => [m, [] as RankedHost[]]));
   let hosts = 0;
-  for (const host of latest ?? await store.latestByHost(tenantId)) {
+  for (const host of opts.latest ?? await store.latestByHost(tenantId)) {
     await otherRequestsFirst();
+    opts.signal?.throwIfAborted();
     const series = await hostSeriesOrNone(store, tenantId, host.hostId, { ...range, points: 1, minmax: false });
     if (!series?.timestamps.length) continue;
     hosts += 1;

@@ -1,4 +1,4 @@
-// latestByHost against the reports themselves, with hosts whose two newest rows sit in every place they can, in three statements.
+// latestByHost against the reports themselves, with hosts whose two newest rows sit in every place they can, in three statements (four with blocks to decode).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Database } from '../../../src/core/storage/database.js';
@@ -49,12 +49,20 @@ function expected(reports: NewReport[]): HostLatest[] {
   }).sort((a, b) => (a.hostname < b.hostname ? -1 : 1));
 }
 
-/** A SqlConn that counts the statements run through it. */
-function counting(conn: SqlConn): { conn: SqlConn; statements: () => number } {
+/** A SqlConn that counts the statements run through it, and the bytes of the blobs they return. */
+function counting(conn: SqlConn): { conn: SqlConn; statements: () => number; blobBytes: () => number } {
   let n = 0;
+  let bytes = 0;
+  const all: SqlConn['all'] = async (text, params) => {
+    n++;
+    const rows = await conn.all(text, params);
+    for (const row of rows as Record<string, unknown>[]) for (const v of Object.values(row)) if (v instanceof Uint8Array) bytes += v.byteLength;
+    return rows as never;
+  };
   return {
-    conn: { ...conn, all: (text, params) => { n++; return conn.all(text, params); }, run: (text, params) => { n++; return conn.run(text, params); } },
+    conn: { ...conn, all, run: (text, params) => { n++; return conn.run(text, params); } },
     statements: () => n,
+    blobBytes: () => bytes,
   };
 }
 
@@ -76,13 +84,13 @@ for (const backend of BACKENDS) {
       await storage.cleanup();
     });
 
-    async function latest(tenantId: string) {
+    async function latest(tenantId: string, tails?: TailRows) {
       const c = counting(conn);
-      const hosts = await latestByHost(c.conn, tenantId, { nameOf: (ids) => store.metricNames(tenantId, ids) });
-      return { hosts, statements: c.statements() };
+      const hosts = await latestByHost(c.conn, tenantId, { nameOf: (ids) => store.metricNames(tenantId, ids), ...(tails ? { tails } : {}) });
+      return { hosts, statements: c.statements(), blobBytes: c.blobBytes() };
     }
 
-    test('finds the two newest reports in the head, in sealed blocks or across both, in three statements', async () => {
+    test('finds the two newest reports in the head, in sealed blocks or across both, in three statements and one for block data', async () => {
       const t = (await newTenant(store)).tenantId;
       const other = (await newTenant(store)).tenantId;
       const w = (i: number) => T0 + i * WINDOW_MS;
@@ -112,13 +120,13 @@ for (const backend of BACKENDS) {
       const mine = [...sent, ...sealedLater, ...late].filter((r) => r.tenantId === t);
       const got = await latest(t);
       assert.deepEqual(got.hosts, expected(mine));
-      assert.equal(got.statements, 3);
+      assert.equal(got.statements, 4, 'hosts, head rows, which blocks, and the data of those not decoded yet');
       assert.deepEqual((await latest(other)).hosts, expected(sent.filter((r) => r.tenantId === other)));
       // One host: its row alone, in as many statements; a host of another tenant or none is no row.
-      for (const id of ['tail', 'late', 'live']) {
+      for (const [id, statements] of [['tail', 4], ['late', 4], ['live', 3]] as const) {
         const c = counting(conn);
         assert.deepEqual(await latestByHost(c.conn, t, { nameOf: (ids) => store.metricNames(t, ids), hostId: id }), expected(mine.filter((r) => r.hostId === id)));
-        assert.equal(c.statements(), 3);
+        assert.equal(c.statements(), statements, id);
       }
       assert.deepEqual(await latestByHost(conn, other, { nameOf: (ids) => store.metricNames(other, ids), hostId: 'tail' }), []);
       assert.deepEqual(await store.latestByHost(t, 'nowhere'), []);
@@ -131,10 +139,15 @@ for (const backend of BACKENDS) {
       assert.ok((await store.appendReports(sent)).every((o) => o.status === 'stored'));
       await store.flush();
       const tails = new TailRows();
-      const read = () => latestByHost(conn, t, { nameOf: (ids) => store.metricNames(t, ids), tails });
-      assert.deepEqual(await read(), expected(sent));
-      assert.deepEqual(await read(), expected(sent));
+      const read = async () => (await latest(t, tails)).hosts;
+      const cold = await latest(t, tails);
+      assert.deepEqual(cold.hosts, expected(sent));
+      assert.ok(cold.blobBytes > 0);
+      const warm = await latest(t, tails);
+      assert.deepEqual(warm.hosts, expected(sent));
       assert.equal(tails.decoded, 1, 'the second read decodes nothing');
+      assert.equal(warm.blobBytes, 0, 'nor reads the block\'s data');
+      assert.equal(warm.statements, 3);
       // A late report into the sealed window: it waits in the head, newer than the block's rows.
       const late = report(t, 'q', T0 + 45 * MIN);
       assert.equal((await store.appendReport(late)).status, 'stored');

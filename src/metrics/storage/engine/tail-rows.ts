@@ -6,11 +6,16 @@ export interface TailRow {
   values: Map<number, number>;
 }
 
-/** A block row as latestByHost reads it. */
-export interface TailBlock {
+/** Which block, and which version of it: what latestByHost reads before it needs a block's data. */
+export interface TailBlockRef {
+  host_key: number;
   window_start: number | string;
   rows: number;
   max_ts: number | string;
+}
+
+/** A block row with its data. */
+export interface TailBlock extends TailBlockRef {
   data: Uint8Array;
 }
 
@@ -26,23 +31,32 @@ export class TailRows {
 
   constructor(private readonly maxBlocks = 20_000) {}
 
-  /** The block's two newest rows, newest first. */
-  newest(hostKey: number, block: TailBlock): TailRow[] {
-    const key = `${hostKey}:${block.window_start}`;
-    const version = `${block.rows}:${block.max_ts}`;
-    const hit = this.byBlock.get(key);
-    if (hit?.version === version) return hit.rows;
+  /** The block's two newest rows, newest first, when this version of it was decoded before. */
+  cached(block: TailBlockRef): TailRow[] | undefined {
+    const hit = this.byBlock.get(keyOf(block));
+    return hit?.version === versionOf(block) ? hit.rows : undefined;
+  }
+
+  /**
+   * The block's two newest rows, newest first, decoded now and kept. The
+   * second carries its time only: it can be a host's second-newest row at
+   * best, whose values nobody reads, and the cache holds half the values.
+   */
+  decode(block: TailBlock): TailRow[] {
     this.decoded++;
     const b = decodeBlock(block.data);
-    const rows: TailRow[] = [];
-    for (let i = b.ts.length - 1; i >= Math.max(0, b.ts.length - 2); i--) {
-      const values = new Map<number, number>();
-      for (const [id, col] of b.columns) if (col[i] === col[i]) values.set(id, col[i]!);
-      rows.push({ ts: b.ts[i]!, values });
-    }
+    const last = b.ts.length - 1;
+    const values = new Map<number, number>();
+    for (const [id, col] of b.columns) if (col[last] === col[last]) values.set(id, col[last]!);
+    const rows: TailRow[] = [{ ts: b.ts[last]!, values }];
+    if (last > 0) rows.push({ ts: b.ts[last - 1]!, values: new Map() });
+    const key = keyOf(block);
     this.byBlock.delete(key);
     if (this.byBlock.size >= this.maxBlocks) this.byBlock.delete(this.byBlock.keys().next().value!);
-    this.byBlock.set(key, { version, rows });
+    this.byBlock.set(key, { version: versionOf(block), rows });
     return rows;
   }
 }
+
+const keyOf = (b: TailBlockRef) => `${b.host_key}:${b.window_start}`;
+const versionOf = (b: TailBlockRef) => `${b.rows}:${b.max_ts}`;
