@@ -500,7 +500,7 @@
       const mean = stat(series.metrics[n], (xs) => xs.reduce((a, b) => a + b, 0) / xs.length);
       const lo = stat(series.min ? series.min[n] : series.metrics[n], (xs) => Math.min(...xs));
       const hi = stat(series.max ? series.max[n] : series.metrics[n], (xs) => Math.max(...xs));
-      const link = el('a', { href: location.pathname + '?metric=' + encodeURIComponent(n), 'data-metric': n }, n);
+      const link = el('a', { href: location.pathname + '?' + new URLSearchParams({ metric: n, ...rangeParams(range) }), 'data-metric': n }, n);
       return el('tr', {}, el('th', { scope: 'row', 'data-label': 'Metric' }, link), el('td', { 'data-label': 'Mean' }, fmt(mean, unit)),
         el('td', { 'data-label': 'Min' }, fmt(lo, unit)), el('td', { 'data-label': 'Max' }, fmt(hi, unit)));
     });

@@ -202,6 +202,8 @@ test('the monitoring UI: statuses, sparklines, charts with data, range, zoom, al
   assert.equal(await page.locator('.page-head .status').getAttribute('class'), `status ${expected}`);
   assert.match(await page.locator('.page-head .last-report').innerText(), /ago|just now/);
   assert.equal(queryOf(page).get('range'), '6h');
+  const metricLink = new URL((await page.locator('a[data-metric="cpu.temperature"]').getAttribute('href'))!, h.url);
+  assert.equal(metricLink.searchParams.get('range'), '6h', 'a metric link opened in a new tab keeps the range the table was drawn for');
   assert.equal(await page.locator('a[data-range="6h"]').getAttribute('aria-current'), 'true');
 
   // A long range asks for whole hours at one point per hour (the storage's hourly rollups).
