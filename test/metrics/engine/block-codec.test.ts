@@ -67,6 +67,28 @@ test('random walks, counters and complements (free = total - used) round-trip an
   }), { numRuns: 20 });
 });
 
+test('a column whose steps follow another column\'s (bytes and packets) costs only its residuals; unrelated columns pay their own steps', () => {
+  let s = 7;
+  const rnd = () => { s = (s * 1103515245 + 12345) % 2 ** 31; return s / 2 ** 31; };
+  const n = 360;
+  const ts = Float64Array.from({ length: n }, (_, i) => 1_700_000_000_000 + i * 10_000);
+  const walk = (step: () => number) => { let v = 0; return Float64Array.from({ length: n }, () => (v += step())); };
+  const packets = walk(() => 10 + Math.floor(rnd() * 40));
+  // Bytes: about 1,400 per packet, within 30 bytes: steps of 14,000-70,000 that a ratio to packets' steps predicts.
+  const bytes = new Float64Array(n);
+  for (let i = 0; i < n; i++) bytes[i] = Math.round(packets[i]! * 1400 + rnd() * 30);
+  const unrelated = walk(() => 14_000 + Math.floor(rnd() * 56_000));
+  const size = (other: Float64Array) => {
+    const b: BlockData = { ts, columns: new Map([[1, packets], [2, other]]) };
+    const enc = encodeBlock(b);
+    assertSame(b, decodeBlock(enc));
+    return enc.length;
+  };
+  const predicted = size(bytes);
+  const alone = size(unrelated);
+  assert.ok(predicted < alone * 0.7, `bytes beside packets: ${predicted} B; an unrelated walk of the same size: ${alone} B`);
+});
+
 test('constant columns are stored as decimals where exact (a host-hour rollup row: sums, counts, min, max) and read back exactly', () => {
   const row = [18_012.37, 360, 12.5, 99.99, 3.6e12, 360, 9_999_999_744, 10_000_001_024, 0.1 + 0.2, -0];
   const b: BlockData = { ts: Float64Array.of(1_700_000_000_000), columns: new Map(row.map((v, i) => [i, Float64Array.of(v)])) };
