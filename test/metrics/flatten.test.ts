@@ -63,3 +63,20 @@ test('a "__proto__" key is an ordinary name and pollutes nothing', () => {
   assert.equal(m.get('network.constructor.prototype'), 2);
   assert.equal(({} as Record<string, unknown>)['polluted'], undefined);
 });
+
+test('errors name the field in the body as sent, for names and text checked a key at a time', () => {
+  const cases: [Record<string, unknown>, RegExp][] = [
+    [{ network: { eth0: { 'rx\u200b': 1 } } }, /^body network\.eth0\.rx\u200b: metric name holds a control or invisible character$/],
+    [{ services: [{ name: 'nginx', 're\tstarts': 1 }] }, /^body services\.0\.re\tstarts: metric name holds a control or invisible character$/],
+    [{ disks: [{ path: '/', total: 1, used: 1, available: 0, percent: 100 }, { path: '/data', total: 1, used: 1, available: 0, percent: 100, inodes: [1, Infinity] }] }, /^body disks\.1\.inodes\.1: must be a finite number$/],
+    [{ network: { eth0: { rx: [1, { 'bad\ud800': 1 }] } } }, /^body network\.eth0\.rx\.1\.\(key\): a key holds a lone UTF-16 surrogate or a NUL character$/],
+    [{ extra: ['ok', 'a\u0000'] }, /^body extra\.1: text holds a lone UTF-16 surrogate or a NUL character$/],
+  ];
+  for (const [override, pattern] of cases) assert.throws(() => flattenReport(makeReport(override as Partial<Report>)), invalid(pattern), pattern.source);
+});
+
+test('a key with a control character that holds no number is no metric name and is not refused', () => {
+  const m = flattenReport(makeReport({ network: { 'eth\n0': 'up', eth1: { 'note\t': true, rx: 5 } } } as Partial<Report>));
+  assert.equal(m.get('network.eth1.rx'), 5);
+  assert.ok(![...m.keys()].some((k) => k.includes('\n') || k.includes('\t')));
+});

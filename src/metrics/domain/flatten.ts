@@ -25,37 +25,44 @@ export const FREE_FORM_SECTIONS = ['network', 'diskio', 'system', 'pressure', 's
 export function flattenReport(report: Report): Map<string, number> {
   assertReportText(report);
   const out = new Map<string, number>();
-  const put = (name: string, value: number, field: string) => {
-    if (!Number.isFinite(value)) throw new AppError('invalid_request', `body ${field}: must be a finite number`);
-    if (!isNameText(name)) throw new AppError('invalid_request', `body ${field}: metric name holds a control or invisible character`);
-    if (name.length > MAX_METRIC_NAME_LENGTH) throw new AppError('invalid_request', `body ${field}: metric name is longer than ${MAX_METRIC_NAME_LENGTH} characters`);
-    if (out.has(name)) throw new AppError('invalid_request', `body ${field}: metric ${name} is reported twice`);
-    out.set(name, value);
-  };
-  const walk = (value: unknown, name: string, field: string, depth: number) => {
-    if (typeof value === 'number') return put(name, value, field);
+  // A name is clean when each of its keys is (isNameText), so keys are checked one at a time on the way down;
+  // a leaf's field path in the body is spelled out only for an error: `field` maps a metric name back to it.
+  const walk = (value: unknown, name: string, depth: number, field: (name: string) => string, clean: boolean) => {
+    if (typeof value === 'number') {
+      if (!Number.isFinite(value)) throw new AppError('invalid_request', `body ${field(name)}: must be a finite number`);
+      if (!clean) throw new AppError('invalid_request', `body ${field(name)}: metric name holds a control or invisible character`);
+      if (name.length > MAX_METRIC_NAME_LENGTH) throw new AppError('invalid_request', `body ${field(name)}: metric name is longer than ${MAX_METRIC_NAME_LENGTH} characters`);
+      if (out.has(name)) throw new AppError('invalid_request', `body ${field(name)}: metric ${name} is reported twice`);
+      out.set(name, value);
+      return;
+    }
     if (value === null || typeof value !== 'object') return;
-    if (depth > MAX_FLATTEN_DEPTH) throw new AppError('invalid_request', `body ${field}: nested deeper than ${MAX_FLATTEN_DEPTH} levels`);
+    if (depth > MAX_FLATTEN_DEPTH) throw new AppError('invalid_request', `body ${field(name)}: nested deeper than ${MAX_FLATTEN_DEPTH} levels`);
+    if (Array.isArray(value)) {
+      for (let i = 0; i < value.length; i++) walk(value[i], `${name}.${i}`, depth + 1, field, clean);
+      return;
+    }
     // Object.keys: own enumerable keys only, so "__proto__" from JSON is an ordinary name, never a prototype.
-    const keys = Array.isArray(value) ? value.map((_, i) => String(i)) : Object.keys(value);
-    for (const key of keys) walk((value as Record<string, unknown>)[key], `${name}.${key}`, `${field}.${key}`, depth + 1);
+    for (const key of Object.keys(value)) walk((value as Record<string, unknown>)[key], `${name}.${key}`, depth + 1, field, clean && isNameText(key));
+  };
+  const same = (name: string) => name;
+  /** The entries of a disk or service: every key but the one that names it, under `<kind>.<its name>`. */
+  const entries = (item: Record<string, unknown>, kind: string, label: string, skip: string, array: string, i: number) => {
+    const prefix = `${kind}.${label}`;
+    const field = (name: string) => `${array}.${i}${name.slice(prefix.length)}`;
+    const clean = isNameText(label);
+    for (const key of Object.keys(item)) {
+      if (key !== skip) walk(item[key], `${prefix}.${key}`, 2, field, clean && isNameText(key));
+    }
   };
 
-  walk(report.cpu, 'cpu', 'cpu', 1);
-  walk(report.memory, 'memory', 'memory', 1);
-  report.disks?.forEach((disk, i) => {
-    for (const key of Object.keys(disk)) {
-      if (key !== 'path') walk((disk as Record<string, unknown>)[key], `disk.${disk.path}.${key}`, `disks.${i}.${key}`, 2);
-    }
-  });
+  walk(report.cpu, 'cpu', 1, same, true);
+  walk(report.memory, 'memory', 1, same, true);
+  report.disks?.forEach((disk, i) => entries(disk, 'disk', disk.path, 'path', 'disks', i));
   for (const section of FREE_FORM_SECTIONS) {
     const value = (report as Record<string, unknown>)[section];
-    if (value !== undefined) walk(value, section, section, 1);
+    if (value !== undefined) walk(value, section, 1, same, true);
   }
-  report.services?.forEach((service, i) => {
-    for (const key of Object.keys(service)) {
-      if (key !== 'name') walk((service as Record<string, unknown>)[key], `service.${service.name}.${key}`, `services.${i}.${key}`, 2);
-    }
-  });
+  report.services?.forEach((service, i) => entries(service, 'service', service.name, 'name', 'services', i));
   return out;
 }

@@ -106,25 +106,45 @@ const MAX_TEXT_DEPTH = 64;
  * so a deeply nested unknown field cannot overflow the stack.
  */
 export function assertReportText(report: unknown): void {
-  const stack: { value: unknown; field: string; depth: number }[] = [{ value: report, field: '', depth: 0 }];
-  // Under the `u` flag \p{Cs} matches only unpaired surrogates: a proper pair is one code point.
-  const bad = (s: string) => /[\p{Cs}\0]/u.test(s);
-  const refuse = (field: string, what: string): never => {
-    throw new AppError('invalid_request', `body ${field || '(root)'}: ${what} holds a lone UTF-16 surrogate or a NUL character`);
-  };
-  for (let item = stack.pop(); item; item = stack.pop()) {
-    const { value, field, depth } = item;
-    if (typeof value === 'string') {
-      if (bad(value)) refuse(field, 'text');
-      continue;
-    }
-    if (value === null || typeof value !== 'object') continue;
-    if (depth >= MAX_TEXT_DEPTH) throw new AppError('invalid_request', `body ${field}: nested deeper than ${MAX_TEXT_DEPTH} levels`);
-    const entries = Array.isArray(value) ? value.map((v, i) => [String(i), v] as const) : Object.entries(value);
-    for (const [key, v] of entries) {
-      const child = field ? `${field}.${key}` : key;
-      if (bad(key)) refuse(field ? `${field}.(key)` : '(key)', 'a key');
-      stack.push({ value: v, field: child, depth: depth + 1 });
+  if (typeof report === 'string') {
+    if (LONE_SURROGATE_OR_NUL.test(report)) refuseText('', 'text');
+    return;
+  }
+  if (report === null || typeof report !== 'object') return;
+  // One frame per object or array, none per leaf; a field's dotted path is spelled out only to name it in an error.
+  const stack: TextFrame[] = [{ value: report, depth: 0, parent: undefined, key: '' }];
+  for (let frame = stack.pop(); frame; frame = stack.pop()) {
+    if (frame.depth >= MAX_TEXT_DEPTH) throw new AppError('invalid_request', `body ${pathOf(frame)}: nested deeper than ${MAX_TEXT_DEPTH} levels`);
+    const value = frame.value;
+    const keys = Array.isArray(value) ? undefined : Object.keys(value);
+    const n = keys ? keys.length : (value as unknown[]).length;
+    for (let i = 0; i < n; i++) {
+      const key = keys ? keys[i]! : i;
+      if (typeof key === 'string' && LONE_SURROGATE_OR_NUL.test(key)) { const at = pathOf(frame); refuseText(at ? `${at}.(key)` : '(key)', 'a key'); }
+      const child = (value as Record<string | number, unknown>)[key];
+      if (typeof child === 'string') {
+        if (LONE_SURROGATE_OR_NUL.test(child)) refuseText(childPath(frame, key), 'text');
+      } else if (child !== null && typeof child === 'object') {
+        stack.push({ value: child, depth: frame.depth + 1, parent: frame, key });
+      }
     }
   }
+}
+
+/** Under the `u` flag \p{Cs} matches only unpaired surrogates: a proper pair is one code point. */
+const LONE_SURROGATE_OR_NUL = /[\p{Cs}\0]/u;
+
+interface TextFrame { value: object; depth: number; parent: TextFrame | undefined; key: string | number }
+
+function pathOf(frame: TextFrame): string {
+  return frame.parent ? childPath(frame.parent, frame.key) : '';
+}
+
+function childPath(parent: TextFrame, key: string | number): string {
+  const base = pathOf(parent);
+  return base ? `${base}.${key}` : String(key);
+}
+
+function refuseText(field: string, what: string): never {
+  throw new AppError('invalid_request', `body ${field || '(root)'}: ${what} holds a lone UTF-16 surrogate or a NUL character`);
 }
