@@ -4,6 +4,7 @@ import { createAlertStore, type AlertStore, type AlertTables } from './alerts/al
 import type { MetricsConfig } from './config.js';
 import type { MetricsStore } from './domain/metrics-store.js';
 import { createEngineMetricsStore } from './storage/engine-metrics-store.js';
+import { databaseConn } from './storage/engine/sql-conn.js';
 import { metricsMigrations } from './storage/migrations/index.js';
 import { createMetricsSelfMetrics, type MetricsSelfMetrics } from './self-metrics.js';
 import type { MetricsTables } from './storage/tables.js';
@@ -32,7 +33,7 @@ export async function createMetricsDeps(config: MetricsConfig, overrides: { now?
   const database = await openMetricsDatabase(config);
   const now = overrides.now ?? Date.now;
   const store = createMetricsStore(database, config, now);
-  const alerts = createAlertStore(database.db.withTables<AlertTables>());
+  const alerts = createAlertStore(database.db.withTables<AlertTables>(), databaseConn(database));
   return {
     database,
     store,

@@ -1,6 +1,7 @@
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createAlertStore, type AlertStore, type AlertTables, type NewAlert } from '../../src/metrics/alerts/alert-store.js';
+import { databaseConn } from '../../src/metrics/storage/engine/sql-conn.js';
 import { openMetricsDatabase } from '../../src/metrics/deps.js';
 import type { Database } from '../../src/core/storage/database.js';
 import type { MetricsTables } from '../../src/metrics/storage/tables.js';
@@ -23,7 +24,7 @@ for (const backend of BACKENDS) {
     before(async () => {
       storage = await freshStorage(backend);
       database = await openMetricsDatabase({ databaseUrl: storage.databaseUrl, dbSchema: storage.pgSchema, dataDir: storage.dataDir });
-      store = createAlertStore(database.db.withTables<AlertTables>());
+      store = createAlertStore(database.db.withTables<AlertTables>(), databaseConn(database));
     });
     after(async () => {
       await database.close();

@@ -11,6 +11,7 @@ import { Ajv } from 'ajv';
 import { ALERT_LIMITS, AlertsSchema, type Alert } from '../../src/metrics/alerts/alert.js';
 import { ConfigError } from '../../src/core/config.js';
 import { createAlertStore, type AlertTables } from '../../src/metrics/alerts/alert-store.js';
+import { databaseConn } from '../../src/metrics/storage/engine/sql-conn.js';
 import { openMetricsDatabase } from '../../src/metrics/deps.js';
 import type { TestContext } from 'node:test';
 
@@ -19,7 +20,7 @@ async function routerOptions(t: TestContext, timeoutMs: number, now: () => numbe
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'alerts-'));
   const database = await openMetricsDatabase({ databaseUrl: undefined, dbSchema: 'unused', dataDir });
   t.after(async () => { await database.close(); rmSync(dataDir, { recursive: true, force: true }); });
-  return { timeoutMs, store: createAlertStore(database.db.withTables<AlertTables>()), now };
+  return { timeoutMs, store: createAlertStore(database.db.withTables<AlertTables>(), databaseConn(database)), now };
 }
 
 interface Received { headers: IncomingMessage['headers']; body: unknown }

@@ -6,7 +6,7 @@ import { DEFAULT_WRITER_OPTIONS, type EngineWriter, type WriterOptions } from '.
 import { latestByHost } from './engine/latest.js';
 import { TailRows } from './engine/tail-rows.js';
 import { readAggregate, readHost, stableRead } from './engine/reader.js';
-import { pgConn, sqliteConn, type SqlConn } from './engine/sql-conn.js';
+import { databaseConn } from './engine/sql-conn.js';
 import { createWorkerWriter } from './engine/worker-writer.js';
 import type { MetricsTables } from './tables.js';
 
@@ -38,7 +38,7 @@ export interface EngineStoreOptions {
  */
 export function createEngineMetricsStore(database: Database<MetricsTables>, opts: EngineStoreOptions): MetricsStore {
   const db = database.db;
-  const conn: SqlConn = database.sqlite ? sqliteConn(database.sqlite) : pgConn(database.pgPool!);
+  const conn = databaseConn(database);
   const writerOptions = { ...DEFAULT_WRITER_OPTIONS, ...opts.writer, seal: { ...DEFAULT_WRITER_OPTIONS.seal, ...opts.writer?.seal }, limits: opts.limits };
   const onError = opts.onError ?? (() => undefined);
   // Appends, seals and rollups run in a writer thread on both backends: the event loop serves HTTP and reads.

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type BetterSqlite3 from 'better-sqlite3';
 import type pg from 'pg';
-import type { DialectName } from '../../../core/storage/database.js';
+import type { Database, DialectName } from '../../../core/storage/database.js';
 
 /**
  * The storage engine's one way to reach SQL: hand-written statements with `?`
@@ -26,6 +26,11 @@ export interface SqlConn {
 }
 
 const SQLITE_NORMAL = 1;
+
+/** A SqlConn over an open database's own connection (SQLite) or pool (PostgreSQL). */
+export function databaseConn(database: Pick<Database<unknown>, 'sqlite' | 'pgPool'>): SqlConn {
+  return database.sqlite ? sqliteConn(database.sqlite) : pgConn(database.pgPool!);
+}
 
 /** A better-sqlite3 connection as a SqlConn. Statements are cached by text; the `synchronous` level is read once, here. */
 export function sqliteConn(db: BetterSqlite3.Database): SqlConn {
