@@ -129,16 +129,16 @@ export function decodeBlock(bytes: Uint8Array): BlockData {
     const kind = head & ~PARTIAL;
     const rows = head & PARTIAL ? readBitmap(r, n) : undefined;
     const k = rows ? rows.length : n;
-    const out = new Float64Array(n).fill(Number.NaN);
+    let out: Float64Array;
     let mant: { mantissas: Float64Array; exponent: number } | undefined;
     if (kind === Kind.Constant || kind === Kind.ConstantDecimal) {
       let v: number;
       if (kind === Kind.Constant) v = readFloat(r);
       else { const e = r.uvarint(); v = r.svarint() / POW10[e]!; }
+      out = new Float64Array(n).fill(rows ? Number.NaN : v);
       if (rows) for (const i of rows) out[i] = v;
-      else out.fill(v);
     } else if (kind === Kind.Raw) {
-      scatter(out, rows, readRaw(r, k), 1);
+      out = scatter(n, rows, readRaw(r, k), 1);
     } else if (kind === Kind.Delta || kind === Kind.DeltaOfDelta || kind === Kind.Complement || kind === Kind.Predicted) {
       let mantissas: Float64Array;
       let exponent: number;
@@ -157,7 +157,7 @@ export function decodeBlock(bytes: Uint8Array): BlockData {
         exponent = r.uvarint();
         mantissas = readMantissas(r, k, kind === Kind.DeltaOfDelta);
       }
-      scatter(out, rows, mantissas, POW10[exponent]!);
+      out = scatter(n, rows, mantissas, POW10[exponent]!);
       mant = { mantissas, exponent };
     } else {
       throw new Error(`unknown column kind ${kind}`);
@@ -168,17 +168,23 @@ export function decodeBlock(bytes: Uint8Array): BlockData {
   return { ts, columns };
 }
 
-/** Values (mantissas over their power of ten) to their rows; division, not multiplication, is what reads back exactly. */
-function scatter(out: Float64Array, rows: number[] | undefined, src: Float64Array, divisor: number): void {
+/**
+ * Values (mantissas over their power of ten) to their rows, NaN where a row has none; division, not
+ * multiplication, is what reads back exactly. A complete column of integers is `src` itself: the decoder's
+ * arrays are never written after decoding, so a mantissa column can be shared with a column that refers to it.
+ */
+function scatter(n: number, rows: number[] | undefined, src: Float64Array, divisor: number): Float64Array {
   const k = src.length;
-  if (divisor === 1) {
-    if (rows) for (let i = 0; i < k; i++) out[rows[i]!] = src[i]!;
-    else out.set(src);
-  } else if (rows) {
-    for (let i = 0; i < k; i++) out[rows[i]!] = src[i]! / divisor;
-  } else {
+  if (!rows) {
+    if (divisor === 1) return src;
+    const out = new Float64Array(n);
     for (let i = 0; i < k; i++) out[i] = src[i]! / divisor;
+    return out;
   }
+  const out = new Float64Array(n).fill(Number.NaN);
+  if (divisor === 1) for (let i = 0; i < k; i++) out[rows[i]!] = src[i]!;
+  else for (let i = 0; i < k; i++) out[rows[i]!] = src[i]! / divisor;
+  return out;
 }
 
 function planColumn(id: number, col: Float64Array): ColumnPlan {
