@@ -63,6 +63,8 @@ test('the bundled agent is one file that needs no node_modules: --once from a ba
   assert.ok([...required].every((i) => i.startsWith('node:')), `only Node built-ins: ${[...required].join(', ')}`);
   assert.doesNotMatch(text, /\bimport\(|^import /m, 'CommonJS throughout: no ESM loader at run time');
   assert.ok(statSync(bundle).size < 512 * 1024, 'small');
+  // The service's schema library stays with the service: the agent shares only the flattening and text rules.
+  assert.doesNotMatch(text, /node_modules\/typebox\//, 'TypeBox is not bundled');
   const host = bareHost(bundle);
   m = await startMetrics('sqlite');
   const t = await m.newTenant();

@@ -1,5 +1,6 @@
 import { AppError } from '../../core/errors.js';
-import { assertReportText, isNameText, type Report } from './report-schema.js';
+import type { Report } from './report-schema.js';
+import { assertReportText, isNameText } from './report-text.js';
 
 /** Deepest nesting followed inside `network` and a service entry; deeper reports get 400. */
 export const MAX_FLATTEN_DEPTH = 6;
