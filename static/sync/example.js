@@ -54,13 +54,17 @@ async function openDevice(name, demo) {
 }
 
 async function render(d) {
+  // Renders overlap (a pulled change, a resolution): each reads first and draws only if no later one began, so a
+  // slow read of the state before a resolution never draws its conflict back after the resolution's render.
+  const seq = (d.renders = (d.renders ?? 0) + 1);
+  const [data, conflicts] = await Promise.all([d.client.get(TABLE, d.demo.recordId), d.client.conflicts()]);
+  if (seq !== d.renders) return;
   const el = panel(d.name);
-  const data = await d.client.get(TABLE, d.demo.recordId);
   el.querySelector('.value').textContent = data ? data.name : '(none)';
   el.querySelector('.pending').textContent = d.client.pendingChanges ? `${d.client.pendingChanges} change(s) waiting to be sent` : '';
   const box = el.querySelector('.conflicts');
   box.replaceChildren();
-  for (const c of await d.client.conflicts()) {
+  for (const c of conflicts) {
     const div = document.createElement('div');
     div.className = 'conflict';
     const p = document.createElement('p');
