@@ -35,22 +35,41 @@ export class Buckets {
 
   addBlock(block: BlockData): void {
     const n = block.ts.length;
-    const at = new Int32Array(n);
     const { start, width } = this.grid;
+    // Rows are in time order, so a bucket is a run of rows: find the runs once, then fold each column's run
+    // into locals and write the bucket once (instead of four array updates per sample).
+    const runStart: number[] = [];
+    const runBucket: number[] = [];
+    let prev = -1;
     for (let i = 0; i < n; i++) {
       const t = block.ts[i]!;
-      at[i] = t < start || t >= this.end ? -1 : Math.floor((t - start) / width);
+      const b = t < start || t >= this.end ? -1 : Math.floor((t - start) / width);
+      if (b !== prev || i === 0) { runStart.push(i); runBucket.push(b); prev = b; }
     }
+    runStart.push(n);
+    const runs = runBucket.length;
     for (const [id, col] of block.columns) {
       const a = this.of(id);
-      for (let i = 0; i < n; i++) {
-        const b = at[i]!;
-        const v = col[i]!;
-        if (b < 0 || v !== v) continue;
-        a.sum[b]! += v;
-        a.count[b]! += 1;
-        if (v < a.min[b]!) a.min[b] = v;
-        if (v > a.max[b]!) a.max[b] = v;
+      for (let r = 0; r < runs; r++) {
+        const b = runBucket[r]!;
+        if (b < 0) continue;
+        let sum = 0;
+        let count = 0;
+        let min = Infinity;
+        let max = -Infinity;
+        for (let i = runStart[r]!, end = runStart[r + 1]!; i < end; i++) {
+          const v = col[i]!;
+          if (v !== v) continue;
+          sum += v;
+          count++;
+          if (v < min) min = v;
+          if (v > max) max = v;
+        }
+        if (!count) continue;
+        a.sum[b]! += sum;
+        a.count[b]! += count;
+        if (min < a.min[b]!) a.min[b] = min;
+        if (max > a.max[b]!) a.max[b] = max;
       }
     }
   }
