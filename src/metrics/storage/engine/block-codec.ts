@@ -369,17 +369,15 @@ function writePayload(w: ByteWriter, kind: Kind, plan: ColumnPlan, complement: {
 function readMantissas(r: ByteReader, k: number, dod: boolean): Float64Array {
   const out = new Float64Array(k);
   if (k === 0) return out;
-  const first = r.svarint();
+  out[0] = r.svarint();
   const g = r.uvarint();
-  r.svarints(out, k - 1);
-  // In place: out[0..k-2] hold the steps; rebuild from the end so nothing is overwritten before it is read.
-  out.copyWithin(1, 0, k - 1);
-  out[0] = first;
-  let delta = 0;
-  for (let i = 1; i < k; i++) {
-    const x = out[i]! * g;
-    delta = dod ? delta + x : x;
-    out[i] = out[i - 1]! + delta;
+  // The steps land in out[1..k-1], each then turned into its value in place.
+  r.svarints(out, k - 1, 1);
+  if (dod) {
+    let delta = 0;
+    for (let i = 1; i < k; i++) { delta += out[i]! * g; out[i] = out[i - 1]! + delta; }
+  } else {
+    for (let i = 1; i < k; i++) out[i] = out[i - 1]! + out[i]! * g;
   }
   return out;
 }

@@ -84,20 +84,35 @@ export class ByteReader {
     return z % 2 === 0 ? z / 2 : -(z + 1) / 2;
   }
 
-  /** k zigzag varints into `out` (the decoder's hot loop: locals only, no call per value). */
-  svarints(out: Float64Array, k: number): void {
+  /**
+   * k zigzag varints into `out` from index `at` (the decoder's hot loop: locals only, no call per value). Values of
+   * up to four bytes (28 bits, nearly all of a block's steps) decode in integer arithmetic; longer ones in doubles,
+   * exact to 2^53.
+   */
+  svarints(out: Float64Array, k: number, at = 0): void {
     const buf = this.buf;
     let pos = this.pos;
-    for (let i = 0; i < k; i++) {
+    const end = at + k;
+    for (let i = at; i < end; i++) {
       let b = buf[pos++]!;
+      if (b < 0x80) { out[i] = (b >>> 1) ^ -(b & 1); continue; }
       let z = b & 0x7f;
-      let mul = 128;
-      while (b >= 0x80) {
+      let shift = 7;
+      while (shift < 28) {
         b = buf[pos++]!;
-        z += (b & 0x7f) * mul;
-        mul *= 128;
+        z |= (b & 0x7f) << shift;
+        shift += 7;
+        if (b < 0x80) break;
       }
-      out[i] = z % 2 === 0 ? z / 2 : -(z + 1) / 2;
+      if (b < 0x80) { out[i] = (z >>> 1) ^ -(z & 1); continue; }
+      let big = z;
+      let mul = 2 ** 28;
+      do {
+        b = buf[pos++]!;
+        big += (b & 0x7f) * mul;
+        mul *= 128;
+      } while (b >= 0x80);
+      out[i] = big % 2 === 0 ? big / 2 : -(big + 1) / 2;
     }
     if (pos > buf.length) throw new Error('block truncated');
     this.pos = pos;
