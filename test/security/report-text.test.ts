@@ -90,6 +90,20 @@ for (const backend of BACKENDS) {
       assert.equal(stored, 40);
     });
 
+    test('an id no report can carry (NUL, a space, a leading dash) names no host: 404 for its series and page, 400 as a filter, never a 500', async () => {
+      // PostgreSQL refuses NUL in a text parameter: these once reached it and answered 500.
+      const t = await h.newTenant();
+      for (const id of ['%00', 'a%00b', 'a%20b', '-rf']) {
+        const series = await call(h.url, 'GET', `/api/v1/host/${id}?from=0&to=10`, { token: t.token });
+        assert.equal(series.status, 404, `series of ${id}: ${series.text}`);
+        assert.equal(series.body.error, 'not_found');
+        const page = await fetch(`${h.url}/hosts/${id}`, { headers: { authorization: `Bearer ${t.token}` } });
+        assert.equal(page.status, 404, `page of ${id}`);
+        const alerts = await call(h.url, 'GET', `/api/v1/alerts?host=${id}`, { token: t.token });
+        assert.equal(alerts.status, 400, `alerts of ${id}: ${alerts.text}`);
+      }
+    });
+
     test('what the rules allow is stored as sent: non-ASCII names, emoji (surrogate pairs), dots and colons in ids', async () => {
       const t = await h.newTenant();
       const report = makeReport({

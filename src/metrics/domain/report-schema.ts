@@ -1,6 +1,6 @@
 import { Type, type Static } from 'typebox';
 import { AlertsSchema } from '../alerts/alert.js';
-import { NAME_TEXT_PATTERN } from './report-text.js';
+import { AGENT_ID_PATTERN, NAME_TEXT_PATTERN } from './report-text.js';
 
 /**
  * The agent report, as published to agents (the host agent builds its
@@ -14,13 +14,6 @@ import { NAME_TEXT_PATTERN } from './report-text.js';
  * from costing more than its body limit already allows.
  */
 
-/**
- * The host id: stable across hostname changes and unique where hostnames
- * collide ("localhost"). It appears in URL paths and log lines, so it is
- * plain ASCII that starts with a letter or digit and never holds `..`: no
- * id can read as a relative path segment (`.`, `..`) or an option (`-x`).
- */
-export const AGENT_ID_PATTERN = '^(?!.*\\.\\.)[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$';
 
 const Bytes = Type.Number({ minimum: 0, description: 'Bytes.' });
 const Percent = Type.Number({ minimum: 0, maximum: 100, description: 'Percent, 0-100.' });

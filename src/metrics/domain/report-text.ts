@@ -3,6 +3,14 @@
 import { AppError } from '../../core/errors.js';
 
 /**
+ * The host id: stable across hostname changes and unique where hostnames
+ * collide ("localhost"). It appears in URL paths and log lines, so it is
+ * plain ASCII that starts with a letter or digit and never holds `..`: no
+ * id can read as a relative path segment (`.`, `..`) or an option (`-x`).
+ */
+export const AGENT_ID_PATTERN = '^(?!.*\\.\\.)[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$';
+
+/**
  * Text shown to people or used in metric names (hostname, platform, disk
  * path, service name, every key that becomes part of a metric name): no
  * control characters (C0, DEL, C1: no NUL, CR, LF, ESC), no invisible format

@@ -5,6 +5,7 @@ import { SEVERITIES } from '../alerts/alert.js';
 import type { AlertStore, StoredAlert } from '../alerts/alert-store.js';
 import { withStatus } from '../domain/host-status.js';
 import type { MetricsStore } from '../domain/metrics-store.js';
+import { AGENT_ID_PATTERN } from '../domain/report-text.js';
 import { resolveRange, type SeriesSettings } from '../domain/series.js';
 import { readHostSparks, readTopHosts, readTopHostsBy } from '../domain/top-hosts.js';
 import { authenticate, requestTenant, type SessionReader } from '../http/authenticate.js';
@@ -194,14 +195,14 @@ export function registerFleetReadRoutes(app: App, deps: FleetReadDeps): void {
       tags: ['alerts'],
       security: BEARER,
       querystring: Type.Object({
-        host: Type.Optional(Type.String({ minLength: 1, maxLength: 128, description: 'Only this host\'s alerts.' })),
+        host: Type.Optional(Type.String({ pattern: AGENT_ID_PATTERN, description: 'Only this host\'s alerts (a host id: what a report\'s agentId allows).' })),
         from: Type.Optional({ ...Timestamp, description: 'Range start (default: `to` minus 24 h). Incidents still firing at `from` or started later are listed.' }),
         to: Type.Optional({ ...Timestamp, description: 'Range end (default: now).' }),
         limit: Type.Optional(Type.Integer({ minimum: 1, maximum: ALERT_LIST_LIMITS.max, description: `At most this many (default ${ALERT_LIST_LIMITS.default}).` })),
       }),
       response: {
         200: Type.Array(AlertSchema),
-        ...errorResponses({ invalid_request: RANGE_ERROR, ...AUTH_ERRORS }),
+        ...errorResponses({ invalid_request: `${RANGE_ERROR} Or a \`host\` that no report could carry as its agentId (a NUL, a space, \`..\`).`, ...AUTH_ERRORS }),
       },
     },
   }, async (request) => {

@@ -2,6 +2,7 @@ import { AppError } from '../../core/errors.js';
 import type { Database } from '../../core/storage/database.js';
 import { chunks } from '../../core/storage/chunks.js';
 import type { MetricLimits, MetricsStore, Tenant, TokenInfo } from '../domain/metrics-store.js';
+import { AGENT_ID_PATTERN } from '../domain/report-text.js';
 import { DEFAULT_WRITER_OPTIONS, type EngineWriter, type WriterOptions } from './engine/engine-writer.js';
 import { latestByHost } from './engine/latest.js';
 import { TailRows } from './engine/tail-rows.js';
@@ -36,6 +37,13 @@ export interface EngineStoreOptions {
  * in the background; reads plan over head, blocks and tiers. Tenants and
  * tokens are a handful of rows, kept on Kysely.
  */
+const HOST_ID = new RegExp(AGENT_ID_PATTERN);
+/**
+ * Whether `id` could be a host id (what ingest accepts as an agentId). One that could not (a NUL, which PostgreSQL
+ * refuses in a text parameter, a space, `..`) names no host: reads answer "no such host" without asking the database.
+ */
+const isHostId = (id: string): boolean => HOST_ID.test(id);
+
 export function createEngineMetricsStore(database: Database<MetricsTables>, opts: EngineStoreOptions): MetricsStore {
   const db = database.db;
   const conn = databaseConn(database);
@@ -50,6 +58,7 @@ export function createEngineMetricsStore(database: Database<MetricsTables>, opts
   const tokens = new Map<string, { token: { tokenId: string; tenantId: string; tenantName: string }; until: number }>();
 
   async function hostKeyOf(tenantId: string, hostId: string): Promise<number | undefined> {
+    if (!isHostId(hostId)) return undefined;
     const [row] = await conn.all<{ key: number }>('SELECT key FROM hosts WHERE tenant_id = ? AND host_id = ?', [tenantId, hostId]);
     return row?.key;
   }
@@ -127,7 +136,7 @@ export function createEngineMetricsStore(database: Database<MetricsTables>, opts
     },
     readAggregate: (tenantId, q) => stableRead(conn, tenantId, q.from, q.to, () => readAggregate(conn, tenantId, q)),
     metricNames,
-    latestByHost: (tenantId, hostId) => stableRead(conn, tenantId, 0, Number.MAX_SAFE_INTEGER, () => latestByHost(conn, tenantId, { nameOf: (ids) => metricNames(tenantId, ids), hostId, tails })),
+    latestByHost: async (tenantId, hostId) => hostId !== undefined && !isHostId(hostId) ? [] : stableRead(conn, tenantId, 0, Number.MAX_SAFE_INTEGER, () => latestByHost(conn, tenantId, { nameOf: (ids) => metricNames(tenantId, ids), hostId, tails })),
     deleteBefore: (cutoff) => writer.deleteBefore(cutoff),
     flush: () => writer.flush(),
     async close() {
