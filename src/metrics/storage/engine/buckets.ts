@@ -1,7 +1,15 @@
 import type { SeriesColumns } from '../../domain/metrics-store.js';
-import type { BlockData } from './block-codec.js';
+import { visitBlock } from './block-codec.js';
 import { gridEnd, type Grid } from './query-plan.js';
 import type { Rollup } from './rollup.js';
+
+interface Runs {
+  /** Row index where each run starts, and one past the last row at the end. */
+  starts: number[];
+  /** Each run's bucket, -1 outside the grid. */
+  buckets: number[];
+  rowBucket: Int32Array;
+}
 
 interface Acc {
   sum: Float64Array;
@@ -33,44 +41,73 @@ export class Buckets {
     return a;
   }
 
-  addBlock(block: BlockData): void {
-    const n = block.ts.length;
+  /**
+   * A sealed block's bytes, decoded and folded column by column (visitBlock):
+   * no column array is kept, and none is allocated per block.
+   */
+  addBlock(bytes: Uint8Array): void {
+    let runs: Runs | undefined;
+    visitBlock(bytes, (ts) => { runs = this.runsOf(ts); }, (id, values, divisor, rows) => {
+      if (rows) this.foldSparse(id, runs!, values, divisor, rows);
+      else this.fold(id, runs!, values, divisor);
+    });
+  }
+
+  /** Rows are in time order, so a bucket is a run of rows: found once per block, then used for every column. */
+  private runsOf(ts: Float64Array): Runs {
     const { start, width } = this.grid;
-    // Rows are in time order, so a bucket is a run of rows: find the runs once, then fold each column's run
-    // into locals and write the bucket once (instead of four array updates per sample).
-    const runStart: number[] = [];
-    const runBucket: number[] = [];
+    const starts: number[] = [];
+    const buckets: number[] = [];
+    const rowBucket = new Int32Array(ts.length);
     let prev = -1;
-    for (let i = 0; i < n; i++) {
-      const t = block.ts[i]!;
+    for (let i = 0; i < ts.length; i++) {
+      const t = ts[i]!;
       const b = t < start || t >= this.end ? -1 : Math.floor((t - start) / width);
-      if (b !== prev || i === 0) { runStart.push(i); runBucket.push(b); prev = b; }
+      rowBucket[i] = b;
+      if (b !== prev || i === 0) { starts.push(i); buckets.push(b); prev = b; }
     }
-    runStart.push(n);
-    const runs = runBucket.length;
-    for (const [id, col] of block.columns) {
-      const a = this.of(id);
-      for (let r = 0; r < runs; r++) {
-        const b = runBucket[r]!;
-        if (b < 0) continue;
-        let sum = 0;
-        let count = 0;
-        let min = Infinity;
-        let max = -Infinity;
-        for (let i = runStart[r]!, end = runStart[r + 1]!; i < end; i++) {
-          const v = col[i]!;
-          if (v !== v) continue;
-          sum += v;
-          count++;
-          if (v < min) min = v;
-          if (v > max) max = v;
-        }
-        if (!count) continue;
-        a.sum[b]! += sum;
-        a.count[b]! += count;
-        if (min < a.min[b]!) a.min[b] = min;
-        if (max > a.max[b]!) a.max[b] = max;
+    starts.push(ts.length);
+    return { starts, buckets, rowBucket };
+  }
+
+  /** A complete column: each run folded into locals, the bucket written once (not four array updates per sample). */
+  private fold(id: number, runs: Runs, values: Float64Array, divisor: number): void {
+    const a = this.of(id);
+    const { starts, buckets } = runs;
+    for (let r = 0; r < buckets.length; r++) {
+      const b = buckets[r]!;
+      if (b < 0) continue;
+      let sum = 0;
+      let count = 0;
+      let min = Infinity;
+      let max = -Infinity;
+      for (let i = starts[r]!, end = starts[r + 1]!; i < end; i++) {
+        const v = values[i]! / divisor;
+        if (v !== v) continue;
+        sum += v;
+        count++;
+        if (v < min) min = v;
+        if (v > max) max = v;
       }
+      if (!count) continue;
+      a.sum[b]! += sum;
+      a.count[b]! += count;
+      if (min < a.min[b]!) a.min[b] = min;
+      if (max > a.max[b]!) a.max[b] = max;
+    }
+  }
+
+  /** A column with values on some rows only (a metric that came or went within the block). */
+  private foldSparse(id: number, runs: Runs, values: Float64Array, divisor: number, rows: number[]): void {
+    const a = this.of(id);
+    for (let i = 0; i < rows.length; i++) {
+      const b = runs.rowBucket[rows[i]!]!;
+      const v = values[i]! / divisor;
+      if (b < 0 || v !== v) continue;
+      a.sum[b]! += v;
+      a.count[b]! += 1;
+      if (v < a.min[b]!) a.min[b] = v;
+      if (v > a.max[b]!) a.max[b] = v;
     }
   }
 

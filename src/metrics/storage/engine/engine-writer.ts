@@ -2,7 +2,7 @@ import { AppError } from '../../../core/errors.js';
 import type { AppendOutcome, MetricLimits, NewReport } from '../../domain/metrics-store.js';
 import { appendBatch, newWriterState } from './head-writer.js';
 import { SealedTimestamps } from './sealed-timestamps.js';
-import { findSealable, sealWindow, type SealSettings } from './sealer.js';
+import { findSealable, prepareSeal, sealWindow, type SealSettings } from './sealer.js';
 import type { SqlConn } from './sql-conn.js';
 import { rollTenantWindows } from './tenant-rollup.js';
 import { WINDOW_MS } from './windows.js';
@@ -163,13 +163,15 @@ export function createEngineWriter(conn: SqlConn, opts: WriterOptions, onError: 
   /**
    * Finds what is due and seals it one window per turn of the work chain, so
    * appends that arrive meanwhile commit between two seals instead of after
-   * the whole pass.
+   * the whole pass; each block is built and compressed before its turn
+   * (prepareSeal), while appends commit.
    */
   async function sealPass(force: boolean): Promise<void> {
     const due = await serial(() => findSealable(conn, opts.seal, opts.now(), wallNow(), state, force));
     for (const c of due) {
       if (closed && !force) return;
-      await serial(() => sealWindow(conn, c, wallNow()));
+      const prepared = await prepareSeal(conn, c);
+      if (prepared) await serial(() => sealWindow(conn, c, wallNow(), prepared));
     }
     const rolled = await serial(() => rollTenantWindows(conn, wallNow(), force ? 0 : opts.seal.idleMs, force ? 1_000_000 : 32));
     if (conn.dialect === 'sqlite' && (due.length || rolled)) {

@@ -1,6 +1,6 @@
 import { AppError } from '../../../core/errors.js';
 import { decodeSamples } from '../sample-codec.js';
-import { decodeBlock } from './block-codec.js';
+import { decodeBlock, type BlockData } from './block-codec.js';
 import type { SeriesRequest, StoredSeries } from '../../domain/metrics-store.js';
 import { Buckets } from './buckets.js';
 import { gridEnd, planGrid, type Grid } from './query-plan.js';
@@ -68,7 +68,7 @@ export async function readHost(conn: SqlConn, hostKey: number, q: SeriesRequest)
     [hostKey, windowOf(grid.start), gridEnd(grid)]);
   for (const r of rows) {
     if (grid.tier) buckets.addRollup(decodeRollup(r.blob, HOST_TIER_MS));
-    else buckets.addBlock(decodeBlock(r.blob));
+    else buckets.addBlock(r.blob);
   }
   await addHeadRows(conn, buckets, 'SELECT ts, samples FROM reports WHERE host_key = ? AND ts >= ? AND ts < ?', [hostKey, grid.start, gridEnd(grid)]);
   return { bucketMs: grid.width, ...buckets.columns(q.minmax) };
@@ -91,38 +91,63 @@ async function blockTimestamps(conn: SqlConn, hostKey: number, windowStart: numb
   return row ? decodeBlock(row.data).ts : new Float64Array();
 }
 
+/**
+ * Every report in [from, to], one point each. Columns are filled straight from
+ * the decoded blocks and head rows (no object per report: a whole day of a
+ * host is 8,640 reports); rows are put in time order through an index only
+ * when a late head row falls before sealed ones.
+ */
 async function readRaw(conn: SqlConn, hostKey: number, metas: BlockMeta[], q: SeriesRequest): Promise<StoredSeries> {
-  const rows: Array<{ ts: number; values: Map<number, number> }> = [];
+  const blocks: Array<{ b: BlockData; first: number; end: number }> = [];
+  let n = 0;
   for (const m of metas) {
     const [row] = await conn.all<{ data: Uint8Array }>('SELECT data FROM blocks WHERE host_key = ? AND window_start = ?', [hostKey, m.window_start]);
     if (!row) continue;
     const b = decodeBlock(row.data);
-    for (let i = 0; i < b.ts.length; i++) {
-      const ts = b.ts[i]!;
-      if (ts < q.from || ts > q.to) continue;
-      const values = new Map<number, number>();
-      for (const [id, col] of b.columns) if (col[i] === col[i]) values.set(id, col[i]!);
-      rows.push({ ts, values });
-    }
+    let first = 0;
+    while (first < b.ts.length && b.ts[first]! < q.from) first++;
+    let end = first;
+    while (end < b.ts.length && b.ts[end]! <= q.to) end++;
+    blocks.push({ b, first, end });
+    n += end - first;
   }
-  const head = await conn.all<{ ts: number; samples: Uint8Array }>('SELECT ts, samples FROM reports WHERE host_key = ? AND ts >= ? AND ts <= ?', [hostKey, q.from, q.to]);
-  for (const h of head) {
-    const { metricIds, values } = decodeSamples(h.samples);
-    const m = new Map<number, number>();
-    for (let i = 0; i < metricIds.length; i++) m.set(metricIds[i]!, values[i]!);
-    rows.push({ ts: Number(h.ts), values: m });
+  const head = (await conn.all<{ ts: number; samples: Uint8Array }>('SELECT ts, samples FROM reports WHERE host_key = ? AND ts >= ? AND ts <= ? ORDER BY ts', [hostKey, q.from, q.to]))
+    .map((h) => ({ ts: Number(h.ts), ...decodeSamples(h.samples) }));
+  const ts = new Float64Array(n + head.length);
+  let r = 0;
+  for (const { b, first, end } of blocks) for (let i = first; i < end; i++) ts[r++] = b.ts[i]!;
+  for (const h of head) ts[r++] = h.ts;
+  // at[r]: where source row r lands in the answer.
+  const at = Int32Array.from(ts.keys());
+  if (ts.some((t, i) => i > 0 && t < ts[i - 1]!)) {
+    const order = Array.from(ts.keys()).sort((a, b) => ts[a]! - ts[b]!);
+    order.forEach((src, dst) => { at[src] = dst; });
   }
-  rows.sort((a, b) => a.ts - b.ts);
   const metrics = new Map<number, (number | null)[]>();
-  rows.forEach((row, r) => {
-    for (const [id, v] of row.values) {
-      let col = metrics.get(id);
-      if (!col) metrics.set(id, (col = new Array<number | null>(rows.length).fill(null)));
-      col[r] = v;
+  const column = (id: number) => {
+    let col = metrics.get(id);
+    if (!col) metrics.set(id, (col = new Array<number | null>(ts.length).fill(null)));
+    return col;
+  };
+  r = 0;
+  for (const { b, first, end } of blocks) {
+    for (const [id, values] of b.columns) {
+      let col: (number | null)[] | undefined;
+      for (let i = first; i < end; i++) {
+        const v = values[i]!;
+        if (v === v) (col ??= column(id))[at[r + i - first]!] = v;
+      }
     }
-  });
+    r += end - first;
+  }
+  for (const h of head) {
+    for (let i = 0; i < h.metricIds.length; i++) column(h.metricIds[i]!)[at[r]!] = h.values[i]!;
+    r++;
+  }
+  const timestamps = new Array<number>(ts.length);
+  for (let i = 0; i < ts.length; i++) timestamps[at[i]!] = ts[i]!;
   // A raw point is its own smallest and largest value.
-  return { bucketMs: null, timestamps: rows.map((r) => r.ts), metrics, ...(q.minmax ? { min: metrics, max: metrics } : {}) };
+  return { bucketMs: null, timestamps, metrics, ...(q.minmax ? { min: metrics, max: metrics } : {}) };
 }
 
 /**
@@ -157,7 +182,7 @@ export async function readAggregate(conn: SqlConn, tenantId: string, q: SeriesRe
     // One window at a time: memory holds one window's blocks, however long the range.
     const blocks = await conn.all<{ data: Uint8Array }>(
       'SELECT b.data FROM blocks b JOIN hosts h ON h.key = b.host_key WHERE h.tenant_id = ? AND b.window_start = ?', [tenantId, window_start]);
-    for (const b of blocks) buckets.addBlock(decodeBlock(b.data));
+    for (const b of blocks) buckets.addBlock(b.data);
   }
   await addHeadRows(conn, buckets,
     'SELECT r.ts, r.samples FROM reports r JOIN hosts h ON h.key = r.host_key WHERE h.tenant_id = ? AND r.ts >= ? AND r.ts < ?', [tenantId, grid.start, end]);

@@ -1,4 +1,4 @@
-import { decimalExponent, decodeBlock, encodeBlock, type BlockData } from './block-codec.js';
+import { decimalExponent, decodeBlock, encodeBlock, FAST_QUALITY, type BlockData } from './block-codec.js';
 
 /**
  * Rollup tiers: per metric and per cell of a fixed width (aligned to epoch
@@ -133,7 +133,7 @@ export function encodeRollup(r: Rollup): Uint8Array {
     columns.set(id * STATS + 2, s.min);
     columns.set(id * STATS + 3, s.max);
   }
-  return encodeBlock({ ts: r.cells, columns });
+  return encodeBlock({ ts: r.cells, columns }, FAST_QUALITY);
 }
 
 export function decodeRollup(bytes: Uint8Array, width: number): Rollup {

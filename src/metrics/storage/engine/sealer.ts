@@ -1,5 +1,5 @@
 import { decodeSamples } from '../sample-codec.js';
-import { decodeBlock, encodeBlock, type BlockData } from './block-codec.js';
+import { decodeBlock, encodeBlock, encodeBlockAsync, type BlockData } from './block-codec.js';
 import { encodeRollup, rollUp } from './rollup.js';
 import type { SqlConn } from './sql-conn.js';
 import { HOST_TIER_MS, WINDOW_MS } from './windows.js';
@@ -54,10 +54,34 @@ export async function findSealable(conn: SqlConn, s: SealSettings, now: number, 
   return out;
 }
 
+type HeadRow = { ts: number; samples: Uint8Array };
+
+/**
+ * A seal's block, built and compressed before its transaction (compression is
+ * most of a seal's time, and runs in the thread pool meanwhile, so appends
+ * commit in between). The transaction uses it only if it finds exactly the
+ * head rows and the old block this was built from; otherwise it builds the
+ * block again from what it finds.
+ */
+export interface PreparedSeal {
+  head: HeadRow[];
+  old: Uint8Array | undefined;
+  merged: BlockData;
+  data: Uint8Array;
+}
+
+export async function prepareSeal(conn: SqlConn, c: SealCandidate): Promise<PreparedSeal | undefined> {
+  const head = await readHead(conn, c);
+  if (!head.length) return undefined;
+  const old = await readBlockData(conn, c);
+  const merged = mergeRows(old ? decodeBlock(old) : undefined, head);
+  return { head, old, merged, data: await encodeBlockAsync(merged) };
+}
+
 /** Seals one host window; false when there was nothing to do or another instance holds the host. */
-export async function sealWindow(conn: SqlConn, c: SealCandidate, wallNow: number): Promise<boolean> {
+export async function sealWindow(conn: SqlConn, c: SealCandidate, wallNow: number, prepared?: PreparedSeal): Promise<boolean> {
   try {
-    return await sealInTransaction(conn, c, wallNow);
+    return await sealInTransaction(conn, c, wallNow, prepared);
   } catch (e: unknown) {
     if (e instanceof HeadChanged) return false;
     throw e;
@@ -67,23 +91,32 @@ export async function sealWindow(conn: SqlConn, c: SealCandidate, wallNow: numbe
 /** The head rows a seal read were deleted meanwhile (retention on another connection): the seal is undone whole. */
 class HeadChanged extends Error {}
 
-function sealInTransaction(conn: SqlConn, c: SealCandidate, wallNow: number): Promise<boolean> {
+function readHead(conn: SqlConn, c: SealCandidate): Promise<HeadRow[]> {
+  return conn.all<HeadRow>('SELECT ts, samples FROM reports WHERE host_key = ? AND ts >= ? AND ts < ? ORDER BY ts', [c.hostKey, c.windowStart, c.windowStart + WINDOW_MS]);
+}
+
+async function readBlockData(conn: SqlConn, c: SealCandidate): Promise<Uint8Array | undefined> {
+  const [old] = await conn.all<{ data: Uint8Array }>('SELECT data FROM blocks WHERE host_key = ? AND window_start = ?', [c.hostKey, c.windowStart]);
+  return old?.data;
+}
+
+function sealInTransaction(conn: SqlConn, c: SealCandidate, wallNow: number, prepared: PreparedSeal | undefined): Promise<boolean> {
   return conn.transaction(async (tx) => {
     const lock = tx.dialect === 'postgres' ? ' FOR NO KEY UPDATE SKIP LOCKED' : '';
     const [host] = await tx.all<{ tenant_id: string }>(`SELECT tenant_id FROM hosts WHERE key = ?${lock}`, [c.hostKey]);
     if (!host) return false;
-    const end = c.windowStart + WINDOW_MS;
-    const head = await tx.all<{ ts: number; samples: Uint8Array }>(
-      'SELECT ts, samples FROM reports WHERE host_key = ? AND ts >= ? AND ts < ? ORDER BY ts', [c.hostKey, c.windowStart, end]);
+    const head = await readHead(tx, c);
     if (!head.length) return false;
-    const [old] = await tx.all<{ data: Uint8Array }>('SELECT data FROM blocks WHERE host_key = ? AND window_start = ?', [c.hostKey, c.windowStart]);
-    const merged = mergeRows(old ? decodeBlock(old.data) : undefined, head);
+    const old = await readBlockData(tx, c);
+    const reuse = prepared !== undefined && sameBytes(prepared.old, old) && sameRows(prepared.head, head);
+    const merged = reuse ? prepared.merged : mergeRows(old ? decodeBlock(old) : undefined, head);
     const ts = merged.ts;
     await tx.run(
       `INSERT INTO blocks (host_key, window_start, rows, min_ts, max_ts, rollup, data) VALUES (?, ?, ?, ?, ?, ?, ?)
        ON CONFLICT (host_key, window_start) DO UPDATE SET rows = excluded.rows, min_ts = excluded.min_ts, max_ts = excluded.max_ts,
        rollup = excluded.rollup, data = excluded.data`,
-      [c.hostKey, c.windowStart, ts.length, ts[0]!, ts[ts.length - 1]!, asBuffer(encodeRollup(rollUp(merged, HOST_TIER_MS))), asBuffer(encodeBlock(merged))]);
+      [c.hostKey, c.windowStart, ts.length, ts[0]!, ts[ts.length - 1]!, asBuffer(encodeRollup(rollUp(merged, HOST_TIER_MS))),
+        asBuffer(reuse ? prepared.data : encodeBlock(merged))]);
     if (tx.dialect === 'postgres') {
       // Exactly the rows read: another instance may have appended to this window since.
       // Fewer than read: a retention sweep deleted them after this read; writing the block would bring them back.
@@ -98,6 +131,16 @@ function sealInTransaction(conn: SqlConn, c: SealCandidate, wallNow: number): Pr
       [host.tenant_id, c.windowStart, wallNow]);
     return true;
   }, { relaxed: true });
+}
+
+function sameBytes(a: Uint8Array | undefined, b: Uint8Array | undefined): boolean {
+  return a === undefined || b === undefined ? a === b : Buffer.compare(a, b) === 0;
+}
+
+function sameRows(a: HeadRow[], b: HeadRow[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (Number(a[i]!.ts) !== Number(b[i]!.ts) || !sameBytes(a[i]!.samples, b[i]!.samples)) return false;
+  return true;
 }
 
 /** A block's rows plus head rows, by ts; where both hold a ts the sealed one stays (it was answered first). */

@@ -1,0 +1,97 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { Database } from '../../../src/core/storage/database.js';
+import { openMetricsDatabase } from '../../../src/metrics/deps.js';
+import { decodeBlock } from '../../../src/metrics/storage/engine/block-codec.js';
+import { appendBatch, newWriterState } from '../../../src/metrics/storage/engine/head-writer.js';
+import { SealedTimestamps } from '../../../src/metrics/storage/engine/sealed-timestamps.js';
+import { prepareSeal, sealWindow } from '../../../src/metrics/storage/engine/sealer.js';
+import { databaseConn, type SqlConn } from '../../../src/metrics/storage/engine/sql-conn.js';
+import type { MetricsTables } from '../../../src/metrics/storage/tables.js';
+import { BACKENDS, freshStorage, type TestStorage } from '../../helpers/backends.js';
+
+/**
+ * A seal's block is built and compressed before its transaction (prepareSeal);
+ * the transaction writes it only if the head rows and the old block are still
+ * what it was built from. Anything that changed in between (a late report, a
+ * seal by another pass or instance) makes the transaction build the block
+ * again from what it finds: no report is lost or sealed twice.
+ */
+for (const backend of BACKENDS) {
+  describe(`prepared seals on ${backend}`, () => {
+    let storage: TestStorage;
+    let database: Database<MetricsTables>;
+    let conn: SqlConn;
+    let tenant = 0;
+    before(async () => {
+      storage = await freshStorage(backend);
+      database = await openMetricsDatabase({ databaseUrl: storage.databaseUrl, dbSchema: storage.pgSchema, dataDir: storage.dataDir });
+      conn = databaseConn(database);
+    });
+    after(async () => {
+      await database.close();
+      await storage.cleanup();
+    });
+
+    /** A new tenant with one host; `append(ts[])` stores reports at those times (cpu.usage = ts / 1000). */
+    async function host(): Promise<{ key: number; append: (ts: number[]) => Promise<void>; block: () => Promise<{ ts: number[]; cpu: number[]; data: Buffer }> }> {
+      const tenantId = `t-${++tenant}`;
+      await conn.run('INSERT INTO tenants (id, name, created_at) VALUES (?, ?, 0)', [tenantId, tenantId]);
+      const deps = { conn, state: newWriterState(), limits: { perHost: 10, perTenant: 10 }, sealed: new SealedTimestamps(), wallNow: () => 0 };
+      const append = async (ts: number[]) => {
+        const outcomes = await appendBatch(deps, ts.map((t) => ({ tenantId, hostId: 'h', hostname: 'h', platform: 'linux', ts: t, metrics: new Map([['cpu.usage', t / 1000]]) })));
+        assert.ok(outcomes.every((o) => o.status === 'stored'));
+      };
+      await append([0]);
+      const [{ key }] = await conn.all<{ key: number }>('SELECT h.key FROM hosts h WHERE h.tenant_id = ?', [tenantId]) as [{ key: number }];
+      const block = async () => {
+        const [row] = await conn.all<{ data: Buffer }>('SELECT data FROM blocks WHERE host_key = ? AND window_start = 0', [key]);
+        const b = decodeBlock(row!.data);
+        return { ts: [...b.ts], cpu: [...b.columns.values()][0] ? [...[...b.columns.values()][0]!] : [], data: row!.data };
+      };
+      return { key, append, block };
+    }
+
+    async function headRows(key: number): Promise<number> {
+      const [r] = await conn.all<{ n: number | string }>('SELECT COUNT(*) AS n FROM reports WHERE host_key = ?', [key]);
+      return Number(r!.n);
+    }
+
+    test('nothing changed since it was prepared: the prepared bytes are written as they are', async () => {
+      const h = await host();
+      await h.append([10_000, 20_000]);
+      const prepared = await prepareSeal(conn, { hostKey: h.key, windowStart: 0 });
+      assert.ok(prepared);
+      assert.equal(await sealWindow(conn, { hostKey: h.key, windowStart: 0 }, 0, prepared), true);
+      const b = await h.block();
+      assert.deepEqual(b.ts, [0, 10_000, 20_000]);
+      assert.deepEqual(b.cpu, [0, 10, 20]);
+      assert.equal(Buffer.compare(b.data, prepared.data), 0);
+      assert.equal(await headRows(h.key), 0);
+    });
+
+    test('a late report arrived after it was prepared: the block is built again and holds it too', async () => {
+      const h = await host();
+      await h.append([10_000]);
+      const prepared = await prepareSeal(conn, { hostKey: h.key, windowStart: 0 });
+      await h.append([5_000]);
+      assert.equal(await sealWindow(conn, { hostKey: h.key, windowStart: 0 }, 0, prepared), true);
+      const b = await h.block();
+      assert.deepEqual(b.ts, [0, 5_000, 10_000]);
+      assert.deepEqual(b.cpu, [0, 5, 10]);
+      assert.equal(await headRows(h.key), 0);
+    });
+
+    test('the window was sealed meanwhile (another pass or instance), then got a late report: the stale preparation is not used', async () => {
+      const h = await host();
+      const stale = await prepareSeal(conn, { hostKey: h.key, windowStart: 0 });
+      assert.equal(await sealWindow(conn, { hostKey: h.key, windowStart: 0 }, 0), true);
+      await h.append([30_000]);
+      assert.equal(await sealWindow(conn, { hostKey: h.key, windowStart: 0 }, 0, stale), true);
+      const b = await h.block();
+      assert.deepEqual(b.ts, [0, 30_000], 'the sealed report and the late one, each once');
+      assert.deepEqual(b.cpu, [0, 30]);
+      assert.equal(await headRows(h.key), 0);
+    });
+  });
+}
