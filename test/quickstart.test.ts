@@ -7,6 +7,7 @@ import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { appSpecificMachineId, persistentAgentId } from '../src/agent/agent-id.js';
+import { SERVICE_V8_FLAGS } from '../src/core/cli/heap-flags.js';
 import { PROJECT_ROOT } from '../src/core/paths.js';
 import { BACKENDS, freshStorage } from './helpers/backends.js';
 import { call } from './helpers/http.js';
@@ -120,7 +121,10 @@ test('SIGTERM to `npm start` stops the whole process tree: npm, the launcher, bo
   await until(async () => (/\bmtk_[A-Za-z0-9_-]{43}\b/.test(output.text) ? true : undefined), `the banner in:\n${output.text}`, TREE_TIMEOUT - 60_000);
   const tree = descendants(child.pid!);
   assert.ok(tree.length >= 4, `npm's tree holds the launcher, two services and the agent: ${tree.length} processes`);
-  assert.ok(!/\bsh -c\b/.test(tree.map((p) => { try { return readFileSync(`/proc/${p}/cmdline`, 'utf8').replace(/\0/g, ' '); } catch { return ''; } }).join('\n')), 'no shell chain between npm and node');
+  const commandLines = tree.map((p) => { try { return readFileSync(`/proc/${p}/cmdline`, 'utf8').replace(/\0/g, ' '); } catch { return ''; } });
+  assert.ok(!/\bsh -c\b/.test(commandLines.join('\n')), 'no shell chain between npm and node');
+  // The launcher passes the metrics service its heap flags (an exec would lose the IPC channel it watches).
+  assert.ok(commandLines.some((c) => /metrics\/cli\.[jt]s serve/.test(c) && SERVICE_V8_FLAGS.every((f) => c.includes(f))), commandLines.join('\n'));
   child.kill('SIGTERM');
   await once(child, 'exit');
   await until(async () => (tree.every((p) => !alive(p)) ? true : undefined), 'every process of the tree to exit', 30_000);

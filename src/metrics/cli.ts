@@ -1,103 +1,16 @@
 #!/usr/bin/env node
-import { realpathSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import { EXIT_USAGE, isAddressInUse, portInUseMessage, usageError } from '../core/cli/cli-error.js';
-import { exitWithParent } from '../core/cli/exit-with-parent.js';
-import { ConfigError, helpText } from '../core/config.js';
-import { isAppError } from '../core/errors.js';
-import { loadMetricsConfig, metricsOptions } from './config.js';
-import { createMetricsStore, openMetricsDatabase } from './deps.js';
-import { issueToken, listTokens, revokeToken } from './domain/tenant-tokens.js';
-import { startMetricsServer } from './server.js';
-
-const PROGRAM = 'metrics-service';
-
-const USAGE = `Usage:
-  metrics-service serve [options]                 run the service
-  metrics-service token create <tenant> [options] issue a token (creates the tenant if new); printed once
-  metrics-service token list [options]            list tokens (never their secret)
-  metrics-service token revoke <token-id> [options]
-  metrics-service --help
-
-The token commands use the same storage options as serve (--data-dir, DATABASE_URL, --db-schema).`;
-
 /**
- * Runs one command line; returns the exit code (serve keeps running until a
- * signal). `print` receives stdout lines, `fail` stderr lines.
+ * The metrics-service command line. This entry imports almost nothing, so
+ * that `serve` can re-execute itself with the service's heap flags before the
+ * service's modules are loaded (heap-flags.ts); the commands are in
+ * cli-commands.ts.
  */
-export async function runCli(
-  argv: string[],
-  env: Record<string, string | undefined>,
-  io: { print: (line: string) => void; fail: (line: string) => void } = { print: (l) => console.log(l), fail: (l) => console.error(l) },
-): Promise<number> {
-  if (argv.includes('--help') || argv.includes('-h') || argv.length === 0) {
-    io.print(`${USAGE}\n\n${helpText('metrics-service', metricsOptions)}`);
-    return argv.length === 0 ? 2 : 0;
-  }
-  const firstFlag = argv.findIndex((a) => a.startsWith('--'));
-  const words = firstFlag === -1 ? argv : argv.slice(0, firstFlag);
-  const flags = firstFlag === -1 ? [] : argv.slice(firstFlag);
-  try {
-    const config = loadMetricsConfig(flags, env);
-    const [command, sub, arg, ...rest] = words;
-    if (command === 'serve' && words.length === 1) {
-      exitWithParent();
-      try {
-        const address = await startMetricsServer(config);
-        io.fail(`metrics service listening on ${address}`);
-      } catch (e: unknown) {
-        if (!isAddressInUse(e)) throw e;
-        io.fail(portInUseMessage(PROGRAM, `${config.host}:${config.port}`, '--port', 'is the metrics service already running (npm start runs one on 8080)?'));
-        return 1;
-      }
-      return 0;
-    }
-    if (command !== 'token' || rest.length || !sub) return usage(io, `unknown command: ${words.join(' ')}`);
-    const database = await openMetricsDatabase(config);
-    const store = createMetricsStore(database, config);
-    try {
-      if (sub === 'create' && arg) {
-        const t = await issueToken(store, arg);
-        io.print(`tenant:   ${t.tenantName}${t.createdTenant ? ' (created)' : ''}`);
-        io.print(`token id: ${t.tokenId}`);
-        io.print(`token:    ${t.token}`);
-        io.print('The token is shown only now; the service keeps just its SHA-256 hash.');
-        return 0;
-      }
-      if (sub === 'list' && !arg) {
-        const tokens = await listTokens(store);
-        io.print(['TOKEN ID', 'TENANT', 'CREATED', 'STATUS'].join('\t'));
-        for (const t of tokens) {
-          io.print([t.id, t.tenantName, new Date(t.createdAt).toISOString(), t.revokedAt === null ? 'active' : `revoked ${new Date(t.revokedAt).toISOString()}`].join('\t'));
-        }
-        return 0;
-      }
-      if (sub === 'revoke' && arg) {
-        await revokeToken(store, arg);
-        io.print(`revoked ${arg}`);
-        return 0;
-      }
-      return usage(io, `unknown command: ${words.join(' ')}`);
-    } finally {
-      await store.close();
-      await database.close();
-    }
-  } catch (e: unknown) {
-    if (e instanceof ConfigError) { io.fail(usageError(PROGRAM, e.problems)); return EXIT_USAGE; }
-    if (isAppError(e)) { io.fail(`${PROGRAM}: ${e.details ?? e.code}`); return 1; }
-    throw e;
-  }
-}
+import { execWithServiceHeapFlags } from '../core/cli/heap-flags.js';
 
-function usage(io: { fail: (line: string) => void }, problem: string): number {
-  io.fail(usageError(PROGRAM, [problem]));
-  return EXIT_USAGE;
-}
-
-const entry = process.argv[1];
-if (entry && realpathSync(entry) === fileURLToPath(import.meta.url)) {
-  runCli(process.argv.slice(2), process.env).then((code) => { if (code !== 0) process.exit(code); }, (e: unknown) => {
-    console.error(`${PROGRAM}: ${e instanceof Error ? e.message : String(e)}`);
-    process.exit(1);
-  });
-}
+const args = process.argv.slice(2);
+if (args[0] === 'serve' && !args.includes('--help') && !args.includes('-h')) execWithServiceHeapFlags();
+const { PROGRAM, runCli } = await import('./cli-commands.js');
+runCli(args, process.env).then((code) => { if (code !== 0) process.exit(code); }, (e: unknown) => {
+  console.error(`${PROGRAM}: ${e instanceof Error ? e.message : String(e)}`);
+  process.exit(1);
+});

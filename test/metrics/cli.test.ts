@@ -1,6 +1,6 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { runCli } from '../../src/metrics/cli.js';
+import { runCli } from '../../src/metrics/cli-commands.js';
 import { TOKEN_CACHE_MS } from '../../src/metrics/storage/engine-metrics-store.js';
 import { hashToken } from '../../src/core/auth/tokens.js';
 import { BACKENDS } from '../helpers/backends.js';

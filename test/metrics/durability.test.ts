@@ -4,7 +4,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { runCli } from '../../src/metrics/cli.js';
+import { runCli } from '../../src/metrics/cli-commands.js';
 import { BACKENDS, freshStorage, type TestStorage } from '../helpers/backends.js';
 import { call } from '../helpers/http.js';
 import { ingest, makeReport } from '../helpers/metrics.js';

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import path from 'node:path';
 import { PROJECT_ROOT } from '../../src/core/paths.js';
-import { runCli } from '../../src/metrics/cli.js';
+import { runCli } from '../../src/metrics/cli-commands.js';
 import type { TestStorage } from '../helpers/backends.js';
 
 export type ServiceKind = 'metrics' | 'sync';

@@ -1,0 +1,30 @@
+/**
+ * V8's default heap sizing is made for throughput on big machines: a young
+ * generation of 2 x 16 MiB per isolate and an old generation left to grow to
+ * several times what is live. A service that keeps little live data (ours:
+ * about 25 MiB) then holds 2-3x that in garbage. These flags size the heap for
+ * the service instead; they are V8 startup flags, so a `serve` started without
+ * them re-executes itself with them (same process id, same arguments).
+ */
+export const SERVICE_V8_FLAGS: readonly string[] = [
+  // Young generation 2 x 4 MiB (the writer thread's too): a scavenge every few MiB of short-lived request garbage
+  // costs what is still alive, and little is; measured no slower than 16 MiB on the ingest benchmark.
+  '--max-semi-space-size=4',
+  // The old generation is collected once it grows by half of what survived the last full collection, not by the
+  // default's dynamic factor of up to 4x.
+  '--heap-growing-percent=50',
+];
+
+/**
+ * Re-executes this process with SERVICE_V8_FLAGS unless they (or any choice of
+ * the same flags by the operator, in the command line or NODE_OPTIONS) are
+ * already in effect. Not done for a process with an IPC channel: the channel
+ * does not survive exec, so the launcher that made it passes the flags itself.
+ */
+export function execWithServiceHeapFlags(): void {
+  if (process.channel || typeof process.execve !== 'function') return;
+  const given = `${process.execArgv.join(' ')} ${process.env['NODE_OPTIONS'] ?? ''}`;
+  const missing = SERVICE_V8_FLAGS.filter((f) => !given.includes(f.slice(0, f.indexOf('='))));
+  if (!missing.length) return;
+  process.execve(process.execPath, [process.execPath, ...missing, ...process.execArgv, ...process.argv.slice(1)], process.env);
+}
