@@ -54,6 +54,8 @@ export const DEFAULT_WRITER_OPTIONS = {
 const PG_COMMITS_IN_FLIGHT = 4;
 /** Seconds a refused append is told to wait. */
 const RETRY_AFTER_S = 1;
+/** How often at most a seal pass on PostgreSQL vacuums the head table. */
+const HEAD_VACUUM_INTERVAL_MS = 10_000;
 const SYNC_FAILED = 'the storage log could not be synced to disk; restart the service';
 
 type Job = { reports: NewReport[]; resolve: (o: AppendOutcome[]) => void; reject: (e: unknown) => void; forget: () => void };
@@ -182,7 +184,15 @@ export function createEngineWriter(conn: SqlConn, opts: WriterOptions, onError: 
         if (!queue.length) await conn.all('PRAGMA wal_checkpoint(TRUNCATE)');
       });
     }
+    if (conn.dialect === 'postgres' && due.length && wallNow() - lastHeadVacuum >= HEAD_VACUUM_INTERVAL_MS) {
+      // The head is a queue (rows in, sealed rows out): its dead rows must be made reusable as fast as they appear,
+      // or the table grows to most of a backlog's size. Autovacuum looks at it once a minute at best (its naptime).
+      // Outside the chain of appends (another connection); SKIP_LOCKED: an instance already vacuuming it is enough.
+      lastHeadVacuum = wallNow();
+      await conn.exec('VACUUM (SKIP_LOCKED) reports');
+    }
   }
+  let lastHeadVacuum = 0;
 
   let passing: Promise<void> | undefined;
   const timer = opts.sealIntervalMs > 0
