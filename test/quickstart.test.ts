@@ -34,7 +34,6 @@ async function until<T>(fn: () => Promise<T | undefined>, what: string, timeoutM
 for (const backend of BACKENDS) test(`npm start runs both services and an agent on ${backend}; the printed token shows this machine on the dashboard`, async (t) => {
   const storage = await freshStorage(backend);
   const syncStorage = await freshStorage(backend);
-  t.after(() => Promise.all([storage.cleanup(), syncStorage.cleanup()]));
   const dataDir = storage.dataDir;
   // With DATABASE_URL the first token must be created where the metrics service reads it.
   const databaseEnv = storage.databaseUrl ? { DATABASE_URL: storage.databaseUrl, METRICS_DB_SCHEMA: storage.pgSchema, SYNC_DB_SCHEMA: syncStorage.pgSchema } : {};
@@ -48,7 +47,11 @@ for (const backend of BACKENDS) test(`npm start runs both services and an agent 
   let out = '';
   child.stdout.on('data', (c: Buffer) => { out += String(c); });
   child.stderr.on('data', (c: Buffer) => { out += String(c); });
-  t.after(() => { if (child.exitCode === null) child.kill('SIGKILL'); });
+  // The whole tree stops before the schemas are dropped.
+  t.after(async () => {
+    for (const p of [child.pid!, ...descendants(child.pid!)]) { try { process.kill(p, 'SIGKILL'); } catch { /* gone */ } }
+    await Promise.all([storage.cleanup(), syncStorage.cleanup()]);
+  });
 
   const token = await until(async () => /\b(mtk_[A-Za-z0-9_-]{43})\b/.exec(out)?.[1], `the token in:\n${out}`);
   assert.equal(statSync(path.join(dataDir, 'quickstart.json')).mode & 0o777, 0o600, 'the kept token is readable by its owner only');

@@ -43,9 +43,11 @@ describe('sync client: server killed mid-push', { concurrency: true }, () => {
   for (const backend of BACKENDS) {
     test(`on ${backend}: SIGKILL during a push and after an unanswered commit; the client (restarted too) retries; nothing lost or duplicated`, async (t) => {
       const storage = await freshStorage(backend);
-      t.after(() => storage.cleanup());
-      let server = await startProcess(storage);
-      t.after(() => kill(server));
+      const started: Server[] = [];
+      // Hooks run in the order registered: the processes stop before their schema is dropped.
+      t.after(async () => { await Promise.all(started.map(kill)); await storage.cleanup(); });
+      const start = async (): Promise<Server> => { const s = await startProcess(storage); started.push(s); return s; };
+      let server = await start();
       // The restarted process listens on another port; the device keeps one base URL, which its network maps to the live process.
       const url = 'http://sync.invalid';
       const live = (input: string | URL | Request) => String(input).replace(url, server.url);
@@ -86,7 +88,7 @@ describe('sync client: server killed mid-push', { concurrency: true }, () => {
       // The device crashes as well: only what its SQLite file holds survives.
       await client.close();
       fault = 'none';
-      server = await startProcess(storage);
+      server = await start();
       client = await device(url, u, b.id, { store: createSqliteStore(file), fetch: faultyFetch, pushBatchSize: 500 });
       assert.ok(client.pendingChanges > 0 && client.pendingChanges <= 1000, `queued after the crash: ${client.pendingChanges}`);
       await client.sync();
@@ -100,7 +102,7 @@ describe('sync client: server killed mid-push', { concurrency: true }, () => {
       fault = 'lose-answer';
       await assert.rejects(client.sync(), (e: unknown) => e instanceof SyncClientError && e.code === 'network');
       assert.equal(client.pendingChanges, 500, 'an unanswered push stays queued');
-      server = await startProcess(storage);
+      server = await start();
       await client.sync();
       assert.equal(client.pendingChanges, 0);
 

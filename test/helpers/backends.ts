@@ -68,7 +68,14 @@ export async function freshStorage(backend: BackendName): Promise<TestStorage> {
       if (backend === 'postgres') {
         const client = new pg.Client({ connectionString: TEST_DATABASE_URL });
         await client.connect();
-        try { await client.query(`DROP SCHEMA IF EXISTS "${pgSchema}" CASCADE`); } finally { await client.end(); }
+        try {
+          // A process the test just killed may still hold locks for a moment; a deadlock with it is retried.
+          for (let attempt = 1; ; attempt++) {
+            try { await client.query(`DROP SCHEMA IF EXISTS "${pgSchema}" CASCADE`); break; } catch (err) {
+              if ((err as { code?: string }).code !== '40P01' || attempt === 5) throw err;
+            }
+          }
+        } finally { await client.end(); }
       }
     },
   };

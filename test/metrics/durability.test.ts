@@ -34,17 +34,27 @@ async function spawnServer(s: TestStorage): Promise<{ child: ChildProcess; url: 
   return { child, url };
 }
 
+async function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = once(child, 'exit');
+  child.kill('SIGKILL');
+  await exited;
+}
+
 for (const backend of BACKENDS) {
   describe(`durability on ${backend}`, () => {
     test('every report answered 200 survives SIGKILL right after the answers', async (t) => {
       const s = await freshStorage(backend);
-      t.after(() => s.cleanup());
+      const children: ChildProcess[] = [];
+      // Hooks run in the order registered: the processes stop before their schema is dropped.
+      t.after(async () => { await Promise.all(children.map(stop)); await s.cleanup(); });
       const lines: string[] = [];
       const env = storageEnv(s);
       assert.equal(await runCli(['token', 'create', 'acme'], env, { print: (l) => lines.push(l), fail: (l) => lines.push(l) }), 0);
       const token = /token: +(mtk_\S+)/.exec(lines.join('\n'))![1]!;
 
       const first = await spawnServer(s);
+      children.push(first.child);
       const now = Date.now();
       const replies = await Promise.all(Array.from({ length: 120 }, (_, i) =>
         ingest(first.url, token, makeReport({ agentId: `host-${i % 6}`, ts: now - i * 1000, cpu: { usage: i % 100 } }))));
@@ -53,7 +63,7 @@ for (const backend of BACKENDS) {
       await once(first.child, 'exit');
 
       const second = await spawnServer(s);
-      t.after(() => { second.child.kill('SIGKILL'); });
+      children.push(second.child);
       const hosts = await call(second.url, 'GET', '/api/v1/hosts', { token });
       assert.deepEqual(hosts.body, ['host-0', 'host-1', 'host-2', 'host-3', 'host-4', 'host-5']);
       let stored = 0;

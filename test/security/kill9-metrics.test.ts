@@ -59,13 +59,13 @@ describe('metrics under kill -9', { concurrency: true }, () => {
   for (const backend of BACKENDS) {
     test(`on ${backend}: ${CYCLES} SIGKILLs at random moments under ${WRITERS} concurrent writers lose no acknowledged report and store none twice`, { timeout: 300_000 }, async (t) => {
       const storage: TestStorage = await freshStorage(backend);
-      t.after(() => storage.cleanup());
+      let svc: RealService | undefined;
+      // Hooks run in the order registered: the process stops before its schema is dropped.
+      t.after(async () => { await svc?.kill(); await storage.cleanup(); });
       const token = await metricsToken(storage, 'acme');
       const from = Date.now() - 3_600_000;
       let ts = from;
       const acked = new Map<number, Set<number>>(Array.from({ length: WRITERS }, (_, k) => [k, new Set<number>()]));
-      let svc: RealService | undefined;
-      t.after(() => svc?.kill());
       for (let cycle = 0; cycle < CYCLES; cycle++) {
         svc = await spawnService('metrics', storage, [], compiled.dir);
         await verify(svc, token, acked, from, Date.now());

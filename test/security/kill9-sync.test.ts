@@ -74,9 +74,10 @@ describe('sync under kill -9', { concurrency: true }, () => {
   for (const backend of BACKENDS) {
     test(`on ${backend}: ${CYCLES} SIGKILLs at random moments under ${DEVICES} pushing devices lose no acknowledged push, half-apply none, and leave versions gap-free`, { timeout: 300_000 }, async (t) => {
       const storage = await freshStorage(backend);
-      t.after(() => storage.cleanup());
-      let svc: RealService = await spawnService('sync', storage, ARGS, compiled.dir);
-      t.after(() => svc.kill());
+      let svc: RealService | undefined;
+      // Hooks run in the order registered: the process stops before its schema is dropped.
+      t.after(async () => { await svc?.kill(); await storage.cleanup(); });
+      svc = await spawnService('sync', storage, ARGS, compiled.dir);
       const user = await newUser(svc);
       const business = await newBusiness(svc, user);
       const pushes: Push[] = [];

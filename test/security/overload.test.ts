@@ -8,7 +8,7 @@ import type { Reply } from '../helpers/http.js';
 import { ingest, makeReport } from '../helpers/metrics.js';
 import { newBusiness, newUser } from '../helpers/sync.js';
 import { change, device } from '../sync/push-client.js';
-import { metricsToken, spawnService } from './real-process.js';
+import { metricsToken, spawnService, type RealService } from './real-process.js';
 
 /**
  * One request on a connection of its own (`Connection: close`): on a machine
@@ -80,13 +80,15 @@ describe('overload', { concurrency: true }, () => {
   for (const backend of BACKENDS) {
     test(`metrics on ${backend}: with 64 series and aggregates in flight, /healthz keeps answering and the excess gets 503, not timeouts`, { timeout: 240_000 }, async (t) => {
       const storage = await freshStorage(backend);
-      t.after(() => storage.cleanup());
+      const started: RealService[] = [];
+      // Hooks run in the order registered: the process stops before its schema is dropped.
+      t.after(async () => { await Promise.all(started.map((svc) => svc.kill())); await storage.cleanup(); });
       const token = await metricsToken(storage, 'acme');
       const other = await metricsToken(storage, 'other');
       // Bounds below the defaults: the storage engine answers these reads in milliseconds, and the test is about what
       // happens past the bound, not about how much work reaches it.
       const svc = await spawnService('metrics', storage, ['--max-expensive-per-principal', '2', '--max-expensive-in-flight', '4']);
-      t.after(() => svc.kill());
+      started.push(svc);
       const now = Date.now();
       for (let host = 0; host < 40; host++) {
         const replies = await Promise.all(Array.from({ length: 10 }, (_, i) => ingest(svc.url, token, makeReport({ agentId: `h-${host}`, ts: now - i * 60_000 - host }))));
@@ -110,9 +112,11 @@ describe('overload', { concurrency: true }, () => {
 
     test(`sync on ${backend}: with 256 pushes and pulls in flight, /healthz keeps answering, the excess gets 503, and a shed push stored nothing`, { timeout: 240_000 }, async (t) => {
       const storage = await freshStorage(backend);
-      t.after(() => storage.cleanup());
+      const started: RealService[] = [];
+      // Hooks run in the order registered: the process stops before its schema is dropped.
+      t.after(async () => { await Promise.all(started.map((svc) => svc.kill())); await storage.cleanup(); });
       const svc = await spawnService('sync', storage, ['--scrypt-log2n', '10', '--user-rate-limit', '1000000', '--ip-rate-limit', '1000000']);
-      t.after(() => svc.kill());
+      started.push(svc);
       const users = await Promise.all(Array.from({ length: 4 }, () => newUser(svc)));
       const businesses = await Promise.all(users.map((u) => newBusiness(svc, u)));
       const records = Array.from({ length: 512 }, () => randomUUID());

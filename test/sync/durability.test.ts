@@ -32,6 +32,7 @@ async function startProcess(storage: TestStorage): Promise<Server> {
 }
 
 async function kill(server: Server): Promise<void> {
+  if (server.child.exitCode !== null || server.child.signalCode !== null) return;
   const exited = once(server.child, 'exit');
   server.child.kill('SIGKILL');
   await exited;
@@ -42,9 +43,11 @@ describe('sync durability', { concurrency: true }, () => {
   for (const backend of BACKENDS) {
     test(`on ${backend}: an answered push, resolve and upload survive SIGKILL right after the answer`, async (t) => {
       const storage = await freshStorage(backend);
-      t.after(() => storage.cleanup());
-      let server = await startProcess(storage);
-      t.after(() => { if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill('SIGKILL'); });
+      const started: Server[] = [];
+      // Hooks run in the order registered: the processes stop before their schema is dropped.
+      t.after(async () => { await Promise.all(started.map(kill)); await storage.cleanup(); });
+      const start = async (): Promise<Server> => { const s = await startProcess(storage); started.push(s); return s; };
+      let server = await start();
 
       const u = await newUser(server);
       const b = await newBusiness(server, u);
@@ -56,7 +59,7 @@ describe('sync durability', { concurrency: true }, () => {
       const conflicted = await device(server.url, u.token, b.id, 'dev-b').push({ changes: [change(rec, 1, { name: 'mine' })] });
       await kill(server);
 
-      server = await startProcess(storage);
+      server = await start();
       const pulled = await device(server.url, u.token, b.id).pullAll(0);
       assert.deepEqual(pulled.changes.map((c) => c.data), [{ name: 'kept' }]);
       const conflictId = conflicted.body.conflicts[0].id as number;
@@ -64,7 +67,7 @@ describe('sync durability', { concurrency: true }, () => {
       assert.equal(resolved.status, 200);
       await kill(server);
 
-      server = await startProcess(storage);
+      server = await start();
       const after = await device(server.url, u.token, b.id).pullAll(0);
       assert.deepEqual(after.changes.map((c) => [c.version, c.data]), [[1, { name: 'kept' }], [2, { name: 'mine' }]]);
       const bytes = randomBytes(200_000);
@@ -76,7 +79,7 @@ describe('sync durability', { concurrency: true }, () => {
       assert.equal(uploaded.status, 201);
       await kill(server);
 
-      server = await startProcess(storage);
+      server = await start();
       const status = await call(server.url, 'GET', '/api/sync/status', { token: u.token, headers: h });
       assert.deepEqual(status.body, { business_id: b.id, server_version: 2, pending_conflicts: 0 });
       const d = await fetch(`${server.url}/api/sync/attachment/${uploaded.body.uuid}`, { headers: { authorization: `Bearer ${u.token}` } });
