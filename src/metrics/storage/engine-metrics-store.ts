@@ -4,6 +4,7 @@ import { chunks } from '../../core/storage/chunks.js';
 import type { MetricLimits, MetricsStore, Tenant, TokenInfo } from '../domain/metrics-store.js';
 import { AGENT_ID_PATTERN } from '../domain/report-text.js';
 import { DEFAULT_WRITER_OPTIONS, type EngineWriter, type WriterOptions } from './engine/engine-writer.js';
+import { createFoldPool, defaultFoldThreads } from './engine/fold-pool.js';
 import { latestByHost } from './engine/latest.js';
 import { TailRows } from './engine/tail-rows.js';
 import { readAggregate, readHost, stableRead } from './engine/reader.js';
@@ -29,6 +30,8 @@ export interface EngineStoreOptions {
   writer?: Partial<Omit<WriterOptions, 'limits' | 'now'>>;
   /** Where background failures (a seal pass) are reported. */
   onError?: (e: unknown) => void;
+  /** Threads that fold a long host query's blocks beside the event loop (default: one per further core, at most 4). */
+  foldThreads?: number;
 }
 
 /**
@@ -52,6 +55,7 @@ export function createEngineMetricsStore(database: Database<MetricsTables>, opts
   // Appends, seals and rollups run in a writer thread on both backends: the event loop serves HTTP and reads.
   const target = database.sqlite ? { sqliteFile: database.sqlite.name } : { pgUrl: database.pgTarget!.url, pgSchema: database.pgTarget!.schema, poolSize: WRITER_PG_POOL };
   const writer: EngineWriter = createWorkerWriter(target, writerOptions, opts.now, onError);
+  const folds = createFoldPool(opts.foldThreads ?? defaultFoldThreads());
   const names = new Map<string, Map<number, string>>();
   // Quiet hosts' last blocks, decoded once rather than at every poll of the host list.
   const tails = new TailRows();
@@ -132,7 +136,7 @@ export function createEngineMetricsStore(database: Database<MetricsTables>, opts
     },
     async readHostSeries(tenantId, hostId, q) {
       const key = await hostKeyOf(tenantId, hostId);
-      return key === undefined ? undefined : stableRead(conn, tenantId, q.from, q.to, () => readHost(conn, key, q));
+      return key === undefined ? undefined : stableRead(conn, tenantId, q.from, q.to, () => readHost(conn, key, q, folds));
     },
     readAggregate: (tenantId, q) => stableRead(conn, tenantId, q.from, q.to, () => readAggregate(conn, tenantId, q)),
     metricNames,
@@ -140,7 +144,7 @@ export function createEngineMetricsStore(database: Database<MetricsTables>, opts
     deleteBefore: (cutoff) => writer.deleteBefore(cutoff),
     flush: () => writer.flush(),
     async close() {
-      await writer.close();
+      await Promise.all([writer.close(), folds.close()]);
     },
   };
 }

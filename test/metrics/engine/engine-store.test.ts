@@ -111,7 +111,8 @@ for (const backend of BACKENDS) {
       storage = await freshStorage(backend);
       database = await openMetricsDatabase({ databaseUrl: storage.databaseUrl, dbSchema: storage.pgSchema, dataDir: storage.dataDir });
       // No background loop: the test decides what is sealed and rolled up when.
-      store = createEngineMetricsStore(database, { limits: { perHost: 1000, perTenant: 1000 }, now: () => NOW, writer: { sealIntervalMs: 0 } });
+      // One fold thread whatever the machine: long ranges fold part of their blocks apart (fold-pool.ts).
+      store = createEngineMetricsStore(database, { limits: { perHost: 1000, perTenant: 1000 }, now: () => NOW, writer: { sealIntervalMs: 0 }, foldThreads: 1 });
       conn = database.sqlite ? sqliteConn(database.sqlite) : pgConn(database.pgPool!);
       tenantA = (await newTenant(store)).tenantId;
       tenantB = (await newTenant(store)).tenantId;

@@ -18,6 +18,12 @@ interface Acc {
   max: Float64Array;
 }
 
+/** Buckets folded elsewhere (a fold worker): per metric id, its accumulators over buckets `first`.. of the grid. */
+export interface PartialBuckets {
+  first: number;
+  metrics: Array<[id: number, acc: Acc]>;
+}
+
 /**
  * Per bucket and metric: sum, count, min and max, fed from raw blocks, head
  * rows or rollup cells alike. Whatever the source, a bucket's mean is its
@@ -108,6 +114,25 @@ export class Buckets {
       a.count[b]! += 1;
       if (v < a.min[b]!) a.min[b] = v;
       if (v > a.max[b]!) a.max[b] = v;
+    }
+  }
+
+  /** What was folded here, for merging into the Buckets of the whole grid; `first` is this grid's offset in it. */
+  partial(first: number): PartialBuckets {
+    return { first, metrics: [...this.acc] };
+  }
+
+  /** Adds buckets folded elsewhere over a part of this grid (see `subgrid`). */
+  merge(p: PartialBuckets): void {
+    for (const [id, part] of p.metrics) {
+      const a = this.of(id);
+      for (let i = 0, b = p.first; i < part.count.length; i++, b++) {
+        if (!part.count[i]) continue;
+        a.sum[b]! += part.sum[i]!;
+        a.count[b]! += part.count[i]!;
+        if (part.min[i]! < a.min[b]!) a.min[b] = part.min[i]!;
+        if (part.max[i]! > a.max[b]!) a.max[b] = part.max[i]!;
+      }
     }
   }
 

@@ -33,3 +33,14 @@ export function planGrid(from: number, to: number, points: number, opts: { minWi
 export function gridEnd(g: Grid): number {
   return g.start + g.count * g.width;
 }
+
+/**
+ * The buckets of `g` that time [from, end) can fall in, as a grid of its own
+ * and its first bucket's index in `g`: a part of a query folded apart from
+ * the rest (in a fold worker) and merged back bucket for bucket.
+ */
+export function subgrid(g: Grid, from: number, end: number): { grid: Grid; first: number } {
+  const first = Math.max(0, Math.floor((from - g.start) / g.width));
+  const last = Math.max(first, Math.min(g.count, Math.ceil((end - g.start) / g.width)));
+  return { grid: { start: g.start + first * g.width, width: g.width, count: last - first, tier: g.tier }, first };
+}

@@ -3,6 +3,7 @@ import { decodeSamples } from '../sample-codec.js';
 import { decodeBlock, type BlockData } from './block-codec.js';
 import type { SeriesRequest, StoredSeries } from '../../domain/metrics-store.js';
 import { Buckets } from './buckets.js';
+import type { FoldPool } from './fold-pool.js';
 import { gridEnd, planGrid, type Grid } from './query-plan.js';
 import { decodeRollup } from './rollup.js';
 import type { SqlConn } from './sql-conn.js';
@@ -52,7 +53,7 @@ interface BlockMeta {
   max_ts: number;
 }
 
-export async function readHost(conn: SqlConn, hostKey: number, q: SeriesRequest): Promise<StoredSeries> {
+export async function readHost(conn: SqlConn, hostKey: number, q: SeriesRequest, pool?: FoldPool): Promise<StoredSeries> {
   const metas = (await conn.all<BlockMeta>(
     'SELECT window_start, rows, min_ts, max_ts FROM blocks WHERE host_key = ? AND window_start >= ? AND window_start <= ? ORDER BY window_start',
     [hostKey, windowOf(q.from), q.to])).filter((b) => b.max_ts >= q.from && b.min_ts <= q.to);
@@ -63,13 +64,12 @@ export async function readHost(conn: SqlConn, hostKey: number, q: SeriesRequest)
   const grid = planGrid(q.from, q.to, q.points, { minWidth: 1, tiers: [HOST_TIER_MS] });
   const buckets = new Buckets(grid);
   const column = grid.tier ? 'rollup' : 'data';
-  const rows = await conn.all<{ blob: Uint8Array }>(
-    `SELECT ${column} AS blob FROM blocks WHERE host_key = ? AND window_start >= ? AND window_start < ? ORDER BY window_start`,
+  const rows = await conn.all<{ window_start: number; blob: Uint8Array }>(
+    `SELECT window_start, ${column} AS blob FROM blocks WHERE host_key = ? AND window_start >= ? AND window_start < ? ORDER BY window_start`,
     [hostKey, windowOf(grid.start), gridEnd(grid)]);
-  for (const r of rows) {
-    if (grid.tier) buckets.addRollup(decodeRollup(r.blob, HOST_TIER_MS));
-    else buckets.addBlock(r.blob);
-  }
+  if (grid.tier) for (const r of rows) buckets.addRollup(decodeRollup(r.blob, HOST_TIER_MS));
+  else if (pool) await pool.fold(buckets, rows.map((r) => r.blob), rows.map((r) => Number(r.window_start)));
+  else for (const r of rows) buckets.addBlock(r.blob);
   await addHeadRows(conn, buckets, 'SELECT ts, samples FROM reports WHERE host_key = ? AND ts >= ? AND ts < ?', [hostKey, grid.start, gridEnd(grid)]);
   return { bucketMs: grid.width, ...buckets.columns(q.minmax) };
 }

@@ -1,0 +1,122 @@
+import os from 'node:os';
+import type { Worker } from 'node:worker_threads';
+import { startModuleWorker } from '../../../core/worker/module-worker.js';
+import type { Buckets, PartialBuckets } from './buckets.js';
+import { subgrid, type Grid } from './query-plan.js';
+import { WINDOW_MS } from './windows.js';
+
+/**
+ * Decoding and folding sealed blocks is most of a long host query's time
+ * (a host-day is 24 blocks, 242,000 samples). The event loop folds one part
+ * of them while idle fold threads fold the others, as VictoriaMetrics spreads
+ * one query over its cores; the parts are merged bucket for bucket. A busy
+ * pool is not waited for: the query folds its blocks itself.
+ */
+export interface FoldPool {
+  /** Folds `blocks` (sealed blocks of the windows starting at `windowStarts`, in order) into `buckets`. */
+  fold(buckets: Buckets, blocks: Uint8Array[], windowStarts: number[]): Promise<void>;
+  /** Parts folded by the threads so far (what the tests check the pool by). */
+  readonly foldedApart: number;
+  close(): Promise<void>;
+}
+
+export interface FoldRequest {
+  id: number;
+  grid: Grid;
+  first: number;
+  blocks: Uint8Array[];
+}
+
+export type FoldReply = { id: number; ok: true; part: PartialBuckets } | { id: number; ok: false; message: string };
+
+/** Below this many blocks a part is not worth a message to a thread and back. */
+export const MIN_BLOCKS_TO_SPLIT = 4;
+
+/** One thread per core beyond the event loop's, at most four; none on one core. */
+export function defaultFoldThreads(): number {
+  return Math.max(0, Math.min(4, os.availableParallelism() - 1));
+}
+
+interface Thread {
+  worker: Worker;
+  busy: boolean;
+  pending: Map<number, { resolve: (p: PartialBuckets) => void; reject: (e: Error) => void }>;
+}
+
+export function createFoldPool(threads: number): FoldPool {
+  // Started on first use: a service that never answers a long query keeps no fold thread.
+  const pool: Array<Thread | undefined> = Array.from({ length: threads }, () => undefined);
+  let nextId = 1;
+  let foldedApart = 0;
+  let closed = false;
+
+  function start(slot: number): Thread {
+    const worker = startModuleWorker(import.meta.url, 'fold-worker', undefined);
+    worker.unref();
+    const t: Thread = { worker, busy: false, pending: new Map() };
+    const fail = (e: Error) => {
+      if (pool[slot] === t) pool[slot] = undefined;
+      for (const p of t.pending.values()) p.reject(e);
+      t.pending.clear();
+    };
+    worker.on('message', (r: FoldReply) => {
+      const p = t.pending.get(r.id);
+      if (!p) return;
+      t.pending.delete(r.id);
+      t.busy = false;
+      if (r.ok) p.resolve(r.part);
+      else p.reject(new Error(`fold thread: ${r.message}`));
+    });
+    worker.on('error', fail);
+    worker.on('exit', (code) => fail(new Error(`fold thread exited (${code})`)));
+    return t;
+  }
+
+  function idleThreads(): Thread[] {
+    if (closed) return [];
+    const out: Thread[] = [];
+    for (let i = 0; i < pool.length; i++) {
+      const t = pool[i] ?? (pool[i] = start(i));
+      if (!t.busy) out.push(t);
+    }
+    return out;
+  }
+
+  function send(t: Thread, grid: Grid, first: number, blocks: Uint8Array[]): Promise<PartialBuckets> {
+    const id = nextId++;
+    t.busy = true;
+    foldedApart++;
+    return new Promise((resolve, reject) => {
+      t.pending.set(id, { resolve, reject });
+      t.worker.postMessage({ id, grid, first, blocks } satisfies FoldRequest);
+    });
+  }
+
+  return {
+    get foldedApart() { return foldedApart; },
+    async fold(buckets, blocks, windowStarts) {
+      const idle = blocks.length >= MIN_BLOCKS_TO_SPLIT ? idleThreads() : [];
+      const parts = Math.max(1, Math.min(idle.length + 1, Math.floor(blocks.length / (MIN_BLOCKS_TO_SPLIT / 2))));
+      const per = Math.ceil(blocks.length / parts);
+      const apart: Array<Promise<PartialBuckets>> = [];
+      for (let p = 1; p < parts; p++) {
+        const from = p * per;
+        const to = Math.min(blocks.length, from + per);
+        if (from >= to) break;
+        const sub = subgrid(buckets.grid, windowStarts[from]!, windowStarts[to - 1]! + WINDOW_MS);
+        apart.push(send(idle[p - 1]!, sub.grid, sub.first, blocks.slice(from, to)));
+      }
+      // This thread folds the first part meanwhile; a failed part fails the read (as a failed decode here would).
+      const settled = Promise.allSettled(apart);
+      for (let i = 0, end = apart.length ? per : blocks.length; i < end; i++) buckets.addBlock(blocks[i]!);
+      for (const r of await settled) {
+        if (r.status === 'rejected') throw r.reason;
+        buckets.merge(r.value);
+      }
+    },
+    async close() {
+      closed = true;
+      await Promise.all(pool.map((t) => t?.worker.terminate()));
+    },
+  };
+}
