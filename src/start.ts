@@ -13,7 +13,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { EXIT_USAGE, portInUseMessage, usageError } from './core/cli/cli-error.js';
-import { SERVICE_V8_FLAGS } from './core/cli/heap-flags.js';
+import { SERVICE_ENV, SERVICE_V8_FLAGS } from './core/cli/heap-flags.js';
 import { ConfigError, helpText, loadConfig, opt } from './core/config.js';
 import { loadMetricsConfig } from './metrics/config.js';
 import { createMetricsStore, openMetricsDatabase } from './metrics/deps.js';
@@ -56,7 +56,7 @@ async function firstToken(dataDir: string, env: Record<string, string | undefine
 function run(name: string, script: string, args: string[], env: Record<string, string>, nodeFlags: readonly string[] = []): ChildProcess {
   const entry = fromSource ? ['--import', 'tsx', path.join(here, script.replace(/\.js$/, '.ts'))] : [path.join(here, script)];
   // The IPC channel is the children's lifeline: it closes when the launcher dies, even by SIGKILL, and they stop (exitWithParent).
-  // It does not survive an exec, so a child that would re-execute itself with its heap flags gets them here instead.
+  // It does not survive an exec, so a child that would re-execute itself with its heap flags (and environment) gets them here instead.
   const child = spawn(process.execPath, [...nodeFlags, ...entry, ...args], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], env: { ...process.env, ...env } });
   child.on('exit', (code, signal) => {
     if (!stopping) {
@@ -131,7 +131,7 @@ async function main(): Promise<void> {
 
   const metricsUrl = `http://127.0.0.1:${o.metricsPort}`;
   const syncUrl = `http://127.0.0.1:${o.syncPort}`;
-  run('metrics service', 'metrics/cli.js', ['serve'], { DATA_DIR: dataDir, METRICS_PORT: String(o.metricsPort) }, SERVICE_V8_FLAGS);
+  run('metrics service', 'metrics/cli.js', ['serve'], { ...SERVICE_ENV, ...process.env, DATA_DIR: dataDir, METRICS_PORT: String(o.metricsPort) }, SERVICE_V8_FLAGS);
   run('sync service', 'sync/cli.js', ['serve'], { DATA_DIR: dataDir, SYNC_PORT: String(o.syncPort) });
   await Promise.all([waitUntilServing('metrics service', `${metricsUrl}/healthz`), waitUntilServing('sync service', `${syncUrl}/healthz`)]);
   if (stopping) return;
