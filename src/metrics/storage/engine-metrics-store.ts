@@ -138,7 +138,7 @@ export function createEngineMetricsStore(database: Database<MetricsTables>, opts
       const key = await hostKeyOf(tenantId, hostId);
       return key === undefined ? undefined : stableRead(conn, tenantId, q.from, q.to, () => readHost(conn, key, q, folds));
     },
-    readAggregate: (tenantId, q) => stableRead(conn, tenantId, q.from, q.to, () => readAggregate(conn, tenantId, q)),
+    readAggregate: (tenantId, q) => stableRead(conn, tenantId, q.from, q.to, () => readAggregate(conn, tenantId, q, folds)),
     metricNames,
     latestByHost: async (tenantId, hostId) => hostId !== undefined && !isHostId(hostId) ? [] : stableRead(conn, tenantId, 0, Number.MAX_SAFE_INTEGER, () => latestByHost(conn, tenantId, { nameOf: (ids) => metricNames(tenantId, ids), hostId, tails })),
     deleteBefore: (cutoff) => writer.deleteBefore(cutoff),

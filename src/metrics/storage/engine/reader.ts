@@ -40,6 +40,9 @@ export async function stableRead<T>(conn: SqlConn, tenantId: string, from: numbe
   }
 }
 
+/** Compressed block bytes an aggregate gathers before folding them (spread over the fold threads). */
+const FOLD_BATCH_BYTES = 1 << 20;
+
 /** Tries before a read is served although seals of its windows kept landing (about 10 s of back-off). */
 const STABLE_READ_ATTEMPTS = 40;
 
@@ -157,7 +160,7 @@ async function readRaw(conn: SqlConn, hostKey: number, metas: BlockMeta[], q: Se
  * rolled up, or changed by a late seal) from their hosts' blocks; the head
  * from raw rows.
  */
-export async function readAggregate(conn: SqlConn, tenantId: string, q: SeriesRequest): Promise<StoredSeries & { hosts: number }> {
+export async function readAggregate(conn: SqlConn, tenantId: string, q: SeriesRequest, pool?: FoldPool): Promise<StoredSeries & { hosts: number }> {
   const grid = planGrid(q.from, q.to, q.points, { minWidth: 10_000, tiers: [TENANT_FINE_MS, TENANT_COARSE_MS] });
   await assertAnswerFits(conn, tenantId, grid);
   const buckets = new Buckets(grid);
@@ -177,13 +180,29 @@ export async function readAggregate(conn: SqlConn, tenantId: string, q: SeriesRe
   const windows = await conn.all<{ window_start: number }>(
     `SELECT DISTINCT b.window_start FROM blocks b JOIN hosts h ON h.key = b.host_key
      WHERE h.tenant_id = ? AND b.window_start >= ? AND b.window_start < ? ORDER BY b.window_start`, [tenantId, first, end]);
+  // Windows read a few at a time: memory holds about FOLD_BATCH_BYTES of blocks, however long the range.
+  let batch: Uint8Array[] = [];
+  let starts: number[] = [];
+  let bytes = 0;
+  const foldBatch = async () => {
+    if (pool) await pool.fold(buckets, batch, starts);
+    else for (const b of batch) buckets.addBlock(b);
+    batch = [];
+    starts = [];
+    bytes = 0;
+  };
   for (const { window_start } of windows) {
     if (fresh.has(Number(window_start))) continue;
-    // One window at a time: memory holds one window's blocks, however long the range.
     const blocks = await conn.all<{ data: Uint8Array }>(
       'SELECT b.data FROM blocks b JOIN hosts h ON h.key = b.host_key WHERE h.tenant_id = ? AND b.window_start = ?', [tenantId, window_start]);
-    for (const b of blocks) buckets.addBlock(b.data);
+    for (const b of blocks) {
+      batch.push(b.data);
+      starts.push(Number(window_start));
+      bytes += b.data.byteLength;
+    }
+    if (bytes >= FOLD_BATCH_BYTES) await foldBatch();
   }
+  if (batch.length) await foldBatch();
   await addHeadRows(conn, buckets,
     'SELECT r.ts, r.samples FROM reports r JOIN hosts h ON h.key = r.host_key WHERE h.tenant_id = ? AND r.ts >= ? AND r.ts < ?', [tenantId, grid.start, end]);
   const [counted] = await conn.all<{ n: number | string }>(
