@@ -48,6 +48,8 @@ function makeReports(tenantId: string, hostId: string, intervalMs: number, rnd: 
     const metrics = new Map<string, number>([['cpu.usage', cpu], ['memory.total', 8589934592], ['network.rxBytes', bytes]]);
     // A disk that is mounted only for part of the time.
     if (Math.floor((t - T0) / 5_400_000) % 2 === 0) metrics.set('disk./data.percent', Math.round(rnd() * 1000) / 10);
+    // A sensor that misses readings at random: gaps anywhere inside a block.
+    if (rnd() < 0.7) metrics.set('sensors.gpu.temp', Math.round(rnd() * 900) / 10);
     out.push({ tenantId, hostId, hostname: hostId, platform: 'linux', ts: t, metrics });
   }
   return out;

@@ -1,6 +1,6 @@
 import { AppError } from '../../../core/errors.js';
 import { decodeSamples } from '../sample-codec.js';
-import { decodeBlock, type BlockData } from './block-codec.js';
+import { decodeBlock, visitBlock } from './block-codec.js';
 import type { SeriesRequest, StoredSeries } from '../../domain/metrics-store.js';
 import { Buckets } from './buckets.js';
 import type { FoldPool } from './fold-pool.js';
@@ -95,60 +95,69 @@ async function blockTimestamps(conn: SqlConn, hostKey: number, windowStart: numb
 }
 
 /**
- * Every report in [from, to], one point each. Columns are filled straight from
- * the decoded blocks and head rows (no object per report: a whole day of a
- * host is 8,640 reports); rows are put in time order through an index only
- * when a late head row falls before sealed ones.
+ * Every report in [from, to], one point each. Blocks are decoded column by
+ * column into a scratch area (visitBlock) and copied straight into the
+ * answer's columns, which hold plain doubles (NaN where a report lacked the
+ * metric, turned into null only in a column that has such a gap): a whole day
+ * of a host is 8,640 reports x 28 metrics, and boxed numbers would double its
+ * memory. Rows are put in time order through an index only when a late head
+ * row falls before sealed ones.
  */
 async function readRaw(conn: SqlConn, hostKey: number, metas: BlockMeta[], q: SeriesRequest): Promise<StoredSeries> {
-  const blocks: Array<{ b: BlockData; first: number; end: number }> = [];
-  let n = 0;
+  const ts: number[] = [];
+  const columns = new Map<number, number[]>();
+  /** A column of the answer, padded with NaN up to `rows`. */
+  const column = (id: number, rows: number) => {
+    let col = columns.get(id);
+    if (!col) columns.set(id, (col = []));
+    while (col.length < rows) col.push(Number.NaN);
+    return col;
+  };
   for (const m of metas) {
     const [row] = await conn.all<{ data: Uint8Array }>('SELECT data FROM blocks WHERE host_key = ? AND window_start = ?', [hostKey, m.window_start]);
     if (!row) continue;
-    const b = decodeBlock(row.data);
     let first = 0;
-    while (first < b.ts.length && b.ts[first]! < q.from) first++;
-    let end = first;
-    while (end < b.ts.length && b.ts[end]! <= q.to) end++;
-    blocks.push({ b, first, end });
-    n += end - first;
-  }
-  const head = (await conn.all<{ ts: number; samples: Uint8Array }>('SELECT ts, samples FROM reports WHERE host_key = ? AND ts >= ? AND ts <= ? ORDER BY ts', [hostKey, q.from, q.to]))
-    .map((h) => ({ ts: Number(h.ts), ...decodeSamples(h.samples) }));
-  const ts = new Float64Array(n + head.length);
-  let r = 0;
-  for (const { b, first, end } of blocks) for (let i = first; i < end; i++) ts[r++] = b.ts[i]!;
-  for (const h of head) ts[r++] = h.ts;
-  // at[r]: where source row r lands in the answer.
-  const at = Int32Array.from(ts.keys());
-  if (ts.some((t, i) => i > 0 && t < ts[i - 1]!)) {
-    const order = Array.from(ts.keys()).sort((a, b) => ts[a]! - ts[b]!);
-    order.forEach((src, dst) => { at[src] = dst; });
-  }
-  const metrics = new Map<number, (number | null)[]>();
-  const column = (id: number) => {
-    let col = metrics.get(id);
-    if (!col) metrics.set(id, (col = new Array<number | null>(ts.length).fill(null)));
-    return col;
-  };
-  r = 0;
-  for (const { b, first, end } of blocks) {
-    for (const [id, values] of b.columns) {
-      let col: (number | null)[] | undefined;
-      for (let i = first; i < end; i++) {
-        const v = values[i]!;
-        if (v === v) (col ??= column(id))[at[r + i - first]!] = v;
+    let end = 0;
+    const base = ts.length;
+    visitBlock(row.data, (blockTs) => {
+      while (first < blockTs.length && blockTs[first]! < q.from) first++;
+      end = first;
+      while (end < blockTs.length && blockTs[end]! <= q.to) end++;
+      for (let i = first; i < end; i++) ts.push(blockTs[i]!);
+    }, (id, values, divisor, rows) => {
+      if (!rows) {
+        if (first === end) return;
+        const col = column(id, base);
+        for (let i = first; i < end; i++) col.push(values[i]! / divisor);
+        return;
       }
-    }
-    r += end - first;
+      // A metric on some rows only: its values are for rows[k], in order.
+      let k = 0;
+      while (k < rows.length && rows[k]! < first) k++;
+      if (k === rows.length || rows[k]! >= end) return;
+      const col = column(id, base);
+      for (; k < rows.length && rows[k]! < end; k++) {
+        while (col.length < base + rows[k]! - first) col.push(Number.NaN);
+        col.push(values[k]! / divisor);
+      }
+    });
   }
+  const head = await conn.all<{ ts: number; samples: Uint8Array }>('SELECT ts, samples FROM reports WHERE host_key = ? AND ts >= ? AND ts <= ? ORDER BY ts', [hostKey, q.from, q.to]);
   for (const h of head) {
-    for (let i = 0; i < h.metricIds.length; i++) column(h.metricIds[i]!)[at[r]!] = h.values[i]!;
-    r++;
+    const r = ts.length;
+    ts.push(Number(h.ts));
+    const { metricIds, values } = decodeSamples(h.samples);
+    for (let i = 0; i < metricIds.length; i++) column(metricIds[i]!, r).push(values[i]!);
   }
-  const timestamps = new Array<number>(ts.length);
-  for (let i = 0; i < ts.length; i++) timestamps[at[i]!] = ts[i]!;
+  // A late head row before sealed rows: every column is put in time order through one index.
+  const order = ts.some((t, i) => i > 0 && t < ts[i - 1]!) ? Array.from(ts.keys()).sort((a, b) => ts[a]! - ts[b]!) : undefined;
+  const metrics = new Map<number, (number | null)[]>();
+  for (const [id, col] of columns) {
+    while (col.length < ts.length) col.push(Number.NaN);
+    const sorted = order ? order.map((i) => col[i]!) : col;
+    metrics.set(id, sorted.includes(Number.NaN) ? sorted.map((v) => (v === v ? v : null)) : sorted);
+  }
+  const timestamps = order ? order.map((i) => ts[i]!) : ts;
   // A raw point is its own smallest and largest value.
   return { bucketMs: null, timestamps, metrics, ...(q.minmax ? { min: metrics, max: metrics } : {}) };
 }
