@@ -45,6 +45,30 @@ for (const backend of BACKENDS) {
       assert.equal(Object.keys(r.body.metrics).length, 17, 'cpu.usage, memory.*, 8 disk and 4 network metrics');
     });
 
+    test('an answer of more than 50,000 values is streamed column by column (chunked, headers kept); its values are those a whole answer holds', async () => {
+      const c = await m.newTenant();
+      const lines = Array.from({ length: 1000 }, (_, i) => JSON.stringify(makeReport({ agentId: 'big', ts: T0 + i * 3_000, cpu: { usage: i % 97 } })));
+      const put = await call(m.url, 'POST', '/api/v1/ingest/bulk', { token: c.token, body: lines.join('\n'), headers: { 'content-type': 'application/x-ndjson' } });
+      assert.equal(put.status, 200);
+      // 1,000 raw reports x 17 metrics x (value, min, max) = 51,000 values.
+      const streamed = await get(c.token, `/api/v1/host/big?from=${T0}&to=${T0 + 3_000_000}&points=1000&minmax=true`);
+      assert.equal(streamed.status, 200);
+      assert.equal(streamed.headers.get('transfer-encoding'), 'chunked');
+      assert.equal(streamed.headers.get('content-length'), null);
+      assert.match(streamed.headers.get('content-type') ?? '', /^application\/json/);
+      assert.equal(streamed.headers.get('x-content-type-options'), 'nosniff');
+      assert.equal(streamed.body.bucketMs, null);
+      assert.deepEqual(streamed.body.timestamps, Array.from({ length: 1000 }, (_, i) => T0 + i * 3_000));
+      assert.deepEqual(streamed.body.metrics['cpu.usage'], Array.from({ length: 1000 }, (_, i) => i % 97));
+      assert.deepEqual(streamed.body.min, streamed.body.metrics);
+      assert.equal(Object.keys(streamed.body.metrics).length, 17);
+      // One metric is below the threshold: answered whole, with the same values.
+      const whole = await get(c.token, `/api/v1/host/big?from=${T0}&to=${T0 + 3_000_000}&points=1000&minmax=true&metrics=cpu.usage`);
+      assert.ok(Number(whole.headers.get('content-length')) > 0);
+      assert.deepEqual(whole.body.metrics['cpu.usage'], streamed.body.metrics['cpu.usage']);
+      assert.deepEqual(whole.body.timestamps, streamed.body.timestamps);
+    });
+
     test('past the budget, points are per-metric means of equal-width buckets', async () => {
       const r = await get(a.token, `/api/v1/host/h1?from=${T0}&to=${T0 + 999_999}&points=10`);
       assert.equal(r.body.bucketMs, 100_000);

@@ -3,6 +3,7 @@ import type { App } from '../../core/http/create-app.js';
 import type { MetricsStore } from '../domain/metrics-store.js';
 import { readAggregate, readHostSeries, resolveRange, type SeriesQuery, type SeriesSettings } from '../domain/series.js';
 import { authenticate, requestTenant, type SessionReader } from '../http/authenticate.js';
+import { sendSeries } from './series-json.js';
 import { AggregateSeriesSchema, AUTH_ERRORS, LOAD_SHED_ERROR, BEARER, HostSeriesSchema, SeriesQuerySchema, errorResponses } from './schemas.js';
 
 export interface SeriesRouteDeps {
@@ -66,9 +67,9 @@ export function registerSeriesRoutes(app: App, deps: SeriesRouteDeps): void {
         }),
       },
     },
-  }, async (request) => {
+  }, async (request, reply) => {
     const range = resolveRange(seriesQuery(request.query), deps.settings, deps.now());
-    return readHostSeries(deps.store, requestTenant(request).tenantId, request.params.id, range);
+    return sendSeries(reply, await readHostSeries(deps.store, requestTenant(request).tenantId, request.params.id, range));
   });
 
   app.get('/api/v1/aggregate', {
@@ -91,8 +92,8 @@ export function registerSeriesRoutes(app: App, deps: SeriesRouteDeps): void {
         }),
       },
     },
-  }, async (request) => {
+  }, async (request, reply) => {
     const range = resolveRange(seriesQuery(request.query), deps.settings, deps.now());
-    return readAggregate(deps.store, requestTenant(request).tenantId, range);
+    return sendSeries(reply, await readAggregate(deps.store, requestTenant(request).tenantId, range));
   });
 }
