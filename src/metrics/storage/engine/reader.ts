@@ -113,9 +113,13 @@ async function readRaw(conn: SqlConn, hostKey: number, metas: BlockMeta[], q: Se
     while (col.length < rows) col.push(Number.NaN);
     return col;
   };
-  for (const m of metas) {
-    const [row] = await conn.all<{ data: Uint8Array }>('SELECT data FROM blocks WHERE host_key = ? AND window_start = ?', [hostKey, m.window_start]);
-    if (!row) continue;
+  // The blocks in one statement, not one per window (a day is 24); only the windows found overlapping the range.
+  const wanted = new Set(metas.map((m) => Number(m.window_start)));
+  const blocks = metas.length ? await conn.all<{ window_start: number; data: Uint8Array }>(
+    'SELECT window_start, data FROM blocks WHERE host_key = ? AND window_start >= ? AND window_start <= ? ORDER BY window_start',
+    [hostKey, Number(metas[0]!.window_start), Number(metas[metas.length - 1]!.window_start)]) : [];
+  for (const row of blocks) {
+    if (!wanted.has(Number(row.window_start))) continue;
     let first = 0;
     let end = 0;
     const base = ts.length;
