@@ -12,18 +12,27 @@ export interface PackedSamples {
   values: Float64Array;
 }
 
-export function encodeSamples(samples: Array<[id: number, value: number]>): Buffer {
-  const sorted = [...samples].sort((a, b) => a[0] - b[0]);
-  const head: number[] = [];
-  pushVarint(head, sorted.length);
-  let prev = 0;
-  for (const [id] of sorted) {
-    pushVarint(head, id - prev);
-    prev = id;
+/**
+ * Packs `values[i]` under metric id `ids[i]` (ids distinct, in any order). Written straight into one buffer: this
+ * runs once per stored report, so it allocates nothing else that outlives the call.
+ */
+export function encodeSamples(ids: ArrayLike<number>, values: ArrayLike<number>): Buffer {
+  const n = ids.length;
+  // Insertion sort of positions by id: a report's ids mostly arrive ascending already.
+  const order = new Uint32Array(n);
+  for (let i = 0; i < n; i++) {
+    let j = i;
+    while (j > 0 && ids[order[j - 1]!]! > ids[i]!) { order[j] = order[j - 1]!; j--; }
+    order[j] = i;
   }
-  const buf = Buffer.allocUnsafe(head.length + sorted.length * 8);
-  Buffer.from(head).copy(buf, 0);
-  sorted.forEach(([, value], i) => buf.writeDoubleLE(value, head.length + i * 8));
+  let head = varintLength(n);
+  let prev = 0;
+  for (let i = 0; i < n; i++) { const id = ids[order[i]!]!; head += varintLength(id - prev); prev = id; }
+  const buf = Buffer.allocUnsafe(head + n * 8);
+  let pos = writeVarint(buf, 0, n);
+  prev = 0;
+  for (let i = 0; i < n; i++) { const id = ids[order[i]!]!; pos = writeVarint(buf, pos, id - prev); prev = id; }
+  for (let i = 0; i < n; i++) buf.writeDoubleLE(values[order[i]!]!, pos + i * 8);
   return buf;
 }
 
@@ -51,11 +60,19 @@ export function decodeSamples(buf: Uint8Array): PackedSamples {
   return { metricIds, values };
 }
 
-function pushVarint(out: number[], n: number): void {
+function varintLength(n: number): number {
+  let len = 1;
+  for (let v = n; v >= 0x80; v = Math.floor(v / 128)) len++;
+  return len;
+}
+
+function writeVarint(buf: Buffer, at: number, n: number): number {
+  let pos = at;
   let v = n;
   while (v >= 0x80) {
-    out.push((v % 128) | 0x80);
+    buf[pos++] = (v % 128) | 0x80;
     v = Math.floor(v / 128);
   }
-  out.push(v);
+  buf[pos++] = v;
+  return pos;
 }

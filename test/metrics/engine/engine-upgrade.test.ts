@@ -38,7 +38,7 @@ for (const backend of BACKENDS) {
       // The old hosts row carried the latest values, which the upgrade drops.
       await sql`INSERT INTO hosts (tenant_id, host_id, hostname, platform, last_ts, cpu_usage, memory_percent) VALUES ('ten-old', 'legacy', 'legacy', 'linux', ${T0}, 1, 2)`.execute(old.db);
       const [host] = await old.db.selectFrom('hosts').select('key').execute();
-      const rows = Array.from({ length: 900 }, (_, i) => ({ host_key: host!.key, ts: T0 + i * 10_000, samples: encodeSamples([[id('cpu.usage'), i / 10], [id('memory.percent'), 50]]) }));
+      const rows = Array.from({ length: 900 }, (_, i) => ({ host_key: host!.key, ts: T0 + i * 10_000, samples: encodeSamples([id('cpu.usage'), id('memory.percent')], [i / 10, 50]) }));
       for (let i = 0; i < rows.length; i += 100) await old.db.insertInto('reports').values(rows.slice(i, i + 100)).execute();
       await old.close();
 

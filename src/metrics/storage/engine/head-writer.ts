@@ -121,32 +121,49 @@ async function appendInTransaction(deps: WriterDeps, batch: NewReport[], after: 
     if (seen.has(seenKey)) { outcomes[index] = { status: 'duplicate' }; continue; }
     seen.add(seenKey);
     const tenantIds = ids.get(report.tenantId)!;
-    const unknown: string[] = [];
-    for (const n of report.metrics.keys()) if (!tenantIds.has(n)) unknown.push(n);
-    if (unknown.length) {
+    const hostMapKey = `${report.tenantId}\0${report.hostId}`;
+    let host = hosts.get(hostMapKey);
+    // The common report brings no new name: one pass finds its ids, and the host's set is shared, not copied.
+    let hostIds = host ? hostSets.get(host.key) ?? state.hostMetricIds.get(host.key) : undefined;
+    const metricIds = new Array<number>(report.metrics.size);
+    const values = new Array<number>(report.metrics.size);
+    let unknown: string[] | undefined;
+    let fresh = hostIds === undefined;
+    let at = 0;
+    for (const [n, v] of report.metrics) {
+      const id = tenantIds.get(n);
+      if (id === undefined) (unknown ??= []).push(n);
+      else if (!fresh && !hostIds!.has(id)) fresh = true;
+      metricIds[at] = id ?? -1;
+      values[at++] = v;
+    }
+    if (unknown) {
       const count = tenantCounts.get(report.tenantId) ?? await countTenantNames(conn, report.tenantId);
       tenantCounts.set(report.tenantId, count);
       if (count + unknown.length > limits.perTenant) {
         outcomes[index] = { status: 'limit_exceeded', details: `the report would take the tenant to ${count + unknown.length} distinct metric names; the limit is ${limits.perTenant}` };
         continue;
       }
+      fresh = true;
     }
-    const hostMapKey = `${report.tenantId}\0${report.hostId}`;
-    let host = hosts.get(hostMapKey);
-    let hostIds = host ? hostSets.get(host.key) ?? new Set(state.hostMetricIds.get(host.key)) : new Set<number>();
-    const newFor = (set: Set<number>) => [...report.metrics.keys()].filter((n) => { const id = tenantIds.get(n); return id === undefined || !set.has(id); });
-    if (host && !hostSets.has(host.key) && newFor(hostIds).length) {
-      // The cache may lag another instance's writes: judge the limit on a fresh read.
-      hostIds = (await loadHostMetricIds(conn, [host.key])).get(host.key) ?? new Set();
+    let newForHost: string[] = [];
+    if (fresh) {
+      if (host && !hostSets.has(host.key)) {
+        // The cache may lag another instance's writes: judge the limit on a fresh read.
+        hostIds = (await loadHostMetricIds(conn, [host.key])).get(host.key);
+      }
+      const known = hostIds ?? new Set<number>();
+      newForHost = [...report.metrics.keys()].filter((n) => { const id = tenantIds.get(n); return id === undefined || !known.has(id); });
+      if (known.size + newForHost.length > limits.perHost) {
+        outcomes[index] = { status: 'limit_exceeded', details: `the report would take host ${report.hostId} to ${known.size + newForHost.length} distinct metric names; the limit is ${limits.perHost}` };
+        continue;
+      }
     }
-    const newForHost = newFor(hostIds);
-    if (hostIds.size + newForHost.length > limits.perHost) {
-      outcomes[index] = { status: 'limit_exceeded', details: `the report would take host ${report.hostId} to ${hostIds.size + newForHost.length} distinct metric names; the limit is ${limits.perHost}` };
-      continue;
-    }
-    if (unknown.length) {
+    if (unknown) {
       await insertNames(conn, report.tenantId, unknown, tenantIds);
       tenantCounts.set(report.tenantId, tenantCounts.get(report.tenantId)! + unknown.length);
+      let i = 0;
+      for (const n of report.metrics.keys()) { if (metricIds[i] === -1) metricIds[i] = tenantIds.get(n)!; i++; }
     }
     if (!host) {
       host = await insertHost(conn, report);
@@ -159,11 +176,13 @@ async function appendInTransaction(deps: WriterDeps, batch: NewReport[], after: 
     if (newForHost.length) {
       const newIds = newForHost.map((n) => tenantIds.get(n)!);
       await insertHostMetrics(conn, host.key, newIds);
+      // A new set: the cached one stays as it was until this transaction commits.
+      hostIds = new Set(hostIds);
       for (const id of newIds) hostIds.add(id);
     }
-    hostSets.set(host.key, hostIds);
+    hostSets.set(host.key, hostIds ?? new Set());
     if (await deps.sealed.contains(conn, sealedMeta, host.key, report.ts)) { outcomes[index] = { status: 'duplicate' }; continue; }
-    rows.push({ index, hostKey: host.key, report, samples: encodeSamples([...report.metrics].map(([n, v]) => [tenantIds.get(n)!, v])) });
+    rows.push({ index, hostKey: host.key, report, samples: encodeSamples(metricIds, values) });
   }
 
   rows.sort((a, b) => a.index - b.index);
@@ -199,9 +218,13 @@ function groupByTenant(batch: NewReport[]): Map<string, NewReport[]> {
 
 /** The tenant's ids of every name the batch uses: the cache, then one query for what it lacks. */
 async function loadNameIds(conn: SqlConn, state: WriterState, tenantId: string, reports: NewReport[]): Promise<Map<string, number>> {
-  const out = new Map(state.nameIds.get(tenantId));
+  const cached = state.nameIds.get(tenantId) ?? new Map<string, number>();
   const wanted = new Set<string>();
-  for (const r of reports) for (const n of r.metrics.keys()) if (!out.has(n)) wanted.add(n);
+  for (const r of reports) for (const n of r.metrics.keys()) if (!cached.has(n)) wanted.add(n);
+  // Every name known: the cache itself serves the batch (nothing will be added to it). Otherwise a copy, which the
+  // batch fills and which replaces the cache only once the batch commits.
+  if (!wanted.size) return cached;
+  const out = new Map(cached);
   for (const chunk of chunks([...wanted])) {
     const found = await conn.all<{ id: number; name: string }>(
       `SELECT id, name FROM metric_names WHERE tenant_id = ? AND name IN (${chunk.map(() => '?').join(',')})`, [tenantId, ...chunk]);
