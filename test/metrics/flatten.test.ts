@@ -80,3 +80,18 @@ test('a key with a control character that holds no number is no metric name and 
   assert.equal(m.get('network.eth1.rx'), 5);
   assert.ok(![...m.keys()].some((k) => k.includes('\n') || k.includes('\t')));
 });
+
+test('names stay right once the table of remembered names has started over, and so does the check of their keys', () => {
+  const many: Record<string, number> = {};
+  for (let i = 0; i < 60_000; i++) many[`k${i}`] = i;
+  const m = flattenReport(makeReport({ network: many }));
+  assert.equal(m.get('network.k59999'), 59_999);
+  assert.equal(m.get('network.k0'), 0);
+  assert.equal(m.get('cpu.perCore.3'), 14);
+  const again = flattenReport(makeReport({ network: { k1: 7 } }));
+  assert.equal(again.get('network.k1'), 7);
+  // A remembered key is still judged: the same bad key is refused before and after the table starts over.
+  const bad = () => makeReport({ network: { 'a\u202Eb': 1 } });
+  assert.throws(() => flattenReport(bad()), invalid(/control or invisible character/));
+  assert.throws(() => flattenReport(bad()), invalid(/control or invisible character/));
+});

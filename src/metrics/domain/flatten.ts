@@ -28,42 +28,71 @@ export function flattenReport(report: Report): Map<string, number> {
   const out = new Map<string, number>();
   // A name is clean when each of its keys is (isNameText), so keys are checked one at a time on the way down;
   // a leaf's field path in the body is spelled out only for an error: `field` maps a metric name back to it.
-  const walk = (value: unknown, name: string, depth: number, field: (name: string) => string, clean: boolean) => {
+  const walk = (value: unknown, name: string, depth: number, field: ((name: string) => string) | undefined, clean: boolean) => {
     if (typeof value === 'number') {
-      if (!Number.isFinite(value)) throw new AppError('invalid_request', `body ${field(name)}: must be a finite number`);
-      if (!clean) throw new AppError('invalid_request', `body ${field(name)}: metric name holds a control or invisible character`);
-      if (name.length > MAX_METRIC_NAME_LENGTH) throw new AppError('invalid_request', `body ${field(name)}: metric name is longer than ${MAX_METRIC_NAME_LENGTH} characters`);
-      if (out.has(name)) throw new AppError('invalid_request', `body ${field(name)}: metric ${name} is reported twice`);
+      if (!Number.isFinite(value)) throw new AppError('invalid_request', `body ${fieldOf(field, name)}: must be a finite number`);
+      if (!clean) throw new AppError('invalid_request', `body ${fieldOf(field, name)}: metric name holds a control or invisible character`);
+      if (name.length > MAX_METRIC_NAME_LENGTH) throw new AppError('invalid_request', `body ${fieldOf(field, name)}: metric name is longer than ${MAX_METRIC_NAME_LENGTH} characters`);
+      if (out.has(name)) throw new AppError('invalid_request', `body ${fieldOf(field, name)}: metric ${name} is reported twice`);
       out.set(name, value);
       return;
     }
     if (value === null || typeof value !== 'object') return;
-    if (depth > MAX_FLATTEN_DEPTH) throw new AppError('invalid_request', `body ${field(name)}: nested deeper than ${MAX_FLATTEN_DEPTH} levels`);
+    if (depth > MAX_FLATTEN_DEPTH) throw new AppError('invalid_request', `body ${fieldOf(field, name)}: nested deeper than ${MAX_FLATTEN_DEPTH} levels`);
     if (Array.isArray(value)) {
-      for (let i = 0; i < value.length; i++) walk(value[i], `${name}.${i}`, depth + 1, field, clean);
+      for (let i = 0; i < value.length; i++) { const j = join(name, i); walk(value[i], j.name, depth + 1, field, clean); }
       return;
     }
     // Object.keys: own enumerable keys only, so "__proto__" from JSON is an ordinary name, never a prototype.
-    for (const key of Object.keys(value)) walk((value as Record<string, unknown>)[key], `${name}.${key}`, depth + 1, field, clean && isNameText(key));
+    for (const key of Object.keys(value)) { const j = join(name, key); walk((value as Record<string, unknown>)[key], j.name, depth + 1, field, clean && j.clean); }
   };
-  const same = (name: string) => name;
   /** The entries of a disk or service: every key but the one that names it, under `<kind>.<its name>`. */
   const entries = (item: Record<string, unknown>, kind: string, label: string, skip: string, array: string, i: number) => {
-    const prefix = `${kind}.${label}`;
-    const field = (name: string) => `${array}.${i}${name.slice(prefix.length)}`;
-    const clean = isNameText(label);
+    const prefix = join(kind, label);
+    const field = (name: string) => `${array}.${i}${name.slice(prefix.name.length)}`;
     for (const key of Object.keys(item)) {
-      if (key !== skip) walk(item[key], `${prefix}.${key}`, 2, field, clean && isNameText(key));
+      if (key !== skip) { const j = join(prefix.name, key); walk(item[key], j.name, 2, field, prefix.clean && j.clean); }
     }
   };
 
-  walk(report.cpu, 'cpu', 1, same, true);
-  walk(report.memory, 'memory', 1, same, true);
+  walk(report.cpu, 'cpu', 1, undefined, true);
+  walk(report.memory, 'memory', 1, undefined, true);
   report.disks?.forEach((disk, i) => entries(disk, 'disk', disk.path, 'path', 'disks', i));
   for (const section of FREE_FORM_SECTIONS) {
     const value = (report as Record<string, unknown>)[section];
-    if (value !== undefined) walk(value, section, 1, same, true);
+    if (value !== undefined) walk(value, section, 1, undefined, true);
   }
   report.services?.forEach((service, i) => entries(service, 'service', service.name, 'name', 'services', i));
   return out;
+}
+
+const fieldOf = (field: ((name: string) => string) | undefined, name: string) => (field ? field(name) : name);
+
+/** A dotted name and whether its last key is clean (isNameText); the others were checked on the way down. */
+interface Joined { readonly name: string; readonly clean: boolean }
+
+/**
+ * `parent.key`, remembered: agents send the same names in every report, so
+ * flattening one costs map lookups instead of a new string and a Unicode
+ * test per key. Bounded: past MAX_JOINS the table starts over, so names a
+ * client invents cost memory once, not for good.
+ */
+const joins = new Map<string, Map<string | number, Joined>>();
+let joined = 0;
+const MAX_JOINS = 50_000;
+
+function join(parent: string, key: string | number): Joined {
+  let children = joins.get(parent);
+  const hit = children?.get(key);
+  if (hit) return hit;
+  const made: Joined = { name: `${parent}.${key}`, clean: typeof key === 'number' || isNameText(key) };
+  if (joined >= MAX_JOINS) {
+    joins.clear();
+    joined = 0;
+    children = undefined;
+  }
+  if (!children) joins.set(parent, (children = new Map()));
+  children.set(key, made);
+  joined++;
+  return made;
 }
