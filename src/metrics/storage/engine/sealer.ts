@@ -143,33 +143,41 @@ function sameRows(a: HeadRow[], b: HeadRow[]): boolean {
   return true;
 }
 
-/** A block's rows plus head rows, by ts; where both hold a ts the sealed one stays (it was answered first). */
+/**
+ * A block's rows plus head rows, by ts; where both hold a ts the sealed one stays (it was answered first). Values go
+ * straight from the block's columns and the packed head rows into the merged columns.
+ */
 export function mergeRows(block: BlockData | undefined, head: Array<{ ts: number; samples: Uint8Array }>): BlockData {
-  const rows = new Map<number, Map<number, number>>();
-  if (block) {
-    for (let i = 0; i < block.ts.length; i++) {
-      const values = new Map<number, number>();
-      for (const [id, col] of block.columns) if (!Number.isNaN(col[i]!)) values.set(id, col[i]!);
-      rows.set(block.ts[i]!, values);
-    }
-  }
+  const taken = new Set<number>(block?.ts);
+  const fresh: Array<{ ts: number; samples: Uint8Array }> = [];
   for (const h of head) {
     const ts = Number(h.ts);
-    if (rows.has(ts)) continue;
-    const { metricIds, values } = decodeSamples(h.samples);
-    const m = new Map<number, number>();
-    for (let i = 0; i < metricIds.length; i++) m.set(metricIds[i]!, values[i]!);
-    rows.set(ts, m);
+    if (taken.has(ts)) continue;
+    taken.add(ts);
+    fresh.push({ ts, samples: h.samples });
   }
-  const ts = Float64Array.from([...rows.keys()].sort((a, b) => a - b));
+  const ts = Float64Array.from(taken).sort();
+  const n = ts.length;
+  const at = new Map<number, number>();
+  for (let i = 0; i < n; i++) at.set(ts[i]!, i);
   const columns = new Map<number, Float64Array>();
-  ts.forEach((t, i) => {
-    for (const [id, v] of rows.get(t)!) {
-      let col = columns.get(id);
-      if (!col) columns.set(id, (col = new Float64Array(ts.length).fill(Number.NaN)));
-      col[i] = v;
+  const column = (id: number): Float64Array => {
+    let col = columns.get(id);
+    if (!col) columns.set(id, (col = new Float64Array(n).fill(Number.NaN)));
+    return col;
+  };
+  if (block) {
+    const rows = block.ts.map((t) => at.get(t)!);
+    for (const [id, values] of block.columns) {
+      const col = column(id);
+      for (let i = 0; i < values.length; i++) if (!Number.isNaN(values[i]!)) col[rows[i]!] = values[i]!;
     }
-  });
+  }
+  for (const h of fresh) {
+    const row = at.get(h.ts)!;
+    const { metricIds, values } = decodeSamples(h.samples);
+    for (let i = 0; i < metricIds.length; i++) column(metricIds[i]!)[row] = values[i]!;
+  }
   return { ts, columns };
 }
 
