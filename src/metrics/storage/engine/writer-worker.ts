@@ -13,6 +13,7 @@ import type { WriterReply, WriterRequest, WriterTarget } from './worker-protocol
  * the HTTP event loop. Requests carry the service clock, which the seal loop
  * follows between them.
  */
+const WAL_BACKSTOP_PAGES = 4096;
 const { target, options } = workerData as { target: WriterTarget; options: Omit<WriterOptions, 'now'> };
 const port = parentPort!;
 let conn: SqlConn;
@@ -25,9 +26,9 @@ if ('sqliteFile' in target) {
   db.pragma('synchronous = FULL');
   db.pragma('busy_timeout = 5000');
   db.pragma('foreign_keys = ON');
-  // Checkpoint every 1,024 pages of WAL (1 MiB at the metrics file's 1 KiB pages): the WAL's size on disk stays
-  // small, and checkpoints run here, off the event loop.
-  db.pragma('wal_autocheckpoint = 1024');
+  // The seal loop checkpoints twice a second (engine-writer.ts); SQLite's own checkpoint inside a commit is the
+  // backstop, at 4 MiB of WAL (4,096 of the metrics file's 1 KiB pages; SQLite's default is 1,000 pages of 4 KiB).
+  db.pragma(`wal_autocheckpoint = ${WAL_BACKSTOP_PAGES}`);
   conn = sqliteConn(db);
   // Appends commit at synchronous=NORMAL (SQLite writes the WAL frames, no fsync) and are answered after this fsync
   // of the WAL, on libuv's pool, so the next batch commits meanwhile. In WAL mode the frames of a commit are either
