@@ -20,7 +20,7 @@ let store: MetricsStore;
 const NOW = Date.UTC(2026, 10, 25, 12);
 before(async () => {
   storage = await freshStorage('sqlite');
-  database = await openMetricsDatabase({ databaseUrl: undefined, dataDir: storage.dataDir });
+  database = await openMetricsDatabase({ databaseUrl: storage.databaseUrl, dbSchema: storage.pgSchema, dataDir: storage.dataDir });
   store = createEngineMetricsStore(database, { limits: { perHost: 1000, perTenant: 1000 }, now: () => NOW, writer: { sealIntervalMs: 20 }, foldThreads: 0 });
 });
 after(async () => {
