@@ -128,3 +128,43 @@ for (const backend of BACKENDS) {
     });
   });
 }
+
+describe('the SQLite head becomes a rowid table (migration 0006)', () => {
+  let storage: TestStorage;
+  before(async () => { storage = await freshStorage('sqlite'); });
+  after(() => storage.cleanup());
+
+  test('head rows written in the clustered layout survive the upgrade, and a report already there is still a duplicate', async () => {
+    const old = await openDatabase<MetricsTables>({
+      databaseUrl: undefined, pgSchema: storage.pgSchema, dataDir: storage.dataDir, sqliteFile: 'metrics.db', sqlitePageSize: 1024,
+      migrations: (d) => Object.fromEntries(Object.entries(metricsMigrations(d)).filter(([name]) => name <= '0005')),
+    });
+    const tableSql = async (d: Database<MetricsTables>) => (await sql<{ sql: string }>`SELECT sql FROM sqlite_master WHERE name = 'reports'`.execute(d.db)).rows[0]!.sql;
+    assert.match(await tableSql(old), /without rowid/i);
+    await old.db.insertInto('tenants').values({ id: 'ten-h', name: 'h', created_at: 1 }).execute();
+    await old.db.insertInto('metric_names').values({ tenant_id: 'ten-h', name: 'cpu.usage' }).execute();
+    const [{ id }] = await old.db.selectFrom('metric_names').select('id').execute() as [{ id: number }];
+    await sql`INSERT INTO hosts (tenant_id, host_id, hostname, platform, last_ts) VALUES ('ten-h', 'h1', 'h1', 'linux', ${T0})`.execute(old.db);
+    const [host] = await old.db.selectFrom('hosts').select('key').execute();
+    await old.db.insertInto('host_metric_names').values({ host_key: host!.key, metric_id: id }).execute();
+    // Reverse time order on purpose: the copy must not depend on the order rows come in.
+    const rows = Array.from({ length: 500 }, (_, i) => ({ host_key: host!.key, ts: T0 + (499 - i) * 10_000, samples: encodeSamples([id], [i]) }));
+    for (let i = 0; i < rows.length; i += 100) await old.db.insertInto('reports').values(rows.slice(i, i + 100)).execute();
+    await old.close();
+
+    const database = await open(storage);
+    const store = storeOn(database);
+    try {
+      assert.doesNotMatch(await tableSql(database), /without rowid/i);
+      const index = await sql<{ sql: string }>`SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'reports'`.execute(database.db);
+      assert.deepEqual(index.rows.map((r) => r.sql), ['CREATE UNIQUE INDEX reports_host_ts ON reports (host_key, ts)']);
+      assert.deepEqual(await rawTimestamps(store, 'ten-h', 'h1'), rows.map((r) => r.ts).sort((a, b) => a - b));
+      const again: NewReport = { tenantId: 'ten-h', hostId: 'h1', hostname: 'h1', platform: 'linux', ts: T0 + 10_000, metrics: new Map([['cpu.usage', 1]]) };
+      assert.deepEqual(await store.appendReport(again), { status: 'duplicate' });
+      assert.deepEqual(await store.appendReport({ ...again, ts: T0 + 500 * 10_000 }), { status: 'stored' });
+    } finally {
+      await store.close();
+      await database.close();
+    }
+  });
+});

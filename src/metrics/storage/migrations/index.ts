@@ -4,6 +4,7 @@ import { metrics0001 } from './0001_metrics.js';
 import { metrics0002 } from './0002_dashboard_sessions.js';
 import { metrics0004 } from './0004_alerts.js';
 import { metrics0005 } from './0005_blocks.js';
+import { metrics0006 } from './0006_head_rowid.js';
 
 /**
  * The metrics service's migrations, in the order they apply. Each entry gives
@@ -14,6 +15,7 @@ const MIGRATIONS: Array<[name: string, perDialect: Record<DialectName, Migration
   ['0002_dashboard_sessions', metrics0002],
   ['0004_alerts', metrics0004],
   ['0005_blocks', metrics0005],
+  ['0006_head_rowid', metrics0006],
 ];
 
 export function metricsMigrations(dialect: DialectName): Record<string, Migration> {
