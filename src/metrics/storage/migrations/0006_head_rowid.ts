@@ -4,7 +4,7 @@ import type { DialectName } from '../../../core/storage/database.js';
 /**
  * SQLite's head (`reports`) becomes a rowid table with a unique index on
  * (host_key, ts), instead of a WITHOUT ROWID table clustered on that key. A
- * report's row (about 260 bytes of packed samples) is larger than what a
+ * report's row (about 260 bytes of packed float64 samples) is larger than what a
  * WITHOUT ROWID table keeps in a 1 KiB page (231 bytes), so each row took an
  * overflow page of its own: 1.1 KiB of file per report, and a commit wrote
  * twice the pages. A rowid table keeps up to 989 bytes in the page: rows are
