@@ -244,3 +244,33 @@ test('the alert schema accepts the documented shape and rejects out-of-bound ale
   ];
   for (const alerts of bad) assert.equal(validate(alerts), false, JSON.stringify(alerts).slice(0, 120));
 });
+
+test('routeAll: a backlog of alert-free reports reads a quiet host\'s incidents once, and an older report clears nothing', async (t) => {
+  const ok = await receiver((_req, res) => res.writeHead(200).end('ok'));
+  t.after(ok.close);
+  const options = await routerOptions(t, 2000, () => ctx.ts + 60 * 60_000);
+  let reads = 0;
+  const firing = options.store.firing.bind(options.store);
+  options.store.firing = (tenantId, hostId) => { reads++; return firing(tenantId, hostId); };
+  const router = createAlertRouter([{ name: 'pager', url: ok.url, group_wait: '0s', send_resolved: true }], options);
+  const at = (s: number, host = 'web-1') => ({ ...ctx, hostId: host, hostname: host, ts: ctx.ts + s * 1000 });
+
+  // The incident opens at +0 s and is last seen at +20 s; the backlog then brings reports from +10 s (older: it
+  // resolves nothing) and +30 s (resolves it) without alerts, then more of them, which need no read.
+  assert.equal((await router.routeAll([{ ctx: at(0), alerts: [cpu] }, { ctx: at(20), alerts: [cpu] }])).flat().length, 1);
+  reads = 0;
+  const answers = await router.routeAll([10, 30, 40, 50, 60].map((s) => ({ ctx: at(s), alerts: [] })));
+  assert.deepEqual(answers.map((a) => a.map((r) => [r.alert, r.resolved])), [[], [['HighCpu', true]], [], [], []]);
+  assert.equal(reads, 2, 'the +10 s report left the incident open, +30 s resolved it, the rest were skipped');
+  const [incident] = await options.store.list(ctx.tenantId, { from: 0, to: Number.MAX_SAFE_INTEGER, limit: 10 });
+  assert.equal(incident!.resolvedAt, at(30).ts);
+
+  // Another host in the same batch keeps its own state, and an alert in the batch opens an incident again.
+  reads = 0;
+  const mixed = await router.routeAll([
+    { ctx: at(70), alerts: [] }, { ctx: at(70, 'web-2'), alerts: [] }, { ctx: at(80), alerts: [disk] },
+    { ctx: at(90), alerts: [] }, { ctx: at(100), alerts: [] }, { ctx: at(80, 'web-2'), alerts: [] },
+  ]);
+  assert.deepEqual(mixed.map((a) => a.map((r) => [r.alert, r.resolved ?? false])), [[], [], [['DiskFilling', false]], [['DiskFilling', true]], [], []]);
+  assert.equal(reads, 4, 'web-1 at +70 (a new batch), web-2 at +70, +80 (alerts), +90 (an incident was open); +100 and web-2 at +80 skipped');
+});

@@ -35,6 +35,13 @@ export interface AlertRouter {
    * for a delivery: failures are results.
    */
   route(ctx: AlertContext, alerts: Alert[]): Promise<AlertResult[]>;
+  /**
+   * `route` for each report in turn (a bulk body's, in line order), one
+   * answer per report. A report without alerts of a host the batch's earlier
+   * reports left without any open incident is not looked up again: nothing
+   * could resolve, so its answer is empty without a read.
+   */
+  routeAll(reports: Array<{ ctx: AlertContext; alerts: Alert[] }>): Promise<AlertResult[][]>;
 }
 
 type Delivery = Pick<AlertResult, 'outcome' | 'status' | 'error'>;
@@ -64,40 +71,54 @@ export function incidentFingerprint(alert: Alert): string {
  */
 export function createAlertRouter(routes: AlertRoute[], opts: AlertRouterOptions): AlertRouter {
   const timed = routes.map((route) => ({ route, timing: routeTiming(route) }));
+  /** Routes one report; `openAfter` counts the host's incidents still open once it is recorded. */
+  async function routeOne(ctx: AlertContext, alerts: Alert[]): Promise<{ results: AlertResult[]; openAfter: number }> {
+    const now = opts.now();
+    const { current, resolved, openAfter } = await reconcile(opts.store, ctx, alerts, now);
+    if (!current.length && !resolved.length) return { results: [], openAfter };
+    const sends = timed.map(({ route, timing }) => {
+      const firing = current.filter((c) => routeMatches(route, c.alert));
+      const due = firing.some((c) => isDue(c.incident.routes[route.name], c.incident.createdAt, timing, now));
+      const ending = timing.sendResolved
+        ? resolved.filter((r) => r.incident.routes[route.name]?.outcome === 'delivered' && routeMatches(route, r.alert))
+        : [];
+      return { route, firing: due ? firing : [], ending };
+    }).filter((s) => s.firing.length || s.ending.length);
+    const deliveries = await Promise.all(sends.map((s) => deliver(s.route, JSON.stringify(buildWebhookPayload(s.route.name, ctx, [
+      ...s.firing.map((c) => ({ alert: c.alert, startsAt: c.incident.startsAt })),
+      ...s.ending.map((r) => ({ alert: r.alert, startsAt: r.incident.startsAt, endsAt: r.incident.resolvedAt! })),
+    ])), opts.timeoutMs)));
+    sends.forEach((s, i) => {
+      for (const c of s.firing) c.incident.routes[s.route.name] = { notifiedAt: now, ...deliveries[i]! };
+      for (const r of s.ending) r.incident.routes[s.route.name]!.resolved = { at: now, ...deliveries[i]! };
+    });
+    // Written after delivery, in one commit: a crash in between at worst notifies again with the next report.
+    await opts.store.record({
+      opened: current.filter((c) => c.isNew).map((c) => c.incident),
+      updated: [...current.filter((c) => !c.isNew).map((c) => c.incident), ...resolved.map((r) => r.incident)],
+    });
+    const results: AlertResult[] = [];
+    for (const c of current) {
+      sends.forEach((s, i) => { if (s.firing.includes(c)) results.push({ alert: c.alert.name, route: s.route.name, ...deliveries[i]! }); });
+    }
+    for (const r of resolved) {
+      sends.forEach((s, i) => { if (s.ending.includes(r)) results.push({ alert: r.alert.name, route: s.route.name, resolved: true, ...deliveries[i]! }); });
+    }
+    return { results, openAfter };
+  }
   return {
-    async route(ctx, alerts) {
-      const now = opts.now();
-      const { current, resolved } = await reconcile(opts.store, ctx, alerts, now);
-      if (!current.length && !resolved.length) return [];
-      const sends = timed.map(({ route, timing }) => {
-        const firing = current.filter((c) => routeMatches(route, c.alert));
-        const due = firing.some((c) => isDue(c.incident.routes[route.name], c.incident.createdAt, timing, now));
-        const ending = timing.sendResolved
-          ? resolved.filter((r) => r.incident.routes[route.name]?.outcome === 'delivered' && routeMatches(route, r.alert))
-          : [];
-        return { route, firing: due ? firing : [], ending };
-      }).filter((s) => s.firing.length || s.ending.length);
-      const deliveries = await Promise.all(sends.map((s) => deliver(s.route, JSON.stringify(buildWebhookPayload(s.route.name, ctx, [
-        ...s.firing.map((c) => ({ alert: c.alert, startsAt: c.incident.startsAt })),
-        ...s.ending.map((r) => ({ alert: r.alert, startsAt: r.incident.startsAt, endsAt: r.incident.resolvedAt! })),
-      ])), opts.timeoutMs)));
-      sends.forEach((s, i) => {
-        for (const c of s.firing) c.incident.routes[s.route.name] = { notifiedAt: now, ...deliveries[i]! };
-        for (const r of s.ending) r.incident.routes[s.route.name]!.resolved = { at: now, ...deliveries[i]! };
-      });
-      // Written after delivery, in one commit: a crash in between at worst notifies again with the next report.
-      await opts.store.record({
-        opened: current.filter((c) => c.isNew).map((c) => c.incident),
-        updated: [...current.filter((c) => !c.isNew).map((c) => c.incident), ...resolved.map((r) => r.incident)],
-      });
-      const results: AlertResult[] = [];
-      for (const c of current) {
-        sends.forEach((s, i) => { if (s.firing.includes(c)) results.push({ alert: c.alert.name, route: s.route.name, ...deliveries[i]! }); });
+    route: async (ctx, alerts) => (await routeOne(ctx, alerts)).results,
+    async routeAll(reports) {
+      const clear = new Set<string>();
+      const answers: AlertResult[][] = [];
+      for (const { ctx, alerts } of reports) {
+        const host = `${ctx.tenantId}\0${ctx.hostId}`;
+        if (!alerts.length && clear.has(host)) { answers.push([]); continue; }
+        const { results, openAfter } = await routeOne(ctx, alerts);
+        if (openAfter === 0) clear.add(host); else clear.delete(host);
+        answers.push(results);
       }
-      for (const r of resolved) {
-        sends.forEach((s, i) => { if (s.ending.includes(r)) results.push({ alert: r.alert.name, route: s.route.name, resolved: true, ...deliveries[i]! }); });
-      }
-      return results;
+      return answers;
     },
   };
 }
@@ -114,7 +135,7 @@ interface Tracked {
  * refreshed, a new one is opened, and open incidents the report no longer
  * carries are resolved at the report's ts. The same alert twice in one report counts once.
  */
-async function reconcile(store: AlertStore, ctx: AlertContext, alerts: Alert[], now: number): Promise<{ current: Tracked[]; resolved: Tracked[] }> {
+async function reconcile(store: AlertStore, ctx: AlertContext, alerts: Alert[], now: number): Promise<{ current: Tracked[]; resolved: Tracked[]; openAfter: number }> {
   // Only reads: what changed is recorded after delivery, in one commit.
   const open = new Map((await store.firing(ctx.tenantId, ctx.hostId)).map((i) => [i.fingerprint, i]));
   const current: Tracked[] = [];
@@ -143,7 +164,8 @@ async function reconcile(store: AlertStore, ctx: AlertContext, alerts: Alert[], 
     incident.resolvedAt = ctx.ts;
     resolved.push({ incident, alert: storedAsAlert(incident), isNew: false });
   }
-  return { current, resolved };
+  // Open incidents the report did not resolve (it carries them, or it is older than their last report), plus new ones.
+  return { current, resolved, openAfter: open.size - resolved.length + current.filter((c) => c.isNew).length };
 }
 
 function storedAsAlert(i: StoredAlert): Alert {

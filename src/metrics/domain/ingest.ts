@@ -118,15 +118,22 @@ export async function ingestReports(deps: IngestDeps, tenant: ResolvedTenant, it
     }
   }
   const outcomes = valid.length ? await deps.store.appendReports(valid.map((v) => v.prepared), signal) : [];
+  // Every stored report is routed (an alert it no longer carries is resolved), in line order, in one call: the
+  // router skips the look-ups a backlog's alert-free reports of a host with nothing open cannot need.
+  const stored: Array<{ line: number; report: Report; prepared: NewReport }> = [];
   for (const [i, v] of valid.entries()) {
-    try {
-      const r = await routeAlerts(deps, v.prepared, v.report, outcomes[i]!);
-      if (!r.duplicate) samples += r.metrics;
-      results.set(v.line, { line: v.line, status: r.duplicate ? 'duplicate' : 'stored', hostId: r.hostId, ts: r.ts, alertResults: r.alertResults });
-    } catch (e: unknown) {
-      if (!(e instanceof AppError)) throw e;
-      results.set(v.line, rejected(v.line, e, v.report));
-    }
+    const outcome = outcomes[i]!;
+    if (outcome.status === 'limit_exceeded') results.set(v.line, rejected(v.line, new AppError('limit_exceeded', outcome.details), v.report));
+    else if (outcome.status === 'duplicate') results.set(v.line, { line: v.line, status: 'duplicate', hostId: v.prepared.hostId, ts: v.report.ts, alertResults: [] });
+    else stored.push(v);
+  }
+  const routed = await deps.alertRouter.routeAll(stored.map((v) => ({
+    ctx: { tenantId: v.prepared.tenantId, hostId: v.prepared.hostId, hostname: v.report.hostname, ts: v.report.ts },
+    alerts: v.report.alerts ?? [],
+  })));
+  for (const [i, v] of stored.entries()) {
+    samples += v.prepared.metrics.size;
+    results.set(v.line, { line: v.line, status: 'stored', hostId: v.prepared.hostId, ts: v.report.ts, alertResults: routed[i]! });
   }
   const ordered = items.map((item) => results.get(item.line)!);
   const count = (s: BulkLineResult['status']) => ordered.filter((r) => r.status === s).length;
