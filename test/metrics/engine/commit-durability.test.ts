@@ -53,7 +53,7 @@ for (const backend of BACKENDS) {
       const c = recording(conn, seen);
       await conn.run(`INSERT INTO tenants (id, name, created_at) VALUES ('t-dur', 't-dur', 0)`);
       const deps = { conn: c, state: newWriterState(), limits: { perHost: 100, perTenant: 100 }, sealed: new SealedTimestamps(), wallNow: () => 0 };
-      const reports = Array.from({ length: 5 }, (_, i) => ({ tenantId: 't-dur', hostId: 'h', hostname: 'h', platform: 'linux', ts: i * 10_000, metrics: new Map([['cpu.usage', i]]) }));
+      const reports = Array.from({ length: 5 }, (_, i) => ({ tenantId: 't-dur', hostId: 'h', hostname: 'h', platform: 'linux', ts: i * 10_000, names: ['cpu.usage'], values: [i] }));
       assert.ok((await appendBatch(deps, reports)).every((o) => o.status === 'stored'));
       const due = await findSealable(c, { graceMs: 0, idleMs: 0 }, 10 * 3_600_000, 0, deps.state, true);
       assert.equal(due.length, 1);

@@ -39,7 +39,7 @@ for (const backend of BACKENDS) {
       await conn.run('INSERT INTO tenants (id, name, created_at) VALUES (?, ?, 0)', [tenantId, tenantId]);
       const deps = { conn, state: newWriterState(), limits: { perHost: 10, perTenant: 10 }, sealed: new SealedTimestamps(), wallNow: () => 0 };
       const append = async (ts: number[]) => {
-        const outcomes = await appendBatch(deps, ts.map((t) => ({ tenantId, hostId: 'h', hostname: 'h', platform: 'linux', ts: t, metrics: new Map([['cpu.usage', t / 1000]]) })));
+        const outcomes = await appendBatch(deps, ts.map((t) => ({ tenantId, hostId: 'h', hostname: 'h', platform: 'linux', ts: t, names: ['cpu.usage'], values: [t / 1000] })));
         assert.ok(outcomes.every((o) => o.status === 'stored'));
       };
       await append([0]);

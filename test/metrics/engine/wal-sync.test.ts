@@ -48,7 +48,7 @@ describe('appends answered after the WAL sync, on SQLite', () => {
     await database.close();
     await storage.cleanup();
   });
-  const report = (ts: number) => ({ tenantId: 't', hostId: 'h', hostname: 'h', platform: 'linux', ts, metrics: new Map([['cpu.usage', 1]]) });
+  const report = (ts: number) => ({ tenantId: 't', hostId: 'h', hostname: 'h', platform: 'linux', ts, names: ['cpu.usage'], values: [1] });
   const stored = () => (database.sqlite!.prepare('SELECT COUNT(*) AS n FROM reports').get() as { n: number }).n;
 
   test('no answer before the sync; the next batch commits while the sync runs; a failed sync answers 503 and refuses what follows', async () => {

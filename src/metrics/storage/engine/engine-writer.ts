@@ -1,6 +1,6 @@
 import { AppError } from '../../../core/errors.js';
-import type { AppendOutcome, MetricLimits, NewReport } from '../../domain/metrics-store.js';
-import { appendBatch, newWriterState } from './head-writer.js';
+import type { AppendOutcome, MetricLimits } from '../../domain/metrics-store.js';
+import { appendBatch, newWriterState, type HeadReport } from './head-writer.js';
 import { SealedTimestamps } from './sealed-timestamps.js';
 import { findSealable, prepareSeal, sealWindow, type SealSettings } from './sealer.js';
 import type { SqlConn } from './sql-conn.js';
@@ -14,14 +14,15 @@ import { WITHDRAWN } from './worker-protocol.js';
  * the previous one committed), the background seal and tenant-rollup passes,
  * and retention. It runs inside the writer thread (writer-worker.ts) on both
  * backends, so neither a commit nor a seal's encoding ever holds up the HTTP
- * event loop.
+ * event loop. `R` is how a report reaches it: a HeadReport in the thread, a
+ * NewReport on the service's side of the thread (worker-writer.ts).
  */
-export interface EngineWriter {
+export interface EngineWriter<R = HeadReport> {
   /**
    * Resolves one outcome per report after the commit that holds them; all of one call share one commit.
    * `signal` aborting while they still wait in the queue withdraws them (nothing stored, the promise rejects).
    */
-  append(reports: NewReport[], signal?: AbortSignal): Promise<AppendOutcome[]>;
+  append(reports: R[], signal?: AbortSignal): Promise<AppendOutcome[]>;
   /** Retention: drops whole blocks (and head rows, tenant rollups) before `cutoff`, and hosts left with nothing. */
   deleteBefore(cutoff: number): Promise<{ reports: number; hosts: number }>;
   /** Seals every closed window and rolls up every tenant window now (operations and tests; the loop does it on its own). */
@@ -58,7 +59,7 @@ const RETRY_AFTER_S = 1;
 const HEAD_VACUUM_INTERVAL_MS = 10_000;
 const SYNC_FAILED = 'the storage log could not be synced to disk; restart the service';
 
-type Job = { reports: NewReport[]; resolve: (o: AppendOutcome[]) => void; reject: (e: unknown) => void; forget: () => void };
+type Job = { reports: HeadReport[]; resolve: (o: AppendOutcome[]) => void; reject: (e: unknown) => void; forget: () => void };
 
 /**
  * `syncLog`, when given, makes the log durable (SQLite: fsync of the WAL file, on libuv's pool). Appends then commit
@@ -66,7 +67,7 @@ type Job = { reports: NewReport[]; resolve: (o: AppendOutcome[]) => void; reject
  * so the next batch commits while the previous one's fsync runs (group commit, pipelined). Without it (PostgreSQL),
  * each append transaction's commit is durable by itself.
  */
-export function createEngineWriter(conn: SqlConn, opts: WriterOptions, onError: (e: unknown) => void, syncLog?: () => Promise<void>): EngineWriter {
+export function createEngineWriter(conn: SqlConn, opts: WriterOptions, onError: (e: unknown) => void, syncLog?: () => Promise<void>): EngineWriter<HeadReport> {
   const state = newWriterState();
   const sealed = new SealedTimestamps();
   const wallNow = () => Date.now();

@@ -18,6 +18,13 @@ import { windowOf } from './windows.js';
  * never renamed; retention deletes hosts, which is handled on the foreign-key
  * error): a limit is always judged on a fresh read.
  */
+/**
+ * A report as the writer stores it: its metric names and their values,
+ * position for position. Reports with the same names share one `names`
+ * array (they crossed from the HTTP thread as a shape number, worker-protocol.ts).
+ */
+export type HeadReport = Omit<NewReport, 'metrics'> & { names: readonly string[]; values: ArrayLike<number> };
+
 export interface WriterState {
   nameIds: Map<string, Map<string, number>>;
   hosts: Map<string, CachedHost>;
@@ -56,7 +63,7 @@ export interface WriterDeps {
  * its own (a constraint the validation did not foresee) is isolated: the
  * batch is split and retried, so it never fails another tenant's report.
  */
-export async function appendBatch(deps: WriterDeps, batch: NewReport[]): Promise<Array<AppendOutcome | { status: 'error'; error: unknown }>> {
+export async function appendBatch(deps: WriterDeps, batch: HeadReport[]): Promise<Array<AppendOutcome | { status: 'error'; error: unknown }>> {
   try {
     return await appendWithRetry(deps, batch);
   } catch (e: unknown) {
@@ -68,7 +75,7 @@ export async function appendBatch(deps: WriterDeps, batch: NewReport[]): Promise
 
 const MAX_ATTEMPTS = 5;
 
-async function appendWithRetry(deps: WriterDeps, batch: NewReport[]): Promise<AppendOutcome[]> {
+async function appendWithRetry(deps: WriterDeps, batch: HeadReport[]): Promise<AppendOutcome[]> {
   for (let attempt = 1; ; attempt++) {
     const after: Array<() => void> = [];
     try {
@@ -90,7 +97,7 @@ async function appendWithRetry(deps: WriterDeps, batch: NewReport[]): Promise<Ap
   }
 }
 
-async function appendInTransaction(deps: WriterDeps, batch: NewReport[], after: Array<() => void>): Promise<AppendOutcome[]> {
+async function appendInTransaction(deps: WriterDeps, batch: HeadReport[], after: Array<() => void>): Promise<AppendOutcome[]> {
   const { conn, state, limits } = deps;
   const outcomes: AppendOutcome[] = new Array(batch.length);
   const byTenant = groupByTenant(batch);
@@ -110,7 +117,7 @@ async function appendInTransaction(deps: WriterDeps, batch: NewReport[], after: 
   }));
 
   const seen = new Set<string>();
-  const rows: Array<{ index: number; hostKey: number; report: NewReport; samples: Uint8Array }> = [];
+  const rows: Array<{ index: number; hostKey: number; report: HeadReport; samples: Uint8Array }> = [];
   const tenantCounts = new Map<string, number>();
   // Hosts and names are created in one order on every instance (tenant, host), so two instances creating the
   // same new hosts never wait on each other in a cycle (a deadlock PostgreSQL would break after a second).
@@ -125,17 +132,15 @@ async function appendInTransaction(deps: WriterDeps, batch: NewReport[], after: 
     let host = hosts.get(hostMapKey);
     // The common report brings no new name: one pass finds its ids, and the host's set is shared, not copied.
     let hostIds = host ? hostSets.get(host.key) ?? state.hostMetricIds.get(host.key) : undefined;
-    const metricIds = new Array<number>(report.metrics.size);
-    const values = new Array<number>(report.metrics.size);
+    const { names } = report;
+    const metricIds = new Array<number>(names.length);
     let unknown: string[] | undefined;
     let fresh = hostIds === undefined;
-    let at = 0;
-    for (const [n, v] of report.metrics) {
-      const id = tenantIds.get(n);
-      if (id === undefined) (unknown ??= []).push(n);
+    for (let at = 0; at < names.length; at++) {
+      const id = tenantIds.get(names[at]!);
+      if (id === undefined) (unknown ??= []).push(names[at]!);
       else if (!fresh && !hostIds!.has(id)) fresh = true;
       metricIds[at] = id ?? -1;
-      values[at++] = v;
     }
     if (unknown) {
       const count = tenantCounts.get(report.tenantId) ?? await countTenantNames(conn, report.tenantId);
@@ -153,7 +158,7 @@ async function appendInTransaction(deps: WriterDeps, batch: NewReport[], after: 
         hostIds = (await loadHostMetricIds(conn, [host.key])).get(host.key);
       }
       const known = hostIds ?? new Set<number>();
-      newForHost = [...report.metrics.keys()].filter((n) => { const id = tenantIds.get(n); return id === undefined || !known.has(id); });
+      newForHost = names.filter((n) => { const id = tenantIds.get(n); return id === undefined || !known.has(id); });
       if (known.size + newForHost.length > limits.perHost) {
         outcomes[index] = { status: 'limit_exceeded', details: `the report would take host ${report.hostId} to ${known.size + newForHost.length} distinct metric names; the limit is ${limits.perHost}` };
         continue;
@@ -162,8 +167,7 @@ async function appendInTransaction(deps: WriterDeps, batch: NewReport[], after: 
     if (unknown) {
       await insertNames(conn, report.tenantId, unknown, tenantIds);
       tenantCounts.set(report.tenantId, tenantCounts.get(report.tenantId)! + unknown.length);
-      let i = 0;
-      for (const n of report.metrics.keys()) { if (metricIds[i] === -1) metricIds[i] = tenantIds.get(n)!; i++; }
+      for (let i = 0; i < names.length; i++) if (metricIds[i] === -1) metricIds[i] = tenantIds.get(names[i]!)!;
     }
     if (!host) {
       host = await insertHost(conn, report);
@@ -182,7 +186,7 @@ async function appendInTransaction(deps: WriterDeps, batch: NewReport[], after: 
     }
     hostSets.set(host.key, hostIds ?? new Set());
     if (await deps.sealed.contains(conn, sealedMeta, host.key, report.ts)) { outcomes[index] = { status: 'duplicate' }; continue; }
-    rows.push({ index, hostKey: host.key, report, samples: encodeSamples(metricIds, values) });
+    rows.push({ index, hostKey: host.key, report, samples: encodeSamples(metricIds, report.values) });
   }
 
   rows.sort((a, b) => a.index - b.index);
@@ -206,8 +210,8 @@ async function appendInTransaction(deps: WriterDeps, batch: NewReport[], after: 
 
 const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
-function groupByTenant(batch: NewReport[]): Map<string, NewReport[]> {
-  const out = new Map<string, NewReport[]>();
+function groupByTenant(batch: HeadReport[]): Map<string, HeadReport[]> {
+  const out = new Map<string, HeadReport[]>();
   for (const r of batch) {
     let list = out.get(r.tenantId);
     if (!list) out.set(r.tenantId, (list = []));
@@ -217,10 +221,11 @@ function groupByTenant(batch: NewReport[]): Map<string, NewReport[]> {
 }
 
 /** The tenant's ids of every name the batch uses: the cache, then one query for what it lacks. */
-async function loadNameIds(conn: SqlConn, state: WriterState, tenantId: string, reports: NewReport[]): Promise<Map<string, number>> {
+async function loadNameIds(conn: SqlConn, state: WriterState, tenantId: string, reports: HeadReport[]): Promise<Map<string, number>> {
   const cached = state.nameIds.get(tenantId) ?? new Map<string, number>();
   const wanted = new Set<string>();
-  for (const r of reports) for (const n of r.metrics.keys()) if (!cached.has(n)) wanted.add(n);
+  // Reports of one shape share their names array: each list is looked at once.
+  for (const names of new Set(reports.map((r) => r.names))) for (const n of names) if (!cached.has(n)) wanted.add(n);
   // Every name known: the cache itself serves the batch (nothing will be added to it). Otherwise a copy, which the
   // batch fills and which replaces the cache only once the batch commits.
   if (!wanted.size) return cached;
@@ -233,7 +238,7 @@ async function loadNameIds(conn: SqlConn, state: WriterState, tenantId: string, 
   return out;
 }
 
-async function loadHosts(conn: SqlConn, state: WriterState, tenantId: string, reports: NewReport[]): Promise<Map<string, CachedHost>> {
+async function loadHosts(conn: SqlConn, state: WriterState, tenantId: string, reports: HeadReport[]): Promise<Map<string, CachedHost>> {
   const out = new Map<string, CachedHost>();
   const wanted = new Set<string>();
   for (const r of reports) {
@@ -274,7 +279,7 @@ async function insertNames(conn: SqlConn, tenantId: string, names: string[], int
   }
 }
 
-async function insertHost(conn: SqlConn, r: NewReport): Promise<CachedHost> {
+async function insertHost(conn: SqlConn, r: HeadReport): Promise<CachedHost> {
   // A concurrent instance may create the same host first: keep its row and read its key.
   await conn.run('INSERT INTO hosts (tenant_id, host_id, hostname, platform, last_ts) VALUES (?, ?, ?, ?, ?) ON CONFLICT (tenant_id, host_id) DO NOTHING',
     [r.tenantId, r.hostId, r.hostname, r.platform, r.ts]);
@@ -284,7 +289,7 @@ async function insertHost(conn: SqlConn, r: NewReport): Promise<CachedHost> {
 }
 
 /** A new hostname or platform: kept from the newest report that carried one (last_ts is that report's ts). */
-async function renameHost(conn: SqlConn, key: number, r: NewReport): Promise<void> {
+async function renameHost(conn: SqlConn, key: number, r: HeadReport): Promise<void> {
   await conn.run('UPDATE hosts SET hostname = ?, platform = ?, last_ts = ? WHERE key = ? AND last_ts <= ?', [r.hostname, r.platform, r.ts, key, r.ts]);
 }
 
@@ -296,7 +301,7 @@ async function insertHostMetrics(conn: SqlConn, hostKey: number, ids: number[]):
 }
 
 /** Inserts head rows; true where the row is new, false where (host, ts) was already there. */
-async function insertHeadRows(conn: SqlConn, rows: Array<{ hostKey: number; report: NewReport; samples: Uint8Array }>): Promise<boolean[]> {
+async function insertHeadRows(conn: SqlConn, rows: Array<{ hostKey: number; report: HeadReport; samples: Uint8Array }>): Promise<boolean[]> {
   if (conn.dialect === 'sqlite') {
     const out: boolean[] = [];
     for (const r of rows) {

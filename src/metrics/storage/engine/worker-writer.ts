@@ -1,9 +1,10 @@
 import { AppError } from '../../../core/errors.js';
 import { startModuleWorker } from '../../../core/worker/module-worker.js';
 import { fromWireError } from '../../../core/worker/wire-error.js';
-import type { AppendOutcome } from '../../domain/metrics-store.js';
+import type { AppendOutcome, NewReport } from '../../domain/metrics-store.js';
 import type { EngineWriter, WriterOptions } from './engine-writer.js';
-import { WITHDRAWN, type WriterReply, type WriterRequest, type WriterTarget } from './worker-protocol.js';
+import { createShapeTable, NO_SHAPE } from './report-shapes.js';
+import { WITHDRAWN, type WireReport, type WriterMessage, type WriterReply, type WriterRequest, type WriterTarget } from './worker-protocol.js';
 
 type Op = WriterRequest extends infer R ? (R extends WriterRequest ? Omit<R, 'id' | 'now'> : never) : never;
 
@@ -11,10 +12,11 @@ type Op = WriterRequest extends infer R ? (R extends WriterRequest ? Omit<R, 'id
  * The service side of the writer thread: an EngineWriter whose calls travel
  * to the thread, gathered per event-loop turn into one message.
  */
-export function createWorkerWriter(target: WriterTarget, options: Omit<WriterOptions, 'now'>, now: () => number, onError: (e: unknown) => void): EngineWriter {
+export function createWorkerWriter(target: WriterTarget, options: Omit<WriterOptions, 'now'>, now: () => number, onError: (e: unknown) => void): EngineWriter<NewReport> {
   const worker = startModuleWorker(import.meta.url, 'writer-worker', { target, options });
   const pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: unknown) => void }>();
   let outbox: WriterRequest[] = [];
+  const shapes = createShapeTable();
   let nextId = 1;
   let exited = false;
 
@@ -37,7 +39,14 @@ export function createWorkerWriter(target: WriterTarget, options: Omit<WriterOpt
   }
 
   function post(request: WriterRequest): void {
-    if (!outbox.length) setImmediate(() => { const requests = outbox; outbox = []; worker.postMessage({ kind: 'requests', requests }); });
+    if (!outbox.length) {
+      setImmediate(() => {
+        const requests = outbox;
+        outbox = [];
+        // Every shape numbered so far goes with the first message after it, even if its request was withdrawn.
+        worker.postMessage({ kind: 'requests', shapes: shapes.takeNew(), requests } satisfies WriterMessage);
+      });
+    }
     outbox.push(request);
   }
 
@@ -65,8 +74,16 @@ export function createWorkerWriter(target: WriterTarget, options: Omit<WriterOpt
     });
   }
 
+  function toWire({ metrics, ...report }: NewReport): WireReport {
+    const shape = shapes.shapeOf(metrics);
+    const values = new Float64Array(metrics.size);
+    let i = 0;
+    for (const v of metrics.values()) values[i++] = v;
+    return shape === NO_SHAPE ? { ...report, shape, names: [...metrics.keys()], values } : { ...report, shape, values };
+  }
+
   return {
-    append: (reports, signal) => send<AppendOutcome[]>({ op: 'append', reports }, signal),
+    append: (reports, signal) => send<AppendOutcome[]>({ op: 'append', reports: reports.map(toWire) }, signal),
     deleteBefore: (cutoff) => send<{ reports: number; hosts: number }>({ op: 'delete', cutoff }),
     flush: () => send<void>({ op: 'flush' }),
     async close() {

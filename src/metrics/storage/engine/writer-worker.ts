@@ -5,7 +5,8 @@ import { createPgPool } from '../../../core/storage/database.js';
 import { createEngineWriter, type WriterOptions } from './engine-writer.js';
 import { walSync } from './wal-sync.js';
 import { pgConn, sqliteConn, type SqlConn } from './sql-conn.js';
-import type { WriterReply, WriterRequest, WriterTarget } from './worker-protocol.js';
+import type { HeadReport } from './head-writer.js';
+import type { WireReport, WriterMessage, WriterReply, WriterTarget } from './worker-protocol.js';
 
 /**
  * The writer thread: owns the connections that write the engine's tables, so
@@ -55,7 +56,12 @@ function reply(r: WriterReply): void {
 /** Appends still settling, by request id, so that a withdrawal can reach them. */
 const withdrawals = new Map<number, AbortController>();
 
-port.on('message', (msg: { kind: 'requests'; requests: WriterRequest[] }) => {
+/** The service's shape numbers (report-shapes.ts): a report's names, shared by every report of the shape. */
+const shapes = new Map<number, string[]>();
+const headReport = ({ shape, names, ...r }: WireReport): HeadReport => ({ ...r, names: names ?? shapes.get(shape)! });
+
+port.on('message', (msg: WriterMessage) => {
+  for (const [shape, names] of msg.shapes) shapes.set(shape, names);
   for (const req of msg.requests) {
     clock = { service: req.now, wall: Date.now() };
     const settle = (p: Promise<unknown>) => p.then(
@@ -64,7 +70,7 @@ port.on('message', (msg: { kind: 'requests'; requests: WriterRequest[] }) => {
     if (req.op === 'append') {
       const ac = new AbortController();
       withdrawals.set(req.id, ac);
-      void settle(writer.append(req.reports, ac.signal).finally(() => withdrawals.delete(req.id)));
+      void settle(writer.append(req.reports.map(headReport), ac.signal).finally(() => withdrawals.delete(req.id)));
     } else if (req.op === 'withdraw') withdrawals.get(req.target)?.abort();
     else if (req.op === 'delete') void settle(writer.deleteBefore(req.cutoff));
     else if (req.op === 'flush') void settle(writer.flush());
