@@ -4,7 +4,7 @@ import { createAlertStore, type AlertStore, type AlertTables } from './alerts/al
 import type { MetricsConfig } from './config.js';
 import type { MetricsStore } from './domain/metrics-store.js';
 import { createEngineMetricsStore } from './storage/engine-metrics-store.js';
-import { databaseConn } from './storage/engine/sql-conn.js';
+import { databaseConn, METRICS_SQLITE_CACHE_KIB } from './storage/engine/sql-conn.js';
 import { metricsMigrations } from './storage/migrations/index.js';
 import { createMetricsSelfMetrics, type MetricsSelfMetrics } from './self-metrics.js';
 import type { MetricsTables } from './storage/tables.js';
@@ -69,6 +69,7 @@ export function openMetricsDatabase(config: Pick<MetricsConfig, 'databaseUrl' | 
     sqliteFile: 'metrics.db',
     // Sealed blocks are rows of several KiB spilling into overflow pages; 1 KiB pages waste ~6 % of them, 4 KiB ~20 %.
     sqlitePageSize: 1024,
+    sqliteCacheKiB: METRICS_SQLITE_CACHE_KIB,
     migrations: metricsMigrations,
   });
 }

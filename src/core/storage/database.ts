@@ -39,6 +39,8 @@ export interface OpenDatabaseOptions {
   pgPoolSize?: number;
   /** SQLite page size of a new file (an existing file keeps its own). */
   sqlitePageSize?: number;
+  /** SQLite page cache of this connection in KiB (better-sqlite3 builds SQLite with a default of 16,000). */
+  sqliteCacheKiB?: number;
 }
 
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
@@ -63,6 +65,7 @@ function openSqlite<DB>(opts: OpenDatabaseOptions): Database<DB> {
   sqlite.pragma('auto_vacuum = INCREMENTAL');
   sqlite.pragma('journal_mode = WAL');
   configureSqliteConnection(sqlite);
+  if (opts.sqliteCacheKiB) sqlite.pragma(`cache_size = -${opts.sqliteCacheKiB}`);
   const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
   return { db, dialect: 'sqlite', sqlite, close: () => db.destroy() };
 }

@@ -5,6 +5,7 @@ import type { Database } from '../../../src/core/storage/database.js';
 import { openMetricsDatabase } from '../../../src/metrics/deps.js';
 import type { MetricsStore, NewReport } from '../../../src/metrics/domain/metrics-store.js';
 import { createEngineMetricsStore } from '../../../src/metrics/storage/engine-metrics-store.js';
+import { METRICS_SQLITE_CACHE_KIB } from '../../../src/metrics/storage/engine/sql-conn.js';
 import type { MetricsTables } from '../../../src/metrics/storage/tables.js';
 import { freshStorage, type TestStorage } from '../../helpers/backends.js';
 import { newTenant } from '../../helpers/metrics.js';
@@ -48,4 +49,8 @@ test('the WAL stays bounded under appends that never pause, and is emptied once 
   assert.ok(largest < 5 * 1024 * 1024, `the WAL reached ${largest} bytes`);
   await store.flush();
   assert.equal(walBytes(), 0);
+});
+
+test('the service\'s connection keeps a page cache of METRICS_SQLITE_CACHE_KIB, not better-sqlite3\'s 16 MB default', () => {
+  assert.equal(database.sqlite!.pragma('cache_size', { simple: true }), -METRICS_SQLITE_CACHE_KIB);
 });

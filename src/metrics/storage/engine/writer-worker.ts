@@ -4,7 +4,7 @@ import { toWireError } from '../../../core/worker/wire-error.js';
 import { createPgPool } from '../../../core/storage/database.js';
 import { createEngineWriter, type WriterOptions } from './engine-writer.js';
 import { walSync } from './wal-sync.js';
-import { pgConn, sqliteConn, type SqlConn } from './sql-conn.js';
+import { METRICS_SQLITE_CACHE_KIB, pgConn, sqliteConn, type SqlConn } from './sql-conn.js';
 import type { HeadReport } from './head-writer.js';
 import type { WireReport, WriterMessage, WriterReply, WriterTarget } from './worker-protocol.js';
 
@@ -30,6 +30,7 @@ if ('sqliteFile' in target) {
   // The seal loop checkpoints twice a second (engine-writer.ts); SQLite's own checkpoint inside a commit is the
   // backstop, at 4 MiB of WAL (4,096 of the metrics file's 1 KiB pages; SQLite's default is 1,000 pages of 4 KiB).
   db.pragma(`wal_autocheckpoint = ${WAL_BACKSTOP_PAGES}`);
+  db.pragma(`cache_size = -${METRICS_SQLITE_CACHE_KIB}`);
   conn = sqliteConn(db);
   // Appends commit at synchronous=NORMAL (SQLite writes the WAL frames, no fsync) and are answered after this fsync
   // of the WAL, on libuv's pool, so the next batch commits meanwhile. In WAL mode the frames of a commit are either
