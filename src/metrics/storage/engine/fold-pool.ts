@@ -1,6 +1,6 @@
 import os from 'node:os';
 import type { Worker } from 'node:worker_threads';
-import { startModuleWorker } from '../../../core/worker/module-worker.js';
+import { SMALL_YOUNG_GENERATION, startModuleWorker } from '../../../core/worker/module-worker.js';
 import type { Buckets, PartialBuckets } from './buckets.js';
 import { subgrid, type Grid } from './query-plan.js';
 import { WINDOW_MS } from './windows.js';
@@ -51,7 +51,7 @@ export function createFoldPool(threads: number): FoldPool {
   let closed = false;
 
   function start(slot: number): Thread {
-    const worker = startModuleWorker(import.meta.url, 'fold-worker', undefined);
+    const worker = startModuleWorker(import.meta.url, 'fold-worker', undefined, SMALL_YOUNG_GENERATION);
     worker.unref();
     const t: Thread = { worker, busy: false, pending: new Map() };
     const fail = (e: Error) => {

@@ -1,5 +1,5 @@
 import { AppError } from '../../../core/errors.js';
-import { startModuleWorker } from '../../../core/worker/module-worker.js';
+import { SMALL_YOUNG_GENERATION, startModuleWorker } from '../../../core/worker/module-worker.js';
 import { fromWireError } from '../../../core/worker/wire-error.js';
 import type { AppendOutcome, NewReport } from '../../domain/metrics-store.js';
 import type { EngineWriter, WriterOptions } from './engine-writer.js';
@@ -13,7 +13,7 @@ type Op = WriterRequest extends infer R ? (R extends WriterRequest ? Omit<R, 'id
  * to the thread, gathered per event-loop turn into one message.
  */
 export function createWorkerWriter(target: WriterTarget, options: Omit<WriterOptions, 'now'>, now: () => number, onError: (e: unknown) => void): EngineWriter<NewReport> {
-  const worker = startModuleWorker(import.meta.url, 'writer-worker', { target, options });
+  const worker = startModuleWorker(import.meta.url, 'writer-worker', { target, options }, SMALL_YOUNG_GENERATION);
   const pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: unknown) => void }>();
   let outbox: WriterRequest[] = [];
   const shapes = createShapeTable();
