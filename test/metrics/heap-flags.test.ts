@@ -58,7 +58,7 @@ describe('serve heap flags', { skip: unsupported }, () => {
     const { argv } = await serveProcess(['--max-semi-space-size=8'], false);
     assert.ok(argv.includes('--max-semi-space-size=8'));
     assert.ok(!argv.includes('--max-semi-space-size=4'));
-    assert.ok(argv.includes('--heap-growing-percent=50'));
+    assert.ok(argv.includes('--heap-growing-percent=30'));
   });
 
   test('a process with an IPC channel is not re-executed (its launcher passes the flags)', async () => {

@@ -10,9 +10,10 @@ export const SERVICE_V8_FLAGS: readonly string[] = [
   // Young generation 2 x 4 MiB (the writer thread's too): a scavenge every few MiB of short-lived request garbage
   // costs what is still alive, and little is; measured no slower than 16 MiB on the ingest benchmark.
   '--max-semi-space-size=4',
-  // The old generation is collected once it grows by half of what survived the last full collection, not by the
-  // default's dynamic factor of up to 4x.
-  '--heap-growing-percent=50',
+  // The old generation is collected once it grows by 30 % of what survived the last full collection, not by the
+  // default's dynamic factor of up to 4x. 50 % held 2-7 MiB more at the peers benchmark's peak; interleaved runs
+  // showed no ingest cost for the more frequent collections (docs/benchmarks.md).
+  '--heap-growing-percent=30',
 ];
 
 /**
