@@ -2,6 +2,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import BetterSqlite3 from 'better-sqlite3';
 import { toWireError } from '../../../core/worker/wire-error.js';
 import { createPgPool } from '../../../core/storage/database.js';
+import { configureSqliteConnection } from '../../../core/storage/sqlite-connection.js';
 import { createEngineWriter, type WriterOptions } from './engine-writer.js';
 import { walSync } from './wal-sync.js';
 import { METRICS_SQLITE_CACHE_KIB, pgConn, sqliteConn, type SqlConn } from './sql-conn.js';
@@ -23,10 +24,10 @@ let syncLog: (() => Promise<void>) | undefined;
 if ('sqliteFile' in target) {
   const db = new BetterSqlite3(target.sqliteFile);
   db.pragma('journal_mode = WAL');
-  // FULL: every commit is fsynced before the service answers.
-  db.pragma('synchronous = FULL');
-  db.pragma('busy_timeout = 5000');
-  db.pragma('foreign_keys = ON');
+  // The service's settings (sqlite-connection.ts): every commit fsynced (FULL), and a checkpointed WAL cut back to
+  // 1 MiB when it restarts. The limit is the writing connection's own: without it here, the WAL file kept its
+  // high-water mark (about 5 MB under ingest, most of the small peers set's disk right after ingest).
+  configureSqliteConnection(db);
   // The seal loop checkpoints twice a second (engine-writer.ts); SQLite's own checkpoint inside a commit is the
   // backstop, at 4 MiB of WAL (4,096 of the metrics file's 1 KiB pages; SQLite's default is 1,000 pages of 4 KiB).
   db.pragma(`wal_autocheckpoint = ${WAL_BACKSTOP_PAGES}`);
