@@ -69,7 +69,7 @@ export function openMetricsDatabase(config: Pick<MetricsConfig, 'databaseUrl' | 
     sqliteFile: 'metrics.db',
     // Sealed blocks are rows of several KiB spilling into overflow pages; 1 KiB pages waste ~6 % of them, 4 KiB ~20 %.
     sqlitePageSize: 1024,
-    sqliteCacheKiB: METRICS_SQLITE_CACHE_KIB,
+    sqliteTuning: { cacheKiB: METRICS_SQLITE_CACHE_KIB },
     migrations: metricsMigrations,
   });
 }

@@ -4,7 +4,7 @@ import BetterSqlite3 from 'better-sqlite3';
 import pg from 'pg';
 import { Kysely, PostgresDialect, SqliteDialect, sql, type Migration, type SqliteDatabase } from 'kysely';
 import { nameMarkedStatements } from './prepared.js';
-import { configureSqliteConnection } from './sqlite-connection.js';
+import { configureSqliteConnection, type SqliteTuning } from './sqlite-connection.js';
 
 export type DialectName = 'sqlite' | 'postgres';
 
@@ -39,8 +39,8 @@ export interface OpenDatabaseOptions {
   pgPoolSize?: number;
   /** SQLite page size of a new file (an existing file keeps its own). */
   sqlitePageSize?: number;
-  /** SQLite page cache of this connection in KiB (better-sqlite3 builds SQLite with a default of 16,000). */
-  sqliteCacheKiB?: number;
+  /** SQLite page cache and checkpoint interval of this connection, where the defaults do not fit the service's load. */
+  sqliteTuning?: SqliteTuning;
 }
 
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
@@ -64,8 +64,7 @@ function openSqlite<DB>(opts: OpenDatabaseOptions): Database<DB> {
   if (opts.sqlitePageSize) sqlite.pragma(`page_size = ${opts.sqlitePageSize}`);
   sqlite.pragma('auto_vacuum = INCREMENTAL');
   sqlite.pragma('journal_mode = WAL');
-  configureSqliteConnection(sqlite);
-  if (opts.sqliteCacheKiB) sqlite.pragma(`cache_size = -${opts.sqliteCacheKiB}`);
+  configureSqliteConnection(sqlite, opts.sqliteTuning);
   const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
   return { db, dialect: 'sqlite', sqlite, close: () => db.destroy() };
 }

@@ -8,11 +8,9 @@ import type { PushThreadReply, PushThreadRequest } from './push-thread-client.js
 
 const port = parentPort!;
 const sqlite = new BetterSqlite3((workerData as { sqliteFile: string }).sqliteFile);
-configureSqliteConnection(sqlite);
 // Every push lands here: a larger page cache keeps the records' primary-key index (random keys) in memory, and a longer
 // interval between checkpoints writes a page that many pushes dirtied once per checkpoint, not once per few commits.
-sqlite.pragma('cache_size = -65536');
-sqlite.pragma('wal_autocheckpoint = 8000');
+configureSqliteConnection(sqlite, { cacheKiB: 65536, walAutocheckpointPages: 8000 });
 
 // better-sqlite3 directly, statements kept prepared: the thread starts in a few tens of milliseconds without the query builder.
 const statements = new Map<string, BetterSqlite3.Statement>();

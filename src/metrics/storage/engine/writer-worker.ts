@@ -25,13 +25,10 @@ if ('sqliteFile' in target) {
   const db = new BetterSqlite3(target.sqliteFile);
   db.pragma('journal_mode = WAL');
   // The service's settings (sqlite-connection.ts): every commit fsynced (FULL), and a checkpointed WAL cut back to
-  // 1 MiB when it restarts. The limit is the writing connection's own: without it here, the WAL file kept its
-  // high-water mark (about 5 MB under ingest, most of the small peers set's disk right after ingest).
-  configureSqliteConnection(db);
-  // The seal loop checkpoints twice a second (engine-writer.ts); SQLite's own checkpoint inside a commit is the
-  // backstop, at 4 MiB of WAL (4,096 of the metrics file's 1 KiB pages; SQLite's default is 1,000 pages of 4 KiB).
-  db.pragma(`wal_autocheckpoint = ${WAL_BACKSTOP_PAGES}`);
-  db.pragma(`cache_size = -${METRICS_SQLITE_CACHE_KIB}`);
+  // 1 MiB when it restarts (without that limit on this, the writing connection, the WAL file kept its ~5 MB
+  // high-water mark under ingest). The seal loop checkpoints twice a second (engine-writer.ts); SQLite's own
+  // checkpoint inside a commit is the backstop, at 4 MiB of WAL (4,096 of the metrics file's 1 KiB pages).
+  configureSqliteConnection(db, { cacheKiB: METRICS_SQLITE_CACHE_KIB, walAutocheckpointPages: WAL_BACKSTOP_PAGES });
   conn = sqliteConn(db);
   // Appends commit at synchronous=NORMAL (SQLite writes the WAL frames, no fsync) and are answered after this fsync
   // of the WAL, on libuv's pool, so the next batch commits meanwhile. In WAL mode the frames of a commit are either
