@@ -21,9 +21,9 @@ export const SERVICE_V8_FLAGS: readonly string[] = [
  * core, and an arena keeps what it once held. The service's threads (event
  * loop, writer, fold threads, libuv's pool compressing blocks, V8's helper
  * threads) then hold 10-20 MiB more than two shared arenas do, and two 15-20
- * MiB more than one (peers benchmark, full set: peak 207 -> 188 MiB; ingest
- * and bulk rates within the runs' noise, each thread's small-block cache
- * keeps most allocations off the arena lock). Read at process start, so set
+ * MiB more than one (peers benchmark, full set, interleaved runs: peak
+ * 206/209 -> 191/194 MiB; ingest and bulk rates within the runs' noise, each
+ * thread's small-block cache keeps most allocations off the arena lock). Read at process start, so set
  * by the same re-execution.
  */
 export const SERVICE_ENV: Readonly<Record<string, string>> = { MALLOC_ARENA_MAX: '1' };

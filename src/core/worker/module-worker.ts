@@ -1,6 +1,6 @@
 // Why: services start their worker threads one way, whether they run from the TypeScript sources (tests, tsx) or from the build.
 import { fileURLToPath } from 'node:url';
-import { Worker, type ResourceLimits } from 'node:worker_threads';
+import { Worker, type ResourceLimits, type WorkerOptions } from 'node:worker_threads';
 
 /**
  * For threads that keep little alive between messages (a storage writer, a
@@ -21,7 +21,8 @@ export const SMALL_YOUNG_GENERATION: ResourceLimits = { maxYoungGenerationSizeMb
 export function startModuleWorker(callerUrl: string, name: string, workerData: unknown, resourceLimits?: ResourceLimits): Worker {
   const fromSource = callerUrl.endsWith('.ts');
   const entry = new URL(`./${name}${fromSource ? '.ts' : '.js'}`, callerUrl);
+  const options: WorkerOptions = { workerData, ...(resourceLimits && { resourceLimits }) };
   return fromSource
-    ? new Worker(`require('tsx/cjs/api').register(); require(${JSON.stringify(fileURLToPath(entry))});`, { eval: true, workerData, ...(resourceLimits ? { resourceLimits } : {}) })
-    : new Worker(entry, { workerData, ...(resourceLimits ? { resourceLimits } : {}) });
+    ? new Worker(`require('tsx/cjs/api').register(); require(${JSON.stringify(fileURLToPath(entry))});`, { ...options, eval: true })
+    : new Worker(entry, options);
 }
