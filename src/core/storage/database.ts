@@ -3,7 +3,7 @@ import path from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import pg from 'pg';
 import { Kysely, PostgresDialect, SqliteDialect, sql, type Migration, type SqliteDatabase } from 'kysely';
-import { nameMarkedStatements } from './prepared.js';
+import { assertSchemaName, createPgPool } from './pg-pool.js';
 import { configureSqliteConnection, type SqliteTuning } from './sqlite-connection.js';
 
 export type DialectName = 'sqlite' | 'postgres';
@@ -43,7 +43,6 @@ export interface OpenDatabaseOptions {
   sqliteTuning?: SqliteTuning;
 }
 
-const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
 
 export async function openDatabase<DB>(opts: OpenDatabaseOptions): Promise<Database<DB>> {
   const database = opts.databaseUrl ? await openPostgres<DB>(opts, opts.databaseUrl) : openSqlite<DB>(opts);
@@ -98,7 +97,7 @@ function withStatementCache(sqlite: BetterSqlite3.Database): SqliteDatabase {
 }
 
 async function openPostgres<DB>(opts: OpenDatabaseOptions, url: string): Promise<Database<DB>> {
-  if (!SCHEMA_NAME.test(opts.pgSchema)) throw new Error(`invalid PostgreSQL schema name "${opts.pgSchema}"`);
+  assertSchemaName(opts.pgSchema);
   await ensureSchema(url, opts.pgSchema);
   const pool = createPgPool(url, opts.pgSchema, opts.pgPoolSize ?? 10);
   const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
@@ -106,18 +105,6 @@ async function openPostgres<DB>(opts: OpenDatabaseOptions, url: string): Promise
 }
 
 /** A pool on one service's schema, with BIGINT read as numbers (epoch milliseconds and versions, all below 2^53), and hot-path texts prepared (prepared.ts). */
-export function createPgPool(url: string, schema: string, max: number): pg.Pool {
-  if (!SCHEMA_NAME.test(schema)) throw new Error(`invalid PostgreSQL schema name "${schema}"`);
-  const pool = new pg.Pool({
-    connectionString: url,
-    max,
-    options: `-c search_path=${schema}`,
-    types: { getTypeParser: ((oid: number, format?: 'text' | 'binary') => (oid === 20 ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format as 'text'))) as typeof pg.types.getTypeParser },
-  });
-  pool.on('connect', nameMarkedStatements);
-  return pool;
-}
-
 async function ensureSchema(url: string, schema: string): Promise<void> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();

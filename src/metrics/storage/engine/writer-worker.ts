@@ -1,7 +1,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import BetterSqlite3 from 'better-sqlite3';
 import { toWireError } from '../../../core/worker/wire-error.js';
-import { createPgPool } from '../../../core/storage/database.js';
+import { createPgPool } from '../../../core/storage/pg-pool.js';
 import { configureSqliteConnection } from '../../../core/storage/sqlite-connection.js';
 import { createEngineWriter, type WriterOptions } from './engine-writer.js';
 import { walSync } from './wal-sync.js';
