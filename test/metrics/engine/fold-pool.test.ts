@@ -61,6 +61,37 @@ test('a grid wider than the data and a query starting mid-day fold the same apar
   }
 });
 
+test('more metrics than one slab of accumulators holds: every metric keeps its own buckets, on both threads', async () => {
+  // 2,000 buckets: one metric per slab, so 30 metrics are 30 slabs and the fold thread sends back 15 or so.
+  const metrics = 30;
+  const blocks: Uint8Array[] = [];
+  const starts: number[] = [];
+  for (let w = 0; w < 8; w++) {
+    const start = DAY0 + w * WINDOW_MS;
+    const ts = Float64Array.from({ length: 360 }, (_, i) => start + i * 10_000);
+    const cols: BlockData['columns'] = new Map();
+    for (let m = 1; m <= metrics; m++) {
+      const col = Float64Array.from({ length: 360 }, (_, i) => m * 1000 + ((i * 7 + w * 13 + m) % 97) / 10);
+      cols.set(m, col);
+    }
+    blocks.push(encodeBlock({ ts, columns: cols }));
+    starts.push(start);
+  }
+  const grid = planGrid(DAY0, DAY0 + 8 * WINDOW_MS - 1, 2000, { minWidth: 1, tiers: [] });
+  const split = new Buckets(grid);
+  await pool.fold(split, blocks, starts);
+  const got = split.columns(true);
+  assert.deepEqual(got, local(grid, blocks));
+  assert.equal(got.metrics.size, metrics);
+  for (let m = 1; m <= metrics; m++) {
+    // No two metrics' values overlap (m * 1000 + under 10): a bucket that shared memory with another metric's would mix them.
+    for (const column of [got.metrics, got.min!, got.max!]) {
+      assert.ok(column.get(m)!.every((v) => v !== null && v >= m * 1000 && v < m * 1000 + 10), `metric ${m} holds only its own values`);
+    }
+    assert.ok(got.metrics.get(m)!.every((v, b) => got.min!.get(m)![b]! <= v! && v! <= got.max!.get(m)![b]!));
+  }
+});
+
 test(`fewer than ${MIN_BLOCKS_TO_SPLIT} blocks, or every fold thread busy: the query folds its blocks itself`, async () => {
   const { blocks, starts } = day(MIN_BLOCKS_TO_SPLIT * 4);
   const grid = planGrid(DAY0, DAY0 + blocks.length * WINDOW_MS - 1, 300, { minWidth: 1, tiers: [] });

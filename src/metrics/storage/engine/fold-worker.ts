@@ -13,8 +13,7 @@ port.on('message', (req: FoldRequest) => {
     const buckets = new Buckets(req.grid);
     for (const b of req.blocks) buckets.addBlock(b);
     const part = buckets.partial(req.first);
-    const transfer = part.metrics.flatMap(([, a]) => [a.sum.buffer, a.count.buffer, a.min.buffer, a.max.buffer]);
-    port.postMessage({ id: req.id, ok: true, part } satisfies FoldReply, transfer as ArrayBuffer[]);
+    port.postMessage({ id: req.id, ok: true, part } satisfies FoldReply, buckets.buffers());
   } catch (e) {
     port.postMessage({ id: req.id, ok: false, message: e instanceof Error ? e.message : String(e) } satisfies FoldReply);
   }
