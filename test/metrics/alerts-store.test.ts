@@ -1,7 +1,7 @@
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { createAlertStore, type AlertStore, type AlertTables, type NewAlert } from '../../src/metrics/alerts/alert-store.js';
-import { databaseConn } from '../../src/metrics/storage/engine/sql-conn.js';
+import { createAlertStore, FIRING_BATCH, type AlertStore, type AlertTables, type NewAlert } from '../../src/metrics/alerts/alert-store.js';
+import { databaseConn, type SqlConn } from '../../src/metrics/storage/engine/sql-conn.js';
 import { openMetricsDatabase } from '../../src/metrics/deps.js';
 import type { Database } from '../../src/core/storage/database.js';
 import type { MetricsTables } from '../../src/metrics/storage/tables.js';
@@ -53,6 +53,41 @@ for (const backend of BACKENDS) {
       const [foreign] = await store.firing('t-b', 'web-1');
       await store.record({ opened: [], updated: [{ ...foreign!, tenantId: 't-a', resolvedAt: 9 }] });
       assert.equal((await store.firing('t-b', 'web-1')).length, 1);
+    });
+
+    test('firing reads asked for together are one statement, and each caller gets only its own host\'s incidents', async () => {
+      let statements = 0;
+      const conn = databaseConn(database);
+      const counting: SqlConn = { ...conn, all: (text, params) => { statements++; return conn.all(text, params); } };
+      const coalesced = createAlertStore(database.db.withTables<AlertTables>(), counting);
+      const [a1, a1again, b1, a2, none] = await Promise.all([
+        coalesced.firing('t-a', 'web-1'), coalesced.firing('t-a', 'web-1'), coalesced.firing('t-b', 'web-1'),
+        coalesced.firing('t-a', 'web-2'), coalesced.firing('t-a', 'web-9'),
+      ]);
+      assert.equal(statements, 1);
+      assert.deepEqual(a1, await store.firing('t-a', 'web-1'));
+      assert.deepEqual(a1!.map((a) => [a.tenantId, a.hostId, a.name]), [['t-a', 'web-1', 'HighCpu']]);
+      assert.deepEqual(a1again, a1);
+      assert.notEqual(a1again![0], a1![0], 'two callers of one host get objects of their own');
+      assert.deepEqual(b1!.map((a) => [a.tenantId, a.hostId]), [['t-b', 'web-1']], 'the same host id in another tenant is another host');
+      assert.deepEqual(a2!.map((a) => [a.tenantId, a.hostId]), [['t-a', 'web-2']]);
+      assert.deepEqual(none, []);
+      // More hosts than one statement takes: every one answered, in two statements.
+      statements = 0;
+      const many = await Promise.all(Array.from({ length: FIRING_BATCH + 10 }, (_, i) => coalesced.firing('t-a', i === FIRING_BATCH + 5 ? 'web-2' : `h-${i}`)));
+      assert.equal(statements, 2);
+      assert.deepEqual(many.map((rows, i) => (rows.length ? i : -1)).filter((i) => i >= 0), [FIRING_BATCH + 5]);
+    });
+
+    test('a failed firing read fails every caller of its statement; the next read is a new one', async () => {
+      const conn = databaseConn(database);
+      let fail = true;
+      const flaky: SqlConn = { ...conn, all: (text, params) => (fail ? Promise.reject(new Error('database away')) : conn.all(text, params)) };
+      const s = createAlertStore(database.db.withTables<AlertTables>(), flaky);
+      const reads = await Promise.allSettled([s.firing('t-a', 'web-1'), s.firing('t-a', 'web-2')]);
+      assert.deepEqual(reads.map((r) => r.status), ['rejected', 'rejected']);
+      fail = false;
+      assert.equal((await s.firing('t-a', 'web-2')).length, 1);
     });
 
     test('list: the tenant\'s incidents active in the range, newest start first, host filter and limit', async () => {
