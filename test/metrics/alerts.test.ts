@@ -250,8 +250,11 @@ test('routeAll: a backlog of alert-free reports reads a quiet host\'s incidents 
   t.after(ok.close);
   const options = await routerOptions(t, 2000, () => ctx.ts + 60 * 60_000);
   let reads = 0;
+  const log: string[] = [];
   const firing = options.store.firing.bind(options.store);
-  options.store.firing = (tenantId, hostId) => { reads++; return firing(tenantId, hostId); };
+  const record = options.store.record.bind(options.store);
+  options.store.firing = (tenantId, hostId) => { reads++; log.push(`read ${hostId}`); return firing(tenantId, hostId); };
+  options.store.record = (changes) => { log.push('record'); return record(changes); };
   const router = createAlertRouter([{ name: 'pager', url: ok.url, group_wait: '0s', send_resolved: true }], options);
   const at = (s: number, host = 'web-1') => ({ ...ctx, hostId: host, hostname: host, ts: ctx.ts + s * 1000 });
 
@@ -267,10 +270,12 @@ test('routeAll: a backlog of alert-free reports reads a quiet host\'s incidents 
 
   // Another host in the same batch keeps its own state, and an alert in the batch opens an incident again.
   reads = 0;
+  log.length = 0;
   const mixed = await router.routeAll([
     { ctx: at(70), alerts: [] }, { ctx: at(70, 'web-2'), alerts: [] }, { ctx: at(80), alerts: [disk] },
     { ctx: at(90), alerts: [] }, { ctx: at(100), alerts: [] }, { ctx: at(80, 'web-2'), alerts: [] },
   ]);
   assert.deepEqual(mixed.map((a) => a.map((r) => [r.alert, r.resolved ?? false])), [[], [], [['DiskFilling', false]], [['DiskFilling', true]], [], []]);
   assert.equal(reads, 4, 'web-1 at +70 (a new batch), web-2 at +70, +80 (alerts), +90 (an incident was open); +100 and web-2 at +80 skipped');
+  assert.deepEqual(log.slice(0, 2), ['read web-1', 'read web-2'], 'each host\'s first read is asked for before any report is routed (one statement)');
 });

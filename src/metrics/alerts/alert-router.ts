@@ -37,7 +37,8 @@ export interface AlertRouter {
   route(ctx: AlertContext, alerts: Alert[]): Promise<AlertResult[]>;
   /**
    * `route` for each report in turn (a bulk body's, in line order), one
-   * answer per report. A report without alerts of a host the batch's earlier
+   * answer per report. The open incidents of every host in the batch are read
+   * at once, for each host's first report. A report without alerts of a host the batch's earlier
    * reports left without any open incident is not looked up again: nothing
    * could resolve, so its answer is empty without a read.
    */
@@ -71,10 +72,13 @@ export function incidentFingerprint(alert: Alert): string {
  */
 export function createAlertRouter(routes: AlertRoute[], opts: AlertRouterOptions): AlertRouter {
   const timed = routes.map((route) => ({ route, timing: routeTiming(route) }));
-  /** Routes one report; `openAfter` counts the host's incidents still open once it is recorded. */
-  async function routeOne(ctx: AlertContext, alerts: Alert[]): Promise<{ results: AlertResult[]; openAfter: number }> {
+  /**
+   * Routes one report; `openAfter` counts the host's incidents still open once it is recorded. `read`: the host's
+   * open incidents, already asked for.
+   */
+  async function routeOne(ctx: AlertContext, alerts: Alert[], read?: Promise<StoredAlert[]>): Promise<{ results: AlertResult[]; openAfter: number }> {
     const now = opts.now();
-    const { current, resolved, openAfter } = await reconcile(opts.store, ctx, alerts, now);
+    const { current, resolved, openAfter } = reconcile(await (read ?? opts.store.firing(ctx.tenantId, ctx.hostId)), ctx, alerts, now);
     if (!current.length && !resolved.length) return { results: [], openAfter };
     const sends = timed.map(({ route, timing }) => {
       const firing = current.filter((c) => routeMatches(route, c.alert));
@@ -109,12 +113,25 @@ export function createAlertRouter(routes: AlertRoute[], opts: AlertRouterOptions
   return {
     route: async (ctx, alerts) => (await routeOne(ctx, alerts)).results,
     async routeAll(reports) {
+      // Each host's first read, all asked for at once (one statement): what one host's reports record changes nothing
+      // another host reads. Its later reports read again, after what the earlier ones recorded.
+      const firstReads = new Map<string, Promise<StoredAlert[]>>();
+      for (const { ctx } of reports) {
+        const host = `${ctx.tenantId}\0${ctx.hostId}`;
+        if (firstReads.has(host)) continue;
+        const read = opts.store.firing(ctx.tenantId, ctx.hostId);
+        // Awaited by the host's first report; should an earlier one throw, nobody else would.
+        read.catch(() => undefined);
+        firstReads.set(host, read);
+      }
       const clear = new Set<string>();
       const answers: AlertResult[][] = [];
       for (const { ctx, alerts } of reports) {
         const host = `${ctx.tenantId}\0${ctx.hostId}`;
+        const read = firstReads.get(host);
+        firstReads.delete(host);
         if (!alerts.length && clear.has(host)) { answers.push([]); continue; }
-        const { results, openAfter } = await routeOne(ctx, alerts);
+        const { results, openAfter } = await routeOne(ctx, alerts, read);
         if (openAfter === 0) clear.add(host); else clear.delete(host);
         answers.push(results);
       }
@@ -135,9 +152,9 @@ interface Tracked {
  * refreshed, a new one is opened, and open incidents the report no longer
  * carries are resolved at the report's ts. The same alert twice in one report counts once.
  */
-async function reconcile(store: AlertStore, ctx: AlertContext, alerts: Alert[], now: number): Promise<{ current: Tracked[]; resolved: Tracked[]; openAfter: number }> {
-  // Only reads: what changed is recorded after delivery, in one commit.
-  const open = new Map((await store.firing(ctx.tenantId, ctx.hostId)).map((i) => [i.fingerprint, i]));
+function reconcile(firing: StoredAlert[], ctx: AlertContext, alerts: Alert[], now: number): { current: Tracked[]; resolved: Tracked[]; openAfter: number } {
+  // Nothing is written here: what changed is recorded after delivery, in one commit.
+  const open = new Map(firing.map((i) => [i.fingerprint, i]));
   const current: Tracked[] = [];
   const seen = new Set<string>();
   for (const alert of alerts) {
