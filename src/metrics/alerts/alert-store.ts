@@ -144,7 +144,8 @@ function coalescedFiring(conn: SqlConn): AlertStore['firing'] {
         const byHost = new Map<string, Row[]>();
         for (const r of rows) {
           const key = hostKey(r.tenant_id, r.host_id);
-          byHost.set(key, [...(byHost.get(key) ?? []), r]);
+          const mine = byHost.get(key);
+          if (mine) mine.push(r); else byHost.set(key, [r]);
         }
         // Each waiter gets objects of its own: the router changes what it is given.
         for (const h of part) for (const w of h.waiters) w.resolve((byHost.get(hostKey(h.tenantId, h.hostId)) ?? []).map(fromRow));
