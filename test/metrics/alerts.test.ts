@@ -279,3 +279,27 @@ test('routeAll: a backlog of alert-free reports reads a quiet host\'s incidents 
   assert.equal(reads, 4, 'web-1 at +70 (a new batch), web-2 at +70, +80 (alerts), +90 (an incident was open); +100 and web-2 at +80 skipped');
   assert.deepEqual(log.slice(0, 2), ['read web-1', 'read web-2'], 'each host\'s first read is asked for before any report is routed (one statement)');
 });
+
+test('routeAll: a host\'s read asked for before a line that notified is asked again, so an incident opened meanwhile is seen', async (t) => {
+  // The receiver holds web-1's notification until web-2's own report (another request) has opened an incident.
+  let release: () => void = () => undefined;
+  const held = new Promise<void>((resolve) => { release = resolve; });
+  let first = true;
+  const hook = await receiver((_req, res) => {
+    if (!first) { res.writeHead(200).end('ok'); return; }
+    first = false;
+    void held.then(() => res.writeHead(200).end('ok'));
+  });
+  t.after(hook.close);
+  const options = await routerOptions(t, 5000, () => ctx.ts + 60 * 60_000);
+  const router = createAlertRouter([{ name: 'pager', url: hook.url, group_wait: '0s', send_resolved: true }], options);
+  const at = (s: number, host: string) => ({ ...ctx, hostId: host, hostname: host, ts: ctx.ts + s * 1000 });
+
+  const body = router.routeAll([{ ctx: at(0, 'web-1'), alerts: [cpu] }, { ctx: at(20, 'web-2'), alerts: [] }]);
+  while (hook.received.length < 1) await new Promise((resolve) => setTimeout(resolve, 5));
+  assert.equal((await router.route(at(10, 'web-2'), [disk])).length, 1, 'web-2\'s incident opened while the body waits on its webhook');
+  release();
+  const answers = await body;
+  assert.deepEqual(answers[1]!.map((r) => [r.alert, r.resolved]), [['DiskFilling', true]], 'web-2 at +20 s carries no alert: it resolves the incident opened at +10 s');
+  assert.deepEqual(await options.store.firing(ctx.tenantId, 'web-2'), []);
+});

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Alert } from './alert.js';
 import { routeMatches, routeTiming, type AlertRoute, type RouteTiming } from './alert-route.js';
-import type { AlertStore, RouteNotification, StoredAlert } from './alert-store.js';
+import { hostKey, type AlertStore, type RouteNotification, type StoredAlert } from './alert-store.js';
 import { buildWebhookPayload, type AlertContext } from './webhook-payload.js';
 
 export { loadAlertRoutes, type AlertRoute } from './alert-route.js';
@@ -73,13 +73,13 @@ export function incidentFingerprint(alert: Alert): string {
 export function createAlertRouter(routes: AlertRoute[], opts: AlertRouterOptions): AlertRouter {
   const timed = routes.map((route) => ({ route, timing: routeTiming(route) }));
   /**
-   * Routes one report; `openAfter` counts the host's incidents still open once it is recorded. `read`: the host's
-   * open incidents, already asked for.
+   * Routes one report; `openAfter` counts the host's incidents still open once it is recorded, `wrote` says whether
+   * it notified and recorded anything. `read`: the host's open incidents, already asked for.
    */
-  async function routeOne(ctx: AlertContext, alerts: Alert[], read?: Promise<StoredAlert[]>): Promise<{ results: AlertResult[]; openAfter: number }> {
+  async function routeOne(ctx: AlertContext, alerts: Alert[], read?: Promise<StoredAlert[]>): Promise<{ results: AlertResult[]; openAfter: number; wrote: boolean }> {
     const now = opts.now();
     const { current, resolved, openAfter } = reconcile(await (read ?? opts.store.firing(ctx.tenantId, ctx.hostId)), ctx, alerts, now);
-    if (!current.length && !resolved.length) return { results: [], openAfter };
+    if (!current.length && !resolved.length) return { results: [], openAfter, wrote: false };
     const sends = timed.map(({ route, timing }) => {
       const firing = current.filter((c) => routeMatches(route, c.alert));
       const due = firing.some((c) => isDue(c.incident.routes[route.name], c.incident.createdAt, timing, now));
@@ -108,7 +108,7 @@ export function createAlertRouter(routes: AlertRoute[], opts: AlertRouterOptions
     for (const r of resolved) {
       sends.forEach((s, i) => { if (s.ending.includes(r)) results.push({ alert: r.alert.name, route: s.route.name, resolved: true, ...deliveries[i]! }); });
     }
-    return { results, openAfter };
+    return { results, openAfter, wrote: true };
   }
   return {
     route: async (ctx, alerts) => (await routeOne(ctx, alerts)).results,
@@ -117,7 +117,7 @@ export function createAlertRouter(routes: AlertRoute[], opts: AlertRouterOptions
       // another host reads. Its later reports read again, after what the earlier ones recorded.
       const firstReads = new Map<string, Promise<StoredAlert[]>>();
       for (const { ctx } of reports) {
-        const host = `${ctx.tenantId}\0${ctx.hostId}`;
+        const host = hostKey(ctx.tenantId, ctx.hostId);
         if (firstReads.has(host)) continue;
         const read = opts.store.firing(ctx.tenantId, ctx.hostId);
         // Awaited by the host's first report; should an earlier one throw, nobody else would.
@@ -127,11 +127,14 @@ export function createAlertRouter(routes: AlertRoute[], opts: AlertRouterOptions
       const clear = new Set<string>();
       const answers: AlertResult[][] = [];
       for (const { ctx, alerts } of reports) {
-        const host = `${ctx.tenantId}\0${ctx.hostId}`;
+        const host = hostKey(ctx.tenantId, ctx.hostId);
         const read = firstReads.get(host);
         firstReads.delete(host);
         if (!alerts.length && clear.has(host)) { answers.push([]); continue; }
-        const { results, openAfter } = await routeOne(ctx, alerts, read);
+        const { results, openAfter, wrote } = await routeOne(ctx, alerts, read);
+        // A report that notified took a round of webhooks (up to the timeout): other requests may have recorded
+        // incidents of the hosts still ahead meanwhile, so those read again when their turn comes.
+        if (wrote) firstReads.clear();
         if (openAfter === 0) clear.add(host); else clear.delete(host);
         answers.push(results);
       }

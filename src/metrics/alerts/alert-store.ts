@@ -166,7 +166,8 @@ function coalescedFiring(conn: SqlConn): AlertStore['firing'] {
   });
 }
 
-const hostKey = (tenantId: string, hostId: string) => `${tenantId}\0${hostId}`;
+/** One host's key in maps of hosts of several tenants. */
+export const hostKey = (tenantId: string, hostId: string) => `${tenantId}\0${hostId}`;
 
 /**
  * `conn` serves the read every stored report makes (its host's open incidents, coalesced): a prepared statement, not Kysely,
