@@ -55,27 +55,45 @@ export interface TestStorage {
   cleanup(): Promise<void>;
 }
 
-export async function freshStorage(backend: BackendName): Promise<TestStorage> {
+/**
+ * `ownDatabase` (PostgreSQL): a new database rather than a schema in the shared one. VACUUM keeps dead rows any
+ * open snapshot in the same database may still see, so a test that asserts what VACUUM removed needs a database no
+ * concurrently running test file holds a transaction in.
+ */
+export async function freshStorage(backend: BackendName, opts: { ownDatabase?: boolean } = {}): Promise<TestStorage> {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'fs-test-'));
   const pgSchema = `t_${randomBytes(6).toString('hex')}`;
+  const ownDatabase = backend === 'postgres' && opts.ownDatabase === true;
+  const admin = async <T>(fn: (client: pg.Client) => Promise<T>): Promise<T> => {
+    const client = new pg.Client({ connectionString: TEST_DATABASE_URL });
+    await client.connect();
+    try { return await fn(client); } finally { await client.end(); }
+  };
+  let databaseUrl = backend === 'postgres' ? TEST_DATABASE_URL : undefined;
+  if (ownDatabase) {
+    await admin((c) => c.query(`CREATE DATABASE "${pgSchema}"`));
+    const url = new URL(TEST_DATABASE_URL);
+    url.pathname = `/${pgSchema}`;
+    databaseUrl = url.toString();
+  }
   return {
     backend,
-    databaseUrl: backend === 'postgres' ? TEST_DATABASE_URL : undefined,
+    databaseUrl,
     pgSchema,
     dataDir,
     async cleanup() {
       rmSync(dataDir, { recursive: true, force: true });
-      if (backend === 'postgres') {
-        const client = new pg.Client({ connectionString: TEST_DATABASE_URL });
-        await client.connect();
-        try {
+      if (ownDatabase) {
+        await admin((c) => c.query(`DROP DATABASE IF EXISTS "${pgSchema}" WITH (FORCE)`));
+      } else if (backend === 'postgres') {
+        await admin(async (client) => {
           // A process the test just killed may still hold locks for a moment; a deadlock with it is retried.
           for (let attempt = 1; ; attempt++) {
             try { await client.query(`DROP SCHEMA IF EXISTS "${pgSchema}" CASCADE`); break; } catch (err) {
               if ((err as { code?: string }).code !== '40P01' || attempt === 5) throw err;
             }
           }
-        } finally { await client.end(); }
+        });
       }
     },
   };

@@ -13,7 +13,9 @@ import { newTenant } from '../../helpers/metrics.js';
  * PostgreSQL only (SQLite hands freed pages back with incremental_vacuum after
  * each pass): the head is a queue, so a seal pass that moved rows into blocks
  * vacuums it, making the sealed rows' space reusable before autovacuum's next
- * look, which comes once a minute at best.
+ * look, which comes once a minute at best. In a database of its own: another
+ * test file's open transaction in a shared one would keep the rows VACUUM
+ * is asserted to have removed.
  */
 for (const backend of BACKENDS.filter((b) => b === 'postgres')) {
   describe(`the head table after seals on ${backend}`, () => {
@@ -22,7 +24,7 @@ for (const backend of BACKENDS.filter((b) => b === 'postgres')) {
     let store: MetricsStore;
     const T0 = Date.UTC(2026, 10, 20, 0);
     before(async () => {
-      storage = await freshStorage(backend);
+      storage = await freshStorage(backend, { ownDatabase: true });
       database = await openMetricsDatabase({ databaseUrl: storage.databaseUrl, dbSchema: storage.pgSchema, dataDir: storage.dataDir });
       store = createEngineMetricsStore(database, { limits: { perHost: 1000, perTenant: 1000 }, now: () => T0 + 3 * WINDOW_MS, writer: { sealIntervalMs: 0 } });
     });
