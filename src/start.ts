@@ -13,7 +13,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { EXIT_USAGE, portInUseMessage, usageError } from './core/cli/cli-error.js';
-import { SERVICE_ENV, serviceV8Flags } from './core/cli/heap-flags.js';
+import { SERVICE_ENV, SERVICE_V8_FLAGS } from './core/cli/heap-flags.js';
 import { ConfigError, helpText, loadConfig, opt } from './core/config.js';
 import { loadMetricsConfig } from './metrics/config.js';
 import { createMetricsStore, openMetricsDatabase } from './metrics/deps.js';
@@ -131,7 +131,7 @@ async function main(): Promise<void> {
 
   const metricsUrl = `http://127.0.0.1:${o.metricsPort}`;
   const syncUrl = `http://127.0.0.1:${o.syncPort}`;
-  run('metrics service', 'metrics/cli.js', ['serve'], { ...SERVICE_ENV, ...process.env, DATA_DIR: dataDir, METRICS_PORT: String(o.metricsPort) }, serviceV8Flags());
+  run('metrics service', 'metrics/cli.js', ['serve'], { ...SERVICE_ENV, ...process.env, DATA_DIR: dataDir, METRICS_PORT: String(o.metricsPort) }, SERVICE_V8_FLAGS);
   run('sync service', 'sync/cli.js', ['serve'], { DATA_DIR: dataDir, SYNC_PORT: String(o.syncPort) });
   await Promise.all([waitUntilServing('metrics service', `${metricsUrl}/healthz`), waitUntilServing('sync service', `${syncUrl}/healthz`)]);
   if (stopping) return;

@@ -7,7 +7,7 @@ import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { appSpecificMachineId, persistentAgentId } from '../src/agent/agent-id.js';
-import { SERVICE_ENV, serviceV8Flags } from '../src/core/cli/heap-flags.js';
+import { SERVICE_ENV, SERVICE_V8_FLAGS } from '../src/core/cli/heap-flags.js';
 import { PROJECT_ROOT } from '../src/core/paths.js';
 import { BACKENDS, freshStorage } from './helpers/backends.js';
 import { call } from './helpers/http.js';
@@ -128,7 +128,7 @@ test('SIGTERM to `npm start` stops the whole process tree: npm, the launcher, bo
   assert.ok(!/\bsh -c\b/.test(commandLines.join('\n')), 'no shell chain between npm and node');
   // The launcher passes the metrics service its heap flags and environment (an exec would lose the IPC channel it watches).
   const metricsPid = tree.find((p, i) => /metrics\/cli\.[jt]s serve/.test(commandLines[i]!));
-  assert.ok(metricsPid !== undefined && serviceV8Flags().every((f) => commandLines[tree.indexOf(metricsPid)]!.includes(f)), commandLines.join('\n'));
+  assert.ok(metricsPid !== undefined && SERVICE_V8_FLAGS.every((f) => commandLines[tree.indexOf(metricsPid)]!.includes(f)), commandLines.join('\n'));
   const metricsEnv = readFileSync(`/proc/${metricsPid}/environ`, 'utf8').split('\0');
   for (const [k, v] of Object.entries(SERVICE_ENV)) assert.ok(metricsEnv.includes(`${k}=${v}`), `${k}=${v} in the metrics service's environment`);
   child.kill('SIGTERM');

@@ -8,7 +8,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { SERVICE_ENV, serviceV8Flags } from '../../src/core/cli/heap-flags.js';
+import { SERVICE_ENV, SERVICE_V8_FLAGS } from '../../src/core/cli/heap-flags.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const unsupported = process.platform !== 'linux' ? 'reads the process command line from /proc (Linux)'
@@ -38,20 +38,10 @@ async function serveProcess(nodeArgs: string[], ipc: boolean, env: Record<string
   }
 }
 
-describe('the service V8 flags by core count', () => {
-  test('two cores or fewer: the garbage collector stays on the thread that needs it; more: V8\'s helper threads', () => {
-    for (const cores of [1, 2]) assert.ok(serviceV8Flags(cores).includes('--single-threaded-gc'), `${cores} cores`);
-    for (const cores of [3, 16]) assert.ok(!serviceV8Flags(cores).includes('--single-threaded-gc'), `${cores} cores`);
-    for (const cores of [1, 2, 3, 16]) {
-      assert.ok(serviceV8Flags(cores).includes('--max-semi-space-size=4') && serviceV8Flags(cores).includes('--heap-growing-percent=30'));
-    }
-  });
-});
-
 describe('serve heap flags', { skip: unsupported }, () => {
   test('serve runs with the service heap flags and malloc arenas, in the process that was started', async () => {
     const { argv, env } = await serveProcess([], false);
-    for (const flag of serviceV8Flags()) assert.ok(argv.includes(flag), `${flag} in ${argv.join(' ')}`);
+    for (const flag of SERVICE_V8_FLAGS) assert.ok(argv.includes(flag), `${flag} in ${argv.join(' ')}`);
     assert.ok(argv.includes('serve') && argv.includes('--port'), 'the arguments are kept');
     for (const [k, v] of Object.entries(SERVICE_ENV)) assert.ok(env.includes(`${k}=${v}`), `${k}=${v} in the environment`);
     assert.ok(env.some((e) => e.startsWith('PATH=')), 'the rest of the environment is kept');
@@ -60,7 +50,7 @@ describe('serve heap flags', { skip: unsupported }, () => {
   test('an operator\'s own MALLOC_ARENA_MAX is kept; with every flag given, a missing variable alone re-executes', async () => {
     const own = await serveProcess([], false, { MALLOC_ARENA_MAX: '4' });
     assert.ok(own.env.includes('MALLOC_ARENA_MAX=4') && !own.env.includes('MALLOC_ARENA_MAX=1'));
-    const flagsGiven = await serveProcess(serviceV8Flags(), false);
+    const flagsGiven = await serveProcess([...SERVICE_V8_FLAGS], false);
     assert.ok(flagsGiven.env.includes('MALLOC_ARENA_MAX=1'), flagsGiven.env.join(' '));
   });
 
@@ -71,15 +61,9 @@ describe('serve heap flags', { skip: unsupported }, () => {
     assert.ok(argv.includes('--heap-growing-percent=30'));
   });
 
-  test('an operator\'s --no- form of a flag is their choice: the flag is not added', async () => {
-    const { argv } = await serveProcess(['--no-single-threaded-gc'], false);
-    assert.ok(argv.includes('--no-single-threaded-gc') && !argv.includes('--single-threaded-gc'), argv.join(' '));
-    assert.ok(argv.includes('--max-semi-space-size=4') && argv.includes('--heap-growing-percent=30'), argv.join(' '));
-  });
-
   test('a process with an IPC channel is not re-executed (its launcher passes the flags)', async () => {
     const { argv, env } = await serveProcess([], true);
-    for (const flag of serviceV8Flags()) assert.ok(!argv.includes(flag), `${flag} not added: ${argv.join(' ')}`);
+    for (const flag of SERVICE_V8_FLAGS) assert.ok(!argv.includes(flag), `${flag} not added: ${argv.join(' ')}`);
     assert.ok(!env.some((e) => e.startsWith('MALLOC_ARENA_MAX=')), 'nor the environment');
   });
 });
