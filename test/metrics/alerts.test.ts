@@ -303,3 +303,17 @@ test('routeAll: a host\'s read asked for before a line that notified is asked ag
   assert.deepEqual(answers[1]!.map((r) => [r.alert, r.resolved]), [['DiskFilling', true]], 'web-2 at +20 s carries no alert: it resolves the incident opened at +10 s');
   assert.deepEqual(await options.store.firing(ctx.tenantId, 'web-2'), []);
 });
+
+test('routeAll: a failed read fails the body with its error; the reads asked for ahead of the other hosts leave no unhandled rejection', async (t) => {
+  const options = await routerOptions(t, 2000);
+  options.store.firing = () => Promise.reject(new Error('database away'));
+  const unhandled: unknown[] = [];
+  const onUnhandled = (e: unknown) => unhandled.push(e);
+  process.on('unhandledRejection', onUnhandled);
+  t.after(() => { process.off('unhandledRejection', onUnhandled); });
+  const router = createAlertRouter([], options);
+  const at = (host: string) => ({ ...ctx, hostId: host, hostname: host });
+  await assert.rejects(router.routeAll([{ ctx: at('web-1'), alerts: [] }, { ctx: at('web-2'), alerts: [] }, { ctx: at('web-3'), alerts: [cpu] }]), /database away/);
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  assert.deepEqual(unhandled, []);
+});
