@@ -32,7 +32,9 @@ export interface MetricsStore {
    * Stores several reports with one durable commit (bulk ingest): one outcome
    * per report, in order, each with appendReport's meaning. A report that
    * fails alone (a limit) never fails the others. `signal` withdraws all of
-   * them as in appendReport.
+   * them as in appendReport. They are taken as a backlog being replayed:
+   * while such reports come faster than 1,000 a second, sealing the head
+   * waits (at most 2 minutes), so the backlog drains sooner.
    */
   appendReports(reports: NewReport[], signal?: AbortSignal): Promise<AppendOutcome[]>;
   /** Host ids of a tenant, sorted. */

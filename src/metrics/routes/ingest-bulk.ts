@@ -44,7 +44,7 @@ export async function registerBulkIngestRoute(
       bodyLimit: deps.bulkBodyLimit,
       schema: {
         summary: 'Submit many agent reports (NDJSON)',
-        description: `Body: \`application/x-ndjson\`, one agent report per line (blank lines ignored), at most ${MAX_BULK_REPORTS} reports and the bulk body limit (32 MiB by default), optionally \`Content-Encoding: gzip\` (the decompressed size is bounded by the same limit while inflating). Each line gets exactly the checks of POST /api/v1/ingest; all valid reports are stored with one durable commit, then their alerts are routed. A refused line never fails the others. With a server secret, \`x-collector-signature\` is the HMAC-SHA256 of the body bytes as sent (compressed when gzipped).`,
+        description: `Body: \`application/x-ndjson\`, one agent report per line (blank lines ignored), at most ${MAX_BULK_REPORTS} reports and the bulk body limit (32 MiB by default), optionally \`Content-Encoding: gzip\` (the decompressed size is bounded by the same limit while inflating). Each line gets exactly the checks of POST /api/v1/ingest; all valid reports are stored with one durable commit, then their alerts are routed. A refused line never fails the others. Bulk reports are taken as a backlog: while they arrive faster than 1,000 a second, sealing closed windows into compressed blocks waits (up to 2 minutes); reads see the reports meanwhile. With a server secret, \`x-collector-signature\` is the HMAC-SHA256 of the body bytes as sent (compressed when gzipped).`,
         tags: ['ingest'],
         security: BEARER,
         consumes: ['application/x-ndjson'],

@@ -125,7 +125,8 @@ export function createEngineMetricsStore(database: Database<MetricsTables>, opts
     },
 
     appendReport: async (report, signal) => (await writer.append([report], signal))[0]!,
-    appendReports: (reports, signal) => (reports.length ? writer.append(reports, signal) : Promise.resolve([])),
+    // Bulk bodies are backlogs (agents draining spools, relays): while they come fast, seals wait (seal-deferral.ts).
+    appendReports: (reports, signal) => (reports.length ? writer.append(reports, signal, true) : Promise.resolve([])),
 
     async listHosts(tenantId) {
       const rows = await conn.all<{ host_id: string }>('SELECT host_id FROM hosts WHERE tenant_id = ? ORDER BY host_id', [tenantId]);

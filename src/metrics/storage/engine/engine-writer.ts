@@ -2,6 +2,7 @@ import { AppError } from '../../../core/errors.js';
 import type { AppendOutcome, MetricLimits } from '../../domain/metrics-store.js';
 import { appendBatch, newWriterState, type HeadReport } from './head-writer.js';
 import { SealedTimestamps } from './sealed-timestamps.js';
+import { createSealDeferral, type SealDeferralSettings } from './seal-deferral.js';
 import { findSealable, prepareSeal, sealWindow, type SealSettings } from './sealer.js';
 import type { SqlConn } from './sql-conn.js';
 import { rollTenantWindows } from './tenant-rollup.js';
@@ -21,8 +22,9 @@ export interface EngineWriter<R = HeadReport> {
   /**
    * Resolves one outcome per report after the commit that holds them; all of one call share one commit.
    * `signal` aborting while they still wait in the queue withdraws them (nothing stored, the promise rejects).
+   * `backlog`: a backlog being replayed (bulk ingest); while such reports come fast, seals wait (seal-deferral.ts).
    */
-  append(reports: R[], signal?: AbortSignal): Promise<AppendOutcome[]>;
+  append(reports: R[], signal?: AbortSignal, backlog?: boolean): Promise<AppendOutcome[]>;
   /** Retention: drops whole blocks (and head rows, tenant rollups) before `cutoff`, and hosts left with nothing. */
   deleteBefore(cutoff: number): Promise<{ reports: number; hosts: number }>;
   /** Seals every closed window and rolls up every tenant window now (operations and tests; the loop does it on its own). */
@@ -34,6 +36,8 @@ export interface EngineWriter<R = HeadReport> {
 export interface WriterOptions {
   limits: MetricLimits;
   seal: SealSettings;
+  /** Seals wait (a bounded time) while backlog appends arrive faster than a rate: seal-deferral.ts. */
+  deferral: SealDeferralSettings;
   /** The service clock (report times are judged against it). */
   now: () => number;
   /** Reports per commit at most. */
@@ -49,6 +53,9 @@ export const DEFAULT_WRITER_OPTIONS = {
   maxQueued: 50_000,
   sealIntervalMs: 500,
   seal: { graceMs: 120_000, idleMs: 500 },
+  // A backlog at 1,000 reports/s brings hours of a host's data a second; 2 minutes, the grace a closed window already
+  // waits for late reports.
+  deferral: { busyReportsPerS: 1_000, maxMs: 120_000 },
 } as const;
 
 /** Append transactions in flight at once on PostgreSQL (each on its own pooled connection). */
@@ -59,7 +66,7 @@ const RETRY_AFTER_S = 1;
 const HEAD_VACUUM_INTERVAL_MS = 10_000;
 const SYNC_FAILED = 'the storage log could not be synced to disk; restart the service';
 
-type Job = { reports: HeadReport[]; resolve: (o: AppendOutcome[]) => void; reject: (e: unknown) => void; forget: () => void };
+type Job = { reports: HeadReport[]; backlog: boolean; resolve: (o: AppendOutcome[]) => void; reject: (e: unknown) => void; forget: () => void };
 
 /**
  * `syncLog`, when given, makes the log durable (SQLite: fsync of the WAL file, on libuv's pool). Appends then commit
@@ -79,6 +86,7 @@ export function createEngineWriter(conn: SqlConn, opts: WriterOptions, onError: 
   const queue: Job[] = [];
   let queued = 0;
   let closed = false;
+  const deferral = createSealDeferral(opts.deferral, wallNow());
   // One chain of background work (seals, rollups, retention). On SQLite appends join it too: a transaction must
   // never interleave with another on the same connection. On PostgreSQL appends run beside it on other
   // connections, a few commits in flight at once so that round trips overlap instead of adding up.
@@ -135,6 +143,7 @@ export function createEngineWriter(conn: SqlConn, opts: WriterOptions, onError: 
     }
     if (!jobs.length) return undefined;
     queued -= n;
+    deferral.appended(jobs.reduce((sum, j) => sum + (j.backlog ? j.reports.length : 0), 0));
     const refuse = (): void => { for (const job of jobs) job.reject(new AppError('unavailable', SYNC_FAILED)); };
     if (syncFailed !== undefined) { refuse(); return undefined; }
     const outcomes = await appendBatch(deps, jobs.flatMap((j) => j.reports));
@@ -167,12 +176,15 @@ export function createEngineWriter(conn: SqlConn, opts: WriterOptions, onError: 
    * Finds what is due and seals it one window per turn of the work chain, so
    * appends that arrive meanwhile commit between two seals instead of after
    * the whole pass; each block is built and compressed before its turn
-   * (prepareSeal), while appends commit.
+   * (prepareSeal), while appends commit. While a backlog is replayed at a
+   * burst's rate, windows wait, within a bound (seal-deferral.ts).
    */
   async function sealPass(force: boolean): Promise<void> {
-    const due = await serial(() => findSealable(conn, opts.seal, opts.now(), wallNow(), state, force));
+    const found = await serial(() => findSealable(conn, opts.seal, opts.now(), wallNow(), state, force));
+    const due = force ? found : deferral.pick(found, wallNow());
     for (const c of due) {
       if (closed && !force) return;
+      if (!force && !deferral.mayGoOn(c, wallNow())) continue;
       const prepared = await prepareSeal(conn, c);
       if (prepared) await serial(() => sealWindow(conn, c, wallNow(), prepared));
     }
@@ -212,7 +224,7 @@ export function createEngineWriter(conn: SqlConn, opts: WriterOptions, onError: 
   timer?.unref();
 
   return {
-    append(reports, signal) {
+    append(reports, signal, backlog = false) {
       if (closed) return Promise.reject(new AppError('unavailable', 'the service is shutting down'));
       if (syncFailed !== undefined) return Promise.reject(new AppError('unavailable', SYNC_FAILED));
       if (signal?.aborted) return Promise.reject(new AppError('unavailable', WITHDRAWN));
@@ -227,7 +239,7 @@ export function createEngineWriter(conn: SqlConn, opts: WriterOptions, onError: 
           queued -= reports.length;
           reject(new AppError('unavailable', WITHDRAWN));
         };
-        const job: Job = { reports, resolve, reject, forget: () => signal?.removeEventListener('abort', withdraw) };
+        const job: Job = { reports, backlog, resolve, reject, forget: () => signal?.removeEventListener('abort', withdraw) };
         signal?.addEventListener('abort', withdraw, { once: true });
         queue.push(job);
         queued += reports.length;

@@ -17,7 +17,7 @@ export type WireReport = Omit<NewReport, 'metrics'> & { shape: number; names?: s
 
 /** Messages between the service and its writer thread (writer-worker.ts). */
 export type WriterRequest = { id: number; now: number } & (
-  | { op: 'append'; reports: WireReport[] }
+  | { op: 'append'; reports: WireReport[]; backlog: boolean }
   /** The client of append `target` went away: withdraw it if it still waits in the queue. */
   | { op: 'withdraw'; target: number }
   | { op: 'delete'; cutoff: number }

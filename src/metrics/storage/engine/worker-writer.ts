@@ -83,7 +83,7 @@ export function createWorkerWriter(target: WriterTarget, options: Omit<WriterOpt
   }
 
   return {
-    append: (reports, signal) => send<AppendOutcome[]>({ op: 'append', reports: reports.map(toWire) }, signal),
+    append: (reports, signal, backlog = false) => send<AppendOutcome[]>({ op: 'append', reports: reports.map(toWire), backlog }, signal),
     deleteBefore: (cutoff) => send<{ reports: number; hosts: number }>({ op: 'delete', cutoff }),
     flush: () => send<void>({ op: 'flush' }),
     async close() {

@@ -69,7 +69,7 @@ port.on('message', (msg: WriterMessage) => {
     if (req.op === 'append') {
       const ac = new AbortController();
       withdrawals.set(req.id, ac);
-      void settle(writer.append(req.reports.map(headReport), ac.signal).finally(() => withdrawals.delete(req.id)));
+      void settle(writer.append(req.reports.map(headReport), ac.signal, req.backlog).finally(() => withdrawals.delete(req.id)));
     } else if (req.op === 'withdraw') withdrawals.get(req.target)?.abort();
     else if (req.op === 'delete') void settle(writer.deleteBefore(req.cutoff));
     else if (req.op === 'flush') void settle(writer.flush());

@@ -1,0 +1,113 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { Database } from '../../../src/core/storage/database.js';
+import { openMetricsDatabase } from '../../../src/metrics/deps.js';
+import type { MetricsStore, NewReport } from '../../../src/metrics/domain/metrics-store.js';
+import { createEngineMetricsStore } from '../../../src/metrics/storage/engine-metrics-store.js';
+import { WINDOW_MS } from '../../../src/metrics/storage/engine/windows.js';
+import type { MetricsTables } from '../../../src/metrics/storage/tables.js';
+import { BACKENDS, freshStorage, type TestStorage } from '../../helpers/backends.js';
+import { newTenant } from '../../helpers/metrics.js';
+
+/**
+ * Seals yield to a backlog, through the real writer thread: a closed window
+ * waits while bulk appends (appendReports) keep coming at the busy rate (here
+ * any at all: 1 report/s), is sealed once they stop, and is sealed anyway
+ * once it has waited maxMs. Reports appended one by one (appendReport) at the
+ * same pace never hold seals back. Passes every 250 ms; eight appends always
+ * in flight.
+ */
+const NOW = Date.UTC(2026, 10, 26, 12);
+const PASS_MS = 250;
+const metrics = new Map([['cpu.usage', 12.5], ['memory.used', 1024]]);
+
+for (const backend of BACKENDS) {
+  for (const maxMs of [60_000, 1_500]) {
+    describe(`seals during a burst of appends on ${backend}, sealed at most ${maxMs} ms late`, () => {
+      let storage: TestStorage;
+      let database: Database<MetricsTables>;
+      let store: MetricsStore;
+      before(async () => {
+        storage = await freshStorage(backend);
+        database = await openMetricsDatabase({ databaseUrl: storage.databaseUrl, dbSchema: storage.pgSchema, dataDir: storage.dataDir });
+        store = createEngineMetricsStore(database, {
+          limits: { perHost: 100, perTenant: 100 }, now: () => NOW, foldThreads: 0,
+          writer: { sealIntervalMs: PASS_MS, seal: { graceMs: 0, idleMs: 0 }, deferral: { busyReportsPerS: 1, maxMs } },
+        });
+      });
+      after(async () => {
+        await store.close();
+        await database.close();
+        await storage.cleanup();
+      });
+
+      /** Blocks of the tenant's host `old`, or the rows its reports still have in the head. */
+      const count = async (table: 'blocks' | 'reports', tenantId: string) => {
+        const text = `SELECT COUNT(*) AS n FROM ${table} x JOIN hosts h ON h.key = x.host_key WHERE h.tenant_id = ? AND h.host_id = 'old'`;
+        return database.sqlite
+          ? Number((database.sqlite.prepare(text).get(tenantId) as { n: number }).n)
+          : Number((await database.pgPool!.query<{ n: string }>(text.replace('?', '$1'), [tenantId])).rows[0]!.n);
+      };
+
+      /** Appends to host `busy` with eight in flight until `until` says stop (a millisecond apart: never past NOW). */
+      async function burst(tenantId: string, until: () => Promise<boolean>, backlog = true): Promise<void> {
+        let ts = NOW - 30 * 60_000;
+        let stop = false;
+        const lane = async () => {
+          while (!stop) {
+            const r: NewReport = { tenantId, hostId: 'busy', hostname: 'busy', platform: 'linux', ts: ts += 1, metrics };
+            assert.equal((backlog ? (await store.appendReports([r]))[0]! : await store.appendReport(r)).status, 'stored');
+          }
+        };
+        const lanes = Array.from({ length: 8 }, lane);
+        try {
+          while (!(await until())) await new Promise((resolve) => setTimeout(resolve, 20));
+        } finally {
+          stop = true;
+          await Promise.all(lanes);
+        }
+      }
+
+      test('a closed window is left in the head while appends keep coming', async () => {
+        const { tenantId } = await newTenant(store);
+        const old = Array.from({ length: 10 }, (_, i): NewReport => ({ tenantId, hostId: 'old', hostname: 'old', platform: 'linux', ts: NOW - 5 * WINDOW_MS + i * 10_000, metrics }));
+        assert.ok((await store.appendReports(old)).every((o) => o.status === 'stored'));
+        const stored = Date.now();
+        if (maxMs === 60_000) {
+          // Four passes and more: none seals it.
+          let sealed = 0;
+          await burst(tenantId, async () => { sealed = Math.max(sealed, await count('blocks', tenantId)); return Date.now() - stored >= 4 * PASS_MS + 200; });
+          assert.equal(sealed, 0, 'not sealed during the burst');
+          // The burst over, the next pass seals it (long before maxMs).
+          const deadline = Date.now() + 10_000;
+          while (await count('blocks', tenantId) === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+          assert.equal(await count('blocks', tenantId), 1, 'sealed once the appends stopped');
+        } else {
+          // Appends never stop: it is sealed anyway, and no sooner than maxMs after it was stored.
+          let sealedAt = 0;
+          await burst(tenantId, async () => {
+            if (await count('blocks', tenantId) > 0) sealedAt = Date.now();
+            return sealedAt > 0 || Date.now() - stored > 20_000;
+          });
+          assert.ok(sealedAt > 0, 'sealed while the appends went on');
+          assert.ok(sealedAt - stored >= maxMs, `sealed ${sealedAt - stored} ms after it was stored`);
+        }
+        assert.equal(await count('reports', tenantId), 0, 'the sealed window left the head');
+      });
+
+      test('reports sent one by one at the same pace do not hold a closed window back', async () => {
+        const { tenantId } = await newTenant(store);
+        const old = Array.from({ length: 10 }, (_, i): NewReport => ({ tenantId, hostId: 'old', hostname: 'old', platform: 'linux', ts: NOW - 5 * WINDOW_MS + i * 10_000, metrics }));
+        for (const r of old) assert.equal((await store.appendReport(r)).status, 'stored');
+        const stored = Date.now();
+        let sealedAt = 0;
+        await burst(tenantId, async () => {
+          if (await count('blocks', tenantId) > 0) sealedAt = Date.now();
+          return sealedAt > 0 || Date.now() - stored > 20_000;
+        }, false);
+        assert.ok(sealedAt > 0, 'sealed while the appends went on');
+        if (maxMs === 60_000) assert.ok(sealedAt - stored < maxMs, `sealed ${sealedAt - stored} ms after it was stored`);
+      });
+    });
+  }
+}
