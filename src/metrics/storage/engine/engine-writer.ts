@@ -53,8 +53,8 @@ export const DEFAULT_WRITER_OPTIONS = {
   maxQueued: 50_000,
   sealIntervalMs: 500,
   seal: { graceMs: 120_000, idleMs: 500 },
-  // A backlog at 1,000 reports/s brings hours of a host's data a second; 2 minutes, the grace a closed window already
-  // waits for late reports.
+  // Agents send bulk bodies only to drain a spool; at 1,000 reports/s a backlog is being replayed. 2 minutes: the grace
+  // a closed window already waits for late reports.
   deferral: { busyReportsPerS: 1_000, maxMs: 120_000 },
 } as const;
 
