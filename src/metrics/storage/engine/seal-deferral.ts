@@ -26,7 +26,7 @@ export interface SealDeferral {
    * Which of a pass's due windows may be sealed, judged by the append rate
    * since the previous pass began; starts measuring the rate for this pass.
    */
-  pick(due: readonly SealCandidate[], wallNow: number): SealCandidate[];
+  pick(due: SealCandidate[], wallNow: number): SealCandidate[];
   /** Whether the pass may seal `c` next: appends have not come back at a busy rate since it began, or `c` is overdue. */
   mayGoOn(c: SealCandidate, wallNow: number): boolean;
 }
@@ -52,9 +52,12 @@ export function createSealDeferral(s: SealDeferralSettings, wallNow: number): Se
       appended = 0;
       since = now;
       const seen = new Map<string, number>();
-      for (const c of due) seen.set(key(c), dueSince.get(key(c)) ?? now);
+      for (const c of due) {
+        const k = key(c);
+        seen.set(k, dueSince.get(k) ?? now);
+      }
       dueSince = seen;
-      return wasBusy ? due.filter((c) => overdue(c, now)) : [...due];
+      return wasBusy ? due.filter((c) => overdue(c, now)) : due;
     },
     mayGoOn(c, now) {
       return !busy(now, MIN_SPAN_MS) || overdue(c, now);
