@@ -105,3 +105,14 @@ export function ingest(url: string, token: string, report: unknown, opts: { secr
   if (opts.secret !== undefined) headers['x-collector-signature'] = signBody(opts.secret, body);
   return call(url, 'POST', '/api/v1/ingest', { token, body, headers });
 }
+
+/** Reports (objects, or exact line text) as an NDJSON bulk body. */
+export function ndjson(reports: unknown[]): string {
+  return reports.map((r) => (typeof r === 'string' ? r : JSON.stringify(r))).join('\n') + '\n';
+}
+
+/** POSTs an NDJSON bulk body (text, gzip bytes, or the reports themselves) to /api/v1/ingest/bulk. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- tests read loosely shaped JSON bodies
+export function ingestBulk(url: string, token: string, body: string | Buffer | unknown[], headers: Record<string, string> = {}): Promise<Reply<any>> {
+  return call(url, 'POST', '/api/v1/ingest/bulk', { token, body: Array.isArray(body) ? ndjson(body) : body, headers: { 'content-type': 'application/x-ndjson', ...headers } });
+}

@@ -6,20 +6,12 @@ import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { BACKENDS, freshStorage } from '../helpers/backends.js';
 import { call } from '../helpers/http.js';
-import { ingest, makeReport, startMetrics, type MetricsHarness } from '../helpers/metrics.js';
+import { ingest, ingestBulk as bulk, makeReport, ndjson, startMetrics, type MetricsHarness } from '../helpers/metrics.js';
 import { signBody } from '../../src/metrics/domain/verify-signature.js';
 import { gunzipLimited } from '../../src/metrics/http/decode-body.js';
 
 const NOW = Date.UTC(2026, 10, 21, 12);
 const SECRET = 'bulk-test-secret';
-
-function ndjson(reports: unknown[]): string {
-  return reports.map((r) => (typeof r === 'string' ? r : JSON.stringify(r))).join('\n') + '\n';
-}
-
-function bulk(url: string, token: string, body: string | Buffer, headers: Record<string, string> = {}) {
-  return call(url, 'POST', '/api/v1/ingest/bulk', { token, body, headers: { 'content-type': 'application/x-ndjson', ...headers } });
-}
 
 async function receiver(status: number): Promise<{ url: string; server: Server }> {
   const server = createServer((req, res) => { req.resume(); req.on('end', () => res.writeHead(status).end()); });

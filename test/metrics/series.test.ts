@@ -2,7 +2,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { BACKENDS } from '../helpers/backends.js';
 import { call } from '../helpers/http.js';
-import { ingest, makeReport, startMetrics, type MetricsHarness } from '../helpers/metrics.js';
+import { ingest, ingestBulk, makeReport, startMetrics, type MetricsHarness } from '../helpers/metrics.js';
 
 const NOW = Date.UTC(2026, 10, 21, 12);
 const T0 = NOW - 3_600_000;
@@ -47,8 +47,7 @@ for (const backend of BACKENDS) {
 
     test('an answer of more than 50,000 values is streamed column by column (chunked, headers kept); its values are those a whole answer holds', async () => {
       const c = await m.newTenant();
-      const lines = Array.from({ length: 1000 }, (_, i) => JSON.stringify(makeReport({ agentId: 'big', ts: T0 + i * 3_000, cpu: { usage: i % 97 } })));
-      const put = await call(m.url, 'POST', '/api/v1/ingest/bulk', { token: c.token, body: lines.join('\n'), headers: { 'content-type': 'application/x-ndjson' } });
+      const put = await ingestBulk(m.url, c.token, Array.from({ length: 1000 }, (_, i) => makeReport({ agentId: 'big', ts: T0 + i * 3_000, cpu: { usage: i % 97 } })));
       assert.equal(put.status, 200);
       // 1,000 raw reports x 17 metrics x (value, min, max) = 51,000 values.
       const streamed = await get(c.token, `/api/v1/host/big?from=${T0}&to=${T0 + 3_000_000}&points=1000&minmax=true`);
