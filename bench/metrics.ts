@@ -12,9 +12,9 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { buildMetricsApp } from '../src/metrics/app.js';
-import { loadMetricsConfig, type MetricsConfig } from '../src/metrics/config.js';
 import { createMetricsDeps } from '../src/metrics/deps.js';
 import { issueToken } from '../src/metrics/domain/tenant-tokens.js';
+import { benchMetricsConfig } from './lib/metrics-config.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const GEN = path.resolve(here, '../../shared/bench-peers/gen.mjs');
@@ -97,16 +97,8 @@ interface BackendInput {
 async function runBackend(backend: 'sqlite' | 'postgres', input: BackendInput) {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'metrics-bench-'));
   const schema = `bench_${process.pid}`;
-  const config: MetricsConfig = {
-    ...loadMetricsConfig([], {}),
-    logLevel: 'silent',
-    port: 0,
-    dataDir,
-    databaseUrl: backend === 'postgres' ? PG_URL : undefined,
-    dbSchema: schema,
-    // The generator's data is dated 2023: keep it all.
-    retentionDays: 36_500,
-  };
+  // The generator's data is dated 2023: keep it all.
+  const config = benchMetricsConfig({ dataDir, databaseUrl: backend === 'postgres' ? PG_URL : undefined, dbSchema: schema }, { retentionDays: 36_500 });
   if (backend === 'postgres') await dropSchema(schema);
   const deps = await createMetricsDeps(config);
   const app = await buildMetricsApp(config, deps);
