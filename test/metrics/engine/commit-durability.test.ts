@@ -55,7 +55,7 @@ for (const backend of BACKENDS) {
       const deps = { conn: c, state: newWriterState(), limits: { perHost: 100, perTenant: 100 }, sealed: new SealedTimestamps(), wallNow: () => 0 };
       const reports = Array.from({ length: 5 }, (_, i) => ({ tenantId: 't-dur', hostId: 'h', hostname: 'h', platform: 'linux', ts: i * 10_000, names: ['cpu.usage'], values: [i] }));
       assert.ok((await appendBatch(deps, reports)).every((o) => o.status === 'stored'));
-      const due = await findSealable(c, { graceMs: 0, idleMs: 0 }, 10 * 3_600_000, 0, deps.state, true);
+      const due = findSealable(deps.state.headWindows, { graceMs: 0, idleMs: 0 }, 10 * 3_600_000, 0, deps.state, true);
       assert.equal(due.length, 1);
       assert.equal(await sealWindow(c, due[0]!, 0), true);
       assert.equal(await rollTenantWindows(c, 1_000, 0, 10), 1);

@@ -5,6 +5,7 @@ import { openMetricsDatabase } from '../../../src/metrics/deps.js';
 import type { MetricsStore, NewReport, StoredSeries } from '../../../src/metrics/domain/metrics-store.js';
 import { createEngineMetricsStore } from '../../../src/metrics/storage/engine-metrics-store.js';
 import { planGrid, gridEnd } from '../../../src/metrics/storage/engine/query-plan.js';
+import { HeadWindows, scanHead } from '../../../src/metrics/storage/engine/head-windows.js';
 import { findSealable, sealWindow } from '../../../src/metrics/storage/engine/sealer.js';
 import { pgConn, sqliteConn, type SqlConn } from '../../../src/metrics/storage/engine/sql-conn.js';
 import { HOST_TIER_MS, TENANT_COARSE_MS, TENANT_FINE_MS, WINDOW_MS } from '../../../src/metrics/storage/engine/windows.js';
@@ -140,7 +141,9 @@ for (const backend of BACKENDS) {
       assert.deepEqual(outcomes.map((o) => o.status), [...late.map(() => 'stored'), ...dupes.map(() => 'duplicate')]);
       late.forEach((r) => remember(truth, r));
       // Seal half of the late windows without a tenant rollup (left stale), leave the rest in the head.
-      const due = await findSealable(conn, { graceMs: 0, idleMs: 0 }, NOW, Date.now(), { lastAppend: new Map(), appendGap: new Map() }, true);
+      const head = new HeadWindows();
+      await scanHead(conn, head);
+      const due = findSealable(head, { graceMs: 0, idleMs: 0 }, NOW, Date.now(), { lastAppend: new Map(), appendGap: new Map() }, true);
       for (const c of due.slice(0, Math.ceil(due.length / 2))) await sealWindow(conn, c, Date.now());
       assert.ok(due.length >= 2, 'late reports wait in the head for sealed windows');
     });

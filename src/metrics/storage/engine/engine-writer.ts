@@ -3,6 +3,7 @@ import type { AppendOutcome, MetricLimits } from '../../domain/metrics-store.js'
 import { appendBatch, newWriterState, type HeadReport } from './head-writer.js';
 import { SealedTimestamps } from './sealed-timestamps.js';
 import { createSealDeferral, type SealDeferralSettings } from './seal-deferral.js';
+import { scanHead } from './head-windows.js';
 import { findSealable, prepareSeal, sealWindow, type SealSettings } from './sealer.js';
 import type { SqlConn } from './sql-conn.js';
 import { rollTenantWindows } from './tenant-rollup.js';
@@ -46,12 +47,15 @@ export interface WriterOptions {
   maxQueued: number;
   /** Period of the seal and rollup passes; 0 disables the loop (flush() still works). */
   sealIntervalMs: number;
+  /** PostgreSQL: how often a pass scans the head for windows other instances appended to (and stopped before sealing). */
+  headScanIntervalMs: number;
 }
 
 export const DEFAULT_WRITER_OPTIONS = {
   maxBatch: 2_000,
   maxQueued: 50_000,
   sealIntervalMs: 500,
+  headScanIntervalMs: 60_000,
   seal: { graceMs: 120_000, idleMs: 500 },
   // Agents send bulk bodies only to drain a spool; at 1,000 reports/s a backlog is being replayed. 2 minutes: the grace
   // a closed window already waits for late reports.
@@ -180,13 +184,23 @@ export function createEngineWriter(conn: SqlConn, opts: WriterOptions, onError: 
    * burst's rate, windows wait, within a bound (seal-deferral.ts).
    */
   async function sealPass(force: boolean): Promise<void> {
-    const found = await serial(() => findSealable(conn, opts.seal, opts.now(), wallNow(), state, force));
+    // The head's windows are known from the appends (head-windows.ts); the head itself is scanned at the first pass
+    // and on a forced one, and on PostgreSQL now and then for windows only other instances appended to.
+    if (force || lastHeadScan === undefined || (conn.dialect === 'postgres' && wallNow() - lastHeadScan >= opts.headScanIntervalMs)) {
+      lastHeadScan = wallNow();
+      await serial(() => scanHead(conn, state.headWindows));
+    }
+    const found = findSealable(state.headWindows, opts.seal, opts.now(), wallNow(), state, force);
     const due = force ? found : deferral.pick(found, wallNow());
     for (const c of due) {
       if (closed && !force) return;
       if (!force && !deferral.mayGoOn(c, wallNow())) continue;
       const prepared = await prepareSeal(conn, c);
-      if (prepared) await serial(() => sealWindow(conn, c, wallNow(), prepared));
+      // No rows left (sealed by another instance, or the entry outlived a rolled-back append): nothing to track.
+      if (!prepared) { state.headWindows.forget(c.hostKey, c.windowStart, c.generation); continue; }
+      await serial(async () => {
+        if (await sealWindow(conn, c, wallNow(), prepared)) state.headWindows.forget(c.hostKey, c.windowStart, c.generation);
+      });
     }
     const rolled = await serial(() => rollTenantWindows(conn, wallNow(), force ? 0 : opts.seal.idleMs, force ? 1_000_000 : 32));
     if (conn.dialect === 'sqlite') {
@@ -213,6 +227,7 @@ export function createEngineWriter(conn: SqlConn, opts: WriterOptions, onError: 
     }
   }
   let lastHeadVacuum = 0;
+  let lastHeadScan: number | undefined;
 
   let passing: Promise<void> | undefined;
   const timer = opts.sealIntervalMs > 0

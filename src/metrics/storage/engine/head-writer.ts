@@ -1,6 +1,7 @@
 import type { AppendOutcome, MetricLimits, NewReport } from '../../domain/metrics-store.js';
 import { chunks } from '../../../core/storage/chunks.js';
 import { encodeSamples } from '../sample-codec.js';
+import { HeadWindows } from './head-windows.js';
 import type { SqlConn } from './sql-conn.js';
 import { loadSealedMeta, type SealedTimestamps } from './sealed-timestamps.js';
 import { windowOf } from './windows.js';
@@ -33,6 +34,8 @@ export interface WriterState {
   lastAppend: Map<number, number>;
   /** Smoothed wall-clock gap between a host's appends: "quiet" is judged against the host's own pace. */
   appendGap: Map<number, number>;
+  /** The windows with head rows, for the seal passes. */
+  headWindows: HeadWindows;
 }
 
 interface CachedHost {
@@ -42,7 +45,7 @@ interface CachedHost {
 }
 
 export function newWriterState(): WriterState {
-  return { nameIds: new Map(), hosts: new Map(), hostMetricIds: new Map(), lastAppend: new Map(), appendGap: new Map() };
+  return { nameIds: new Map(), hosts: new Map(), hostMetricIds: new Map(), lastAppend: new Map(), appendGap: new Map(), headWindows: new HeadWindows() };
 }
 
 export interface WriterDeps {
@@ -201,6 +204,7 @@ async function appendInTransaction(deps: WriterDeps, batch: HeadReport[], after:
   });
 
   after.push(() => {
+    rows.forEach(({ hostKey, report }, i) => { if (inserted[i]) state.headWindows.add(hostKey, windowOf(report.ts)); });
     for (const [tenantId, m] of ids) state.nameIds.set(tenantId, m);
     for (const [k, h] of hosts) state.hosts.set(k, h);
     for (const [key, set] of hostSets) state.hostMetricIds.set(key, set);

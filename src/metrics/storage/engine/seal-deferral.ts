@@ -26,7 +26,7 @@ export interface SealDeferral {
    * Which of a pass's due windows may be sealed, judged by the append rate
    * since the previous pass began; starts measuring the rate for this pass.
    */
-  pick(due: SealCandidate[], wallNow: number): SealCandidate[];
+  pick<C extends SealCandidate>(due: C[], wallNow: number): C[];
   /** Whether the pass may seal `c` next: appends have not come back at a busy rate since it began, or `c` is overdue. */
   mayGoOn(c: SealCandidate, wallNow: number): boolean;
 }

@@ -1,5 +1,6 @@
 import { decodeSamples } from '../sample-codec.js';
 import { decodeBlock, encodeBlock, encodeBlockAsync, type BlockData } from './block-codec.js';
+import type { HeadWindows } from './head-windows.js';
 import { encodeRollup, rollUp } from './rollup.js';
 import type { SqlConn } from './sql-conn.js';
 import { HOST_TIER_MS, WINDOW_MS } from './windows.js';
@@ -32,26 +33,22 @@ export interface SealCandidate {
 }
 
 /**
- * Head windows ready to seal: closed (end + grace <= now) and not being
- * filled (the host has moved on to a later window, or this instance has not
- * appended to it for a while, see SealSettings.idleMs). `force` ignores the idle rule.
+ * Head windows ready to seal, of those the writer knows (head-windows.ts):
+ * closed (end + grace <= now) and not being filled (the host has moved on to
+ * a later window, or this instance has not appended to it for a while, see
+ * SealSettings.idleMs). `force` ignores the idle rule. Ordered by host, then
+ * window; each with the generation a seal must still see to forget it.
  */
-export async function findSealable(conn: SqlConn, s: SealSettings, now: number, wallNow: number, pace: { lastAppend: Map<number, number>; appendGap: Map<number, number> }, force: boolean): Promise<SealCandidate[]> {
-  // Every (host, window) in the head; integer division is the window in both dialects.
-  const rows = await conn.all<{ host_key: number; window_start: number | string }>(
-    `SELECT host_key, (ts / ${WINDOW_MS}) * ${WINDOW_MS} AS window_start FROM reports GROUP BY host_key, ts / ${WINDOW_MS} ORDER BY host_key, window_start`);
-  const newest = new Map<number, number>();
-  for (const r of rows) newest.set(r.host_key, Math.max(newest.get(r.host_key) ?? -Infinity, Number(r.window_start)));
-  const out: SealCandidate[] = [];
-  for (const r of rows) {
-    const windowStart = Number(r.window_start);
+export function findSealable(windows: HeadWindows, s: SealSettings, now: number, wallNow: number, pace: { lastAppend: Map<number, number>; appendGap: Map<number, number> }, force: boolean): Array<SealCandidate & { generation: number }> {
+  const out: Array<SealCandidate & { generation: number }> = [];
+  for (const [hostKey, windowStart, generation] of windows.entries()) {
     if (windowStart + WINDOW_MS + s.graceMs > now) continue;
-    const movedOn = newest.get(r.host_key)! > windowStart;
-    const quietSince = pace.lastAppend.get(r.host_key);
-    const quietEnough = Math.max(s.idleMs, 4 * (pace.appendGap.get(r.host_key) ?? 0));
-    if (force || movedOn || quietSince === undefined || wallNow - quietSince >= quietEnough) out.push({ hostKey: r.host_key, windowStart });
+    const movedOn = windows.newest(hostKey)! > windowStart;
+    const quietSince = pace.lastAppend.get(hostKey);
+    const quietEnough = Math.max(s.idleMs, 4 * (pace.appendGap.get(hostKey) ?? 0));
+    if (force || movedOn || quietSince === undefined || wallNow - quietSince >= quietEnough) out.push({ hostKey, windowStart, generation });
   }
-  return out;
+  return out.sort((a, b) => a.hostKey - b.hostKey || a.windowStart - b.windowStart);
 }
 
 type HeadRow = { ts: number; samples: Uint8Array };
