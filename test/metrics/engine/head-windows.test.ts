@@ -7,7 +7,6 @@ import type { MetricsStore, NewReport } from '../../../src/metrics/domain/metric
 import { createEngineMetricsStore } from '../../../src/metrics/storage/engine-metrics-store.js';
 import { HeadWindows } from '../../../src/metrics/storage/engine/head-windows.js';
 import { findSealable } from '../../../src/metrics/storage/engine/sealer.js';
-import { DUE_ROLLUPS } from '../../../src/metrics/storage/engine/tenant-rollup.js';
 import { WINDOW_MS } from '../../../src/metrics/storage/engine/windows.js';
 import type { MetricsTables } from '../../../src/metrics/storage/tables.js';
 import { BACKENDS, freshStorage, type TestStorage } from '../../helpers/backends.js';
@@ -117,25 +116,5 @@ for (const backend of BACKENDS) {
         assert.ok(await sealedWithin('elsewhere', 10_000), 'sealed by the instance that never saw the appends');
       });
     }
-
-    test('the seal passes\' query for tenant windows due a rollup can use the partial index of them', async () => {
-      const args = [0, 32];
-      if (database.sqlite) {
-        const plan = database.sqlite.prepare(`EXPLAIN QUERY PLAN ${DUE_ROLLUPS}`).all(...args) as Array<{ detail: string }>;
-        assert.match(plan.map((p) => p.detail).join('\n'), /USING INDEX tenant_windows_unrolled/);
-        return;
-      }
-      const client = await database.pgPool!.connect();
-      try {
-        // The table is tiny here, so the planner would rather scan it; what is tested is that the index matches the query.
-        await client.query('SET enable_seqscan = off');
-        let i = 0;
-        const plan = await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${DUE_ROLLUPS.replace(/\?/g, () => `$${++i}`)}`, args);
-        assert.match(plan.rows.map((r) => r['QUERY PLAN']).join('\n'), /tenant_windows_unrolled/);
-      } finally {
-        await client.query('RESET enable_seqscan');
-        client.release();
-      }
-    });
   });
 }
