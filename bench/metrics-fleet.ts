@@ -1,12 +1,14 @@
 // A large live fleet: every host's current window is in the head (the raw rows not yet sealed), and reports keep
 // arriving at the fleet's pace. Measures what an agent waits for an acknowledgement then, which the background
 // passes over the head (finding windows to seal, rolling up tenants) must not hold up however many hosts there are.
+// With --closed the head's windows have just closed instead (the top of the hour, its grace over): the live reports
+// arrive while every host's window is sealed.
 //
-//   npm run bench -- metrics-fleet [--hosts 10000] [--head 120] [--rate 1000] [--seconds 20] [--backends sqlite,postgres]
+//   npm run bench -- metrics-fleet [--hosts 10000] [--head 120] [--rate 1000] [--seconds 20] [--closed] [--backends sqlite,postgres]
 //
-// The service runs in this process on a clock set 40 minutes into an hour window, so the run never crosses a window
-// end (when every host's window closes at once and is sealed: a different load). Report values come from the peers'
-// generator (../shared/bench-peers/gen.mjs, seed 42), one report shape per host.
+// The service runs in this process on its own clock: 40 minutes into an hour window (with --closed, 3 minutes), so
+// the run crosses no window end. Report values come from the peers' generator (../shared/bench-peers/gen.mjs,
+// seed 42), one report shape per host.
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -34,8 +36,9 @@ interface Gen {
 export async function run(argv: string[]): Promise<string> {
   const { values } = parseArgs({ args: argv, options: {
     hosts: { type: 'string', default: '10000' }, head: { type: 'string', default: '120' }, rate: { type: 'string', default: '1000' },
-    seconds: { type: 'string', default: '20' }, backends: { type: 'string', default: 'sqlite,postgres' },
+    seconds: { type: 'string', default: '20' }, closed: { type: 'boolean', default: false }, backends: { type: 'string', default: 'sqlite,postgres' },
   } });
+  const closed = values.closed!;
   const hosts = Number(values.hosts);
   const head = Number(values.head);
   const rate = Number(values.rate);
@@ -46,20 +49,20 @@ export async function run(argv: string[]): Promise<string> {
   const rows: string[] = [];
   for (const backend of values.backends!.split(',') as Array<'sqlite' | 'postgres'>) {
     const r = backend === 'postgres'
-      ? await onFreshSchema(PG_URL, `fleet_${process.pid}`, () => runBackend(backend, `fleet_${process.pid}`, { shapes, head, rate, seconds }))
-      : await runBackend(backend, undefined, { shapes, head, rate, seconds });
-    rows.push(`| ${backend} | ${fmt(r.headRows)} | ${fmt(r.sent)} (${fmt(r.sent / seconds)}/s) | ${r.p50.toFixed(1)} | ${r.p99.toFixed(1)} | ${r.max.toFixed(0)} | ${r.over100} |`);
+      ? await onFreshSchema(PG_URL, `fleet_${process.pid}`, () => runBackend(backend, `fleet_${process.pid}`, { shapes, head, rate, seconds, closed }))
+      : await runBackend(backend, undefined, { shapes, head, rate, seconds, closed });
+    rows.push(`| ${backend} | ${fmt(r.headRows)} | ${fmt(r.headRowsAfter)} | ${fmt(r.sent)} (${fmt(r.sent / seconds)}/s) | ${r.p50.toFixed(1)} | ${r.p99.toFixed(1)} | ${r.max.toFixed(0)} | ${r.over100} |`);
   }
   return [
-    `Command: \`npm run bench -- metrics-fleet --hosts ${hosts} --head ${head} --rate ${rate} --seconds ${seconds}\`.`,
+    `Command: \`npm run bench -- metrics-fleet --hosts ${hosts} --head ${head} --rate ${rate} --seconds ${seconds}${closed ? ' --closed' : ''}\`.`,
     '',
-    `${fmt(hosts)} hosts in ${TENANTS} tenants, each with ${head} reports of its current (open) window already in the head, loaded`,
+    `${fmt(hosts)} hosts in ${TENANTS} tenants, each with ${head} reports of its ${closed ? 'last window, closed 3 minutes ago (every one of them due a seal),' : 'current (open) window'} already in the head, loaded`,
     `by bulk bodies; then ${seconds} s of one-report requests at ${fmt(rate)} reports/s, the pace of ${fmt(rate * INTERVAL_MS / 1000)} agents`,
     'reporting every 10 s, sent open-loop (at most 512 in flight), each answered once durable. The service runs in the',
     "benchmark's process, its writer on its own thread.",
     '',
-    '| backend | head rows | reports sent | ack p50 (ms) | ack p99 (ms) | ack max (ms) | acks over 100 ms |',
-    '| --- | ---: | ---: | ---: | ---: | ---: | ---: |',
+    '| backend | head rows before | head rows after | reports sent | ack p50 (ms) | ack p99 (ms) | ack max (ms) | acks over 100 ms |',
+    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
     ...rows,
   ].join('\n');
 }
@@ -69,13 +72,16 @@ interface Input {
   head: number;
   rate: number;
   seconds: number;
+  closed: boolean;
 }
 
 async function runBackend(backend: 'sqlite' | 'postgres', schema: string | undefined, input: Input) {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'metrics-fleet-'));
   const config = benchMetricsConfig({ dataDir, databaseUrl: backend === 'postgres' ? PG_URL : undefined, dbSchema: schema });
   // 40 minutes into the window before the current one: the head's rows and the live reports share one open window.
-  const base = Math.floor(Date.now() / WINDOW_MS) * WINDOW_MS - WINDOW_MS + 40 * 60_000;
+  // Closed: 3 minutes into it, the head's rows in the window before, whose grace (2 minutes) is over.
+  const base = Math.floor(Date.now() / WINDOW_MS) * WINDOW_MS - WINDOW_MS + (input.closed ? 3 : 40) * 60_000;
+  const headEnd = input.closed ? Math.floor(base / WINDOW_MS) * WINDOW_MS : base;
   const started = Date.now();
   const now = () => base + (Date.now() - started);
   const deps = await createMetricsDeps(config, { now });
@@ -86,13 +92,13 @@ async function runBackend(backend: 'sqlite' | 'postgres', schema: string | undef
     const tokens = await Promise.all(Array.from({ length: TENANTS }, (_, t) => issueToken(deps.store, `fleet-${t}`).then((i) => i.token)));
     const tokenOf = (host: number) => tokens[host % TENANTS]!;
 
-    // The head: `head` reports per host, 10 s apart, ending just before now; bodies of 1,000 reports of one tenant.
+    // The head: `head` reports per host, 10 s apart, ending just before headEnd; bodies of 1,000 reports of one tenant.
     const bodies: Array<{ token: string; body: string }> = [];
     for (let t = 0; t < TENANTS; t++) {
       let lines: string[] = [];
       for (let k = 0; k < input.head; k++) {
         for (let h = t; h < input.shapes.length; h += TENANTS) {
-          lines.push(JSON.stringify({ ...input.shapes[h], ts: base - (input.head - k) * INTERVAL_MS }));
+          lines.push(JSON.stringify({ ...input.shapes[h], ts: headEnd - (input.head - k) * INTERVAL_MS }));
           if (lines.length === 1000) { bodies.push({ token: tokens[t]!, body: lines.join('\n') }); lines = []; }
         }
       }
@@ -132,7 +138,7 @@ async function runBackend(backend: 'sqlite' | 'postgres', schema: string | undef
     if (failures.length) throw new Error(`${failures.length} live reports failed, first: ${failures[0]}`);
     const sorted = latencies.sort((a, b) => a - b);
     const pct = (p: number) => sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]!;
-    return { headRows, sent, p50: pct(0.5), p99: pct(0.99), max: sorted[sorted.length - 1]!, over100: sorted.filter((l) => l > 100).length };
+    return { headRows, headRowsAfter: await countHead(deps), sent, p50: pct(0.5), p99: pct(0.99), max: sorted[sorted.length - 1]!, over100: sorted.filter((l) => l > 100).length };
   } finally {
     await app.close();
     await deps.close();
