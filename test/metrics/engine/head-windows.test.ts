@@ -16,29 +16,29 @@ const W = WINDOW_MS;
 const settings = { graceMs: 0, idleMs: 500 };
 const noPace = { lastAppend: new Map<number, number>(), appendGap: new Map<number, number>() };
 
+/** [host, window start, generation] of every known window, sorted. */
+const known = (h: HeadWindows) => [...h.hosts()].flatMap(([host, windows]) => [...windows].map(([w, g]) => [host, w, g])).sort((a, b) => a[0]! - b[0]! || a[1]! - b[1]!);
+
 describe('HeadWindows', () => {
-  test('knows each host window once, and the newest window of a host', () => {
+  test('knows each host window once, with the generation of its last append', () => {
     const h = new HeadWindows();
     h.add(1, 0);
     h.add(1, W);
     h.add(1, 0);
     h.add(2, 5 * W);
-    assert.deepEqual([...h.entries()].map(([host, w]) => [host, w]).sort((a, b) => a[0]! - b[0]! || a[1]! - b[1]!), [[1, 0], [1, W], [2, 5 * W]]);
-    assert.equal(h.newest(1), W);
-    assert.equal(h.newest(3), undefined);
-    assert.equal([...h.entries()].length, 3);
+    assert.deepEqual(known(h), [[1, 0, 3], [1, W, 2], [2, 5 * W, 4]]);
   });
 
   test('a window is forgotten only if nothing was appended to it after its generation was read', () => {
     const h = new HeadWindows();
     h.add(1, 0);
-    const seen = h.generationOf(1, 0)!;
+    const seen = known(h)[0]![2]!;
     h.add(1, 0); // an append that came while the seal ran: its row may not be in the block
     h.forget(1, 0, seen);
-    assert.equal([...h.entries()].length, 1, 'kept: the later append must be sealed too');
-    h.forget(1, 0, h.generationOf(1, 0)!);
-    assert.equal([...h.entries()].length, 0);
-    assert.equal(h.newest(1), undefined);
+    assert.equal(known(h).length, 1, 'kept: the later append must be sealed too');
+    h.forget(1, 0, known(h)[0]![2]!);
+    assert.deepEqual(known(h), []);
+    assert.deepEqual([...h.hosts()], [], 'a host with no window left is dropped');
   });
 });
 

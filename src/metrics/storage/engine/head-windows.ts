@@ -25,23 +25,9 @@ export class HeadWindows {
     windows.set(windowStart, ++this.generation);
   }
 
-  /** Every known window as [host, window start, generation], hosts and windows in no particular order. */
-  *entries(): Iterable<[hostKey: number, windowStart: number, generation: number]> {
-    for (const [hostKey, windows] of this.byHost) for (const [windowStart, generation] of windows) yield [hostKey, windowStart, generation];
-  }
-
-  /** The newest window known for `hostKey`. */
-  newest(hostKey: number): number | undefined {
-    const windows = this.byHost.get(hostKey);
-    if (!windows) return undefined;
-    let newest = -Infinity;
-    for (const w of windows.keys()) if (w > newest) newest = w;
-    return newest;
-  }
-
-  /** The entry's generation now (undefined once forgotten). */
-  generationOf(hostKey: number, windowStart: number): number | undefined {
-    return this.byHost.get(hostKey)?.get(windowStart);
+  /** Every host with known windows, and its windows (start -> generation). */
+  hosts(): Iterable<[hostKey: number, windows: ReadonlyMap<number, number>]> {
+    return this.byHost;
   }
 
   /** Forgets a window whose rows are gone, unless an append came after `generation` was read. */

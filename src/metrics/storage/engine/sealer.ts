@@ -41,12 +41,14 @@ export interface SealCandidate {
  */
 export function findSealable(windows: HeadWindows, s: SealSettings, now: number, wallNow: number, pace: { lastAppend: Map<number, number>; appendGap: Map<number, number> }, force: boolean): Array<SealCandidate & { generation: number }> {
   const out: Array<SealCandidate & { generation: number }> = [];
-  for (const [hostKey, windowStart, generation] of windows.entries()) {
-    if (windowStart + WINDOW_MS + s.graceMs > now) continue;
-    const movedOn = windows.newest(hostKey)! > windowStart;
+  for (const [hostKey, hostWindows] of windows.hosts()) {
+    const newest = Math.max(...hostWindows.keys());
     const quietSince = pace.lastAppend.get(hostKey);
-    const quietEnough = Math.max(s.idleMs, 4 * (pace.appendGap.get(hostKey) ?? 0));
-    if (force || movedOn || quietSince === undefined || wallNow - quietSince >= quietEnough) out.push({ hostKey, windowStart, generation });
+    const quiet = quietSince === undefined || wallNow - quietSince >= Math.max(s.idleMs, 4 * (pace.appendGap.get(hostKey) ?? 0));
+    for (const [windowStart, generation] of hostWindows) {
+      if (windowStart + WINDOW_MS + s.graceMs > now) continue;
+      if (force || windowStart < newest || quiet) out.push({ hostKey, windowStart, generation });
+    }
   }
   return out.sort((a, b) => a.hostKey - b.hostKey || a.windowStart - b.windowStart);
 }
