@@ -4,6 +4,10 @@ import { asBuffer } from './sealer.js';
 import type { SqlConn } from './sql-conn.js';
 import { TENANT_COARSE_MS, TENANT_FINE_MS } from './windows.js';
 
+/** Windows whose rollup is missing or stale; the WHERE is the partial index's predicate (migration 0007), word for word. */
+export const DUE_ROLLUPS = `SELECT tenant_id, window_start, version FROM tenant_windows
+  WHERE (rolled_version IS NULL OR rolled_version <> version) AND changed_at <= ? ORDER BY window_start LIMIT ?`;
+
 /**
  * A tenant's rollup of one window: every host block of the window rolled up
  * into fine (1 min) and coarse (1 h) cells and summed over hosts, so the fleet
@@ -15,10 +19,6 @@ import { TENANT_COARSE_MS, TENANT_FINE_MS } from './windows.js';
  * rolls a window up only while it holds that window's row (SKIP LOCKED), so two
  * instances never compute the same rollup.
  */
-/** Windows whose rollup is missing or stale; the WHERE is the partial index's predicate (migration 0007), word for word. */
-export const DUE_ROLLUPS = `SELECT tenant_id, window_start, version FROM tenant_windows
-  WHERE (rolled_version IS NULL OR rolled_version <> version) AND changed_at <= ? ORDER BY window_start LIMIT ?`;
-
 export async function rollTenantWindows(conn: SqlConn, wallNow: number, settleMs: number, limit: number): Promise<number> {
   const due = await conn.all<{ tenant_id: string; window_start: number; version: number }>(DUE_ROLLUPS, [wallNow - settleMs, limit]);
   let done = 0;
