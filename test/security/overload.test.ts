@@ -6,11 +6,12 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { BACKENDS, freshStorage } from '../helpers/backends.js';
 import type { Reply } from '../helpers/http.js';
 import { ingestBulk, makeReport } from '../helpers/metrics.js';
-
-const REPORTS = 500;
 import { newBusiness, newUser } from '../helpers/sync.js';
 import { change, device } from '../sync/push-client.js';
 import { metricsToken, spawnService, type RealService } from './real-process.js';
+
+/** Reports per host loaded before the metrics reads (see there). */
+const REPORTS = 500;
 
 /**
  * One request on a connection of its own (`Connection: close`): on a machine
@@ -107,6 +108,7 @@ describe('overload', { concurrency: true }, () => {
       for (let host = 0; host < 40; host++) {
         const put = await ingestBulk(svc.url, token, Array.from({ length: REPORTS }, (_, i) => makeReport({ agentId: `h-${host}`, ts: now - i * 10_000 - host })));
         assert.equal(put.status, 200);
+        assert.equal(put.body.stored, REPORTS);
       }
       const work = drive(256, 64, (i) => fresh(svc.url, 'GET',
         i % 2 ? `/api/v1/aggregate?from=${now - REPORTS * 10_000}&to=${now}&points=10000` : `/api/v1/host/h-${i % 40}?from=0&points=10000`,
