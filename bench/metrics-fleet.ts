@@ -20,6 +20,7 @@ import { issueToken } from '../src/metrics/domain/tenant-tokens.js';
 import { WINDOW_MS } from '../src/metrics/storage/engine/windows.js';
 import { benchMetricsConfig } from './lib/metrics-config.js';
 import { onFreshSchema } from './lib/postgres.js';
+import { fmt, pool, quantile } from './lib/numbers.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const GEN = path.resolve(here, '../../shared/bench-peers/gen.mjs');
@@ -137,8 +138,7 @@ async function runBackend(backend: 'sqlite' | 'postgres', schema: string | undef
     while (inFlight) await new Promise((r) => setTimeout(r, 10));
     if (failures.length) throw new Error(`${failures.length} live reports failed, first: ${failures[0]}`);
     const sorted = latencies.sort((a, b) => a - b);
-    const pct = (p: number) => sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]!;
-    return { headRows, headRowsAfter: await countHead(deps), sent, p50: pct(0.5), p99: pct(0.99), max: sorted[sorted.length - 1]!, over100: sorted.filter((l) => l > 100).length };
+    return { headRows, headRowsAfter: await countHead(deps), sent, p50: quantile(sorted, 0.5), p99: quantile(sorted, 0.99), max: sorted[sorted.length - 1]!, over100: sorted.filter((l) => l > 100).length };
   } finally {
     await app.close();
     await deps.close();
@@ -150,15 +150,4 @@ async function countHead(deps: Awaited<ReturnType<typeof createMetricsDeps>>): P
   if (deps.database.sqlite) return (deps.database.sqlite.prepare('SELECT count(*) AS n FROM reports').get() as { n: number }).n;
   const r = await deps.database.pgPool!.query<{ n: string }>('SELECT count(*) AS n FROM reports');
   return Number(r.rows[0]!.n);
-}
-
-async function pool<T>(items: T[], concurrency: number, fn: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  await Promise.all(Array.from({ length: concurrency }, async () => {
-    while (next < items.length) await fn(items[next++]!);
-  }));
-}
-
-function fmt(n: number): string {
-  return Math.round(n).toLocaleString('en-US');
 }

@@ -15,6 +15,7 @@ import { buildMetricsApp } from '../src/metrics/app.js';
 import { createMetricsDeps } from '../src/metrics/deps.js';
 import { issueToken } from '../src/metrics/domain/tenant-tokens.js';
 import { benchMetricsConfig } from './lib/metrics-config.js';
+import { fmt, pool, quantile } from './lib/numbers.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const GEN = path.resolve(here, '../../shared/bench-peers/gen.mjs');
@@ -122,6 +123,7 @@ async function runBackend(backend: 'sqlite' | 'postgres', input: BackendInput) {
       latencies.push(performance.now() - t0);
     });
     const reportsPerS = input.fleet.length / ((performance.now() - started) / 1000);
+    const sortedLatencies = latencies.sort((a, b) => a - b);
 
     // Bulk: the same fleet shifted one generator span later (new reports), NDJSON bodies of 1,000 reports, 4 in flight.
     const shift = input.fleetSpanMs;
@@ -169,8 +171,8 @@ async function runBackend(backend: 'sqlite' | 'postgres', input: BackendInput) {
     const samples = (2 * input.fleet.length + input.dayBodies.length) * 28;
     return {
       reportsPerS,
-      ingestP50: pct(latencies, 0.5),
-      ingestP95: pct(latencies, 0.95),
+      ingestP50: quantile(sortedLatencies, 0.5),
+      ingestP95: quantile(sortedLatencies, 0.95),
       seriesP50: series.p50,
       seriesP95: series.p95,
       aggP50: agg.p50,
@@ -196,23 +198,8 @@ async function timeRuns<T>(n: number, fn: () => Promise<T>): Promise<{ p50: numb
     last = await fn();
     times.push(performance.now() - t0);
   }
-  return { p50: pct(times, 0.5), p95: pct(times, 0.95), last };
-}
-
-async function pool<T>(items: T[], concurrency: number, fn: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  await Promise.all(Array.from({ length: concurrency }, async () => {
-    while (next < items.length) await fn(items[next++]!);
-  }));
-}
-
-function pct(values: number[], p: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]!;
-}
-
-function fmt(n: number): string {
-  return Math.round(n).toLocaleString('en-US');
+  times.sort((a, b) => a - b);
+  return { p50: quantile(times, 0.5), p95: quantile(times, 0.95), last };
 }
 
 function sqliteReportBytes(db: { pragma(s: string): unknown; prepare(s: string): { get(): unknown } }): number {
@@ -243,4 +230,3 @@ async function dropSchema(schema: string): Promise<void> {
   await client.connect();
   try { await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`); } finally { await client.end(); }
 }
-

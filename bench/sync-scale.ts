@@ -13,6 +13,7 @@ import { parseArgs } from 'node:util';
 import { validAbn } from '../test/helpers/sync.js';
 import { ensureDatabase, onFreshSchema, pgCpu } from './lib/postgres.js';
 import { stopAll, waitUp } from './lib/instances.js';
+import { fmt } from './lib/numbers.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const PG_URL = process.env['BENCH_DATABASE_URL'] ?? 'postgres://postgres@127.0.0.1:5432/bench_sync';
@@ -165,8 +166,4 @@ function procCpu(procs: ChildProcess[]): number {
     } catch { /* gone */ }
   }
   return total;
-}
-
-function fmt(n: number): string {
-  return Math.round(n).toLocaleString('en-US');
 }

@@ -26,6 +26,7 @@ import { createSyncDeps } from '../src/sync/deps.js';
 import { feedFanOut, type FanOut } from './lib/feed-fanout.js';
 import { initialSync, type InitialSync } from './lib/initial-sync.js';
 import { ensureDatabase, pgCpu } from './lib/postgres.js';
+import { fmt, quantile } from './lib/numbers.js';
 
 const PG_URL = process.env['BENCH_DATABASE_URL'] ?? 'postgres://postgres@127.0.0.1:5432/bench_sync';
 const PG_DB = new URL(PG_URL).pathname.slice(1);
@@ -264,12 +265,4 @@ async function dropSchema(schema: string): Promise<void> {
 
 function cpuMicros(u: NodeJS.CpuUsage): number {
   return u.user + u.system;
-}
-
-function quantile(sorted: number[], q: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
-}
-
-function fmt(n: number): string {
-  return Math.round(n).toLocaleString('en-US');
 }
