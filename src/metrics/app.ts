@@ -56,13 +56,13 @@ export async function buildMetricsApp(config: MetricsConfig, deps: MetricsDeps, 
 
   let stopSweep: (() => Promise<void>) | undefined;
   app.addHook('onReady', async () => {
-    stopSweep = startRetentionSweep(deps.store, {
+    stopSweep = startRetentionSweep({ store: deps.store, alerts: deps.alerts }, {
       retentionMs,
       intervalMs: config.retentionSweepMs,
       now: deps.now,
       onSweep: (r) => {
         if ('error' in r) app.log.error({ err: r.error }, 'retention sweep failed');
-        else if (r.reports || r.hosts) app.log.info(r, 'retention sweep removed expired data');
+        else if (r.reports || r.hosts || r.incidents) app.log.info(r, 'retention sweep removed expired data');
       },
     });
   });

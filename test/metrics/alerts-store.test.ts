@@ -101,5 +101,30 @@ for (const backend of BACKENDS) {
       assert.equal((await store.list('t-a', { from: 0, to: 10_000, limit: 2 })).length, 2);
       assert.deepEqual(await store.list('t-c', { from: 0, to: 10_000, limit: 10 }), []);
     });
+
+    test('deleteEndedBefore: incidents resolved, or open and last seen, before the cutoff go, of every tenant; the rest stay', async () => {
+      // Retention reaches incidents through the tenants table (as every sweep statement does); the other tests' tenants
+      // are not in it, so their incidents are out of this sweep's reach.
+      const conn = databaseConn(database);
+      for (const id of ['t-r1', 't-r2']) await conn.run('INSERT INTO tenants (id, name, created_at) VALUES (?, ?, 0)', [id, id]);
+      const cutoff = 100_000;
+      const at = (tenantId: string, name: string, startsAt: number, lastSeenAt: number, resolvedAt: number | null) =>
+        incident({ tenantId, hostId: 'h', fingerprint: name, name, startsAt, lastSeenAt, resolvedAt });
+      await store.record({ opened: [
+        at('t-r1', 'resolved-before', 10_000, 40_000, 50_000),
+        at('t-r1', 'resolved-at-cutoff', 10_000, 90_000, cutoff),
+        at('t-r1', 'open-last-seen-before', 10_000, 90_000, null),
+        at('t-r1', 'open-still-carried', 10_000, 150_000, null),
+        at('t-r1', 'resolved-after', 20_000, 110_000, 120_000),
+        at('t-r1', 'started-after', 130_000, 130_000, null),
+        at('t-r2', 'other-tenant-resolved-before', 5_000, 5_000, 6_000),
+      ], updated: [] });
+      assert.equal(await store.deleteEndedBefore(cutoff), 3);
+      const left = async (tenantId: string) => (await store.list(tenantId, { from: 0, to: 1_000_000, limit: 100 })).map((a) => a.name).sort();
+      assert.deepEqual(await left('t-r1'), ['open-still-carried', 'resolved-after', 'resolved-at-cutoff', 'started-after']);
+      assert.deepEqual(await left('t-r2'), []);
+      assert.equal((await store.list('t-a', { from: 0, to: 10_000, limit: 10 })).length, 4, 'tenants the sweep does not know keep theirs');
+      assert.equal(await store.deleteEndedBefore(cutoff), 0, 'a second sweep finds nothing more');
+    });
   });
 }

@@ -3,7 +3,9 @@ import assert from 'node:assert/strict';
 import type { Database } from '../../src/core/storage/database.js';
 import { openMetricsDatabase } from '../../src/metrics/deps.js';
 import type { MetricsStore, NewReport } from '../../src/metrics/domain/metrics-store.js';
+import { createAlertStore, type AlertTables } from '../../src/metrics/alerts/alert-store.js';
 import { startRetentionSweep } from '../../src/metrics/domain/retention.js';
+import { databaseConn } from '../../src/metrics/storage/engine/sql-conn.js';
 import { createEngineMetricsStore } from '../../src/metrics/storage/engine-metrics-store.js';
 import type { MetricsTables } from '../../src/metrics/storage/tables.js';
 import { BACKENDS, freshStorage, type TestStorage } from '../helpers/backends.js';
@@ -160,17 +162,28 @@ for (const backend of BACKENDS) {
       assert.equal(h!.intervalMs, 15_000);
     });
 
-    test('retention deletes older reports and hosts left with none; the sweep reports what it removed', async () => {
+    test('retention deletes older reports, hosts left with none and incidents that ended before it; the sweep reports what it removed', async () => {
       const t = await newTenant(store);
       const day = 86_400_000;
       const now = 100 * day;
       await store.appendReport(report(t.tenantId, 'stale', now - 40 * day));
       await store.appendReport(report(t.tenantId, 'live', now - 31 * day));
       await store.appendReport(report(t.tenantId, 'live', now - 29 * day));
-      const result = await new Promise<unknown>((resolve) => {
-        const stop = startRetentionSweep(store, { retentionMs: 30 * day, intervalMs: 60_000, now: () => now, onSweep: (r) => { void stop().then(() => resolve(r)); } });
+      const alerts = createAlertStore(database.db.withTables<AlertTables>(), databaseConn(database));
+      const incident = (name: string, lastSeenAt: number, resolvedAt: number | null) => ({
+        tenantId: t.tenantId, hostId: 'live', fingerprint: name, name, severity: 'warning' as const, message: null, labels: {}, value: null,
+        threshold: null, startsAt: now - 35 * day, lastSeenAt, resolvedAt, createdAt: now - 35 * day, routes: {},
       });
-      assert.ok(typeof result === 'object' && result !== null && 'reports' in result && (result as { reports: number }).reports >= 2);
+      await alerts.record({ opened: [incident('ended', now - 33 * day, now - 32 * day), incident('firing', now - 29 * day, null)], updated: [] });
+      const result = await new Promise<unknown>((resolve) => {
+        const stop = startRetentionSweep({ store, alerts }, { retentionMs: 30 * day, intervalMs: 60_000, now: () => now, onSweep: (r) => { void stop().then(() => resolve(r)); } });
+      });
+      // Both stale reports went; on every backend the sweep counts them, plus any an earlier test's tenant left that old.
+      assert.ok(typeof result === 'object' && result !== null && 'reports' in result, JSON.stringify(result));
+      const { reports, hosts, incidents } = result as { reports: number; hosts: number; incidents: number };
+      assert.ok(reports >= 2 && hosts >= 1, JSON.stringify(result));
+      assert.equal(incidents, 1);
+      assert.deepEqual((await alerts.list(t.tenantId, { from: 0, to: now, limit: 10 })).map((a) => a.name), ['firing']);
       assert.deepEqual(await store.listHosts(t.tenantId), ['live']);
       assert.deepEqual((await collect(store, t.tenantId, 'live', 0, now)).map((r) => r.ts), [now - 29 * day]);
       assert.equal((await store.appendReport(report(t.tenantId, 'stale', now))).status, 'stored');

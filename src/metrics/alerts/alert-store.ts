@@ -82,7 +82,19 @@ export interface AlertStore {
   record(changes: { opened: NewAlert[]; updated: StoredAlert[] }): Promise<void>;
   /** The tenant's incidents in the range, newest start first, at most `limit`; never another tenant's. */
   list(tenantId: string, q: AlertQuery): Promise<StoredAlert[]>;
+  /**
+   * Retention: deletes the incidents that ended before `cutoff` (resolved before it, or open and last seen before
+   * it), of every tenant; returns how many.
+   */
+  deleteEndedBefore(cutoff: number): Promise<number>;
 }
+
+/**
+ * An incident that ended before the cutoff also began before it, so each tenant's range of start times
+ * (`alerts_tenant_starts`) reaches it: the sweep reads the incidents older than the retention, not the whole table.
+ * Parameters: the cutoff, twice.
+ */
+export const DELETE_ENDED_SQL = 'DELETE FROM alerts WHERE tenant_id IN (SELECT id FROM tenants) AND starts_at < ? AND COALESCE(resolved_at, last_seen_at) < ?';
 
 type Row = AlertTables['alerts'];
 
@@ -204,5 +216,6 @@ export function createAlertStore(db: Kysely<AlertTables>, conn: SqlConn): AlertS
       const rows = await query.orderBy('starts_at', 'desc').orderBy('id', 'desc').limit(q.limit).execute();
       return rows.map(fromRow);
     },
+    deleteEndedBefore: (cutoff) => conn.run(DELETE_ENDED_SQL, [cutoff, cutoff]),
   };
 }

@@ -2,20 +2,21 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Database } from '../../../src/core/storage/database.js';
 import { openMetricsDatabase } from '../../../src/metrics/deps.js';
+import { DELETE_ENDED_SQL } from '../../../src/metrics/alerts/alert-store.js';
 import { RETENTION_SQL } from '../../../src/metrics/storage/engine/engine-writer.js';
 import { DUE_ROLLUPS } from '../../../src/metrics/storage/engine/tenant-rollup.js';
 import type { MetricsTables } from '../../../src/metrics/storage/tables.js';
 import { BACKENDS, freshStorage, type TestStorage } from '../../helpers/backends.js';
 
 /**
- * The writer's background statements run on a schedule whatever the data's
+ * The background statements (the writer's passes, the retention sweep) run on a schedule whatever the data's
  * size: each must reach what it needs through an index, never read a whole
  * table of the ones that grow with the fleet and its history. The tables are
  * tiny here, so on PostgreSQL sequential scans are switched off: a plan that
  * still has one has no index path at all. Scanning the partial index of the
  * tenant windows due a rollup is fine: it holds only those.
  */
-const GROWING = /(?:SCAN|Seq Scan on) (?:reports|blocks|tenant_windows)\b(?! USING INDEX tenant_windows_unrolled)/;
+const GROWING = /(?:SCAN|Seq Scan on) (?:reports|blocks|tenant_windows|alerts)\b(?! USING INDEX tenant_windows_unrolled)/;
 
 const STATEMENTS: Array<[what: string, sql: string, params: number[]]> = [
   ['tenant windows due a rollup', DUE_ROLLUPS, [0, 32]],
@@ -23,6 +24,7 @@ const STATEMENTS: Array<[what: string, sql: string, params: number[]]> = [
   ['retention: rows in expired blocks', RETENTION_SQL.sealedRows, [0]],
   ['retention: expired blocks', RETENTION_SQL.blocks, [0]],
   ['retention: expired tenant rollups', RETENTION_SQL.tenantWindows, [0]],
+  ['retention: ended alert incidents', DELETE_ENDED_SQL, [0, 0]],
 ];
 
 for (const backend of BACKENDS) {
