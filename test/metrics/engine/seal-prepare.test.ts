@@ -5,7 +5,7 @@ import { openMetricsDatabase } from '../../../src/metrics/deps.js';
 import { decodeBlock } from '../../../src/metrics/storage/engine/block-codec.js';
 import { appendBatch, newWriterState } from '../../../src/metrics/storage/engine/head-writer.js';
 import { SealedTimestamps } from '../../../src/metrics/storage/engine/sealed-timestamps.js';
-import { prepareSeal, sealWindow } from '../../../src/metrics/storage/engine/sealer.js';
+import { prepareSeal, sealWindow, sealWindows } from '../../../src/metrics/storage/engine/sealer.js';
 import { databaseConn, type SqlConn } from '../../../src/metrics/storage/engine/sql-conn.js';
 import type { MetricsTables } from '../../../src/metrics/storage/tables.js';
 import { BACKENDS, freshStorage, type TestStorage } from '../../helpers/backends.js';
@@ -92,6 +92,30 @@ for (const backend of BACKENDS) {
       assert.deepEqual(b.ts, [0, 30_000], 'the sealed report and the late one, each once');
       assert.deepEqual(b.cpu, [0, 30]);
       assert.equal(await headRows(h.key), 0);
+    });
+
+    test('several windows sealed in one transaction: each block written, every head row moved, each tenant window marked changed once', async () => {
+      const tenantId = `t-${++tenant}`;
+      await conn.run('INSERT INTO tenants (id, name, created_at) VALUES (?, ?, 0)', [tenantId, tenantId]);
+      const deps = { conn, state: newWriterState(), limits: { perHost: 10, perTenant: 10 }, sealed: new SealedTimestamps(), wallNow: () => 0 };
+      const hour = 3_600_000;
+      // Two hosts of one tenant in window 0, the second also in window 1, reports interleaved as a fleet's arrive.
+      const reports = [0, 10_000, 20_000].flatMap((t) => ['a', 'b'].map((hostId) => ({ tenantId, hostId, hostname: hostId, platform: 'linux', ts: t, names: ['cpu.usage'], values: [t / 1000] })));
+      reports.push({ tenantId, hostId: 'b', hostname: 'b', platform: 'linux', ts: hour + 5_000, names: ['cpu.usage'], values: [7] });
+      assert.ok((await appendBatch(deps, reports)).every((o) => o.status === 'stored'));
+      const keys = new Map((await conn.all<{ key: number; host_id: string }>('SELECT key, host_id FROM hosts WHERE tenant_id = ?', [tenantId])).map((r) => [r.host_id, r.key]));
+      const other = await host();
+      await sealWindow(conn, { hostKey: other.key, windowStart: 0 }, 0);
+      const windows = [{ hostKey: keys.get('a')!, windowStart: 0 }, { hostKey: keys.get('b')!, windowStart: 0 }, { hostKey: keys.get('b')!, windowStart: hour },
+        { hostKey: other.key, windowStart: 0 }];
+      const items = await Promise.all(windows.map(async (c) => ({ c, prepared: await prepareSeal(conn, c) })));
+      assert.deepEqual(await sealWindows(conn, items, 0), [true, true, true, false], 'a window whose rows were sealed already is not sealed again');
+      for (const key of keys.values()) assert.equal(await headRows(key), 0);
+      const blocks = await conn.all<{ host_key: number; window_start: number | string; rows: number }>(
+        'SELECT host_key, window_start, rows FROM blocks WHERE host_key IN (?, ?) ORDER BY host_key, window_start', [keys.get('a')!, keys.get('b')!]);
+      assert.deepEqual(blocks.map((r) => [r.host_key, Number(r.window_start), r.rows]), [[keys.get('a')!, 0, 3], [keys.get('b')!, 0, 3], [keys.get('b')!, hour, 1]]);
+      const marked = await conn.all<{ window_start: number | string; version: number }>('SELECT window_start, version FROM tenant_windows WHERE tenant_id = ? ORDER BY window_start', [tenantId]);
+      assert.deepEqual(marked.map((r) => [Number(r.window_start), r.version]), [[0, 1], [hour, 1]], 'one version step per tenant window and transaction');
     });
   });
 }

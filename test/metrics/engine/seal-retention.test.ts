@@ -4,7 +4,7 @@ import type { Database } from '../../../src/core/storage/database.js';
 import { openMetricsDatabase } from '../../../src/metrics/deps.js';
 import { appendBatch, newWriterState } from '../../../src/metrics/storage/engine/head-writer.js';
 import { SealedTimestamps } from '../../../src/metrics/storage/engine/sealed-timestamps.js';
-import { sealWindow } from '../../../src/metrics/storage/engine/sealer.js';
+import { sealWindow, sealWindows } from '../../../src/metrics/storage/engine/sealer.js';
 import { pgConn, type SqlConn } from '../../../src/metrics/storage/engine/sql-conn.js';
 import type { MetricsTables } from '../../../src/metrics/storage/tables.js';
 import { BACKENDS, freshStorage, type TestStorage } from '../../helpers/backends.js';
@@ -29,27 +29,46 @@ for (const backend of BACKENDS.filter((b) => b === 'postgres')) {
       await storage.cleanup();
     });
 
+    /** `conn` whose transactions run `sweep` (on its own connection, committed) right after a seal reads a host's head rows. */
+    const sweepAfterHeadRead = (sweep: (hostKey: number) => Promise<unknown> | undefined): SqlConn => ({
+      ...conn,
+      transaction: (fn, opts) => conn.transaction((tx) => fn({
+        ...tx,
+        all: async <T>(text: string, params?: readonly unknown[]) => {
+          const rows = await tx.all<T>(text, params);
+          if (text.startsWith('SELECT ts, samples FROM reports')) await sweep(Number(params?.[0]));
+          return rows;
+        },
+      }), opts),
+    });
+
     test('the head rows a seal read are swept before it deletes them: no block is written, the seal reports nothing done', async () => {
       await conn.run(`INSERT INTO tenants (id, name, created_at) VALUES ('t-race', 't-race', 0)`);
       const deps = { conn, state: newWriterState(), limits: { perHost: 10, perTenant: 10 }, sealed: new SealedTimestamps(), wallNow: () => 0 };
       const reports = Array.from({ length: 5 }, (_, i) => ({ tenantId: 't-race', hostId: 'h', hostname: 'h', platform: 'linux', ts: i * 10_000, names: ['cpu.usage'], values: [i] }));
       assert.ok((await appendBatch(deps, reports)).every((o) => o.status === 'stored'));
       const key = (await conn.all<{ key: number }>('SELECT key FROM hosts'))[0]!.key;
-      // The sweep commits on its own connection right after the seal's read of the head.
-      const sweeping: SqlConn = {
-        ...conn,
-        transaction: (fn, opts) => conn.transaction((tx) => fn({
-          ...tx,
-          all: async <T>(text: string, params?: readonly unknown[]) => {
-            const rows = await tx.all<T>(text, params);
-            if (text.startsWith('SELECT ts, samples FROM reports')) await database.pgPool!.query('DELETE FROM reports WHERE ts < 1000000');
-            return rows;
-          },
-        }), opts),
-      };
+      const sweeping = sweepAfterHeadRead(() => database.pgPool!.query('DELETE FROM reports WHERE ts < 1000000'));
       assert.equal(await sealWindow(sweeping, { hostKey: key, windowStart: 0 }, 0), false);
       assert.deepEqual(await conn.all('SELECT window_start FROM blocks'), [], 'the swept reports were not written back as a block');
       assert.deepEqual(await conn.all('SELECT window_start FROM tenant_windows'), []);
+    });
+
+    test('in a group sealed in one transaction, the window whose rows were swept is undone alone: the others are sealed', async () => {
+      await conn.run(`INSERT INTO tenants (id, name, created_at) VALUES ('t-group', 't-group', 0)`);
+      const deps = { conn, state: newWriterState(), limits: { perHost: 10, perTenant: 10 }, sealed: new SealedTimestamps(), wallNow: () => 0 };
+      const hour = 3_600_000;
+      const reports = ['g1', 'g2', 'g3'].flatMap((hostId) => Array.from({ length: 3 }, (_, i) => ({ tenantId: 't-group', hostId, hostname: hostId, platform: 'linux', ts: 10 * hour + i * 10_000, names: ['cpu.usage'], values: [i] })));
+      assert.ok((await appendBatch(deps, reports)).every((o) => o.status === 'stored'));
+      const keys = new Map((await conn.all<{ key: number; host_id: string }>(`SELECT key, host_id FROM hosts WHERE tenant_id = 't-group'`)).map((r) => [r.host_id, Number(r.key)]));
+      const raced = keys.get('g2')!;
+      // The sweep deletes g2's rows only.
+      const sweeping = sweepAfterHeadRead((hostKey) => hostKey === raced ? database.pgPool!.query('DELETE FROM reports WHERE host_key = $1', [raced]) : undefined);
+      const items = ['g1', 'g2', 'g3'].map((h) => ({ c: { hostKey: keys.get(h)!, windowStart: 10 * hour }, prepared: undefined }));
+      assert.deepEqual(await sealWindows(sweeping, items, 0), [true, false, true]);
+      const sealed = await conn.all<{ host_key: number; rows: number }>(`SELECT host_key, rows FROM blocks WHERE host_key = ANY(?) ORDER BY host_key`, [[...keys.values()]]);
+      assert.deepEqual(sealed.map((r) => [Number(r.host_key), r.rows]), [[keys.get('g1')!, 3], [keys.get('g3')!, 3]], 'no block for the swept window');
+      assert.deepEqual((await conn.all<{ n: string }>('SELECT count(*) AS n FROM reports WHERE host_key = ANY(?)', [[...keys.values()]])).map((r) => Number(r.n)), [0]);
     });
   });
 }

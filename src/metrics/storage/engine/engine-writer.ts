@@ -4,7 +4,7 @@ import { appendBatch, newWriterState, type HeadReport } from './head-writer.js';
 import { SealedTimestamps } from './sealed-timestamps.js';
 import { createSealDeferral, type SealDeferralSettings } from './seal-deferral.js';
 import { scanHead } from './head-windows.js';
-import { findSealable, prepareSeal, sealWindow, type SealSettings } from './sealer.js';
+import { findSealable, prepareSeal, sealWindows, type PreparedSeal, type SealCandidate, type SealSettings } from './sealer.js';
 import type { SqlConn } from './sql-conn.js';
 import { rollTenantWindows } from './tenant-rollup.js';
 import { WINDOW_MS } from './windows.js';
@@ -64,6 +64,11 @@ export const DEFAULT_WRITER_OPTIONS = {
 
 /** Append transactions in flight at once on PostgreSQL (each on its own pooled connection). */
 const PG_COMMITS_IN_FLIGHT = 4;
+/**
+ * Host windows sealed in one transaction at most (sealer.ts, sealWindows): enough that windows whose head rows share
+ * pages log them once, few enough that appends waiting behind the transaction wait for a few seals, not a pass.
+ */
+const SEAL_GROUP = 8;
 /** Seconds a refused append is told to wait. */
 const RETRY_AFTER_S = 1;
 /** How often at most a seal pass on PostgreSQL vacuums the head table. */
@@ -177,10 +182,10 @@ export function createEngineWriter(conn: SqlConn, opts: WriterOptions, onError: 
   }
 
   /**
-   * Finds what is due and seals it one window per turn of the work chain, so
-   * appends that arrive meanwhile commit between two seals instead of after
-   * the whole pass; each block is built and compressed before its turn
-   * (prepareSeal), while appends commit. While a backlog is replayed at a
+   * Finds what is due and seals it a few windows per turn of the work chain
+   * (SEAL_GROUP), so appends that arrive meanwhile commit between two groups
+   * instead of after the whole pass; each block is built and compressed before
+   * its turn (prepareSeal), while appends commit. While a backlog is replayed at a
    * burst's rate, windows wait, within a bound (seal-deferral.ts).
    */
   async function sealPass(force: boolean): Promise<void> {
@@ -192,14 +197,20 @@ export function createEngineWriter(conn: SqlConn, opts: WriterOptions, onError: 
     }
     const found = findSealable(state.headWindows, opts.seal, opts.now(), wallNow(), state, force);
     const due = force ? found : deferral.pick(found, wallNow());
-    for (const c of due) {
+    for (let at = 0; at < due.length; at += SEAL_GROUP) {
       if (closed && !force) return;
-      if (!force && !deferral.mayGoOn(c, wallNow())) continue;
-      const prepared = await prepareSeal(conn, c);
-      // No rows left (sealed by another instance, or the entry outlived a rolled-back append): nothing to track.
-      if (!prepared) { state.headWindows.forget(c.hostKey, c.windowStart, c.generation); continue; }
+      const group: Array<{ c: SealCandidate & { generation: number }; prepared: PreparedSeal | undefined }> = [];
+      for (const c of due.slice(at, at + SEAL_GROUP)) {
+        if (!force && !deferral.mayGoOn(c, wallNow())) continue;
+        const prepared = await prepareSeal(conn, c);
+        // No rows left (sealed by another instance, or the entry outlived a rolled-back append): nothing to track.
+        if (!prepared) state.headWindows.forget(c.hostKey, c.windowStart, c.generation);
+        else group.push({ c, prepared });
+      }
+      if (!group.length) continue;
       await serial(async () => {
-        if (await sealWindow(conn, c, wallNow(), prepared)) state.headWindows.forget(c.hostKey, c.windowStart, c.generation);
+        const done = await sealWindows(conn, group, wallNow());
+        group.forEach(({ c }, i) => { if (done[i]) state.headWindows.forget(c.hostKey, c.windowStart, c.generation); });
       });
     }
     const rolled = await serial(() => rollTenantWindows(conn, wallNow(), force ? 0 : opts.seal.idleMs, force ? 1_000_000 : 32));
