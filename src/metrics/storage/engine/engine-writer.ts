@@ -65,10 +65,12 @@ export const DEFAULT_WRITER_OPTIONS = {
 /** Append transactions in flight at once on PostgreSQL (each on its own pooled connection). */
 const PG_COMMITS_IN_FLIGHT = 4;
 /**
- * Host windows sealed in one transaction at most (sealer.ts, sealWindows): enough that windows whose head rows share
- * pages log them once, few enough that appends waiting behind the transaction wait for a few seals, not a pass.
+ * Host windows sealed in one transaction at most (sealer.ts, sealWindows), and their head rows at most (a window with
+ * more goes alone): enough that windows whose head rows share pages log them once; few enough that the transaction,
+ * which appends wait behind and whose pages the WAL holds until a checkpoint, stays about one large window's size.
  */
 const SEAL_GROUP = 8;
+export const SEAL_GROUP_ROWS = 1_000;
 /** Seconds a refused append is told to wait. */
 const RETRY_AFTER_S = 1;
 /** How often at most a seal pass on PostgreSQL vacuums the head table. */
@@ -197,22 +199,30 @@ export function createEngineWriter(conn: SqlConn, opts: WriterOptions, onError: 
     }
     const found = findSealable(state.headWindows, opts.seal, opts.now(), wallNow(), state, force);
     const due = force ? found : deferral.pick(found, wallNow());
-    for (let at = 0; at < due.length; at += SEAL_GROUP) {
-      if (closed && !force) return;
-      const group: Array<{ c: SealCandidate & { generation: number }; prepared: PreparedSeal | undefined }> = [];
-      for (const c of due.slice(at, at + SEAL_GROUP)) {
-        if (!force && !deferral.mayGoOn(c, wallNow())) continue;
-        const prepared = await prepareSeal(conn, c);
-        // No rows left (sealed by another instance, or the entry outlived a rolled-back append): nothing to track.
-        if (!prepared) state.headWindows.forget(c.hostKey, c.windowStart, c.generation);
-        else group.push({ c, prepared });
-      }
-      if (!group.length) continue;
+    let group: Array<{ c: SealCandidate & { generation: number }; prepared: PreparedSeal }> = [];
+    let groupRows = 0;
+    const seal = async (): Promise<void> => {
+      const sealing = group;
+      group = [];
+      groupRows = 0;
+      if (!sealing.length) return;
       await serial(async () => {
-        const done = await sealWindows(conn, group, wallNow());
-        group.forEach(({ c }, i) => { if (done[i]) state.headWindows.forget(c.hostKey, c.windowStart, c.generation); });
+        const done = await sealWindows(conn, sealing, wallNow());
+        sealing.forEach(({ c }, i) => { if (done[i]) state.headWindows.forget(c.hostKey, c.windowStart, c.generation); });
       });
+    };
+    for (const c of due) {
+      if (closed && !force) return;
+      if (!force && !deferral.mayGoOn(c, wallNow())) continue;
+      const prepared = await prepareSeal(conn, c);
+      // No rows left (sealed by another instance, or the entry outlived a rolled-back append): nothing to track.
+      if (!prepared) { state.headWindows.forget(c.hostKey, c.windowStart, c.generation); continue; }
+      if (group.length === SEAL_GROUP || groupRows + prepared.head.length > SEAL_GROUP_ROWS) await seal();
+      group.push({ c, prepared });
+      groupRows += prepared.head.length;
     }
+    if (closed && !force) return;
+    await seal();
     const rolled = await serial(() => rollTenantWindows(conn, wallNow(), force ? 0 : opts.seal.idleMs, force ? 1_000_000 : 32));
     if (conn.dialect === 'sqlite') {
       await serial(async () => {
