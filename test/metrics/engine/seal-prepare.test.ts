@@ -5,9 +5,11 @@ import { openMetricsDatabase } from '../../../src/metrics/deps.js';
 import { decodeBlock } from '../../../src/metrics/storage/engine/block-codec.js';
 import { appendBatch, newWriterState } from '../../../src/metrics/storage/engine/head-writer.js';
 import { SealedTimestamps } from '../../../src/metrics/storage/engine/sealed-timestamps.js';
+import { encodeRollup, rollUp } from '../../../src/metrics/storage/engine/rollup.js';
 import { prepareSeal, sealWindow, sealWindows } from '../../../src/metrics/storage/engine/sealer.js';
 import { databaseConn, type SqlConn } from '../../../src/metrics/storage/engine/sql-conn.js';
 import type { MetricsTables } from '../../../src/metrics/storage/tables.js';
+import { HOST_TIER_MS } from '../../../src/metrics/storage/engine/windows.js';
 import { BACKENDS, freshStorage, type TestStorage } from '../../helpers/backends.js';
 
 /**
@@ -67,6 +69,8 @@ for (const backend of BACKENDS) {
       assert.deepEqual(b.ts, [0, 10_000, 20_000]);
       assert.deepEqual(b.cpu, [0, 10, 20]);
       assert.equal(Buffer.compare(b.data, prepared.data), 0);
+      const [{ rollup }] = await conn.all<{ rollup: Buffer }>('SELECT rollup FROM blocks WHERE host_key = ?', [h.key]) as [{ rollup: Buffer }];
+      assert.equal(Buffer.compare(rollup, prepared.rollup), 0, 'and the prepared rollup');
       assert.equal(await headRows(h.key), 0);
     });
 
@@ -79,6 +83,8 @@ for (const backend of BACKENDS) {
       const b = await h.block();
       assert.deepEqual(b.ts, [0, 5_000, 10_000]);
       assert.deepEqual(b.cpu, [0, 5, 10]);
+      const [{ rollup }] = await conn.all<{ rollup: Buffer }>('SELECT rollup FROM blocks WHERE host_key = ?', [h.key]) as [{ rollup: Buffer }];
+      assert.equal(Buffer.compare(rollup, encodeRollup(rollUp(decodeBlock(b.data), HOST_TIER_MS))), 0, 'the rollup is of the block written, late report included');
       assert.equal(await headRows(h.key), 0);
     });
 

@@ -125,9 +125,9 @@ export function encodeBlock(block: BlockData, quality = BLOCK_QUALITY): Uint8Arr
 }
 
 /** encodeBlock with the compression (most of its time) in libuv's thread pool: the calling thread goes on meanwhile. */
-export function encodeBlockAsync(block: BlockData): Promise<Uint8Array> {
+export function encodeBlockAsync(block: BlockData, quality = BLOCK_QUALITY): Promise<Uint8Array> {
   const raw = encodeColumns(block);
-  return new Promise((resolve, reject) => brotliCompress(raw, compression(raw.length, BLOCK_QUALITY), (e, out) => (e ? reject(e) : resolve(out))));
+  return new Promise((resolve, reject) => brotliCompress(raw, compression(raw.length, quality), (e, out) => (e ? reject(e) : resolve(out))));
 }
 
 /**

@@ -1,4 +1,4 @@
-import { decimalExponent, decodeBlock, encodeBlock, FAST_QUALITY, type BlockData } from './block-codec.js';
+import { decimalExponent, decodeBlock, encodeBlock, encodeBlockAsync, FAST_QUALITY, type BlockData } from './block-codec.js';
 
 /**
  * Rollup tiers: per metric and per cell of a fixed width (aligned to epoch
@@ -124,6 +124,16 @@ export function coarsen(r: Rollup, width: number): Rollup {
 }
 
 export function encodeRollup(r: Rollup): Uint8Array {
+  return encodeBlock(rollupBlock(r), FAST_QUALITY);
+}
+
+/** encodeRollup with the compression in libuv's thread pool. */
+export function encodeRollupAsync(r: Rollup): Promise<Uint8Array> {
+  return encodeBlockAsync(rollupBlock(r), FAST_QUALITY);
+}
+
+/** A rollup as block columns: four per metric (sum, count, min, max). */
+function rollupBlock(r: Rollup): BlockData {
   const columns = new Map<number, Float64Array>();
   for (const [id, s] of r.metrics) {
     // Cells without a value of this metric are absent (NaN), so the count column needs no zeros.
@@ -133,7 +143,7 @@ export function encodeRollup(r: Rollup): Uint8Array {
     columns.set(id * STATS + 2, s.min);
     columns.set(id * STATS + 3, s.max);
   }
-  return encodeBlock({ ts: r.cells, columns }, FAST_QUALITY);
+  return { ts: r.cells, columns };
 }
 
 export function decodeRollup(bytes: Uint8Array, width: number): Rollup {

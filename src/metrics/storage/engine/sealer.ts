@@ -1,7 +1,7 @@
 import { decodeSamples } from '../sample-codec.js';
 import { decodeBlock, encodeBlock, encodeBlockAsync, type BlockData } from './block-codec.js';
 import type { HeadWindows } from './head-windows.js';
-import { encodeRollup, rollUp } from './rollup.js';
+import { encodeRollup, encodeRollupAsync, rollUp } from './rollup.js';
 import type { SqlConn } from './sql-conn.js';
 import { HOST_TIER_MS, WINDOW_MS } from './windows.js';
 
@@ -56,9 +56,10 @@ export function findSealable(windows: HeadWindows, s: SealSettings, now: number,
 type HeadRow = { ts: number; samples: Uint8Array };
 
 /**
- * A seal's block, built and compressed before its transaction (compression is
- * most of a seal's time, and runs in the thread pool meanwhile, so appends
- * commit in between). The transaction uses it only if it finds exactly the
+ * A seal's block and its window's rollup, built and compressed before its
+ * transaction (compression is most of a seal's time, and runs in the thread
+ * pool meanwhile, so appends commit in between and the transaction, which
+ * appends wait behind, only writes). The transaction uses it only if it finds exactly the
  * head rows and the old block this was built from; otherwise it builds the
  * block again from what it finds.
  */
@@ -67,6 +68,8 @@ export interface PreparedSeal {
   old: Uint8Array | undefined;
   merged: BlockData;
   data: Uint8Array;
+  /** The window's host-tier rollup, encoded. */
+  rollup: Uint8Array;
 }
 
 export async function prepareSeal(conn: SqlConn, c: SealCandidate): Promise<PreparedSeal | undefined> {
@@ -74,7 +77,8 @@ export async function prepareSeal(conn: SqlConn, c: SealCandidate): Promise<Prep
   if (!head.length) return undefined;
   const old = await readBlockData(conn, c);
   const merged = mergeRows(old ? decodeBlock(old) : undefined, head);
-  return { head, old, merged, data: await encodeBlockAsync(merged) };
+  const [data, rollup] = await Promise.all([encodeBlockAsync(merged), encodeRollupAsync(rollUp(merged, HOST_TIER_MS))]);
+  return { head, old, merged, data, rollup };
 }
 
 /** Seals one host window; false when there was nothing to do or another instance holds the host. */
@@ -145,7 +149,7 @@ async function sealIn(tx: SqlConn, c: SealCandidate, prepared: PreparedSeal | un
     `INSERT INTO blocks (host_key, window_start, rows, min_ts, max_ts, rollup, data) VALUES (?, ?, ?, ?, ?, ?, ?)
      ON CONFLICT (host_key, window_start) DO UPDATE SET rows = excluded.rows, min_ts = excluded.min_ts, max_ts = excluded.max_ts,
      rollup = excluded.rollup, data = excluded.data`,
-    [c.hostKey, c.windowStart, ts.length, ts[0]!, ts[ts.length - 1]!, asBuffer(encodeRollup(rollUp(merged, HOST_TIER_MS))),
+    [c.hostKey, c.windowStart, ts.length, ts[0]!, ts[ts.length - 1]!, asBuffer(reuse ? prepared.rollup : encodeRollup(rollUp(merged, HOST_TIER_MS))),
       asBuffer(reuse ? prepared.data : encodeBlock(merged))]);
   if (tx.dialect === 'postgres') {
     // Exactly the rows read: another instance may have appended to this window since.
