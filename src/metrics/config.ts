@@ -33,7 +33,7 @@ export const metricsOptions = {
   }),
   retentionDays: opt.int({
     flag: 'retention-days', env: 'METRICS_RETENTION_DAYS', default: 30, min: 1, max: 36_500,
-    doc: 'Reports older than this are deleted by the background sweep (and refused at ingest).',
+    doc: 'Reports older than this are deleted by the background sweep (and refused at ingest), with alert incidents that ended before it.',
   }),
   retentionSweepMs: opt.int({
     flag: 'retention-sweep-ms', env: 'METRICS_RETENTION_SWEEP_MS', default: 3_600_000, min: 1_000,
