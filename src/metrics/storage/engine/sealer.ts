@@ -81,6 +81,11 @@ export async function prepareSeal(conn: SqlConn, c: SealCandidate): Promise<Prep
   return { head, old, merged, data, rollup };
 }
 
+/** What prepareSeal encodes, on this thread: for a transaction that found the head or the old block changed. */
+function encodeNow(merged: BlockData): Pick<PreparedSeal, 'data' | 'rollup'> {
+  return { data: encodeBlock(merged), rollup: encodeRollup(rollUp(merged, HOST_TIER_MS)) };
+}
+
 /** Seals one host window; false when there was nothing to do or another instance holds the host. */
 export async function sealWindow(conn: SqlConn, c: SealCandidate, wallNow: number, prepared?: PreparedSeal): Promise<boolean> {
   return (await sealWindows(conn, [{ c, prepared }], wallNow))[0]!;
@@ -98,13 +103,14 @@ export async function sealWindows(conn: SqlConn, items: ReadonlyArray<{ c: SealC
   const inOne = () => conn.transaction(async (tx) => {
     const tenants: Array<string | undefined> = [];
     for (const { c, prepared } of items) tenants.push(await sealIn(tx, c, prepared));
-    const changed = new Map<string, { tenantId: string; windowStart: number }>();
-    items.forEach(({ c }, i) => { const t = tenants[i]; if (t !== undefined) changed.set(`${t}\0${c.windowStart}`, { tenantId: t, windowStart: c.windowStart }); });
-    for (const w of [...changed.values()].sort((a, b) => (a.tenantId < b.tenantId ? -1 : a.tenantId > b.tenantId ? 1 : a.windowStart - b.windowStart))) {
+    // Any order every instance shares prevents the deadlock; the key's is one.
+    const changed = new Map<string, [tenantId: string, windowStart: number]>();
+    items.forEach(({ c }, i) => { const t = tenants[i]; if (t !== undefined) changed.set(`${t}\0${c.windowStart}`, [t, c.windowStart]); });
+    for (const [, w] of [...changed].sort(([a], [b]) => (a < b ? -1 : 1))) {
       await tx.run(
         `INSERT INTO tenant_windows (tenant_id, window_start, version, changed_at) VALUES (?, ?, 1, ?)
          ON CONFLICT (tenant_id, window_start) DO UPDATE SET version = tenant_windows.version + 1, changed_at = excluded.changed_at`,
-        [w.tenantId, w.windowStart, wallNow]);
+        [...w, wallNow]);
     }
     return tenants.map((t) => t !== undefined);
   }, { relaxed: true });
@@ -144,13 +150,13 @@ async function sealIn(tx: SqlConn, c: SealCandidate, prepared: PreparedSeal | un
   const old = await readBlockData(tx, c);
   const reuse = prepared !== undefined && sameBytes(prepared.old, old) && sameRows(prepared.head, head);
   const merged = reuse ? prepared.merged : mergeRows(old ? decodeBlock(old) : undefined, head);
+  const { data, rollup } = reuse ? prepared : encodeNow(merged);
   const ts = merged.ts;
   await tx.run(
     `INSERT INTO blocks (host_key, window_start, rows, min_ts, max_ts, rollup, data) VALUES (?, ?, ?, ?, ?, ?, ?)
      ON CONFLICT (host_key, window_start) DO UPDATE SET rows = excluded.rows, min_ts = excluded.min_ts, max_ts = excluded.max_ts,
      rollup = excluded.rollup, data = excluded.data`,
-    [c.hostKey, c.windowStart, ts.length, ts[0]!, ts[ts.length - 1]!, asBuffer(reuse ? prepared.rollup : encodeRollup(rollUp(merged, HOST_TIER_MS))),
-      asBuffer(reuse ? prepared.data : encodeBlock(merged))]);
+    [c.hostKey, c.windowStart, ts.length, ts[0]!, ts[ts.length - 1]!, asBuffer(rollup), asBuffer(data)]);
   if (tx.dialect === 'postgres') {
     // Exactly the rows read: another instance may have appended to this window since.
     // Fewer than read: a retention sweep deleted them after this read; writing the block would bring them back.
