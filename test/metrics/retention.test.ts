@@ -22,8 +22,13 @@ test('a sweep whose incident delete fails reports the error, not a partial count
     alerts: { deleteEndedBefore: async () => { if (++calls === 1) throw new Error('database is locked'); return 0; } },
   };
   const results: unknown[] = [];
-  const stop = await new Promise<() => Promise<void>>((resolve) => {
-    const s = startRetentionSweep(stores, { retentionMs: DAY, intervalMs: 20, now: () => 10 * DAY, onSweep: (r) => { results.push(r); if (results.length === 2) resolve(s); } });
+  // The sweep's timer is unref'd (it never keeps the service alive); this deadline keeps the test's process alive until the second sweep.
+  const stop = await new Promise<() => Promise<void>>((resolve, reject) => {
+    const deadline = setTimeout(() => reject(new Error('no second sweep within 5 s')), 5_000);
+    const s = startRetentionSweep(stores, {
+      retentionMs: DAY, intervalMs: 20, now: () => 10 * DAY,
+      onSweep: (r) => { results.push(r); if (results.length === 2) { clearTimeout(deadline); resolve(s); } },
+    });
   });
   await stop();
   assert.match(String((results[0] as { error: Error }).error.message), /database is locked/);
