@@ -1,7 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { coarsen, decodeRollup, encodeRollup, mergeRollups, rollUp } from '../../../src/metrics/storage/engine/rollup.js';
+import { Buckets, tidy } from '../../../src/metrics/storage/engine/buckets.js';
+import { coarsen, encodeRollup, mergeRollups, rollUp } from '../../../src/metrics/storage/engine/rollup.js';
 
 const rows = fc.array(fc.tuple(fc.integer({ min: 0, max: 7_200_000 }), fc.integer({ min: -10_000, max: 10_000 }), fc.boolean()), { minLength: 1, maxLength: 300 })
   .map((xs) => {
@@ -9,9 +10,9 @@ const rows = fc.array(fc.tuple(fc.integer({ min: 0, max: 7_200_000 }), fc.intege
     return { ts: Float64Array.from(sorted, (x) => x[0]), columns: new Map([[1, Float64Array.from(sorted, (x) => (x[2] ? x[1] / 10 : Number.NaN))]]) };
   });
 
-test('rollup cells hold exactly the sum, count, min and max of their raw values; stored and merged they stay exact (property)', () => {
-  fc.assert(fc.property(rows, rows, fc.constantFrom(60_000, 900_000), (a, b, width) => {
-    const merged = decodeRollup(encodeRollup(mergeRollups([rollUp(a, width), rollUp(b, width)], width)), width);
+test('rollup cells hold exactly the sum, count, min and max of their raw values; merged, stored and read back into buckets they stay exact (property)', () => {
+  fc.assert(fc.property(rows, rows, fc.constantFrom(60_000, 900_000), fc.constantFrom(1, 2), (a, b, width, cellsPerBucket) => {
+    const merged = mergeRollups([rollUp(a, width), rollUp(b, width)], width);
     const brute = new Map<number, number[]>();
     for (const blk of [a, b]) blk.ts.forEach((t, i) => {
       const v = blk.columns.get(1)![i]!;
@@ -28,6 +29,25 @@ test('rollup cells hold exactly the sum, count, min and max of their raw values;
       assert.equal(stats.min[k], Math.min(...vals));
       assert.equal(stats.max[k], Math.max(...vals));
     }
+    // Stored, then read back into a grid of whole cells (one or two per bucket): each bucket's mean, min and max are its raw values'.
+    const bucketWidth = width * cellsPerBucket;
+    const buckets = new Buckets({ start: 0, width: bucketWidth, count: Math.floor(7_200_000 / bucketWidth) + 1, tier: width });
+    buckets.addRollup(encodeRollup(merged));
+    // A bucket's sum is its cells' exact sums added in time order (float additions, as the query does them).
+    const byBucket = new Map<number, { sum: number; vals: number[] }>();
+    for (const [cell, vals] of [...brute].sort((x, y) => x[0] - y[0])) {
+      const bucket = Math.floor(cell / bucketWidth) * bucketWidth;
+      const acc = byBucket.get(bucket) ?? { sum: 0, vals: [] };
+      byBucket.set(bucket, { sum: acc.sum + Number(vals.reduce((x, y) => x + y, 0).toFixed(1)), vals: [...acc.vals, ...vals] });
+    }
+    const read = buckets.columns(true);
+    assert.deepEqual(read.timestamps, [...byBucket.keys()].sort((x, y) => x - y));
+    read.timestamps.forEach((bucket, i) => {
+      const { sum, vals } = byBucket.get(bucket)!;
+      assert.equal(read.metrics.get(1)![i], tidy(sum / vals.length));
+      assert.equal(read.min!.get(1)![i], Math.min(...vals));
+      assert.equal(read.max!.get(1)![i], Math.max(...vals));
+    });
     const coarse = coarsen(merged, 3_600_000);
     const total = [...brute.values()].flat();
     assert.equal([...(coarse.metrics.get(1)?.count ?? [])].reduce((x, y) => x + y, 0), total.length);

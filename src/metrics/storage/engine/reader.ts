@@ -5,7 +5,6 @@ import type { SeriesRequest, StoredSeries } from '../../domain/metrics-store.js'
 import { Buckets } from './buckets.js';
 import type { FoldPool } from './fold-pool.js';
 import { gridEnd, planGrid, type Grid } from './query-plan.js';
-import { decodeRollup } from './rollup.js';
 import type { SqlConn } from './sql-conn.js';
 import { HOST_TIER_MS, TENANT_COARSE_MS, TENANT_FINE_MS, WINDOW_MS, windowOf } from './windows.js';
 
@@ -70,7 +69,7 @@ export async function readHost(conn: SqlConn, hostKey: number, q: SeriesRequest,
   const rows = await conn.all<{ window_start: number; blob: Uint8Array }>(
     `SELECT window_start, ${column} AS blob FROM blocks WHERE host_key = ? AND window_start >= ? AND window_start < ? ORDER BY window_start`,
     [hostKey, windowOf(grid.start), gridEnd(grid)]);
-  if (grid.tier) for (const r of rows) buckets.addRollup(decodeRollup(r.blob, HOST_TIER_MS));
+  if (grid.tier) for (const r of rows) buckets.addRollup(r.blob);
   else if (pool) await pool.fold(buckets, rows.map((r) => r.blob), rows.map((r) => Number(r.window_start)));
   else for (const r of rows) buckets.addBlock(r.blob);
   await addHeadRows(conn, buckets, 'SELECT ts, samples FROM reports WHERE host_key = ? AND ts >= ? AND ts < ?', [hostKey, grid.start, gridEnd(grid)]);
@@ -186,7 +185,7 @@ export async function readAggregate(conn: SqlConn, tenantId: string, q: SeriesRe
       `SELECT window_start, ${column} AS blob FROM tenant_windows
        WHERE tenant_id = ? AND window_start >= ? AND window_start < ? AND rolled_version = version`, [tenantId, first, end]);
     for (const r of rolled) {
-      buckets.addRollup(decodeRollup(r.blob, grid.tier));
+      buckets.addRollup(r.blob);
       fresh.add(Number(r.window_start));
     }
   }

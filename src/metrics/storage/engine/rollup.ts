@@ -1,4 +1,4 @@
-import { decimalExponent, decodeBlock, encodeBlock, encodeBlockAsync, FAST_QUALITY, type BlockData } from './block-codec.js';
+import { decimalExponent, encodeBlock, encodeBlockAsync, FAST_QUALITY, type BlockData } from './block-codec.js';
 
 /**
  * Rollup tiers: per metric and per cell of a fixed width (aligned to epoch
@@ -23,7 +23,12 @@ export interface CellStats {
   max: Float64Array;
 }
 
-const STATS = 4;
+/** Columns per metric in a stored rollup, in this order: sum, count, min, max. */
+export const ROLLUP_STATS = 4;
+export const SUM = 0;
+export const COUNT = 1;
+export const MIN = 2;
+export const MAX = 3;
 
 /** Cells of `width` over the rows of one block (or several, merged), for every metric. */
 export function rollUp(block: BlockData, width: number): Rollup {
@@ -138,26 +143,10 @@ function rollupBlock(r: Rollup): BlockData {
   for (const [id, s] of r.metrics) {
     // Cells without a value of this metric are absent (NaN), so the count column needs no zeros.
     const count = s.count.map((x) => (x ? x : Number.NaN));
-    columns.set(id * STATS, s.sum);
-    columns.set(id * STATS + 1, count);
-    columns.set(id * STATS + 2, s.min);
-    columns.set(id * STATS + 3, s.max);
+    columns.set(id * ROLLUP_STATS + SUM, s.sum);
+    columns.set(id * ROLLUP_STATS + COUNT, count);
+    columns.set(id * ROLLUP_STATS + MIN, s.min);
+    columns.set(id * ROLLUP_STATS + MAX, s.max);
   }
   return { ts: r.cells, columns };
-}
-
-export function decodeRollup(bytes: Uint8Array, width: number): Rollup {
-  const b = decodeBlock(bytes);
-  const metrics = new Map<number, CellStats>();
-  for (const [col, values] of b.columns) {
-    const id = Math.floor(col / STATS);
-    let s = metrics.get(id);
-    if (!s) metrics.set(id, (s = emptyStats(b.ts.length)));
-    const stat = col % STATS;
-    if (stat === 0) s.sum = values;
-    else if (stat === 1) s.count = values.map((x) => (Number.isNaN(x) ? 0 : x));
-    else if (stat === 2) s.min = values;
-    else s.max = values;
-  }
-  return { cells: b.ts, width, metrics };
 }
