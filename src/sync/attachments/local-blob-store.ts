@@ -1,19 +1,13 @@
-import { createHash, randomUUID } from 'node:crypto';
-import { createReadStream, createWriteStream } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { createReadStream } from 'node:fs';
 import { mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { Transform, type Readable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
+import type { Readable } from 'node:stream';
 import { isAfter, isStoredName, type BlobEntry, type BlobStore } from './blob-store.js';
+import { removeAbandoned, stageUpload } from './staging.js';
 
 /** Uploads in progress. A file left there is an upload a crash interrupted. */
 const INCOMING = '.incoming';
-/**
- * Age past which a file in `.incoming` is an abandoned upload. Uploads are bounded by the
- * 30 s request timeout; a younger file may be another instance's upload into a shared directory.
- */
-const ABANDONED_AFTER_MS = 10 * 60_000;
-
 /**
  * Blobs as files `<dir>/<uuid>`. An upload streams into `<dir>/.incoming/`,
  * is fsynced, then renamed into place (and the directory fsynced), so a blob
@@ -23,36 +17,22 @@ const ABANDONED_AFTER_MS = 10 * 60_000;
 export async function createLocalBlobStore(dir: string): Promise<BlobStore> {
   const incoming = path.join(dir, INCOMING);
   await mkdir(incoming, { recursive: true });
-  const cutoff = Date.now() - ABANDONED_AFTER_MS;
-  for (const leftover of await readdir(incoming)) {
-    const file = path.join(incoming, leftover);
-    const s = await stat(file).catch(() => undefined);
-    if (s && s.mtimeMs < cutoff) await rm(file, { force: true });
-  }
+  await removeAbandoned(incoming);
 
   return {
     async put(content: Readable) {
       const storedName = randomUUID();
       const tmp = path.join(incoming, storedName);
-      const hash = createHash('sha256');
-      let size = 0;
-      const measure = new Transform({
-        transform(chunk: Buffer, _enc, cb) {
-          size += chunk.length;
-          hash.update(chunk);
-          cb(null, chunk);
-        },
-      });
       try {
-        await pipeline(content, measure, createWriteStream(tmp, { flags: 'wx' }));
+        const measured = await stageUpload(content, tmp);
         await fsyncPath(tmp, 'r+');
         await rename(tmp, path.join(dir, storedName));
         await fsyncPath(dir, 'r');
+        return { storedName, ...measured };
       } catch (e: unknown) {
         await rm(tmp, { force: true });
         throw e;
       }
-      return { storedName, size, sha256: hash.digest('hex') };
     },
 
     async get(storedName) {

@@ -1,11 +1,11 @@
-import { createHash, randomUUID } from 'node:crypto';
-import { createReadStream, createWriteStream } from 'node:fs';
-import { mkdir, readdir, rm, stat } from 'node:fs/promises';
+import { randomUUID } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import { mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { Readable, Transform } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
+import { Readable } from 'node:stream';
 import type pg from 'pg';
 import { isStoredName, type BlobStore, type StoredBlob } from './blob-store.js';
+import { removeAbandoned, stageUpload } from './staging.js';
 
 /** Bytes per row: big enough that a 25 MiB file is ~100 rows, small enough that a download holds one chunk at a time. */
 export const CHUNK_BYTES = 256 * 1024;
@@ -35,21 +35,11 @@ export async function createPgBlobStore(pool: pg.Pool, stagingDir: string): Prom
     async put(content: Readable) {
       const storedName = randomUUID();
       const staged = path.join(stagingDir, storedName);
-      const hash = createHash('sha256');
-      let size = 0;
-      const measure = new Transform({
-        transform(chunk: Buffer, _enc, cb) {
-          size += chunk.length;
-          hash.update(chunk);
-          cb(null, chunk);
-        },
-      });
       try {
         // The client sets the pace of this part, so it holds no database connection.
-        await pipeline(content, measure, createWriteStream(staged, { flags: 'wx' }));
-        const sha256 = hash.digest('hex');
-        await commitStaged(pool, staged, { storedName, size, sha256 });
-        return { storedName, size, sha256 };
+        const blob = { storedName, ...await stageUpload(content, staged) };
+        await commitStaged(pool, staged, blob);
+        return blob;
       } finally {
         await rm(staged, { force: true });
       }
@@ -111,22 +101,6 @@ async function commitStaged(pool: pg.Pool, staged: string, blob: StoredBlob): Pr
     throw e;
   } finally {
     client.release(broken);
-  }
-}
-
-/**
- * Staged files older than this are uploads a crash interrupted. Uploads are
- * bounded by the 30 s request timeout; a younger file may belong to another
- * instance staging into the same directory.
- */
-const ABANDONED_AFTER_MS = 10 * 60_000;
-
-async function removeAbandoned(dir: string): Promise<void> {
-  const cutoff = Date.now() - ABANDONED_AFTER_MS;
-  for (const leftover of await readdir(dir)) {
-    const file = path.join(dir, leftover);
-    const s = await stat(file).catch(() => undefined);
-    if (s && s.mtimeMs < cutoff) await rm(file, { force: true });
   }
 }
 
