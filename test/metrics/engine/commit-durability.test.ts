@@ -58,7 +58,7 @@ for (const backend of BACKENDS) {
       const due = findSealable(deps.state.headWindows, { graceMs: 0, idleMs: 0 }, 10 * 3_600_000, 0, deps.state, true);
       assert.equal(due.length, 1);
       assert.equal(await sealWindow(c, due[0]!, 0), true);
-      assert.equal(await rollTenantWindows(c, 1_000, 0, 10), 1);
+      assert.equal(await rollTenantWindows(c, 1_000, 0, 10, (fn) => fn()), 1);
       await assert.rejects(c.transaction(() => Promise.reject(new Error('boom')), { relaxed: true }), /boom/);
       assert.ok((await appendBatch(deps, [{ ...reports[0]!, ts: 50 * 3_600_000 }])).every((o) => o.status === 'stored'));
       // An append whose caller makes the log durable itself (the SQLite writer's WAL fsync, wal-sync.test.ts) is relaxed.

@@ -2,7 +2,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { Buckets, tidy } from '../../../src/metrics/storage/engine/buckets.js';
-import { coarsen, encodeRollup, mergeRollups, rollUp } from '../../../src/metrics/storage/engine/rollup.js';
+import { decodeBlock, encodeBlock, FAST_QUALITY } from '../../../src/metrics/storage/engine/block-codec.js';
+import { coarsen, encodeRollup, mergeRollups, rollUp, rollUpBlocks } from '../../../src/metrics/storage/engine/rollup.js';
 
 const rows = fc.array(fc.tuple(fc.integer({ min: 0, max: 7_200_000 }), fc.integer({ min: -10_000, max: 10_000 }), fc.boolean()), { minLength: 1, maxLength: 300 })
   .map((xs) => {
@@ -52,4 +53,56 @@ test('rollup cells hold exactly the sum, count, min and max of their raw values;
     const total = [...brute.values()].flat();
     assert.equal([...(coarse.metrics.get(1)?.count ?? [])].reduce((x, y) => x + y, 0), total.length);
   }), { numRuns: 300 });
+});
+
+// One host's block of the window at W: unique sorted times inside it, three metrics that come and go (NaN gaps).
+const W = 7_200_000;
+const hostBlock = (value: fc.Arbitrary<number>) => fc.array(fc.tuple(fc.integer({ min: W, max: W + 3_599_999 }), value, value, value, fc.boolean()), { minLength: 1, maxLength: 120 })
+  .map((xs) => {
+    const sorted = [...new Map(xs.map((x) => [x[0], x])).values()].sort((a, b) => a[0] - b[0]);
+    return {
+      ts: Float64Array.from(sorted, (x) => x[0]),
+      columns: new Map([
+        [1, Float64Array.from(sorted, (x) => x[1])],
+        [2, Float64Array.from(sorted, (x) => (x[4] ? x[2] : Number.NaN))],
+        [5, Float64Array.from(sorted, (x, i) => (i % 3 === 0 ? Number.NaN : x[3]))],
+      ]),
+    };
+  });
+const decimals = fc.oneof(fc.integer({ min: -1_000_000, max: 1_000_000 }).map((m) => m / 100), fc.integer({ min: 0, max: 2 ** 40 }));
+const doubles = fc.double({ min: -1e12, max: 1e12, noNaN: true });
+
+test('a tenant window rolled up from its hosts\' block bytes is the merge of each block\'s rollup, byte for byte (property)', () => {
+  fc.assert(fc.property(fc.array(hostBlock(decimals), { minLength: 1, maxLength: 6 }), (blocks) => {
+    const encoded = blocks.map((b) => encodeBlock(b, FAST_QUALITY));
+    const reference = mergeRollups(encoded.map((b) => rollUp(decodeBlock(b), 60_000)), 60_000);
+    assert.deepEqual(Buffer.from(encodeRollup(rollUpBlocks(encoded, W, 3_600_000, 60_000))), Buffer.from(encodeRollup(reference)));
+  }), { numRuns: 150 });
+});
+
+test('with arbitrary doubles the cells, counts, minima and maxima are the same; sums differ by at most float rounding (added in another order) (property)', () => {
+  fc.assert(fc.property(fc.array(hostBlock(doubles), { minLength: 1, maxLength: 6 }), (blocks) => {
+    const encoded = blocks.map((b) => encodeBlock(b, FAST_QUALITY));
+    const reference = mergeRollups(encoded.map((b) => rollUp(decodeBlock(b), 60_000)), 60_000);
+    const folded = rollUpBlocks(encoded, W, 3_600_000, 60_000);
+    assert.deepEqual([...folded.cells], [...reference.cells]);
+    assert.deepEqual([...folded.metrics.keys()].sort(), [...reference.metrics.keys()].sort());
+    for (const [id, r] of reference.metrics) {
+      const f = folded.metrics.get(id)!;
+      assert.deepEqual([...f.count], [...r.count]);
+      assert.deepEqual([...f.min], [...r.min]);
+      assert.deepEqual([...f.max], [...r.max]);
+      // Two orders of float addition of n values differ by at most 2 (n - 1) eps times the sum of their magnitudes.
+      const magnitude = new Map<number, number>();
+      for (const b of blocks) b.ts.forEach((t, i) => {
+        const v = b.columns.get(id)![i]!;
+        if (!Number.isNaN(v)) magnitude.set(Math.floor(t / 60_000) * 60_000, (magnitude.get(Math.floor(t / 60_000) * 60_000) ?? 0) + Math.abs(v));
+      });
+      f.sum.forEach((sum, k) => {
+        if (Number.isNaN(sum)) { assert.ok(Number.isNaN(r.sum[k]!)); return; }
+        const bound = 2 * f.count[k]! * Number.EPSILON * magnitude.get(folded.cells[k]!)!;
+        assert.ok(Math.abs(sum - r.sum[k]!) <= bound, `cell ${k}: ${sum} vs ${r.sum[k]} (bound ${bound})`);
+      });
+    }
+  }), { numRuns: 150 });
 });

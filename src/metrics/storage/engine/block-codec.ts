@@ -155,10 +155,11 @@ export function decodeBlock(bytes: Uint8Array): BlockData {
 
 /**
  * Row i of a column holds `values[i] / divisor`, or with `rows`, row `rows[i]` does and the others hold nothing.
- * Division, not multiplication, is what reads a decimal back exactly. `values` is read-only: a later column
- * of the block may be decoded from it.
+ * Division, not multiplication, is what reads a decimal back exactly. `exponent`: the column's values are decimals
+ * of at most that many places (`divisor` is 10^exponent); undefined for a column of arbitrary doubles. `values` is
+ * read-only: a later column of the block may be decoded from it.
  */
-export type ColumnVisitor = (id: number, values: Float64Array, divisor: number, rows: number[] | undefined) => void;
+export type ColumnVisitor = (id: number, values: Float64Array, divisor: number, rows: number[] | undefined, exponent: number | undefined) => void;
 
 /**
  * Decodes a block for one pass over its columns (the bucketing of a query): the
@@ -203,12 +204,12 @@ function readBlock(bytes: Uint8Array, alloc: (k: number) => Float64Array, visitC
     let mant: { mantissas: Float64Array; exponent: number } | undefined;
     if (kind === Kind.Constant || kind === Kind.ConstantDecimal) {
       let v: number;
-      let divisor = 1;
+      let exponent: number | undefined;
       if (kind === Kind.Constant) v = readFloat(r);
-      else { divisor = POW10[r.uvarint()]!; v = r.svarint(); }
-      visitColumn(id, alloc(k).fill(v), divisor, rows);
+      else { exponent = r.uvarint(); v = r.svarint(); }
+      visitColumn(id, alloc(k).fill(v), exponent === undefined ? 1 : POW10[exponent]!, rows, exponent);
     } else if (kind === Kind.Raw) {
-      visitColumn(id, readRaw(r, k, alloc(k)), 1, rows);
+      visitColumn(id, readRaw(r, k, alloc(k)), 1, rows, undefined);
     } else if (kind === Kind.Delta || kind === Kind.DeltaOfDelta || kind === Kind.Complement || kind === Kind.Predicted) {
       let mantissas: Float64Array;
       let exponent: number;
@@ -228,7 +229,7 @@ function readBlock(bytes: Uint8Array, alloc: (k: number) => Float64Array, visitC
         exponent = r.uvarint();
         mantissas = readMantissas(r, k, kind === Kind.DeltaOfDelta, alloc(k));
       }
-      visitColumn(id, mantissas, POW10[exponent]!, rows);
+      visitColumn(id, mantissas, POW10[exponent]!, rows, exponent);
       mant = { mantissas, exponent };
     } else {
       throw new Error(`unknown column kind ${kind}`);

@@ -223,7 +223,7 @@ export function createEngineWriter(conn: SqlConn, opts: WriterOptions, onError: 
     }
     if (closed && !force) return;
     await seal();
-    const rolled = await serial(() => rollTenantWindows(conn, wallNow(), force ? 0 : opts.seal.idleMs, force ? 1_000_000 : 32));
+    const rolled = await rollTenantWindows(conn, wallNow(), force ? 0 : opts.seal.idleMs, force ? 1_000_000 : 32, serial);
     if (conn.dialect === 'sqlite') {
       await serial(async () => {
         // Hand the pages the sealed head rows freed back to the filesystem; exec, not a prepared run: each step of this
