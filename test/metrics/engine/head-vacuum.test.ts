@@ -10,8 +10,8 @@ import { BACKENDS, freshStorage, type TestStorage } from '../../helpers/backends
 import { newTenant } from '../../helpers/metrics.js';
 
 /**
- * PostgreSQL only (SQLite hands freed pages back with incremental_vacuum after
- * each pass): the head is a queue, so a seal pass that moved rows into blocks
+ * PostgreSQL only (SQLite hands freed pages back once reports stop:
+ * sqlite-vacuum.test.ts): the head is a queue, so a seal pass that moved rows into blocks
  * vacuums it, making the sealed rows' space reusable before autovacuum's next
  * look, which comes once a minute at best. In a database of its own: another
  * test file's open transaction in a shared one would keep the rows VACUUM

@@ -73,6 +73,14 @@ const SEAL_GROUP = 8;
 export const SEAL_GROUP_ROWS = 1_000;
 /** Seconds a refused append is told to wait. */
 const RETRY_AFTER_S = 1;
+/**
+ * SQLite: pages a turn of the chain hands back to the filesystem at most (4 ms of work on an idle writer, up to 75 ms
+ * measured on a busy one: an append arriving meanwhile waits no longer), and turns a pass takes for it at most.
+ */
+const VACUUM_STEP_PAGES = 200;
+const VACUUM_STEPS_PER_PASS = 100;
+/** Turns a pass that follows appends takes for it at most. */
+const VACUUM_STEPS_PER_BUSY_PASS = 5;
 /** How often at most a seal pass on PostgreSQL vacuums the head table. */
 const HEAD_VACUUM_INTERVAL_MS = 10_000;
 const SYNC_FAILED = 'the storage log could not be synced to disk; restart the service';
@@ -191,6 +199,8 @@ export function createEngineWriter(conn: SqlConn, opts: WriterOptions, onError: 
    * burst's rate, windows wait, within a bound (seal-deferral.ts).
    */
   async function sealPass(force: boolean): Promise<void> {
+    const quiet = arrivedSincePass === 0;
+    arrivedSincePass = 0;
     // The head's windows are known from the appends (head-windows.ts); the head itself is scanned at the first pass
     // and on a forced one, and on PostgreSQL now and then for windows only other instances appended to.
     if (force || lastHeadScan === undefined || (conn.dialect === 'postgres' && wallNow() - lastHeadScan >= opts.headScanIntervalMs)) {
@@ -225,10 +235,21 @@ export function createEngineWriter(conn: SqlConn, opts: WriterOptions, onError: 
     await seal();
     const rolled = await rollTenantWindows(conn, wallNow(), force ? 0 : opts.seal.idleMs, force ? 1_000_000 : 32, serial);
     if (conn.dialect === 'sqlite') {
+      // Hand the pages the sealed head rows freed back to the filesystem, a bounded number per turn of the chain, and
+      // few per pass while reports arrive (the next rows reuse free pages anyway). Handing back the 300,000 pages of a
+      // 10,000-host fleet's sealed head in one statement held every append for 6 s. A forced pass (flush, close)
+      // hands back everything.
+      const steps = force ? Number.POSITIVE_INFINITY : closed ? 0 : quiet ? VACUUM_STEPS_PER_PASS : VACUUM_STEPS_PER_BUSY_PASS;
+      for (let step = 0; (due.length || rolled || pagesToFree) && step < steps; step++) {
+        pagesToFree = await serial(async () => {
+          // exec, not a prepared run: each step of this pragma frees one page.
+          await conn.exec(`PRAGMA incremental_vacuum(${VACUUM_STEP_PAGES})`);
+          const [free] = await conn.all<{ freelist_count: number }>('PRAGMA freelist_count');
+          return Number(free?.freelist_count ?? 0) > 0;
+        });
+        if (!pagesToFree) break;
+      }
       await serial(async () => {
-        // Hand the pages the sealed head rows freed back to the filesystem; exec, not a prepared run: each step of this
-        // pragma frees one page.
-        if (due.length || rolled) await conn.exec('PRAGMA incremental_vacuum');
         // Copy the WAL into the file here, once a pass, more than inside appends' commits (SQLite's automatic
         // checkpoint, kept as the backstop at 4 MiB instead of 1): a host's newest page is rewritten in commit after
         // commit, and a checkpoint copies only its last version, so fewer checkpoints copy far less (appends' commits
@@ -249,6 +270,10 @@ export function createEngineWriter(conn: SqlConn, opts: WriterOptions, onError: 
   }
   let lastHeadVacuum = 0;
   let lastHeadScan: number | undefined;
+  /** SQLite: free pages were left in the file by the last pass (it frees a bounded number). */
+  let pagesToFree = false;
+  /** Reports that arrived since the last seal pass began. */
+  let arrivedSincePass = 0;
 
   let passing: Promise<void> | undefined;
   const timer = opts.sealIntervalMs > 0
@@ -279,6 +304,7 @@ export function createEngineWriter(conn: SqlConn, opts: WriterOptions, onError: 
         signal?.addEventListener('abort', withdraw, { once: true });
         queue.push(job);
         queued += reports.length;
+        arrivedSincePass += reports.length;
         scheduleDrain();
       });
     },
