@@ -7,7 +7,7 @@ import { createEngineMetricsStore } from '../../../src/metrics/storage/engine-me
 import { planGrid, gridEnd } from '../../../src/metrics/storage/engine/query-plan.js';
 import { HeadWindows, scanHead } from '../../../src/metrics/storage/engine/head-windows.js';
 import { findSealable, sealWindow } from '../../../src/metrics/storage/engine/sealer.js';
-import { pgConn, sqliteConn, type SqlConn } from '../../../src/metrics/storage/engine/sql-conn.js';
+import { databaseConn, type SqlConn } from '../../../src/metrics/storage/engine/sql-conn.js';
 import { HOST_TIER_MS, TENANT_COARSE_MS, TENANT_FINE_MS, WINDOW_MS } from '../../../src/metrics/storage/engine/windows.js';
 import type { MetricsTables } from '../../../src/metrics/storage/tables.js';
 import { BACKENDS, freshStorage, type TestStorage } from '../../helpers/backends.js';
@@ -116,7 +116,7 @@ for (const backend of BACKENDS) {
       // No background loop: the test decides what is sealed and rolled up when.
       // One fold thread whatever the machine: long ranges fold part of their blocks apart (fold-pool.ts).
       store = createEngineMetricsStore(database, { limits: { perHost: 1000, perTenant: 1000 }, now: () => NOW, writer: { sealIntervalMs: 0 }, foldThreads: 1 });
-      conn = database.sqlite ? sqliteConn(database.sqlite) : pgConn(database.pgPool!);
+      conn = databaseConn(database);
       tenantA = (await newTenant(store)).tenantId;
       tenantB = (await newTenant(store)).tenantId;
       const streams = [

@@ -7,7 +7,7 @@ import type { HostLatest, MetricsStore, NewReport } from '../../../src/metrics/d
 import { createEngineMetricsStore } from '../../../src/metrics/storage/engine-metrics-store.js';
 import { latestByHost } from '../../../src/metrics/storage/engine/latest.js';
 import { TailRows } from '../../../src/metrics/storage/engine/tail-rows.js';
-import { pgConn, sqliteConn, type SqlConn } from '../../../src/metrics/storage/engine/sql-conn.js';
+import { databaseConn, type SqlConn } from '../../../src/metrics/storage/engine/sql-conn.js';
 import { WINDOW_MS } from '../../../src/metrics/storage/engine/windows.js';
 import type { MetricsTables } from '../../../src/metrics/storage/tables.js';
 import { BACKENDS, freshStorage, type TestStorage } from '../../helpers/backends.js';
@@ -76,7 +76,7 @@ for (const backend of BACKENDS) {
       storage = await freshStorage(backend);
       database = await openMetricsDatabase({ databaseUrl: storage.databaseUrl, dbSchema: storage.pgSchema, dataDir: storage.dataDir });
       store = createEngineMetricsStore(database, { limits: { perHost: 100, perTenant: 100 }, now: () => NOW, writer: { sealIntervalMs: 0 } });
-      conn = database.sqlite ? sqliteConn(database.sqlite) : pgConn(database.pgPool!);
+      conn = databaseConn(database);
     });
     after(async () => {
       await store.close();

@@ -5,7 +5,7 @@ import { openMetricsDatabase } from '../../../src/metrics/deps.js';
 import { appendBatch, newWriterState } from '../../../src/metrics/storage/engine/head-writer.js';
 import { SealedTimestamps } from '../../../src/metrics/storage/engine/sealed-timestamps.js';
 import { findSealable, sealWindow } from '../../../src/metrics/storage/engine/sealer.js';
-import { pgConn, sqliteConn, type SqlConn } from '../../../src/metrics/storage/engine/sql-conn.js';
+import { databaseConn, type SqlConn } from '../../../src/metrics/storage/engine/sql-conn.js';
 import { rollTenantWindows } from '../../../src/metrics/storage/engine/tenant-rollup.js';
 import type { MetricsTables } from '../../../src/metrics/storage/tables.js';
 import { BACKENDS, freshStorage, type TestStorage } from '../../helpers/backends.js';
@@ -19,7 +19,7 @@ for (const backend of BACKENDS) {
     before(async () => {
       storage = await freshStorage(backend);
       database = await openMetricsDatabase({ databaseUrl: storage.databaseUrl, dbSchema: storage.pgSchema, dataDir: storage.dataDir });
-      conn = database.sqlite ? sqliteConn(database.sqlite) : pgConn(database.pgPool!);
+      conn = databaseConn(database);
     });
     after(async () => {
       await database.close();
