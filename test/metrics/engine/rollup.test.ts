@@ -106,3 +106,10 @@ test('with arbitrary doubles the cells, counts, minima and maxima are the same; 
     }
   }), { numRuns: 150 });
 });
+
+test('a block whose rows lie outside the window it is rolled up for is refused, not folded into the wrong cells', () => {
+  const block = encodeBlock({ ts: Float64Array.of(W - 10_000, W + 10_000), columns: new Map([[1, Float64Array.of(1, 2)]]) }, FAST_QUALITY);
+  assert.throws(() => rollUpBlocks([block], W, 3_600_000, 60_000), /lies outside its window/);
+  const late = encodeBlock({ ts: Float64Array.of(W + 3_600_000), columns: new Map([[1, Float64Array.of(1)]]) }, FAST_QUALITY);
+  assert.throws(() => rollUpBlocks([late], W, 3_600_000, 60_000), /lies outside its window/);
+});

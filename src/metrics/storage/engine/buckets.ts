@@ -1,7 +1,7 @@
 import type { SeriesColumns } from '../../domain/metrics-store.js';
 import { visitBlock } from './block-codec.js';
 import { gridEnd, type Grid } from './query-plan.js';
-import { COUNT, MAX, MIN, ROLLUP_STATS, SUM } from './rollup.js';
+import { COUNT, MIN, ROLLUP_STATS, SUM } from './rollup.js';
 
 interface Runs {
   /** Row index where each run starts, and one past the last row at the end. */
@@ -186,8 +186,7 @@ export class Buckets {
     }, (column, values, divisor, rows) => {
       const a = this.of(Math.floor(column / ROLLUP_STATS));
       const stat = column % ROLLUP_STATS;
-      const target = stat === SUM ? a.sum : stat === COUNT ? a.count : stat === MIN ? a.min : stat === MAX ? a.max : undefined;
-      if (!target) throw new Error(`rollup column of an unknown statistic ${stat}`);
+      const target = stat === SUM ? a.sum : stat === COUNT ? a.count : stat === MIN ? a.min : a.max;
       for (let i = 0; i < values.length; i++) {
         const b = at[rows ? rows[i]! : i]!;
         const v = values[i]! / divisor;

@@ -48,11 +48,7 @@ export function rollUp(block: BlockData, width: number): Rollup {
     for (let i = 0; i < n; i++) {
       const v = col[i]!;
       if (Number.isNaN(v)) continue;
-      const k = cellOf[i]!;
-      s.sum[k] = s.count[k] ? s.sum[k]! + v : v;
-      s.count[k]! += 1;
-      if (!(v >= s.min[k]!)) s.min[k] = v;
-      if (!(v <= s.max[k]!)) s.max[k] = v;
+      addToCell(s, cellOf[i]!, v);
       digits.see(v);
     }
     digits.tidy(s.sum);
@@ -88,11 +84,7 @@ export function rollUpBlocks(blocks: readonly Uint8Array[], windowStart: number,
       for (let i = 0; i < values.length; i++) {
         const v = values[i]! / divisor;
         if (Number.isNaN(v)) continue;
-        const k = cellOf[rows ? rows[i]! : i]!;
-        s.sum[k] = s.count[k] ? s.sum[k]! + v : v;
-        s.count[k]! += 1;
-        if (!(v >= s.min[k]!)) s.min[k] = v;
-        if (!(v <= s.max[k]!)) s.max[k] = v;
+        addToCell(s, cellOf[rows ? rows[i]! : i]!, v);
         if (exponent === undefined) digits.see(v);
       }
     });
@@ -136,6 +128,14 @@ class DecimalDigits {
       if (Math.abs(m) < 2 ** 50) sums[i] = m / p;
     }
   }
+}
+
+/** One raw value into cell `k` (a cell's sum, min and max are NaN until its first value: emptyStats). */
+function addToCell(s: CellStats, k: number, v: number): void {
+  s.sum[k] = s.count[k] ? s.sum[k]! + v : v;
+  s.count[k]! += 1;
+  if (!(v >= s.min[k]!)) s.min[k] = v;
+  if (!(v <= s.max[k]!)) s.max[k] = v;
 }
 
 function emptyStats(c: number): CellStats {
