@@ -77,10 +77,14 @@ const RETRY_AFTER_S = 1;
  * SQLite: pages a turn of the chain hands back to the filesystem at most (4 ms of work on an idle writer, up to 75 ms
  * measured on a busy one: an append arriving meanwhile waits no longer), and turns a pass takes for it at most.
  */
-const VACUUM_STEP_PAGES = 200;
+export const VACUUM_STEP_PAGES = 200;
 const VACUUM_STEPS_PER_PASS = 100;
-/** Turns a pass that follows appends takes for it at most. */
-const VACUUM_STEPS_PER_BUSY_PASS = 5;
+/**
+ * Turns a pass that follows appends takes for it at most: 5,000 pages keeps pace with the seals of a backfill (5 turns
+ * left the small peers set's head to be handed back while its queries ran: host query p95 18 ms instead of 7-13) and
+ * spreads a 10,000-host fleet's top of the hour over a minute.
+ */
+export const VACUUM_STEPS_PER_BUSY_PASS = 25;
 /** How often at most a seal pass on PostgreSQL vacuums the head table. */
 const HEAD_VACUUM_INTERVAL_MS = 10_000;
 const SYNC_FAILED = 'the storage log could not be synced to disk; restart the service';
