@@ -229,6 +229,28 @@ for (const backend of BACKENDS) {
       assert.equal(await store.hostExists(t.tenantId, 'gone'), false);
     });
 
+    test('appends of one turn share a message: one withdrawn or failing while read leaves the others intact', async () => {
+      const t = await newTenant(store);
+      const ac = new AbortController();
+      const before = store.appendReports([report(t.tenantId, 'kept', 1_000)]);
+      const withdrawn = store.appendReports([report(t.tenantId, 'gone', 1_000), report(t.tenantId, 'gone', 2_000)], ac.signal);
+      ac.abort();
+      function* failing() {
+        yield report(t.tenantId, 'half', 1_000);
+        throw new Error('the body ended badly');
+      }
+      const broken = store.appendReports(failing());
+      const after = store.appendReports([report(t.tenantId, 'kept', 2_000), report(t.tenantId, 'other', 3_000)]);
+      await assert.rejects(withdrawn, /nothing was stored/);
+      await assert.rejects(broken, /the body ended badly/);
+      assert.deepEqual([...await before, ...await after].map((o) => o.status), ['stored', 'stored', 'stored']);
+      await store.flush();
+      assert.equal(await store.hostExists(t.tenantId, 'gone'), false);
+      assert.equal(await store.hostExists(t.tenantId, 'half'), false);
+      assert.deepEqual((await collect(store, t.tenantId, 'kept', 0, 10_000)).map((r) => r.ts), [1_000, 2_000]);
+      assert.deepEqual((await collect(store, t.tenantId, 'other', 0, 10_000)).map((r) => r.ts), [3_000]);
+    });
+
     test('an append withdrawn while it waits behind another commit is not committed; the one committing completes', async () => {
       const t = await newTenant(store);
       // Each larger than one commit's batch, and as many as commits run at once (4 on PostgreSQL), so the small

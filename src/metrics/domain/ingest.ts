@@ -1,5 +1,5 @@
 import { AppError } from '../../core/errors.js';
-import type { AlertResult, AlertRouter } from '../alerts/alert-router.js';
+import type { AlertContext, AlertResult, AlertRouter } from '../alerts/alert-router.js';
 import { flattenReport } from './flatten.js';
 import type { AppendOutcome, MetricsStore, NewReport } from './metrics-store.js';
 import type { Report } from './report-schema.js';
@@ -90,52 +90,58 @@ export interface BulkResult {
   samples: number;
 }
 
-function rejected(line: number, e: AppError, report?: Report): BulkLineResult {
+function rejected(line: number, e: AppError, of?: { hostId: string; ts: number }): BulkLineResult {
   return {
     line, status: 'rejected',
-    ...(report ? { hostId: report.agentId, ts: report.ts } : {}),
+    ...(of ? { hostId: of.hostId, ts: of.ts } : {}),
     error: e.code, ...(e.details ? { details: e.details } : {}),
   };
 }
 
 /**
- * Bulk ingest: every line gets the single-ingest checks, then all the valid
+ * Bulk ingest: every line gets the single-ingest checks, and all the valid
  * reports are stored with one `appendReports` call (one durable commit), then
  * the alerts of the newly stored ones are routed, in line order. A refused
- * line never fails the others.
+ * line never fails the others. `items` is read once, line by line.
  */
-export async function ingestReports(deps: IngestDeps, tenant: ResolvedTenant, items: BulkItem[], signal?: AbortSignal): Promise<BulkResult> {
+export async function ingestReports(deps: IngestDeps, tenant: ResolvedTenant, items: Iterable<BulkItem>, signal?: AbortSignal): Promise<BulkResult> {
   const results = new Map<number, BulkLineResult>();
+  const lines: number[] = [];
   let samples = 0;
-  const valid: Array<{ line: number; report: Report; prepared: NewReport }> = [];
-  for (const item of items) {
-    if ('error' in item) { results.set(item.line, rejected(item.line, item.error)); continue; }
-    try {
-      valid.push({ line: item.line, report: item.report, prepared: prepareReport(deps, tenant, item.report) });
-    } catch (e: unknown) {
-      if (!(e instanceof AppError)) throw e;
-      results.set(item.line, rejected(item.line, e, item.report));
+  // Each valid report is prepared as the store reads it, and only what routing and the answer need is kept: a
+  // body's thousand parsed reports and metric maps never live at once, so they die in the young generation instead
+  // of being copied by each scavenge until the commit (bulk ingest was a third garbage collection: docs/benchmarks.md).
+  const valid: Array<{ line: number; ctx: AlertContext; alerts: Report['alerts']; metrics: number }> = [];
+  function* prepared(): Generator<NewReport> {
+    for (const item of items) {
+      lines.push(item.line);
+      if ('error' in item) { results.set(item.line, rejected(item.line, item.error)); continue; }
+      const report = item.report;
+      let ready: NewReport;
+      try {
+        ready = prepareReport(deps, tenant, report);
+      } catch (e: unknown) {
+        if (!(e instanceof AppError)) throw e;
+        results.set(item.line, rejected(item.line, e, { hostId: report.agentId, ts: report.ts }));
+        continue;
+      }
+      valid.push({ line: item.line, ctx: { tenantId: tenant.tenantId, hostId: report.agentId, hostname: report.hostname, ts: report.ts }, alerts: report.alerts, metrics: ready.metrics.size });
+      yield ready;
     }
   }
-  const outcomes = valid.length ? await deps.store.appendReports(valid.map((v) => v.prepared), signal) : [];
+  const outcomes = await deps.store.appendReports(prepared(), signal);
   // Every stored report is routed (an alert it no longer carries is resolved), in line order, in one call: the
   // router skips the look-ups a backlog's alert-free reports of a host with nothing open cannot need.
-  const stored: Array<{ line: number; report: Report; prepared: NewReport }> = [];
+  const stored: typeof valid = [];
   for (const [i, v] of valid.entries()) {
     const outcome = outcomes[i]!;
-    if (outcome.status === 'limit_exceeded') results.set(v.line, rejected(v.line, new AppError('limit_exceeded', outcome.details), v.report));
-    else if (outcome.status === 'duplicate') results.set(v.line, { line: v.line, status: 'duplicate', hostId: v.prepared.hostId, ts: v.report.ts, alertResults: [] });
-    else stored.push(v);
+    if (outcome.status === 'limit_exceeded') results.set(v.line, rejected(v.line, new AppError('limit_exceeded', outcome.details), v.ctx));
+    else if (outcome.status === 'duplicate') results.set(v.line, { line: v.line, status: 'duplicate', hostId: v.ctx.hostId, ts: v.ctx.ts, alertResults: [] });
+    else { stored.push(v); samples += v.metrics; }
   }
-  const routed = await deps.alertRouter.routeAll(stored.map((v) => ({
-    ctx: { tenantId: v.prepared.tenantId, hostId: v.prepared.hostId, hostname: v.report.hostname, ts: v.report.ts },
-    alerts: v.report.alerts ?? [],
-  })));
-  for (const [i, v] of stored.entries()) {
-    samples += v.prepared.metrics.size;
-    results.set(v.line, { line: v.line, status: 'stored', hostId: v.prepared.hostId, ts: v.report.ts, alertResults: routed[i]! });
-  }
-  const ordered = items.map((item) => results.get(item.line)!);
+  const routed = await deps.alertRouter.routeAll(stored.map((v) => ({ ctx: v.ctx, alerts: v.alerts ?? [] })));
+  for (const [i, v] of stored.entries()) results.set(v.line, { line: v.line, status: 'stored', hostId: v.ctx.hostId, ts: v.ctx.ts, alertResults: routed[i]! });
+  const ordered = lines.map((line) => results.get(line)!);
   const count = (s: BulkLineResult['status']) => ordered.filter((r) => r.status === s).length;
   return { stored: count('stored'), duplicates: count('duplicate'), rejected: count('rejected'), results: ordered, samples };
 }

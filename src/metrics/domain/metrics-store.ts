@@ -34,9 +34,11 @@ export interface MetricsStore {
    * fails alone (a limit) never fails the others. `signal` withdraws all of
    * them as in appendReport. They are taken as a backlog being replayed:
    * while such reports come faster than 1,000 a second, sealing the head
-   * waits (at most 2 minutes), so the backlog drains sooner.
+   * waits (at most 2 minutes), so the backlog drains sooner. `reports` is
+   * read once, during the call: a caller may prepare each report as it is
+   * read, so a body's reports need not all exist at once.
    */
-  appendReports(reports: NewReport[], signal?: AbortSignal): Promise<AppendOutcome[]>;
+  appendReports(reports: Iterable<NewReport>, signal?: AbortSignal): Promise<AppendOutcome[]>;
   /** Host ids of a tenant, sorted. */
   listHosts(tenantId: string): Promise<string[]>;
   hostExists(tenantId: string, hostId: string): Promise<boolean>;

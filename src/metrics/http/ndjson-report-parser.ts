@@ -20,12 +20,13 @@ export interface NdjsonLimits {
 
 /**
  * Registers the `application/x-ndjson` parser of the bulk scope (its only
- * parser, so any other Content-Type is 415). Signature first (on the bytes as
- * sent), then bounded decompression, then one item per non-blank line: the
- * report when the line is JSON that passes ReportSchema with the same
- * validator as single ingest, else the error single ingest would have given.
+ * parser, so any other Content-Type is 415): signature first (on the bytes as
+ * sent), then bounded decompression and the body's lines. Returns what reads
+ * a parsed request's items, one per non-blank line: the report when the line
+ * is JSON that passes ReportSchema with the same validator as single ingest,
+ * else the error single ingest would have given.
  */
-export function useNdjsonReportParser(scope: App, secret: string | undefined, limits: NdjsonLimits): void {
+export function useNdjsonReportParser(scope: App, secret: string | undefined, limits: NdjsonLimits): (request: FastifyRequest) => Iterable<BulkItem> {
   const parseJson = scope.getDefaultJsonParser('error', 'error');
   const compile = validatorCompiler();
   const validate = compile({ schema: ReportSchema, httpPart: 'body', method: 'POST', url: '/api/v1/ingest/bulk' }) as
@@ -39,6 +40,37 @@ export function useNdjsonReportParser(scope: App, secret: string | undefined, li
     return out;
   };
 
+  /**
+   * The lines' items, each parsed and checked only when the iteration reaches it: the consumer keeps what it needs
+   * of a report and drops the rest, so a thousand parsed reports never live at once (they would outlive the young
+   * generation and make every collection copy them).
+   */
+  function* items(request: FastifyRequest): Generator<BulkItem> {
+    const lines = request.body as string[];
+    let jsonLines = 0;
+    for (const [i, rawLine] of lines.entries()) {
+      const text = rawLine.endsWith('\r') ? rawLine.slice(0, -1) : rawLine;
+      if (text.trim() === '') continue;
+      const line = i + 1;
+      if (Buffer.byteLength(text) > limits.lineLimit) {
+        yield { line, error: new AppError('payload_too_large', `line is larger than the single-report body limit of ${limits.lineLimit} bytes`) };
+        continue;
+      }
+      let value: unknown;
+      try {
+        value = parseLine(request, text);
+        jsonLines++;
+      } catch (e: unknown) {
+        const { body: b } = toErrorResponse(e);
+        yield { line, error: new AppError(b.error, b.details) };
+        continue;
+      }
+      if (validate(value)) yield { line, report: value as Report };
+      else yield { line, error: new AppError('invalid_request', describeValidationError('body', validate.errors ?? [])) };
+    }
+    if (!jsonLines) throw new AppError('invalid_request', 'body is not NDJSON: no line is JSON');
+  }
+
   scope.removeAllContentTypeParsers();
   scope.addContentTypeParser('application/x-ndjson', { parseAs: 'buffer', bodyLimit: limits.bulkBodyLimit }, (request, body, done) => {
     const raw = body as Buffer;
@@ -48,33 +80,12 @@ export function useNdjsonReportParser(scope: App, secret: string | undefined, li
       return done(e as Error, undefined);
     }
     decodeBody(request, raw, limits.bulkBodyLimit).then((decoded) => {
-      const items: BulkItem[] = [];
-      let jsonLines = 0;
       const lines = decoded.toString('utf8').split('\n');
-      for (const [i, rawLine] of lines.entries()) {
-        const text = rawLine.endsWith('\r') ? rawLine.slice(0, -1) : rawLine;
-        if (text.trim() === '') continue;
-        if (items.length === MAX_BULK_REPORTS) throw new AppError('payload_too_large', `more than ${MAX_BULK_REPORTS} reports in one bulk body`);
-        const line = i + 1;
-        if (Buffer.byteLength(text) > limits.lineLimit) {
-          items.push({ line, error: new AppError('payload_too_large', `line is larger than the single-report body limit of ${limits.lineLimit} bytes`) });
-          continue;
-        }
-        let value: unknown;
-        try {
-          value = parseLine(request, text);
-          jsonLines++;
-        } catch (e: unknown) {
-          const { body: b } = toErrorResponse(e);
-          items.push({ line, error: new AppError(b.error, b.details) });
-          continue;
-        }
-        if (validate(value)) items.push({ line, report: value as Report });
-        else items.push({ line, error: new AppError('invalid_request', describeValidationError('body', validate.errors ?? [])) });
-      }
-      if (!items.length) throw new AppError('invalid_request', 'body holds no report: send one JSON report per line (application/x-ndjson)');
-      if (!jsonLines) throw new AppError('invalid_request', 'body is not NDJSON: no line is JSON');
-      done(null, items);
+      let reports = 0;
+      for (const line of lines) if (line.trim() !== '' && ++reports > MAX_BULK_REPORTS) throw new AppError('payload_too_large', `more than ${MAX_BULK_REPORTS} reports in one bulk body`);
+      if (!reports) throw new AppError('invalid_request', 'body holds no report: send one JSON report per line (application/x-ndjson)');
+      done(null, lines);
     }).catch((e: unknown) => done(e as Error, undefined));
   });
+  return items;
 }

@@ -1,7 +1,7 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { App } from '../../core/http/create-app.js';
-import { ingestReports, type BulkItem, type IngestDeps } from '../domain/ingest.js';
+import { ingestReports, type IngestDeps } from '../domain/ingest.js';
 import { authenticate, requestTenant } from '../http/authenticate.js';
 import { clientGone } from '../http/client-gone.js';
 import { MAX_BULK_REPORTS, useNdjsonReportParser } from '../http/ndjson-report-parser.js';
@@ -38,7 +38,7 @@ export async function registerBulkIngestRoute(
 ): Promise<void> {
   await app.register(async (plugin) => {
     const scope = plugin.withTypeProvider<TypeBoxTypeProvider>();
-    useNdjsonReportParser(scope, deps.secret, { bulkBodyLimit: deps.bulkBodyLimit, lineLimit: deps.bodyLimit });
+    const items = useNdjsonReportParser(scope, deps.secret, { bulkBodyLimit: deps.bulkBodyLimit, lineLimit: deps.bodyLimit });
     scope.post('/api/v1/ingest/bulk', {
       onRequest: authenticate(deps.store),
       bodyLimit: deps.bulkBodyLimit,
@@ -64,7 +64,7 @@ export async function registerBulkIngestRoute(
         },
       },
     }, async (request, reply) => {
-      const result = await ingestReports(deps, requestTenant(request), request.body as BulkItem[], clientGone(reply));
+      const result = await ingestReports(deps, requestTenant(request), items(request), clientGone(reply));
       deps.selfMetrics.ingestedReports.inc({ result: 'stored' }, result.stored);
       deps.selfMetrics.ingestedReports.inc({ result: 'duplicate' }, result.duplicates);
       deps.selfMetrics.ingestedSamples.inc(result.samples);

@@ -1,9 +1,9 @@
 import { AppError } from '../../core/errors.js';
 import type { Database } from '../../core/storage/database.js';
 import { chunks } from '../../core/storage/chunks.js';
-import type { MetricLimits, MetricsStore, NewReport, Tenant, TokenInfo } from '../domain/metrics-store.js';
+import type { MetricLimits, MetricsStore, Tenant, TokenInfo } from '../domain/metrics-store.js';
 import { AGENT_ID_PATTERN } from '../domain/report-text.js';
-import { DEFAULT_WRITER_OPTIONS, type EngineWriter, type WriterOptions } from './engine/engine-writer.js';
+import { DEFAULT_WRITER_OPTIONS, type WriterOptions } from './engine/engine-writer.js';
 import { createFoldPool, defaultFoldThreads } from './engine/fold-pool.js';
 import { latestByHost } from './engine/latest.js';
 import { TailRows } from './engine/tail-rows.js';
@@ -54,7 +54,7 @@ export function createEngineMetricsStore(database: Database<MetricsTables>, opts
   const onError = opts.onError ?? (() => undefined);
   // Appends, seals and rollups run in a writer thread on both backends: the event loop serves HTTP and reads.
   const target = database.sqlite ? { sqliteFile: database.sqlite.name } : { pgUrl: database.pgTarget!.url, pgSchema: database.pgTarget!.schema, poolSize: WRITER_PG_POOL };
-  const writer: EngineWriter<NewReport> = createWorkerWriter(target, writerOptions, opts.now, onError);
+  const writer = createWorkerWriter(target, writerOptions, opts.now, onError);
   const folds = createFoldPool(opts.foldThreads ?? defaultFoldThreads());
   const names = new Map<string, Map<number, string>>();
   // Quiet hosts' last blocks, decoded once rather than at every poll of the host list.
@@ -126,7 +126,7 @@ export function createEngineMetricsStore(database: Database<MetricsTables>, opts
 
     appendReport: async (report, signal) => (await writer.append([report], signal))[0]!,
     // Bulk bodies are backlogs (agents draining spools, relays): while they come fast, seals wait (seal-deferral.ts).
-    appendReports: (reports, signal) => (reports.length ? writer.append(reports, signal, true) : Promise.resolve([])),
+    appendReports: (reports, signal) => writer.append(reports, signal, true),
 
     async listHosts(tenantId) {
       const rows = await conn.all<{ host_id: string }>('SELECT host_id FROM hosts WHERE tenant_id = ? ORDER BY host_id', [tenantId]);

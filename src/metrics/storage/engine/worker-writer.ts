@@ -3,20 +3,28 @@ import { SMALL_YOUNG_GENERATION, startModuleWorker } from '../../../core/worker/
 import { fromWireError } from '../../../core/worker/wire-error.js';
 import type { AppendOutcome, NewReport } from '../../domain/metrics-store.js';
 import type { EngineWriter, WriterOptions } from './engine-writer.js';
-import { createShapeTable, NO_SHAPE } from './report-shapes.js';
-import { WITHDRAWN, type WireReport, type WriterMessage, type WriterReply, type WriterRequest, type WriterTarget } from './worker-protocol.js';
+import { createShapeTable } from './report-shapes.js';
+import { createWireBuilder } from './wire-reports.js';
+import { WITHDRAWN, type WriterMessage, type WriterReply, type WriterRequest, type WriterTarget } from './worker-protocol.js';
 
 type Op = WriterRequest extends infer R ? (R extends WriterRequest ? Omit<R, 'id' | 'now'> : never) : never;
 
+/** The writer as the store calls it: appends take any iterable of reports, read once during the call. */
+export type ServiceWriter = Omit<EngineWriter<NewReport>, 'append'> & {
+  append(reports: Iterable<NewReport>, signal?: AbortSignal, backlog?: boolean): Promise<AppendOutcome[]>;
+};
+
 /**
  * The service side of the writer thread: an EngineWriter whose calls travel
- * to the thread, gathered per event-loop turn into one message.
+ * to the thread, gathered per event-loop turn into one message. An append's
+ * reports go into the message's columns (wire-reports.ts) as they are read.
  */
-export function createWorkerWriter(target: WriterTarget, options: Omit<WriterOptions, 'now'>, now: () => number, onError: (e: unknown) => void): EngineWriter<NewReport> {
+export function createWorkerWriter(target: WriterTarget, options: Omit<WriterOptions, 'now'>, now: () => number, onError: (e: unknown) => void): ServiceWriter {
   const worker = startModuleWorker(import.meta.url, 'writer-worker', { target, options }, SMALL_YOUNG_GENERATION);
   const pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: unknown) => void }>();
   let outbox: WriterRequest[] = [];
   const shapes = createShapeTable();
+  const wire = createWireBuilder(shapes);
   let nextId = 1;
   let exited = false;
 
@@ -44,16 +52,21 @@ export function createWorkerWriter(target: WriterTarget, options: Omit<WriterOpt
         const requests = outbox;
         outbox = [];
         // Every shape numbered so far goes with the first message after it, even if its request was withdrawn.
-        worker.postMessage({ kind: 'requests', shapes: shapes.takeNew(), requests } satisfies WriterMessage);
+        const { reports, transfer } = wire.take();
+        worker.postMessage({ kind: 'requests', shapes: shapes.takeNew(), reports, requests } satisfies WriterMessage, transfer);
       });
     }
     outbox.push(request);
   }
 
-  function send<T>(op: Op, signal?: AbortSignal): Promise<T> {
+  function refusal(signal: AbortSignal | undefined): Promise<never> | undefined {
     if (exited) return Promise.reject(new AppError('unavailable', 'the storage writer stopped'));
     if (signal?.aborted) return Promise.reject(new AppError('unavailable', WITHDRAWN));
-    return new Promise<T>((resolve, reject) => {
+    return undefined;
+  }
+
+  function send<T>(op: Op, signal?: AbortSignal): Promise<T> {
+    return refusal(signal) ??  new Promise<T>((resolve, reject) => {
       const id = nextId++;
       const request = { ...op, id, now: now() } as WriterRequest;
       // Withdrawn before it left this thread: dropped here; after: the thread withdraws it if it still waits.
@@ -74,16 +87,19 @@ export function createWorkerWriter(target: WriterTarget, options: Omit<WriterOpt
     });
   }
 
-  function toWire({ metrics, ...report }: NewReport): WireReport {
-    const shape = shapes.shapeOf(metrics);
-    const values = new Float64Array(metrics.size);
-    let i = 0;
-    for (const v of metrics.values()) values[i++] = v;
-    return shape === NO_SHAPE ? { ...report, shape, names: [...metrics.keys()], values } : { ...report, shape, values };
-  }
-
   return {
-    append: (reports, signal, backlog = false) => send<AppendOutcome[]>({ op: 'append', reports: reports.map(toWire), backlog }, signal),
+    append(reports, signal, backlog = false) {
+      const refused = refusal(signal);
+      if (refused) return refused;
+      const from = wire.size;
+      // Reports read before the iterable fails, like a withdrawn append's, stay in the message's columns unread.
+      try {
+        for (const r of reports) wire.add(r);
+      } catch (e: unknown) {
+        return Promise.reject(e);
+      }
+      return wire.size === from ? Promise.resolve([]) : send<AppendOutcome[]>({ op: 'append', from, to: wire.size, backlog }, signal);
+    },
     deleteBefore: (cutoff) => send<{ reports: number; hosts: number }>({ op: 'delete', cutoff }),
     flush: () => send<void>({ op: 'flush' }),
     async close() {

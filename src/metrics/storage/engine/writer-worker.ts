@@ -6,8 +6,8 @@ import { configureSqliteConnection } from '../../../core/storage/sqlite-connecti
 import { createEngineWriter, type WriterOptions } from './engine-writer.js';
 import { walSync } from './wal-sync.js';
 import { METRICS_SQLITE_CACHE_KIB, pgConn, sqliteConn, type SqlConn } from './sql-conn.js';
-import type { HeadReport } from './head-writer.js';
-import type { WireReport, WriterMessage, WriterReply, WriterTarget } from './worker-protocol.js';
+import { readWireReports } from './wire-reports.js';
+import type { WriterMessage, WriterReply, WriterTarget } from './worker-protocol.js';
 
 /**
  * The writer thread: owns the connections that write the engine's tables, so
@@ -57,7 +57,6 @@ const withdrawals = new Map<number, AbortController>();
 
 /** The service's shape numbers (report-shapes.ts): a report's names, shared by every report of the shape. */
 const shapes = new Map<number, string[]>();
-const headReport = ({ shape, names, ...r }: WireReport): HeadReport => ({ ...r, names: names ?? shapes.get(shape)! });
 
 port.on('message', (msg: WriterMessage) => {
   for (const [shape, names] of msg.shapes) shapes.set(shape, names);
@@ -69,7 +68,7 @@ port.on('message', (msg: WriterMessage) => {
     if (req.op === 'append') {
       const ac = new AbortController();
       withdrawals.set(req.id, ac);
-      void settle(writer.append(req.reports.map(headReport), ac.signal, req.backlog).finally(() => withdrawals.delete(req.id)));
+      void settle(writer.append(readWireReports(msg.reports, shapes, req.from, req.to), ac.signal, req.backlog).finally(() => withdrawals.delete(req.id)));
     } else if (req.op === 'withdraw') withdrawals.get(req.target)?.abort();
     else if (req.op === 'delete') void settle(writer.deleteBefore(req.cutoff));
     else if (req.op === 'flush') void settle(writer.flush());
