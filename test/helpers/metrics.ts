@@ -3,13 +3,17 @@ import { Writable } from 'node:stream';
 import type { App } from '../../src/core/http/create-app.js';
 import { buildMetricsApp } from '../../src/metrics/app.js';
 import { loadMetricsConfig, type MetricsConfig } from '../../src/metrics/config.js';
-import { createMetricsDeps, type MetricsDeps } from '../../src/metrics/deps.js';
+import { createMetricsDeps, openMetricsDatabase, type MetricsDeps } from '../../src/metrics/deps.js';
 import type { MetricsStore } from '../../src/metrics/domain/metrics-store.js';
 import type { Report } from '../../src/metrics/domain/report-schema.js';
 import { issueToken, type IssuedToken } from '../../src/metrics/domain/tenant-tokens.js';
 import { signBody } from '../../src/metrics/domain/verify-signature.js';
 import { freshStorage, type BackendName, type TestStorage } from './backends.js';
 import { call, listen, type Reply } from './http.js';
+
+/** The metrics service's database on a test's fresh storage, migrated as the service opens it. */
+export const openTestMetricsDatabase = (storage: TestStorage) =>
+  openMetricsDatabase({ databaseUrl: storage.databaseUrl, dbSchema: storage.pgSchema, dataDir: storage.dataDir });
 
 /** A running metrics service on an ephemeral port over fresh storage, plus builders. */
 export interface MetricsHarness {

@@ -2,10 +2,10 @@ import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createAlertStore, FIRING_BATCH, type AlertStore, type AlertTables, type NewAlert } from '../../src/metrics/alerts/alert-store.js';
 import { databaseConn, type SqlConn } from '../../src/metrics/storage/engine/sql-conn.js';
-import { openMetricsDatabase } from '../../src/metrics/deps.js';
 import type { Database } from '../../src/core/storage/database.js';
 import type { MetricsTables } from '../../src/metrics/storage/tables.js';
 import { BACKENDS, freshStorage, type TestStorage } from '../helpers/backends.js';
+import { openTestMetricsDatabase } from '../helpers/metrics.js';
 
 /** The AlertStore contract (src/metrics/alerts/alert-store.ts), the same on every backend. */
 function incident(over: Partial<NewAlert> = {}): NewAlert {
@@ -23,7 +23,7 @@ for (const backend of BACKENDS) {
 
     before(async () => {
       storage = await freshStorage(backend);
-      database = await openMetricsDatabase({ databaseUrl: storage.databaseUrl, dbSchema: storage.pgSchema, dataDir: storage.dataDir });
+      database = await openTestMetricsDatabase(storage);
       store = createAlertStore(database.db.withTables<AlertTables>(), databaseConn(database));
     });
     after(async () => {

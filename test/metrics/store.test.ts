@@ -1,7 +1,6 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Database } from '../../src/core/storage/database.js';
-import { openMetricsDatabase } from '../../src/metrics/deps.js';
 import type { MetricsStore, NewReport } from '../../src/metrics/domain/metrics-store.js';
 import { createAlertStore, type AlertTables } from '../../src/metrics/alerts/alert-store.js';
 import { startRetentionSweep } from '../../src/metrics/domain/retention.js';
@@ -9,7 +8,7 @@ import { databaseConn } from '../../src/metrics/storage/engine/sql-conn.js';
 import { createEngineMetricsStore } from '../../src/metrics/storage/engine-metrics-store.js';
 import type { MetricsTables } from '../../src/metrics/storage/tables.js';
 import { BACKENDS, freshStorage, type TestStorage } from '../helpers/backends.js';
-import { newTenant } from '../helpers/metrics.js';
+import { newTenant, openTestMetricsDatabase } from '../helpers/metrics.js';
 
 const LIMITS = { perHost: 40, perTenant: 60 };
 
@@ -38,7 +37,7 @@ for (const backend of BACKENDS) {
     let store: MetricsStore;
     before(async () => {
       storage = await freshStorage(backend);
-      database = await openMetricsDatabase({ databaseUrl: storage.databaseUrl, dbSchema: storage.pgSchema, dataDir: storage.dataDir });
+      database = await openTestMetricsDatabase(storage);
       store = openStore(database);
     });
     after(async () => {
@@ -57,7 +56,7 @@ for (const backend of BACKENDS) {
     });
 
     test('two stores on one database (two instances) ingesting the same new hosts in opposite orders lose nothing', async () => {
-      const second = await openMetricsDatabase({ databaseUrl: storage.databaseUrl, dbSchema: storage.pgSchema, dataDir: storage.dataDir });
+      const second = await openTestMetricsDatabase(storage);
       const other = openStore(second);
       try {
         for (let round = 0; round < 10; round++) {
@@ -271,7 +270,7 @@ for (const backend of BACKENDS) {
 
     test('retention deleting a host between two appends of it (two instances): the append re-creates the host, nothing is lost', async () => {
       const t = await newTenant(store);
-      const second = await openMetricsDatabase({ databaseUrl: storage.databaseUrl, dbSchema: storage.pgSchema, dataDir: storage.dataDir });
+      const second = await openTestMetricsDatabase(storage);
       const sweeper = openStore(second);
       try {
         const hour = 3_600_000;

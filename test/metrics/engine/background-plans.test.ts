@@ -1,12 +1,12 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Database } from '../../../src/core/storage/database.js';
-import { openMetricsDatabase } from '../../../src/metrics/deps.js';
 import { DELETE_ENDED_SQL } from '../../../src/metrics/alerts/alert-store.js';
 import { RETENTION_SQL } from '../../../src/metrics/storage/engine/engine-writer.js';
 import { DUE_ROLLUPS } from '../../../src/metrics/storage/engine/tenant-rollup.js';
 import type { MetricsTables } from '../../../src/metrics/storage/tables.js';
 import { BACKENDS, freshStorage, type TestStorage } from '../../helpers/backends.js';
+import { openTestMetricsDatabase } from '../../helpers/metrics.js';
 
 /**
  * The background statements (the writer's passes, the retention sweep) run on a schedule whatever the data's
@@ -33,7 +33,7 @@ for (const backend of BACKENDS) {
     let database: Database<MetricsTables>;
     before(async () => {
       storage = await freshStorage(backend);
-      database = await openMetricsDatabase({ databaseUrl: storage.databaseUrl, dbSchema: storage.pgSchema, dataDir: storage.dataDir });
+      database = await openTestMetricsDatabase(storage);
     });
     after(async () => {
       await database.close();

@@ -1,7 +1,6 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Database } from '../../../src/core/storage/database.js';
-import { openMetricsDatabase } from '../../../src/metrics/deps.js';
 import type { MetricsStore, NewReport, StoredSeries } from '../../../src/metrics/domain/metrics-store.js';
 import { createEngineMetricsStore } from '../../../src/metrics/storage/engine-metrics-store.js';
 import { planGrid, gridEnd } from '../../../src/metrics/storage/engine/query-plan.js';
@@ -11,7 +10,7 @@ import { databaseConn, type SqlConn } from '../../../src/metrics/storage/engine/
 import { HOST_TIER_MS, TENANT_COARSE_MS, TENANT_FINE_MS, WINDOW_MS } from '../../../src/metrics/storage/engine/windows.js';
 import type { MetricsTables } from '../../../src/metrics/storage/tables.js';
 import { BACKENDS, freshStorage, type TestStorage } from '../../helpers/backends.js';
-import { newTenant } from '../../helpers/metrics.js';
+import { newTenant, openTestMetricsDatabase } from '../../helpers/metrics.js';
 
 /**
  * The storage engine against a brute-force model: reports of several hosts
@@ -112,7 +111,7 @@ for (const backend of BACKENDS) {
 
     before(async () => {
       storage = await freshStorage(backend);
-      database = await openMetricsDatabase({ databaseUrl: storage.databaseUrl, dbSchema: storage.pgSchema, dataDir: storage.dataDir });
+      database = await openTestMetricsDatabase(storage);
       // No background loop: the test decides what is sealed and rolled up when.
       // One fold thread whatever the machine: long ranges fold part of their blocks apart (fold-pool.ts).
       store = createEngineMetricsStore(database, { limits: { perHost: 1000, perTenant: 1000 }, now: () => NOW, writer: { sealIntervalMs: 0 }, foldThreads: 1 });

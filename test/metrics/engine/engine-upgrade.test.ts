@@ -2,17 +2,16 @@ import { after, before, describe, test } from 'node:test';
 import { sql } from 'kysely';
 import assert from 'node:assert/strict';
 import { openDatabase, type Database } from '../../../src/core/storage/database.js';
-import { openMetricsDatabase } from '../../../src/metrics/deps.js';
 import type { MetricsStore, NewReport } from '../../../src/metrics/domain/metrics-store.js';
 import { createEngineMetricsStore } from '../../../src/metrics/storage/engine-metrics-store.js';
 import { metricsMigrations } from '../../../src/metrics/storage/migrations/index.js';
 import { encodeSamples } from '../../../src/metrics/storage/sample-codec.js';
 import type { MetricsTables } from '../../../src/metrics/storage/tables.js';
 import { BACKENDS, freshStorage, type TestStorage } from '../../helpers/backends.js';
-import { newTenant } from '../../helpers/metrics.js';
+import { newTenant, openTestMetricsDatabase } from '../../helpers/metrics.js';
 
 const T0 = Date.UTC(2025, 5, 1);
-const open = (s: TestStorage) => openMetricsDatabase({ databaseUrl: s.databaseUrl, dbSchema: s.pgSchema, dataDir: s.dataDir });
+const open = openTestMetricsDatabase;
 const storeOn = (d: Database<MetricsTables>) => createEngineMetricsStore(d, { limits: { perHost: 100, perTenant: 100 }, now: Date.now, writer: { sealIntervalMs: 0 } });
 
 async function rawTimestamps(store: MetricsStore, tenantId: string, hostId: string): Promise<number[]> {

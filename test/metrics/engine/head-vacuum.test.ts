@@ -1,13 +1,12 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Database } from '../../../src/core/storage/database.js';
-import { openMetricsDatabase } from '../../../src/metrics/deps.js';
 import type { MetricsStore } from '../../../src/metrics/domain/metrics-store.js';
 import { createEngineMetricsStore } from '../../../src/metrics/storage/engine-metrics-store.js';
 import { WINDOW_MS } from '../../../src/metrics/storage/engine/windows.js';
 import type { MetricsTables } from '../../../src/metrics/storage/tables.js';
 import { BACKENDS, freshStorage, type TestStorage } from '../../helpers/backends.js';
-import { newTenant } from '../../helpers/metrics.js';
+import { newTenant, openTestMetricsDatabase } from '../../helpers/metrics.js';
 
 /**
  * PostgreSQL only (SQLite hands freed pages back once reports stop:
@@ -25,7 +24,7 @@ for (const backend of BACKENDS.filter((b) => b === 'postgres')) {
     const T0 = Date.UTC(2026, 10, 20, 0);
     before(async () => {
       storage = await freshStorage(backend, { ownDatabase: true });
-      database = await openMetricsDatabase({ databaseUrl: storage.databaseUrl, dbSchema: storage.pgSchema, dataDir: storage.dataDir });
+      database = await openTestMetricsDatabase(storage);
       store = createEngineMetricsStore(database, { limits: { perHost: 1000, perTenant: 1000 }, now: () => T0 + 3 * WINDOW_MS, writer: { sealIntervalMs: 0 } });
     });
     after(async () => {

@@ -3,13 +3,12 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { Database } from '../../../src/core/storage/database.js';
-import { openMetricsDatabase } from '../../../src/metrics/deps.js';
 import type { MetricsStore } from '../../../src/metrics/domain/metrics-store.js';
 import { createEngineMetricsStore } from '../../../src/metrics/storage/engine-metrics-store.js';
 import { WINDOW_MS } from '../../../src/metrics/storage/engine/windows.js';
 import type { MetricsTables } from '../../../src/metrics/storage/tables.js';
 import { BACKENDS, freshStorage, type TestStorage } from '../../helpers/backends.js';
-import { newTenant } from '../../helpers/metrics.js';
+import { newTenant, openTestMetricsDatabase } from '../../helpers/metrics.js';
 
 /**
  * SIGKILL while the engine appends, seals and rolls up (a child process does
@@ -60,7 +59,7 @@ for (const backend of BACKENDS) {
     });
 
     test(`after ${CYCLES} kills nothing acknowledged is lost and nothing is counted twice`, async () => {
-      database = await openMetricsDatabase({ databaseUrl: storage.databaseUrl, dbSchema: storage.pgSchema, dataDir: storage.dataDir });
+      database = await openTestMetricsDatabase(storage);
       store = createEngineMetricsStore(database, { limits: { perHost: 100, perTenant: 100 }, now: Date.now, writer: { sealIntervalMs: 0 } });
       const { tenantId } = await newTenant(store);
       await store.close();
@@ -77,7 +76,7 @@ for (const backend of BACKENDS) {
       }
       assert.ok(acked.size > 0, 'the child acknowledged writes before being killed');
 
-      database = await openMetricsDatabase({ databaseUrl: storage.databaseUrl, dbSchema: storage.pgSchema, dataDir: storage.dataDir });
+      database = await openTestMetricsDatabase(storage);
       store = createEngineMetricsStore(database, { limits: { perHost: 100, perTenant: 100 }, now: Date.now, writer: { sealIntervalMs: 0 } });
       if (database.sqlite) assert.deepEqual(database.sqlite.pragma('integrity_check'), [{ integrity_check: 'ok' }]);
       // Half of the reads before the remaining head is sealed, half after.

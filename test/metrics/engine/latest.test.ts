@@ -2,7 +2,6 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Database } from '../../../src/core/storage/database.js';
-import { openMetricsDatabase } from '../../../src/metrics/deps.js';
 import type { HostLatest, MetricsStore, NewReport } from '../../../src/metrics/domain/metrics-store.js';
 import { createEngineMetricsStore } from '../../../src/metrics/storage/engine-metrics-store.js';
 import { latestByHost } from '../../../src/metrics/storage/engine/latest.js';
@@ -11,7 +10,7 @@ import { databaseConn, type SqlConn } from '../../../src/metrics/storage/engine/
 import { WINDOW_MS } from '../../../src/metrics/storage/engine/windows.js';
 import type { MetricsTables } from '../../../src/metrics/storage/tables.js';
 import { BACKENDS, freshStorage, type TestStorage } from '../../helpers/backends.js';
-import { newTenant } from '../../helpers/metrics.js';
+import { newTenant, openTestMetricsDatabase } from '../../helpers/metrics.js';
 
 const T0 = Date.UTC(2026, 10, 20, 0);
 const MIN = 60_000;
@@ -74,7 +73,7 @@ for (const backend of BACKENDS) {
     let conn: SqlConn;
     before(async () => {
       storage = await freshStorage(backend);
-      database = await openMetricsDatabase({ databaseUrl: storage.databaseUrl, dbSchema: storage.pgSchema, dataDir: storage.dataDir });
+      database = await openTestMetricsDatabase(storage);
       store = createEngineMetricsStore(database, { limits: { perHost: 100, perTenant: 100 }, now: () => NOW, writer: { sealIntervalMs: 0 } });
       conn = databaseConn(database);
     });

@@ -1,12 +1,11 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { openMetricsDatabase } from '../../../src/metrics/deps.js';
 import type { MetricsStore, NewReport } from '../../../src/metrics/domain/metrics-store.js';
 import { createEngineMetricsStore } from '../../../src/metrics/storage/engine-metrics-store.js';
 import type { Database } from '../../../src/core/storage/database.js';
 import type { MetricsTables } from '../../../src/metrics/storage/tables.js';
 import { BACKENDS, freshStorage, type TestStorage } from '../../helpers/backends.js';
-import { newTenant } from '../../helpers/metrics.js';
+import { newTenant, openTestMetricsDatabase } from '../../helpers/metrics.js';
 
 const T0 = Date.UTC(2025, 5, 1);
 
@@ -25,7 +24,7 @@ for (const backend of BACKENDS) {
     let store: MetricsStore;
     before(async () => {
       storage = await freshStorage(backend);
-      database = await openMetricsDatabase({ databaseUrl: storage.databaseUrl, dbSchema: storage.pgSchema, dataDir: storage.dataDir });
+      database = await openTestMetricsDatabase(storage);
       store = createEngineMetricsStore(database, { limits: { perHost: 1000, perTenant: 20_000 }, now: () => T0 + 60_000, writer: { sealIntervalMs: 0 } });
     });
     after(async () => { await store.close(); await database.close(); await storage.cleanup(); });

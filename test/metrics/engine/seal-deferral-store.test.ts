@@ -1,13 +1,12 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Database } from '../../../src/core/storage/database.js';
-import { openMetricsDatabase } from '../../../src/metrics/deps.js';
 import type { MetricsStore, NewReport } from '../../../src/metrics/domain/metrics-store.js';
 import { createEngineMetricsStore } from '../../../src/metrics/storage/engine-metrics-store.js';
 import { WINDOW_MS } from '../../../src/metrics/storage/engine/windows.js';
 import type { MetricsTables } from '../../../src/metrics/storage/tables.js';
 import { BACKENDS, freshStorage, type BackendName, type TestStorage } from '../../helpers/backends.js';
-import { newTenant } from '../../helpers/metrics.js';
+import { newTenant, openTestMetricsDatabase } from '../../helpers/metrics.js';
 
 /**
  * Seals yield to a backlog, through the real writer thread: a closed window
@@ -40,7 +39,7 @@ function fixture(backend: BackendName, maxMs: number, tests: (f: Fixture) => voi
   const f = {} as Fixture;
   before(async () => {
     storage = await freshStorage(backend);
-    database = await openMetricsDatabase({ databaseUrl: storage.databaseUrl, dbSchema: storage.pgSchema, dataDir: storage.dataDir });
+    database = await openTestMetricsDatabase(storage);
     f.store = createEngineMetricsStore(database, {
       limits: { perHost: 100, perTenant: 100 }, now: () => NOW, foldThreads: 0,
       writer: { sealIntervalMs: PASS_MS, seal: { graceMs: 0, idleMs: 0 }, deferral: { busyReportsPerS: 1, maxMs } },

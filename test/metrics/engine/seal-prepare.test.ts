@@ -1,7 +1,6 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Database } from '../../../src/core/storage/database.js';
-import { openMetricsDatabase } from '../../../src/metrics/deps.js';
 import { decodeBlock } from '../../../src/metrics/storage/engine/block-codec.js';
 import { appendBatch, newWriterState } from '../../../src/metrics/storage/engine/head-writer.js';
 import { SealedTimestamps } from '../../../src/metrics/storage/engine/sealed-timestamps.js';
@@ -11,6 +10,7 @@ import { databaseConn, type SqlConn } from '../../../src/metrics/storage/engine/
 import type { MetricsTables } from '../../../src/metrics/storage/tables.js';
 import { HOST_TIER_MS } from '../../../src/metrics/storage/engine/windows.js';
 import { BACKENDS, freshStorage, type TestStorage } from '../../helpers/backends.js';
+import { openTestMetricsDatabase } from '../../helpers/metrics.js';
 
 /**
  * A seal's block is built and compressed before its transaction (prepareSeal);
@@ -27,7 +27,7 @@ for (const backend of BACKENDS) {
     let tenant = 0;
     before(async () => {
       storage = await freshStorage(backend);
-      database = await openMetricsDatabase({ databaseUrl: storage.databaseUrl, dbSchema: storage.pgSchema, dataDir: storage.dataDir });
+      database = await openTestMetricsDatabase(storage);
       conn = databaseConn(database);
     });
     after(async () => {

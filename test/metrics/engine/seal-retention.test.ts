@@ -1,13 +1,13 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Database } from '../../../src/core/storage/database.js';
-import { openMetricsDatabase } from '../../../src/metrics/deps.js';
 import { appendBatch, newWriterState } from '../../../src/metrics/storage/engine/head-writer.js';
 import { SealedTimestamps } from '../../../src/metrics/storage/engine/sealed-timestamps.js';
 import { sealWindow, sealWindows } from '../../../src/metrics/storage/engine/sealer.js';
 import { pgConn, type SqlConn } from '../../../src/metrics/storage/engine/sql-conn.js';
 import type { MetricsTables } from '../../../src/metrics/storage/tables.js';
 import { BACKENDS, freshStorage, type TestStorage } from '../../helpers/backends.js';
+import { openTestMetricsDatabase } from '../../helpers/metrics.js';
 
 /**
  * PostgreSQL only (on SQLite a seal and a sweep never overlap: one writer):
@@ -21,7 +21,7 @@ for (const backend of BACKENDS.filter((b) => b === 'postgres')) {
     let conn: SqlConn;
     before(async () => {
       storage = await freshStorage(backend);
-      database = await openMetricsDatabase({ databaseUrl: storage.databaseUrl, dbSchema: storage.pgSchema, dataDir: storage.dataDir });
+      database = await openTestMetricsDatabase(storage);
       conn = pgConn(database.pgPool!);
     });
     after(async () => {

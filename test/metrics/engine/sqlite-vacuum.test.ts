@@ -2,14 +2,13 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Database } from '../../../src/core/storage/database.js';
-import { openMetricsDatabase } from '../../../src/metrics/deps.js';
 import type { MetricsStore, NewReport } from '../../../src/metrics/domain/metrics-store.js';
 import { createEngineMetricsStore } from '../../../src/metrics/storage/engine-metrics-store.js';
 import { VACUUM_STEP_PAGES, VACUUM_STEPS_PER_BUSY_PASS } from '../../../src/metrics/storage/engine/engine-writer.js';
 import { WINDOW_MS } from '../../../src/metrics/storage/engine/windows.js';
 import type { MetricsTables } from '../../../src/metrics/storage/tables.js';
 import { freshStorage, type TestStorage } from '../../helpers/backends.js';
-import { newTenant } from '../../helpers/metrics.js';
+import { newTenant, openTestMetricsDatabase } from '../../helpers/metrics.js';
 
 /**
  * SQLite only (PostgreSQL vacuums the head table: head-vacuum.test.ts): the
@@ -24,7 +23,7 @@ describe('free pages of the sealed head on sqlite', () => {
   const T0 = Date.UTC(2026, 10, 20, 0);
   before(async () => {
     storage = await freshStorage('sqlite');
-    database = await openMetricsDatabase({ databaseUrl: storage.databaseUrl, dbSchema: storage.pgSchema, dataDir: storage.dataDir });
+    database = await openTestMetricsDatabase(storage);
     store = createEngineMetricsStore(database, { limits: { perHost: 1000, perTenant: 1000 }, now: () => T0 + 3 * WINDOW_MS, writer: { sealIntervalMs: 50, seal: { graceMs: 0, idleMs: 100 } } });
   });
   after(async () => {

@@ -1,7 +1,6 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Database } from '../../../src/core/storage/database.js';
-import { openMetricsDatabase } from '../../../src/metrics/deps.js';
 import { appendBatch, newWriterState } from '../../../src/metrics/storage/engine/head-writer.js';
 import { SealedTimestamps } from '../../../src/metrics/storage/engine/sealed-timestamps.js';
 import { findSealable, sealWindow } from '../../../src/metrics/storage/engine/sealer.js';
@@ -9,6 +8,7 @@ import { databaseConn, type SqlConn } from '../../../src/metrics/storage/engine/
 import { rollTenantWindows } from '../../../src/metrics/storage/engine/tenant-rollup.js';
 import type { MetricsTables } from '../../../src/metrics/storage/tables.js';
 import { BACKENDS, freshStorage, type TestStorage } from '../../helpers/backends.js';
+import { openTestMetricsDatabase } from '../../helpers/metrics.js';
 
 /** The writer's chain of work gets one turn per tenant window rolled up, so appends can commit between two of them. */
 for (const backend of BACKENDS) {
@@ -18,7 +18,7 @@ for (const backend of BACKENDS) {
     let conn: SqlConn;
     before(async () => {
       storage = await freshStorage(backend);
-      database = await openMetricsDatabase({ databaseUrl: storage.databaseUrl, dbSchema: storage.pgSchema, dataDir: storage.dataDir });
+      database = await openTestMetricsDatabase(storage);
       conn = databaseConn(database);
     });
     after(async () => {

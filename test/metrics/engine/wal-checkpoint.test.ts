@@ -2,14 +2,13 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { statSync } from 'node:fs';
 import type { Database } from '../../../src/core/storage/database.js';
-import { openMetricsDatabase } from '../../../src/metrics/deps.js';
 import type { MetricsStore, NewReport } from '../../../src/metrics/domain/metrics-store.js';
 import { createEngineMetricsStore } from '../../../src/metrics/storage/engine-metrics-store.js';
 import { SEAL_GROUP_ROWS } from '../../../src/metrics/storage/engine/engine-writer.js';
 import { METRICS_SQLITE_CACHE_KIB } from '../../../src/metrics/storage/engine/sql-conn.js';
 import type { MetricsTables } from '../../../src/metrics/storage/tables.js';
 import { freshStorage, type TestStorage } from '../../helpers/backends.js';
-import { newTenant } from '../../helpers/metrics.js';
+import { newTenant, openTestMetricsDatabase } from '../../helpers/metrics.js';
 
 /**
  * SQLite's WAL under a steady stream of appends: the seal loop's checkpoints
@@ -22,7 +21,7 @@ let store: MetricsStore;
 const NOW = Date.UTC(2026, 10, 25, 12);
 before(async () => {
   storage = await freshStorage('sqlite');
-  database = await openMetricsDatabase({ databaseUrl: storage.databaseUrl, dbSchema: storage.pgSchema, dataDir: storage.dataDir });
+  database = await openTestMetricsDatabase(storage);
   store = createEngineMetricsStore(database, { limits: { perHost: 1000, perTenant: 1000 }, now: () => NOW, writer: { sealIntervalMs: 20 }, foldThreads: 0 });
 });
 after(async () => {
