@@ -1,5 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { generateToken, hashToken, parseBearer, safeEqual } from '../../src/core/auth/tokens.js';
 
 test('tokens are prefixed, random and hash deterministically', () => {
@@ -9,6 +10,11 @@ test('tokens are prefixed, random and hash deterministically', () => {
   assert.notEqual(a, b);
   assert.equal(hashToken(a), hashToken(a));
   assert.notEqual(hashToken(a), hashToken(b));
+});
+
+test('a token\'s hash is the hex SHA-256 of its UTF-8 bytes, the form every stored token hash has', () => {
+  assert.equal(hashToken('abc'), 'ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad');
+  assert.equal(hashToken('hm_é\u{1F600}'), createHash('sha256').update(Buffer.from('hm_é\u{1F600}', 'utf8')).digest('hex'));
 });
 
 test('parseBearer accepts only a well-formed bearer header', () => {
