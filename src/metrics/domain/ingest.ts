@@ -110,7 +110,7 @@ export async function ingestReports(deps: IngestDeps, tenant: ResolvedTenant, it
   let samples = 0;
   // Each valid report is prepared as the store reads it, and only what routing and the answer need is kept: a
   // body's thousand parsed reports and metric maps never live at once, so they die in the young generation instead
-  // of being copied by each scavenge until the commit (bulk ingest was a third garbage collection: docs/benchmarks.md).
+  // of being copied by each scavenge until the commit (collections were a third of bulk ingest's event loop: docs/benchmarks.md).
   const valid: Array<{ line: number; ctx: AlertContext; alerts: Report['alerts']; metrics: number }> = [];
   function* prepared(): Generator<NewReport> {
     for (const item of items) {
