@@ -68,4 +68,11 @@ test('a message past the arrays\' kept size reads back whole, and so does the sm
   const second = wire.take().reports;
   assert.equal(second.count, 1);
   assert.deepEqual(readWireReports(second, receive(shapes, known), 0, 1).map(plain), [expected(small)]);
+  // Many reports of few values: past the kept number of reports rather than of values.
+  const many = Array.from({ length: 5_000 }, (_, i) => report(`h${i % 3}`, i, [['m0', i]]));
+  for (const r of many) wire.add(r);
+  const third = wire.take().reports;
+  assert.deepEqual(readWireReports(third, receive(shapes, known), 4_998, 5_000).map(plain), many.slice(4_998).map(expected));
+  wire.add(small);
+  assert.deepEqual(readWireReports(wire.take().reports, receive(shapes, known), 0, 1).map(plain), [expected(small)]);
 });

@@ -33,7 +33,7 @@ export interface WireBuilder {
 }
 
 const FIRST_REPORTS = 64;
-/** Past this many values the builder's arrays start small again after a message: a rare huge body's size is not kept. */
+/** Past this many values (or a 32nd as many reports) the builder's arrays start small again after a message: a rare huge body's size is not kept. */
 const KEEP_VALUES = 1 << 16;
 
 export function createWireBuilder(shapes: ShapeTable): WireBuilder {
@@ -95,7 +95,7 @@ export function createWireBuilder(shapes: ShapeTable): WireBuilder {
       strings = [];
       stringIndex = new Map();
       names = [];
-      if (values.length > KEEP_VALUES) {
+      if (values.length > KEEP_VALUES || ts.length > KEEP_VALUES / 32) {
         text = new Uint32Array(4 * FIRST_REPORTS);
         ts = new Float64Array(FIRST_REPORTS);
         shape = new Int32Array(FIRST_REPORTS);
