@@ -147,19 +147,24 @@ function compression(length: number, quality: number): BrotliOptions {
 export function decodeBlock(bytes: Uint8Array): BlockData {
   const columns = new Map<number, Float64Array>();
   let n = 0;
-  const ts = readBlock(bytes, (k) => new Float64Array(k), (id, src, divisor, rows) => {
-    columns.set(id, scatter(n, rows, src, divisor));
+  const ts = readBlock(bytes, (k) => new Float64Array(k), (id, src, exponent, rows) => {
+    columns.set(id, scatter(n, rows, src, divisorOf(exponent)));
   }, (t) => { n = t.length; });
   return { ts, columns };
 }
 
 /**
- * Row i of a column holds `values[i] / divisor`, or with `rows`, row `rows[i]` does and the others hold nothing.
- * Division, not multiplication, is what reads a decimal back exactly. `exponent`: the column's values are decimals
- * of at most that many places (`divisor` is 10^exponent); undefined for a column of arbitrary doubles. `values` is
- * read-only: a later column of the block may be decoded from it.
+ * Row i of a column holds `values[i] / divisorOf(exponent)`, or with `rows`, row `rows[i]` does and the others hold
+ * nothing. `exponent`: the column's values are decimals of at most that many places, `values` their mantissas;
+ * undefined for a column of arbitrary doubles, `values` the doubles. Division, not multiplication, is what reads a
+ * decimal back exactly. `values` is read-only: a later column of the block may be decoded from it.
  */
-export type ColumnVisitor = (id: number, values: Float64Array, divisor: number, rows: number[] | undefined, exponent: number | undefined) => void;
+export type ColumnVisitor = (id: number, values: Float64Array, exponent: number | undefined, rows: number[] | undefined) => void;
+
+/** What a visited column's values are divided by (ColumnVisitor). */
+export function divisorOf(exponent: number | undefined): number {
+  return exponent === undefined ? 1 : POW10[exponent]!;
+}
 
 /**
  * Decodes a block for one pass over its columns (the bucketing of a query): the
@@ -207,9 +212,9 @@ function readBlock(bytes: Uint8Array, alloc: (k: number) => Float64Array, visitC
       let exponent: number | undefined;
       if (kind === Kind.Constant) v = readFloat(r);
       else { exponent = r.uvarint(); v = r.svarint(); }
-      visitColumn(id, alloc(k).fill(v), exponent === undefined ? 1 : POW10[exponent]!, rows, exponent);
+      visitColumn(id, alloc(k).fill(v), exponent, rows);
     } else if (kind === Kind.Raw) {
-      visitColumn(id, readRaw(r, k, alloc(k)), 1, rows, undefined);
+      visitColumn(id, readRaw(r, k, alloc(k)), undefined, rows);
     } else if (kind === Kind.Delta || kind === Kind.DeltaOfDelta || kind === Kind.Complement || kind === Kind.Predicted) {
       let mantissas: Float64Array;
       let exponent: number;
@@ -229,7 +234,7 @@ function readBlock(bytes: Uint8Array, alloc: (k: number) => Float64Array, visitC
         exponent = r.uvarint();
         mantissas = readMantissas(r, k, kind === Kind.DeltaOfDelta, alloc(k));
       }
-      visitColumn(id, mantissas, POW10[exponent]!, rows, exponent);
+      visitColumn(id, mantissas, exponent, rows);
       mant = { mantissas, exponent };
     } else {
       throw new Error(`unknown column kind ${kind}`);

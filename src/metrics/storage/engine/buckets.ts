@@ -1,5 +1,5 @@
 import type { SeriesColumns } from '../../domain/metrics-store.js';
-import { visitBlock } from './block-codec.js';
+import { divisorOf, visitBlock } from './block-codec.js';
 import { gridEnd, type Grid } from './query-plan.js';
 import { COUNT, MIN, ROLLUP_STATS, SUM } from './rollup.js';
 
@@ -75,9 +75,9 @@ export class Buckets {
    */
   addBlock(bytes: Uint8Array): void {
     let runs: Runs | undefined;
-    visitBlock(bytes, (ts) => { runs = this.runsOf(ts); }, (id, values, divisor, rows) => {
-      if (rows) this.foldSparse(id, runs!, values, divisor, rows);
-      else this.fold(id, runs!, values, divisor);
+    visitBlock(bytes, (ts) => { runs = this.runsOf(ts); }, (id, values, exponent, rows) => {
+      if (rows) this.foldSparse(id, runs!, values, divisorOf(exponent), rows);
+      else this.fold(id, runs!, values, divisorOf(exponent));
     });
   }
 
@@ -183,7 +183,8 @@ export class Buckets {
     let at = new Int32Array(0);
     visitBlock(bytes, (cells) => {
       at = Int32Array.from(cells, (t) => (t < start || t >= this.end ? -1 : Math.floor((t - start) / width)));
-    }, (column, values, divisor, rows) => {
+    }, (column, values, exponent, rows) => {
+      const divisor = divisorOf(exponent);
       const a = this.of(Math.floor(column / ROLLUP_STATS));
       const stat = column % ROLLUP_STATS;
       const target = stat === SUM ? a.sum : stat === COUNT ? a.count : stat === MIN ? a.min : a.max;

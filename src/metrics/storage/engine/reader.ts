@@ -1,6 +1,6 @@
 import { AppError } from '../../../core/errors.js';
 import { decodeSamples } from '../sample-codec.js';
-import { decodeBlock, visitBlock } from './block-codec.js';
+import { decodeBlock, divisorOf, visitBlock } from './block-codec.js';
 import type { SeriesRequest, StoredSeries } from '../../domain/metrics-store.js';
 import { Buckets } from './buckets.js';
 import type { FoldPool } from './fold-pool.js';
@@ -127,7 +127,8 @@ async function readRaw(conn: SqlConn, hostKey: number, metas: BlockMeta[], q: Se
       end = first;
       while (end < blockTs.length && blockTs[end]! <= q.to) end++;
       for (let i = first; i < end; i++) ts.push(blockTs[i]!);
-    }, (id, values, divisor, rows) => {
+    }, (id, values, exponent, rows) => {
+      const divisor = divisorOf(exponent);
       if (!rows) {
         if (first === end) return;
         const col = column(id, base);

@@ -1,4 +1,4 @@
-import { decimalExponent, encodeBlock, encodeBlockAsync, FAST_QUALITY, visitBlock, type BlockData } from './block-codec.js';
+import { decimalExponent, divisorOf, encodeBlock, encodeBlockAsync, FAST_QUALITY, visitBlock, type BlockData } from './block-codec.js';
 
 /**
  * Rollup tiers: per metric and per cell of a fixed width (aligned to epoch
@@ -76,7 +76,8 @@ export function rollUpBlocks(blocks: readonly Uint8Array[], windowStart: number,
         if (!(k >= 0 && k < c)) throw new Error(`a block row at ${windowStart + k * width} lies outside its window ${windowStart}`);
         seen[k] = 1;
       }
-    }, (id, values, divisor, rows, exponent) => {
+    }, (id, values, exponent, rows) => {
+      const divisor = divisorOf(exponent);
       let m = metrics.get(id);
       if (!m) metrics.set(id, (m = { s: emptyStats(c), digits: new DecimalDigits() }));
       const { s, digits } = m;
@@ -147,7 +148,7 @@ function emptyStats(c: number): CellStats {
   };
 }
 
-/** Adds rollups of the same width cell by cell (a tenant's rollup is the sum of its hosts'). */
+/** Adds rollups of the same width cell by cell (coarsen's step; the tests' reference for rollUpBlocks). */
 export function mergeRollups(parts: Rollup[], width: number): Rollup {
   const starts = [...new Set(parts.flatMap((p) => [...p.cells]))].sort((a, b) => a - b);
   const index = new Map(starts.map((s, i) => [s, i]));
