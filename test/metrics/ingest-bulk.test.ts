@@ -125,7 +125,10 @@ for (const backend of BACKENDS) {
       assert.match(many.body.details, /more than 10000 reports/);
       const notNdjson = await bulk(m.url, t.token, '<html>proxy error</html>\n');
       assert.deepEqual([notNdjson.status, notNdjson.body.error], [400, 'invalid_request']);
-      assert.equal((await bulk(m.url, t.token, '\n\n')).status, 400);
+      assert.match(notNdjson.body.details, /not NDJSON: no line is JSON/);
+      const blank = await bulk(m.url, t.token, '\n\n');
+      assert.deepEqual([blank.status, blank.body.error], [400, 'invalid_request']);
+      assert.match(blank.body.details, /holds no report/);
       const json = await call(m.url, 'POST', '/api/v1/ingest/bulk', { token: t.token, json: [makeReport()] });
       assert.equal(json.status, 415);
     });

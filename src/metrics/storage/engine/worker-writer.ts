@@ -66,7 +66,7 @@ export function createWorkerWriter(target: WriterTarget, options: Omit<WriterOpt
   }
 
   function send<T>(op: Op, signal?: AbortSignal): Promise<T> {
-    return refusal(signal) ??  new Promise<T>((resolve, reject) => {
+    return refusal(signal) ?? new Promise<T>((resolve, reject) => {
       const id = nextId++;
       const request = { ...op, id, now: now() } as WriterRequest;
       // Withdrawn before it left this thread: dropped here; after: the thread withdraws it if it still waits.
@@ -88,17 +88,14 @@ export function createWorkerWriter(target: WriterTarget, options: Omit<WriterOpt
   }
 
   return {
-    append(reports, signal, backlog = false) {
+    // Async: the reports are still read during the call (before the first await), and an iterable that fails
+    // rejects. Reports read before it failed, like a withdrawn append's, stay in the message's columns unread.
+    async append(reports, signal, backlog = false) {
       const refused = refusal(signal);
       if (refused) return refused;
       const from = wire.size;
-      // Reports read before the iterable fails, like a withdrawn append's, stay in the message's columns unread.
-      try {
-        for (const r of reports) wire.add(r);
-      } catch (e: unknown) {
-        return Promise.reject(e);
-      }
-      return wire.size === from ? Promise.resolve([]) : send<AppendOutcome[]>({ op: 'append', from, to: wire.size, backlog }, signal);
+      for (const r of reports) wire.add(r);
+      return wire.size === from ? [] : send<AppendOutcome[]>({ op: 'append', from, to: wire.size, backlog }, signal);
     },
     deleteBefore: (cutoff) => send<{ reports: number; hosts: number }>({ op: 'delete', cutoff }),
     flush: () => send<void>({ op: 'flush' }),
