@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { Writable } from 'node:stream';
+import { after, before } from 'node:test';
 import type { App } from '../../src/core/http/create-app.js';
+import type { Database } from '../../src/core/storage/database.js';
 import { buildMetricsApp } from '../../src/metrics/app.js';
 import { loadMetricsConfig, type MetricsConfig } from '../../src/metrics/config.js';
 import { createMetricsDeps, openMetricsDatabase, type MetricsDeps } from '../../src/metrics/deps.js';
@@ -8,12 +10,33 @@ import type { MetricsStore } from '../../src/metrics/domain/metrics-store.js';
 import type { Report } from '../../src/metrics/domain/report-schema.js';
 import { issueToken, type IssuedToken } from '../../src/metrics/domain/tenant-tokens.js';
 import { signBody } from '../../src/metrics/domain/verify-signature.js';
+import { databaseConn, type SqlConn } from '../../src/metrics/storage/engine/sql-conn.js';
+import type { MetricsTables } from '../../src/metrics/storage/tables.js';
 import { freshStorage, type BackendName, type TestStorage } from './backends.js';
 import { call, listen, type Reply } from './http.js';
 
 /** The metrics service's database on a test's fresh storage, migrated as the service opens it. */
 export const openTestMetricsDatabase = (storage: TestStorage) =>
   openMetricsDatabase({ databaseUrl: storage.databaseUrl, dbSchema: storage.pgSchema, dataDir: storage.dataDir });
+
+/**
+ * For the engine tests that drive its modules on a connection: registers the
+ * enclosing suite's hooks that open a fresh database on `backend` before its
+ * tests and close and drop it after; the fields are set once the first hook ran.
+ */
+export function useEngineDatabase(backend: BackendName): { readonly database: Database<MetricsTables>; readonly conn: SqlConn } {
+  const opened = {} as { storage: TestStorage; database: Database<MetricsTables>; conn: SqlConn };
+  before(async () => {
+    opened.storage = await freshStorage(backend);
+    opened.database = await openTestMetricsDatabase(opened.storage);
+    opened.conn = databaseConn(opened.database);
+  });
+  after(async () => {
+    await opened.database.close();
+    await opened.storage.cleanup();
+  });
+  return opened;
+}
 
 /** A running metrics service on an ephemeral port over fresh storage, plus builders. */
 export interface MetricsHarness {

@@ -1,14 +1,12 @@
-import { after, before, describe, test } from 'node:test';
+import { before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Database } from '../../../src/core/storage/database.js';
 import { appendBatch, newWriterState } from '../../../src/metrics/storage/engine/head-writer.js';
 import { SealedTimestamps } from '../../../src/metrics/storage/engine/sealed-timestamps.js';
 import { findSealable, sealWindow } from '../../../src/metrics/storage/engine/sealer.js';
-import { databaseConn, type SqlConn } from '../../../src/metrics/storage/engine/sql-conn.js';
+import { type SqlConn } from '../../../src/metrics/storage/engine/sql-conn.js';
 import { rollTenantWindows } from '../../../src/metrics/storage/engine/tenant-rollup.js';
-import type { MetricsTables } from '../../../src/metrics/storage/tables.js';
-import { BACKENDS, freshStorage, type TestStorage } from '../../helpers/backends.js';
-import { openTestMetricsDatabase } from '../../helpers/metrics.js';
+import { BACKENDS } from '../../helpers/backends.js';
+import { useEngineDatabase } from '../../helpers/metrics.js';
 
 /**
  * Appends must commit durably; seals and rollups may commit without waiting
@@ -18,21 +16,10 @@ import { openTestMetricsDatabase } from '../../helpers/metrics.js';
  */
 for (const backend of BACKENDS) {
   describe(`commit durability of the engine's transactions on ${backend}`, () => {
-    let storage: TestStorage;
-    let database: Database<MetricsTables>;
-    let conn: SqlConn;
-    before(async () => {
-      storage = await freshStorage(backend);
-      database = await openTestMetricsDatabase(storage);
-      if (database.sqlite) database.sqlite.pragma('synchronous = FULL');
-      conn = databaseConn(database);
-    });
-    after(async () => {
-      await database.close();
-      await storage.cleanup();
-    });
+    const db = useEngineDatabase(backend);
+    before(() => { if (db.database.sqlite) db.database.sqlite.pragma('synchronous = FULL'); });
 
-    /** The durability level in force at each statement of every transaction `conn` runs, by kind of transaction. */
+    /** The durability level in force at each statement of every transaction `base` runs, by kind of transaction. */
     function recording(base: SqlConn, seen: Array<{ relaxed: boolean; level: string }>): SqlConn {
       const level = async (c: SqlConn) => backend === 'sqlite'
         ? String((await c.all<{ synchronous: number }>('PRAGMA synchronous'))[0]!.synchronous)
@@ -50,8 +37,8 @@ for (const backend of BACKENDS) {
 
     test('appends commit durably; seals and rollups relaxed; the connection is durable again after them, even after a failure', async () => {
       const seen: Array<{ relaxed: boolean; level: string }> = [];
-      const c = recording(conn, seen);
-      await conn.run(`INSERT INTO tenants (id, name, created_at) VALUES ('t-dur', 't-dur', 0)`);
+      const c = recording(db.conn, seen);
+      await db.conn.run(`INSERT INTO tenants (id, name, created_at) VALUES ('t-dur', 't-dur', 0)`);
       const deps = { conn: c, state: newWriterState(), limits: { perHost: 100, perTenant: 100 }, sealed: new SealedTimestamps(), wallNow: () => 0 };
       const reports = Array.from({ length: 5 }, (_, i) => ({ tenantId: 't-dur', hostId: 'h', hostname: 'h', platform: 'linux', ts: i * 10_000, names: ['cpu.usage'], values: [i] }));
       assert.ok((await appendBatch(deps, reports)).every((o) => o.status === 'stored'));
