@@ -1,6 +1,5 @@
 import os from 'node:os';
-import type { Worker } from 'node:worker_threads';
-import { SMALL_YOUNG_GENERATION, startModuleWorker } from '../../../core/worker/module-worker.js';
+import { startRequestThread, type RequestThread } from '../../../core/worker/request-thread.js';
 import type { Buckets, PartialBuckets } from './buckets.js';
 import { subgrid, type Grid } from './query-plan.js';
 import { WINDOW_MS } from './windows.js';
@@ -21,13 +20,10 @@ export interface FoldPool {
 }
 
 export interface FoldRequest {
-  id: number;
   grid: Grid;
   first: number;
   blocks: Uint8Array[];
 }
-
-export type FoldReply = { id: number; ok: true; part: PartialBuckets } | { id: number; ok: false; message: string };
 
 /** Below this many blocks a part is not worth a message to a thread and back. */
 export const MIN_BLOCKS_TO_SPLIT = 4;
@@ -37,59 +33,32 @@ export function defaultFoldThreads(): number {
   return Math.max(0, Math.min(4, os.availableParallelism() - 1));
 }
 
-interface Thread {
-  worker: Worker;
-  busy: boolean;
-  pending: Map<number, { resolve: (p: PartialBuckets) => void; reject: (e: Error) => void }>;
-}
+type FoldThread = RequestThread<FoldRequest, PartialBuckets>;
 
 export function createFoldPool(threads: number): FoldPool {
   // Started on first use: a service that never answers a long query keeps no fold thread.
-  const pool: Array<Thread | undefined> = Array.from({ length: threads }, () => undefined);
-  let nextId = 1;
+  const pool: Array<FoldThread | undefined> = Array.from({ length: threads }, () => undefined);
   let foldedApart = 0;
   let closed = false;
 
-  function start(slot: number): Thread {
-    const worker = startModuleWorker(import.meta.url, 'fold-worker', undefined, SMALL_YOUNG_GENERATION);
-    worker.unref();
-    const t: Thread = { worker, busy: false, pending: new Map() };
-    const fail = (e: Error) => {
-      if (pool[slot] === t) pool[slot] = undefined;
-      for (const p of t.pending.values()) p.reject(e);
-      t.pending.clear();
-    };
-    worker.on('message', (r: FoldReply) => {
-      const p = t.pending.get(r.id);
-      if (!p) return;
-      t.pending.delete(r.id);
-      t.busy = false;
-      if (r.ok) p.resolve(r.part);
-      else p.reject(new Error(`fold thread: ${r.message}`));
-    });
-    worker.on('error', fail);
-    worker.on('exit', (code) => fail(new Error(`fold thread exited (${code})`)));
+  function start(slot: number): FoldThread {
+    const t: FoldThread = startRequestThread(import.meta.url, 'fold-worker', () => { if (pool[slot] === t) pool[slot] = undefined; });
     return t;
   }
 
-  function idleThreads(): Thread[] {
+  function idleThreads(): FoldThread[] {
     if (closed) return [];
-    const out: Thread[] = [];
+    const out: FoldThread[] = [];
     for (let i = 0; i < pool.length; i++) {
       const t = pool[i] ?? (pool[i] = start(i));
-      if (!t.busy) out.push(t);
+      if (!t.pending) out.push(t);
     }
     return out;
   }
 
-  function send(t: Thread, grid: Grid, first: number, blocks: Uint8Array[]): Promise<PartialBuckets> {
-    const id = nextId++;
-    t.busy = true;
+  function send(t: FoldThread, grid: Grid, first: number, blocks: Uint8Array[]): Promise<PartialBuckets> {
     foldedApart++;
-    return new Promise((resolve, reject) => {
-      t.pending.set(id, { resolve, reject });
-      t.worker.postMessage({ id, grid, first, blocks } satisfies FoldRequest);
-    });
+    return t.send({ grid, first, blocks });
   }
 
   return {
@@ -116,7 +85,7 @@ export function createFoldPool(threads: number): FoldPool {
     },
     async close() {
       closed = true;
-      await Promise.all(pool.map((t) => t?.worker.terminate()));
+      await Promise.all(pool.map((t) => t?.terminate()));
     },
   };
 }

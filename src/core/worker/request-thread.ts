@@ -1,0 +1,71 @@
+// Why: the service's pools of threads that answer requests by id (fold threads, bulk parse threads) start, track and fail them one way.
+import { parentPort, type Transferable } from 'node:worker_threads';
+import { AppError } from '../errors.js';
+import { SMALL_YOUNG_GENERATION, startModuleWorker } from './module-worker.js';
+import { fromWireError, toWireError, type WireError } from './wire-error.js';
+
+export type ThreadRequest<Q> = Q & { id: number };
+export type ThreadReply<R> = { id: number; ok: true; result: R } | { id: number; ok: false; error: WireError };
+
+export interface RequestThread<Q, R> {
+  /** Posts `request` and resolves with the thread's result, or rejects with its error (an AppError stays one). */
+  send(request: Q, transfer?: readonly Transferable[]): Promise<R>;
+  /** Requests sent and not answered yet. */
+  readonly pending: number;
+  terminate(): Promise<number>;
+}
+
+/**
+ * Starts the module `name` next to `callerUrl` as a thread that answers with
+ * `answerRequests`, with a small young generation (it keeps little alive
+ * between requests), holding the process up only while it has requests to
+ * answer (an idle pool never keeps a process from exiting). If it
+ * fails or exits, what it had pending is rejected (`unavailable`: the caller
+ * may retry) and `onGone` runs, so its pool starts another on next use.
+ */
+export function startRequestThread<Q, R>(callerUrl: string, name: string, onGone: () => void): RequestThread<Q, R> {
+  const worker = startModuleWorker(callerUrl, name, undefined, SMALL_YOUNG_GENERATION);
+  worker.unref();
+  const pending = new Map<number, { resolve: (r: R) => void; reject: (e: Error) => void }>();
+  let nextId = 1;
+  const fail = (e: Error) => {
+    onGone();
+    for (const p of pending.values()) p.reject(e);
+    pending.clear();
+  };
+  worker.on('message', (r: ThreadReply<R>) => {
+    const p = pending.get(r.id);
+    if (!p) return;
+    pending.delete(r.id);
+    if (!pending.size) worker.unref();
+    if (r.ok) p.resolve(r.result);
+    else p.reject(fromWireError(r.error));
+  });
+  worker.on('error', fail);
+  worker.on('exit', (code) => fail(new AppError('unavailable', `a ${name} thread stopped (${code}); retry`)));
+  return {
+    send(request, transfer) {
+      const id = nextId++;
+      return new Promise<R>((resolve, reject) => {
+        if (!pending.size) worker.ref();
+        pending.set(id, { resolve, reject });
+        worker.postMessage({ ...request, id } satisfies ThreadRequest<Q>, transfer);
+      });
+    },
+    get pending() { return pending.size; },
+    terminate: () => worker.terminate(),
+  };
+}
+
+/** The thread side: answers each request with `handle`'s result (its buffers moved, not copied) or the error it threw. */
+export function answerRequests<Q, R>(handle: (request: Q) => { result: R; transfer?: readonly Transferable[] }): void {
+  const port = parentPort!;
+  port.on('message', (req: ThreadRequest<Q>) => {
+    try {
+      const { result, transfer } = handle(req);
+      port.postMessage({ id: req.id, ok: true, result } satisfies ThreadReply<R>, transfer);
+    } catch (e) {
+      port.postMessage({ id: req.id, ok: false, error: toWireError(e) } satisfies ThreadReply<R>);
+    }
+  });
+}
