@@ -3,6 +3,7 @@ import { createAlertRouter, loadAlertRoutes, type AlertRouter } from './alerts/a
 import { createAlertStore, type AlertStore, type AlertTables } from './alerts/alert-store.js';
 import type { MetricsConfig } from './config.js';
 import type { MetricsStore } from './domain/metrics-store.js';
+import { createBulkLinePool, defaultBulkLineThreads, type BulkLinePool } from './http/bulk-line-pool.js';
 import { createEngineMetricsStore } from './storage/engine-metrics-store.js';
 import { databaseConn, METRICS_SQLITE_CACHE_KIB } from './storage/engine/sql-conn.js';
 import { metricsMigrations } from './storage/migrations/index.js';
@@ -23,17 +24,20 @@ export interface MetricsDeps {
   /** This instance's Prometheus metrics (`/metrics`). */
   selfMetrics: MetricsSelfMetrics;
   now: () => number;
+  /** Reads bulk bodies off the event loop (parse threads). */
+  bulkLines: BulkLinePool;
   /** Drains queued reports, then closes the database. */
   close(): Promise<void>;
 }
 
-export async function createMetricsDeps(config: MetricsConfig, overrides: { now?: () => number } = {}): Promise<MetricsDeps> {
+export async function createMetricsDeps(config: MetricsConfig, overrides: { now?: () => number; bulkLineThreads?: number } = {}): Promise<MetricsDeps> {
   // Routes first: a bad routes file stops the start before the database is touched.
   const routes = await loadAlertRoutes(config.alertRoutes);
   const database = await openMetricsDatabase(config);
   const now = overrides.now ?? Date.now;
   const store = createMetricsStore(database, config, now);
   const alerts = createAlertStore(database.db.withTables<AlertTables>(), databaseConn(database));
+  const bulkLines = createBulkLinePool(overrides.bulkLineThreads ?? defaultBulkLineThreads());
   return {
     database,
     store,
@@ -41,7 +45,9 @@ export async function createMetricsDeps(config: MetricsConfig, overrides: { now?
     alerts,
     selfMetrics: createMetricsSelfMetrics(),
     now,
+    bulkLines,
     async close() {
+      await bulkLines.close();
       await store.close();
       await database.close();
     },

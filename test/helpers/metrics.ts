@@ -53,7 +53,8 @@ export interface MetricsHarness {
   close(): Promise<void>;
 }
 
-export type MetricsOverrides = Partial<MetricsConfig> & { now?: () => number };
+/** Config overrides, the clock, and how many bulk parse threads (default: the machine's, as in the service). */
+export type MetricsOverrides = Partial<MetricsConfig> & { now?: () => number; bulkLineThreads?: number };
 
 /**
  * Starts the real service (config defaults, then `overrides`) on 127.0.0.1:0
@@ -62,7 +63,7 @@ export type MetricsOverrides = Partial<MetricsConfig> & { now?: () => number };
  */
 export async function startMetrics(backend: BackendName, overrides: MetricsOverrides = {}): Promise<MetricsHarness> {
   const storage = await freshStorage(backend);
-  const { now, ...configOverrides } = overrides;
+  const { now, bulkLineThreads, ...configOverrides } = overrides;
   const config: MetricsConfig = {
     ...loadMetricsConfig([], {}),
     logLevel: 'warn',
@@ -75,7 +76,7 @@ export async function startMetrics(backend: BackendName, overrides: MetricsOverr
     dbSchema: storage.pgSchema,
     ...configOverrides,
   };
-  const deps = await createMetricsDeps(config, now ? { now } : {});
+  const deps = await createMetricsDeps(config, { ...(now ? { now } : {}), ...(bulkLineThreads !== undefined ? { bulkLineThreads } : {}) });
   const logs: string[] = [];
   const logStream = new Writable({ write(chunk, _enc, cb) { logs.push(String(chunk)); cb(); } });
   const app = await buildMetricsApp(config, deps, { logStream });

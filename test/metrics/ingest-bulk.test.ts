@@ -27,8 +27,9 @@ test('gunzipLimited stops at the limit: a 256 MiB bomb is refused after at most 
   assert.equal((await gunzipLimited(gzipSync('hello'), 5)).toString(), 'hello');
 });
 
-for (const backend of BACKENDS) {
-  describe(`POST /api/v1/ingest/bulk on ${backend}`, () => {
+// Both ways a body is read: by a parse thread (any machine with a second core) and on the event loop (one core).
+for (const backend of BACKENDS) for (const threads of [1, 0]) {
+  describe(`POST /api/v1/ingest/bulk on ${backend}, lines read ${threads ? 'by a parse thread' : 'on the event loop'}`, () => {
     let m: MetricsHarness;
     let signed: MetricsHarness;
     let failing: Awaited<ReturnType<typeof receiver>>;
@@ -39,8 +40,8 @@ for (const backend of BACKENDS) {
       cleanups.push(() => s.cleanup());
       const routesFile = path.join(s.dataDir, 'routes.json');
       writeFileSync(routesFile, JSON.stringify({ routes: [{ name: 'pager', match: { severity: ['critical'] }, url: failing.url }] }));
-      m = await startMetrics(backend, { now: () => NOW, bodyLimit: 8 * 1024, bulkBodyLimit: 256 * 1024, maxMetricsPerHost: 40, alertRoutes: routesFile });
-      signed = await startMetrics(backend, { now: () => NOW, secret: SECRET });
+      m = await startMetrics(backend, { now: () => NOW, bodyLimit: 8 * 1024, bulkBodyLimit: 256 * 1024, maxMetricsPerHost: 40, alertRoutes: routesFile, bulkLineThreads: threads });
+      signed = await startMetrics(backend, { now: () => NOW, secret: SECRET, bulkLineThreads: threads });
     });
     after(async () => {
       await m.close();
@@ -84,6 +85,33 @@ for (const backend of BACKENDS) {
       assert.equal(single.body.details, byLine[4].details);
       const series = await call(m.url, 'GET', `/api/v1/host/a?from=${NOW - 5000}&to=${NOW}`, { token: t.token });
       assert.deepEqual(series.body.timestamps, [NOW - 2000]);
+    });
+
+    test('lines a parse thread leaves to Fastify\'s parser (__proto__, constructor, \\u escapes, a BOM) get the answer single ingest gives', async () => {
+      const t = await m.newTenant();
+      const base = JSON.stringify(makeReport({ agentId: 'p', ts: NOW - 5000 }));
+      const lines = [
+        base.replace('"network":{', '"network":{"__proto__":{"x":1},'),
+        base.replace('"network":{', '"network":{"\\u005f_proto__":{"x":1},'),
+        base.replace('"network":{', '"network":{"constructor":{"prototype":{"x":1}},'),
+        base.replace('"network":{', '"network":{"constructor":{"x":1},'),
+        JSON.stringify(makeReport({ agentId: 'p', ts: NOW - 4000 })).replace(/"hostname":"[^"]*"/, '"hostname":"caf\\u00e9"'),
+        '\uFEFF' + JSON.stringify(makeReport({ agentId: 'p', ts: NOW - 3000 })),
+        JSON.stringify(makeReport({ agentId: 'p', ts: NOW - 2000 })),
+      ];
+      assert.ok(lines.slice(0, 4).every((l) => l !== base), 'each variant changed the report');
+      const r = await bulk(m.url, t.token, lines.join('\n'));
+      assert.equal(r.status, 200, r.text);
+      const other = await m.newTenant();
+      for (const [i, line] of lines.entries()) {
+        const single = await call(m.url, 'POST', '/api/v1/ingest', { token: other.token, body: line, headers: { 'content-type': 'application/json' } });
+        const got = r.body.results[i];
+        if (single.status === 200) assert.deepEqual([got.status, got.hostId, got.ts], ['stored', 'p', single.body.ts], `line ${i + 1}: ${line.slice(0, 60)}`);
+        else assert.deepEqual([got.status, got.error, got.details], ['rejected', single.body.error, single.body.details], `line ${i + 1}: ${line.slice(0, 60)}`);
+      }
+      assert.deepEqual(r.body.results.map((x: { status: string }) => x.status), ['rejected', 'rejected', 'rejected', 'stored', 'stored', 'stored', 'stored']);
+      const series = await call(m.url, 'GET', `/api/v1/host/p?from=${NOW - 6000}&to=${NOW}`, { token: t.token });
+      assert.deepEqual(series.body.timestamps, [NOW - 5000, NOW - 4000, NOW - 3000, NOW - 2000], 'the four stored lines, nothing of the refused ones');
     });
 
     test('gzip bodies are accepted on bulk and single ingest; other encodings get 415', async () => {
@@ -171,6 +199,11 @@ for (const backend of BACKENDS) {
       assert.deepEqual([unsignedBomb.status, unsignedBomb.body.details], [401, 'missing x-collector-signature header (this server requires signed reports)']);
       const single = await call(signed.url, 'POST', '/api/v1/ingest', { token: t.token, body: gz.subarray(0, 0), headers: { 'content-type': 'application/json' } });
       assert.equal(single.status, 401);
+    });
+
+    test('the bodies were read where this suite says: by the parse thread, or on the event loop', () => {
+      if (threads) assert.ok(m.deps.bulkLines.readApart > 0, 'a parse thread read the bodies');
+      else assert.equal(m.deps.bulkLines.readApart, 0, 'no thread: every body was read on the event loop');
     });
   });
 }

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createShapeTable, NO_SHAPE } from '../../../src/metrics/storage/engine/report-shapes.js';
+import { createShapeTable, NO_SHAPE } from '../../src/metrics/domain/report-shapes.js';
 
 const m = (...names: string[]) => new Map(names.map((n, i) => [n, i]));
 

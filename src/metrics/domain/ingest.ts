@@ -1,4 +1,5 @@
 import { AppError } from '../../core/errors.js';
+import type { Alert } from '../alerts/alert.js';
 import type { AlertContext, AlertResult, AlertRouter } from '../alerts/alert-router.js';
 import { flattenReport } from './flatten.js';
 import type { AppendOutcome, MetricsStore, NewReport } from './metrics-store.js';
@@ -30,9 +31,9 @@ export interface IngestResult {
  * The checks a schema-valid report must pass before storage (ts not too far
  * ahead, not older than the retention, metrics flattenable), shared by single
  * and bulk ingest so both refuse exactly the same reports with the same
- * details. Throws `invalid_request`.
+ * details; returns its metrics. Throws `invalid_request`.
  */
-export function prepareReport(deps: Pick<IngestDeps, 'now' | 'maxFutureMs' | 'retentionMs'>, tenant: ResolvedTenant, report: Report): NewReport {
+export function checkedMetrics(deps: Pick<IngestDeps, 'now' | 'maxFutureMs' | 'retentionMs'>, report: Report): Map<string, number> {
   const now = deps.now();
   if (report.ts > now + deps.maxFutureMs) {
     throw new AppError('invalid_request', `body ts: ${report.ts} is more than ${deps.maxFutureMs} ms ahead of the server clock (${now})`);
@@ -40,14 +41,13 @@ export function prepareReport(deps: Pick<IngestDeps, 'now' | 'maxFutureMs' | 're
   if (report.ts < now - deps.retentionMs) {
     throw new AppError('invalid_request', `body ts: ${report.ts} is older than the retention of ${deps.retentionMs} ms`);
   }
-  return {
-    tenantId: tenant.tenantId,
-    hostId: report.agentId,
-    hostname: report.hostname,
-    platform: report.platform,
-    ts: report.ts,
-    metrics: flattenReport(report),
-  };
+  return flattenReport(report);
+}
+
+/** A checked report of the tenant, as the store takes it. */
+export function prepareReport(deps: Pick<IngestDeps, 'now' | 'maxFutureMs' | 'retentionMs'>, tenant: ResolvedTenant, report: Report): NewReport {
+  const metrics = checkedMetrics(deps, report);
+  return { tenantId: tenant.tenantId, hostId: report.agentId, hostname: report.hostname, platform: report.platform, ts: report.ts, metrics };
 }
 
 /** Routes the alerts of a report the store just accepted; a duplicate's alerts were routed the first time. */
@@ -71,10 +71,15 @@ export async function ingestReport(deps: IngestDeps, tenant: ResolvedTenant, rep
   return routeAlerts(deps, prepared, report, await deps.store.appendReport(prepared, signal));
 }
 
-/** One line of a bulk body: a schema-valid report, or why the line was refused before storage. */
+/**
+ * One line of a bulk body: a schema-valid report, a report already checked
+ * and prepared (in a parse thread) with its alerts, or why the line was
+ * refused before storage (`of`: the report's host and ts, when it was one).
+ */
 export type BulkItem =
   | { line: number; report: Report }
-  | { line: number; error: AppError };
+  | { line: number; prepared: NewReport; alerts: Alert[] }
+  | { line: number; error: AppError; of?: { hostId: string; ts: number } };
 
 export type BulkLineResult =
   | { line: number; status: 'stored' | 'duplicate'; hostId: string; ts: number; alertResults: AlertResult[] }
@@ -111,21 +116,28 @@ export async function ingestReports(deps: IngestDeps, tenant: ResolvedTenant, it
   // Each valid report is prepared as the store reads it, and only what routing and the answer need is kept: a
   // body's thousand parsed reports and metric maps never live at once, so they die in the young generation instead
   // of being copied by each scavenge until the commit (collections were a third of bulk ingest's event loop: docs/benchmarks.md).
-  const valid: Array<{ line: number; ctx: AlertContext; alerts: Report['alerts']; metrics: number }> = [];
+  const valid: Array<{ line: number; ctx: AlertContext; alerts: Alert[]; metrics: number }> = [];
   function* prepared(): Generator<NewReport> {
     for (const item of items) {
       lines.push(item.line);
-      if ('error' in item) { results.set(item.line, rejected(item.line, item.error)); continue; }
-      const report = item.report;
+      if ('error' in item) { results.set(item.line, rejected(item.line, item.error, item.of)); continue; }
       let ready: NewReport;
-      try {
-        ready = prepareReport(deps, tenant, report);
-      } catch (e: unknown) {
-        if (!(e instanceof AppError)) throw e;
-        results.set(item.line, rejected(item.line, e, { hostId: report.agentId, ts: report.ts }));
-        continue;
+      let alerts: Alert[];
+      if ('prepared' in item) {
+        ready = item.prepared;
+        alerts = item.alerts;
+      } else {
+        const report = item.report;
+        try {
+          ready = prepareReport(deps, tenant, report);
+        } catch (e: unknown) {
+          if (!(e instanceof AppError)) throw e;
+          results.set(item.line, rejected(item.line, e, { hostId: report.agentId, ts: report.ts }));
+          continue;
+        }
+        alerts = report.alerts ?? [];
       }
-      valid.push({ line: item.line, ctx: { tenantId: tenant.tenantId, hostId: report.agentId, hostname: report.hostname, ts: report.ts }, alerts: report.alerts, metrics: ready.metrics.size });
+      valid.push({ line: item.line, ctx: { tenantId: ready.tenantId, hostId: ready.hostId, hostname: ready.hostname, ts: ready.ts }, alerts, metrics: ready.metrics.size });
       yield ready;
     }
   }
@@ -139,7 +151,7 @@ export async function ingestReports(deps: IngestDeps, tenant: ResolvedTenant, it
     else if (outcome.status === 'duplicate') results.set(v.line, { line: v.line, status: 'duplicate', hostId: v.ctx.hostId, ts: v.ctx.ts, alertResults: [] });
     else { stored.push(v); samples += v.metrics; }
   }
-  const routed = await deps.alertRouter.routeAll(stored.map((v) => ({ ctx: v.ctx, alerts: v.alerts ?? [] })));
+  const routed = await deps.alertRouter.routeAll(stored.map((v) => ({ ctx: v.ctx, alerts: v.alerts })));
   for (const [i, v] of stored.entries()) results.set(v.line, { line: v.line, status: 'stored', hostId: v.ctx.hostId, ts: v.ctx.ts, alertResults: routed[i]! });
   const ordered = lines.map((line) => results.get(line)!);
   const count = (s: BulkLineResult['status']) => ordered.filter((r) => r.status === s).length;

@@ -114,7 +114,8 @@ export interface NewReport {
   hostname: string;
   platform: string;
   ts: number;
-  metrics: Map<string, number>;
+  /** Metric name -> value, in the report's order. */
+  metrics: ReadonlyMap<string, number>;
 }
 
 export type AppendOutcome =

@@ -2,14 +2,13 @@ import type { FastifyRequest } from 'fastify';
 import { AppError } from '../../core/errors.js';
 import type { App } from '../../core/http/create-app.js';
 import { toErrorResponse } from '../../core/http/error-handler.js';
-import { describeValidationError, validatorCompiler } from '../../core/http/validation.js';
-import type { BulkItem } from '../domain/ingest.js';
-import { ReportSchema, type Report } from '../domain/report-schema.js';
+import { describeValidationError } from '../../core/http/validation.js';
+import type { BulkItem, IngestDeps } from '../domain/ingest.js';
+import type { Report } from '../domain/report-schema.js';
+import type { BulkLinePool } from './bulk-line-pool.js';
+import { bulkItems, reportValidator } from './bulk-lines.js';
 import { decodeBody } from './decode-body.js';
 import { checkSignature } from './signed-json-parser.js';
-
-/** Most reports one bulk body may carry; more is 413 (the agent sends at most this many per batch). */
-export const MAX_BULK_REPORTS = 10_000;
 
 export interface NdjsonLimits {
   /** Largest body, compressed as sent and decompressed (`--bulk-body-limit`). */
@@ -21,16 +20,21 @@ export interface NdjsonLimits {
 /**
  * Registers the `application/x-ndjson` parser of the bulk scope (its only
  * parser, so any other Content-Type is 415): signature first (on the bytes as
- * sent), then bounded decompression and the body's lines. Returns what reads
- * a parsed request's items, one per non-blank line: the report when the line
- * is JSON that passes ReportSchema with the same validator as single ingest,
- * else the error single ingest would have given.
+ * sent), then bounded decompression. Returns what reads a parsed request's
+ * items, one per non-blank line, for the tenant: its lines are read by a
+ * parse thread (bulk-lines.ts); a line that thread leaves raw is parsed here
+ * with Fastify's own JSON parser and the same validator as single ingest, so
+ * every line gets exactly the answer a single POST of it would.
  */
-export function useNdjsonReportParser(scope: App, secret: string | undefined, limits: NdjsonLimits): (request: FastifyRequest) => Iterable<BulkItem> {
+export function useNdjsonReportParser(
+  scope: App,
+  secret: string | undefined,
+  limits: NdjsonLimits,
+  pool: BulkLinePool,
+  clock: Pick<IngestDeps, 'now' | 'maxFutureMs' | 'retentionMs'>,
+): (request: FastifyRequest, tenantId: string) => Promise<Iterable<BulkItem>> {
   const parseJson = scope.getDefaultJsonParser('error', 'error');
-  const compile = validatorCompiler();
-  const validate = compile({ schema: ReportSchema, httpPart: 'body', method: 'POST', url: '/api/v1/ingest/bulk' }) as
-    ((v: unknown) => boolean) & { errors?: Parameters<typeof describeValidationError>[1] | null };
+  const validate = reportValidator();
   const parseLine = (request: FastifyRequest, text: string): unknown => {
     let out: unknown;
     let failure: Error | undefined;
@@ -39,37 +43,17 @@ export function useNdjsonReportParser(scope: App, secret: string | undefined, li
     if (failure) throw failure;
     return out;
   };
-
-  /**
-   * The lines' items, each parsed and checked only when the iteration reaches it: the consumer keeps what it needs
-   * of a report and drops the rest, so a thousand parsed reports never live at once (they would outlive the young
-   * generation and make every collection copy them).
-   */
-  function* items(request: FastifyRequest): Generator<BulkItem> {
-    const lines = request.body as string[];
-    let jsonLines = 0;
-    for (const [i, rawLine] of lines.entries()) {
-      const text = rawLine.endsWith('\r') ? rawLine.slice(0, -1) : rawLine;
-      if (text.trim() === '') continue;
-      const line = i + 1;
-      if (Buffer.byteLength(text) > limits.lineLimit) {
-        yield { line, error: new AppError('payload_too_large', `line is larger than the single-report body limit of ${limits.lineLimit} bytes`) };
-        continue;
-      }
-      let value: unknown;
-      try {
-        value = parseLine(request, text);
-        jsonLines++;
-      } catch (e: unknown) {
-        const { body: b } = toErrorResponse(e);
-        yield { line, error: new AppError(b.error, b.details) };
-        continue;
-      }
-      if (validate(value)) yield { line, report: value as Report };
-      else yield { line, error: new AppError('invalid_request', describeValidationError('body', validate.errors ?? [])) };
+  const parseRaw = (request: FastifyRequest, line: number, text: string): { item: BulkItem; json: boolean } => {
+    let value: unknown;
+    try {
+      value = parseLine(request, text);
+    } catch (e: unknown) {
+      const { body: b } = toErrorResponse(e);
+      return { item: { line, error: new AppError(b.error, b.details) }, json: false };
     }
-    if (!jsonLines) throw new AppError('invalid_request', 'body is not NDJSON: no line is JSON');
-  }
+    if (validate(value)) return { item: { line, report: value as Report }, json: true };
+    return { item: { line, error: new AppError('invalid_request', describeValidationError('body', validate.errors ?? [])) }, json: true };
+  };
 
   scope.removeAllContentTypeParsers();
   scope.addContentTypeParser('application/x-ndjson', { parseAs: 'buffer', bodyLimit: limits.bulkBodyLimit }, (request, body, done) => {
@@ -79,13 +63,13 @@ export function useNdjsonReportParser(scope: App, secret: string | undefined, li
     } catch (e: unknown) {
       return done(e as Error, undefined);
     }
-    decodeBody(request, raw, limits.bulkBodyLimit).then((decoded) => {
-      const lines = decoded.toString('utf8').split('\n');
-      let reports = 0;
-      for (const line of lines) if (line.trim() !== '' && ++reports > MAX_BULK_REPORTS) throw new AppError('payload_too_large', `more than ${MAX_BULK_REPORTS} reports in one bulk body`);
-      if (!reports) throw new AppError('invalid_request', 'body holds no report: send one JSON report per line (application/x-ndjson)');
-      done(null, lines);
-    }).catch((e: unknown) => done(e as Error, undefined));
+    decodeBody(request, raw, limits.bulkBodyLimit).then((decoded) => done(null, decoded), (e: unknown) => done(e as Error, undefined));
   });
-  return items;
+
+  return async (request, tenantId) => {
+    const lines = await pool.read(request.body as Buffer, {
+      lineLimit: limits.lineLimit, now: clock.now(), maxFutureMs: clock.maxFutureMs, retentionMs: clock.retentionMs,
+    });
+    return bulkItems(lines, tenantId, (line, text) => parseRaw(request, line, text));
+  };
 }

@@ -1,10 +1,13 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { App } from '../../core/http/create-app.js';
+import { validatorCompiler } from '../../core/http/validation.js';
 import { ingestReports, type IngestDeps } from '../domain/ingest.js';
 import { authenticate, requestTenant } from '../http/authenticate.js';
 import { clientGone } from '../http/client-gone.js';
-import { MAX_BULK_REPORTS, useNdjsonReportParser } from '../http/ndjson-report-parser.js';
+import type { BulkLinePool } from '../http/bulk-line-pool.js';
+import { MAX_BULK_REPORTS } from '../http/bulk-lines.js';
+import { useNdjsonReportParser } from '../http/ndjson-report-parser.js';
 import type { MetricsSelfMetrics } from '../self-metrics.js';
 import { AlertResultsSchema } from './ingest.js';
 import { AUTH_ERRORS, BEARER, errorResponses } from './schemas.js';
@@ -34,13 +37,16 @@ const BulkResponseSchema = Type.Object({
  */
 export async function registerBulkIngestRoute(
   app: App,
-  deps: IngestDeps & { secret: string | undefined; bodyLimit: number; bulkBodyLimit: number; selfMetrics: MetricsSelfMetrics },
+  deps: IngestDeps & { secret: string | undefined; bodyLimit: number; bulkBodyLimit: number; bulkLines: BulkLinePool; selfMetrics: MetricsSelfMetrics },
 ): Promise<void> {
   await app.register(async (plugin) => {
     const scope = plugin.withTypeProvider<TypeBoxTypeProvider>();
-    const items = useNdjsonReportParser(scope, deps.secret, { bulkBodyLimit: deps.bulkBodyLimit, lineLimit: deps.bodyLimit });
+    const items = useNdjsonReportParser(scope, deps.secret, { bulkBodyLimit: deps.bulkBodyLimit, lineLimit: deps.bodyLimit }, deps.bulkLines, deps);
+    const compile = validatorCompiler();
     scope.post('/api/v1/ingest/bulk', {
       onRequest: authenticate(deps.store),
+      // The body's lines are read and checked by the parse threads; its schema below documents them for OpenAPI.
+      validatorCompiler: (route) => (route.httpPart === 'body' ? () => true : compile(route)),
       bodyLimit: deps.bulkBodyLimit,
       schema: {
         summary: 'Submit many agent reports (NDJSON)',
@@ -64,7 +70,8 @@ export async function registerBulkIngestRoute(
         },
       },
     }, async (request, reply) => {
-      const result = await ingestReports(deps, requestTenant(request), items(request), clientGone(reply));
+      const tenant = requestTenant(request);
+      const result = await ingestReports(deps, tenant, await items(request, tenant.tenantId), clientGone(reply));
       deps.selfMetrics.ingestedReports.inc({ result: 'stored' }, result.stored);
       deps.selfMetrics.ingestedReports.inc({ result: 'duplicate' }, result.duplicates);
       deps.selfMetrics.ingestedSamples.inc(result.samples);

@@ -35,7 +35,7 @@ function prng(seed: number): () => number {
   };
 }
 
-type Truth = Map<string, Map<number, Map<string, number>>>;
+type Truth = Map<string, Map<number, ReadonlyMap<string, number>>>;
 
 function makeReports(tenantId: string, hostId: string, intervalMs: number, rnd: () => number): NewReport[] {
   const out: NewReport[] = [];
@@ -62,7 +62,7 @@ function remember(truth: Truth, r: NewReport): void {
 }
 
 /** What an answer must hold: per bucket of the grid, sum/count/min/max of every sample in it. */
-function bruteBuckets(samples: Array<{ ts: number; metrics: Map<string, number> }>, start: number, width: number, count: number) {
+function bruteBuckets(samples: Array<{ ts: number; metrics: ReadonlyMap<string, number> }>, start: number, width: number, count: number) {
   const acc = new Map<string, Array<{ sum: number; n: number; min: number; max: number }>>();
   for (const s of samples) {
     if (s.ts < start || s.ts >= start + width * count) continue;
@@ -77,7 +77,7 @@ function bruteBuckets(samples: Array<{ ts: number; metrics: Map<string, number> 
   return acc;
 }
 
-function assertMatchesBrute(got: StoredSeries, names: Map<number, string>, samples: Array<{ ts: number; metrics: Map<string, number> }>, label: string): void {
+function assertMatchesBrute(got: StoredSeries, names: Map<number, string>, samples: Array<{ ts: number; metrics: ReadonlyMap<string, number> }>, label: string): void {
   const width = got.bucketMs!;
   const start = got.timestamps.length ? Math.min(...got.timestamps) : 0;
   const count = got.timestamps.length ? (Math.max(...got.timestamps) - start) / width + 1 : 0;

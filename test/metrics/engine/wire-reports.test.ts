@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { NewReport } from '../../../src/metrics/domain/metrics-store.js';
-import { createShapeTable } from '../../../src/metrics/storage/engine/report-shapes.js';
+import { createShapeTable } from '../../../src/metrics/domain/report-shapes.js';
 import { createWireBuilder, readWireReports } from '../../../src/metrics/storage/engine/wire-reports.js';
 
 const report = (hostId: string, ts: number, metrics: Array<[string, number]>, tenantId = 't1'): NewReport =>

@@ -1,7 +1,7 @@
 // Why: a message's reports cross to the writer thread as a few typed arrays, not as one object per report.
 import type { NewReport } from '../../domain/metrics-store.js';
 import type { HeadReport } from './head-writer.js';
-import { NO_SHAPE, type ShapeTable } from './report-shapes.js';
+import { NO_SHAPE, type ShapeTable } from '../../domain/report-shapes.js';
 
 /**
  * The reports of one message to the writer thread, as columns. A bulk body's

@@ -3,7 +3,7 @@ import { SMALL_YOUNG_GENERATION, startModuleWorker } from '../../../core/worker/
 import { fromWireError } from '../../../core/worker/wire-error.js';
 import type { AppendOutcome, NewReport } from '../../domain/metrics-store.js';
 import type { EngineWriter, WriterOptions } from './engine-writer.js';
-import { createShapeTable } from './report-shapes.js';
+import { createShapeTable } from '../../domain/report-shapes.js';
 import { createWireBuilder } from './wire-reports.js';
 import { WITHDRAWN, type WriterMessage, type WriterReply, type WriterRequest, type WriterTarget } from './worker-protocol.js';
 

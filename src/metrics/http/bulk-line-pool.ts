@@ -1,0 +1,62 @@
+import os from 'node:os';
+import { AppError } from '../../core/errors.js';
+import { startRequestThread, type RequestThread } from '../../core/worker/request-thread.js';
+import { readBulkLines, reportValidator, type BulkLineOptions, type BulkLines } from './bulk-lines.js';
+
+/**
+ * Parsing, checking and flattening a bulk body's reports is most of what a
+ * bulk request costs the event loop (a thousand reports: JSON, schema,
+ * flattening and the garbage they leave). Parse threads do it instead, as
+ * VictoriaMetrics parses on every core: the event loop keeps answering other
+ * requests meanwhile, and bodies are read in parallel where there are cores.
+ * Without a thread (one core) the body is read on the event loop.
+ */
+export interface BulkLinePool {
+  read(body: Uint8Array, opts: BulkLineOptions): Promise<BulkLines>;
+  /** Bodies read by a thread so far (what the tests check the pool by). */
+  readonly readApart: number;
+  close(): Promise<void>;
+}
+
+export interface BulkLineRequest {
+  body: Uint8Array;
+  opts: BulkLineOptions;
+}
+
+/** One thread per core beyond the event loop's, at most four; none on one core. */
+export function defaultBulkLineThreads(): number {
+  return Math.max(0, Math.min(4, os.availableParallelism() - 1));
+}
+
+type ParseThread = RequestThread<BulkLineRequest, BulkLines>;
+
+export function createBulkLinePool(threads: number): BulkLinePool {
+  // Started on first use: a service that is never sent a bulk body keeps no parse thread.
+  const pool: Array<ParseThread | undefined> = Array.from({ length: threads }, () => undefined);
+  let validate: ReturnType<typeof reportValidator> | undefined;
+  let readApart = 0;
+  let closed = false;
+
+  function start(slot: number): ParseThread {
+    const t: ParseThread = startRequestThread(import.meta.url, 'bulk-line-worker', () => { if (pool[slot] === t) pool[slot] = undefined; });
+    return t;
+  }
+
+  return {
+    get readApart() { return readApart; },
+    async read(body, opts) {
+      if (closed) throw new AppError('unavailable', 'the server is shutting down; retry');
+      if (!pool.length) return readBulkLines(body, opts, (validate ??= reportValidator()));
+      // The thread with the fewest bodies waiting; each reads its queue in order.
+      let slot = 0;
+      for (let i = 1; i < pool.length; i++) if ((pool[i]?.pending ?? 0) < (pool[slot]?.pending ?? 0)) slot = i;
+      const t = pool[slot] ?? (pool[slot] = start(slot));
+      readApart++;
+      return t.send({ body, opts });
+    },
+    async close() {
+      closed = true;
+      await Promise.all(pool.map((t) => t?.terminate()));
+    },
+  };
+}

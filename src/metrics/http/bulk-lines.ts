@@ -1,0 +1,244 @@
+// Why: a bulk body's lines are parsed, checked and flattened off the event loop, and cross back as a few columns.
+import { AppError } from '../../core/errors.js';
+import { describeValidationError, validatorCompiler } from '../../core/http/validation.js';
+import type { Alert } from '../alerts/alert.js';
+import { checkedMetrics, type BulkItem } from '../domain/ingest.js';
+import { createShapeTable, NO_SHAPE } from '../domain/report-shapes.js';
+import { ReportSchema, type Report } from '../domain/report-schema.js';
+
+/** Most reports one bulk body may carry; more is 413 (the agent sends at most this many per batch). */
+export const MAX_BULK_REPORTS = 10_000;
+
+export interface BulkLineOptions {
+  /** Largest single line in bytes: the single-ingest body limit, so a line is refused exactly when a POST of it would be. */
+  lineLimit: number;
+  /** The server clock when the body arrived, and how far ahead of it or behind it (the retention) a report ts may be. */
+  now: number;
+  maxFutureMs: number;
+  retentionMs: number;
+}
+
+const READY = 0;
+const REFUSED = 1;
+/** JSON that Fastify's own parser must read (it may spell `__proto__` or `constructor`, or does not parse): read on the event loop. */
+const RAW = 2;
+
+/**
+ * A body's non-blank lines, read: each one ready (a checked report, its
+ * metrics flattened), refused (the error single ingest would give), or raw
+ * (left to the event loop's parser). Ready reports are columns, not objects,
+ * so a thousand of them cross between threads as a handful of arrays.
+ */
+export interface BulkLines {
+  /** Per non-blank line, in order: its 1-based number in the body, and whether it is READY, REFUSED or RAW. */
+  line: Uint32Array<ArrayBuffer>;
+  kind: Uint8Array<ArrayBuffer>;
+  /** Lines parsed as JSON here (raw ones are counted by whoever parses them). */
+  jsonLines: number;
+  /**
+   * Ready lines, in order: host id, hostname and platform as indexes into `strings`, ts, metric names (`shape` i >= 0:
+   * `shapes[i]`, the names many reports share; -(j + 1): `unshaped[j]`, past the shape table's bound), values up to `ends`.
+   */
+  strings: string[];
+  text: Uint32Array<ArrayBuffer>;
+  ts: Float64Array<ArrayBuffer>;
+  shape: Int32Array<ArrayBuffer>;
+  shapes: string[][];
+  unshaped: string[][];
+  ends: Uint32Array<ArrayBuffer>;
+  values: Float64Array<ArrayBuffer>;
+  /** The alerts of the ready lines that carry any, by ready index. */
+  alerts: Array<[ready: number, alerts: Alert[]]>;
+  /** Refused lines, in order; `of` when the line was a valid report. */
+  refused: Array<{ error: AppError['code']; details: string | undefined; of: { hostId: string; ts: number } | undefined }>;
+  /** Raw lines' text, in order. */
+  raw: string[];
+}
+
+type Validator = ((v: unknown) => boolean) & { errors?: Parameters<typeof describeValidationError>[1] | null };
+
+/** The body validator of POST /api/v1/ingest (the same compiler, so the same checks and messages), one per thread. */
+export function reportValidator(): Validator {
+  return validatorCompiler()({ schema: ReportSchema, httpPart: 'body', method: 'POST', url: '/api/v1/ingest/bulk' }) as Validator;
+}
+
+/**
+ * Only JSON.parse runs here. What secure-json-parse (Fastify's parser) would
+ * refuse needs `__proto__` or `constructor` spelled out or escaped (`\u`),
+ * and a leading BOM it would strip: such lines, and lines that do not parse,
+ * go to the event loop's parser, which gives the exact answer single ingest does.
+ */
+function needsFastifyParser(text: string): boolean {
+  return text.charCodeAt(0) === 0xfeff || text.includes('\\u') || text.includes('__proto__') || text.includes('constructor');
+}
+
+/**
+ * Reads a decompressed NDJSON body: the limits on the whole body first
+ * (413 past MAX_BULK_REPORTS, 400 for a body without a line), then every line
+ * with the checks of single ingest. Pure: runs in a parse thread or, without
+ * one, on the event loop.
+ */
+export function readBulkLines(body: Uint8Array, opts: BulkLineOptions, validate: Validator): BulkLines {
+  const lines = Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8').split('\n');
+  let count = 0;
+  for (const l of lines) if (l.trim() !== '' && ++count > MAX_BULK_REPORTS) throw new AppError('payload_too_large', `more than ${MAX_BULK_REPORTS} reports in one bulk body`);
+  if (!count) throw new AppError('invalid_request', 'body holds no report: send one JSON report per line (application/x-ndjson)');
+
+  const out: BulkLines = {
+    line: new Uint32Array(count), kind: new Uint8Array(count), jsonLines: 0,
+    strings: [], text: new Uint32Array(3 * count), ts: new Float64Array(count), shape: new Int32Array(count), shapes: [], unshaped: [],
+    ends: new Uint32Array(count), values: new Float64Array(32 * count), alerts: [], refused: [], raw: [],
+  };
+  const stringIndex = new Map<string, number>();
+  const str = (s: string): number => {
+    let i = stringIndex.get(s);
+    if (i === undefined) stringIndex.set(s, (i = out.strings.push(s) - 1));
+    return i;
+  };
+  const shapes = createShapeTable();
+  const deps = { now: () => opts.now, maxFutureMs: opts.maxFutureMs, retentionMs: opts.retentionMs };
+  let n = 0;
+  let ready = 0;
+  let end = 0;
+  const refuse = (e: AppError, of?: { hostId: string; ts: number }) => {
+    out.kind[n] = REFUSED;
+    out.refused.push({ error: e.code, details: e.details, of });
+  };
+  for (const [i, rawLine] of lines.entries()) {
+    const text = rawLine.endsWith('\r') ? rawLine.slice(0, -1) : rawLine;
+    if (text.trim() === '') continue;
+    out.line[n] = i + 1;
+    if (Buffer.byteLength(text) > opts.lineLimit) {
+      refuse(new AppError('payload_too_large', `line is larger than the single-report body limit of ${opts.lineLimit} bytes`));
+    } else {
+      let value: unknown;
+      try {
+        value = needsFastifyParser(text) ? undefined : JSON.parse(text);
+      } catch {
+        value = undefined;
+      }
+      if (value === undefined) {
+        out.kind[n] = RAW;
+        out.raw.push(text);
+      } else {
+        out.jsonLines++;
+        if (!validate(value)) refuse(new AppError('invalid_request', describeValidationError('body', validate.errors ?? [])));
+        else {
+          const report = value as Report;
+          let metrics: Map<string, number> | undefined;
+          try {
+            metrics = checkedMetrics(deps, report);
+          } catch (e: unknown) {
+            if (!(e instanceof AppError)) throw e;
+            refuse(e, { hostId: report.agentId, ts: report.ts });
+          }
+          if (metrics) {
+            out.kind[n] = READY;
+            out.text[3 * ready] = str(report.agentId);
+            out.text[3 * ready + 1] = str(report.hostname);
+            out.text[3 * ready + 2] = str(report.platform);
+            out.ts[ready] = report.ts;
+            const shape = shapes.shapeOf(metrics);
+            out.shape[ready] = shape === NO_SHAPE ? -out.unshaped.push([...metrics.keys()]) : shape;
+            if (end + metrics.size > out.values.length) {
+              const grown = new Float64Array(Math.max(end + metrics.size, 2 * out.values.length));
+              grown.set(out.values);
+              out.values = grown;
+            }
+            for (const v of metrics.values()) out.values[end++] = v;
+            out.ends[ready] = end;
+            if (report.alerts?.length) out.alerts.push([ready, report.alerts]);
+            ready++;
+          }
+        }
+      }
+    }
+    n++;
+  }
+  // The table numbers shapes from 0 in the order it met them.
+  out.shapes = shapes.takeNew().map(([, names]) => names);
+  out.text = out.text.slice(0, 3 * ready);
+  out.ts = out.ts.slice(0, ready);
+  out.shape = out.shape.slice(0, ready);
+  out.ends = out.ends.slice(0, ready);
+  out.values = out.values.slice(0, end);
+  return out;
+}
+
+/** The buffers of `lines` a thread hands over rather than copies. */
+export function transferOf(lines: BulkLines): ArrayBuffer[] {
+  return [lines.line.buffer, lines.kind.buffer, lines.text.buffer, lines.ts.buffer, lines.shape.buffer, lines.ends.buffer, lines.values.buffer];
+}
+
+/**
+ * The items of a read body for `ingestReports`, in line order, each made only
+ * when the iteration reaches it: a ready line as the tenant's prepared report,
+ * a raw one through `parseRaw` (the event loop's parser and checks). Throws
+ * `invalid_request` at the end when no line at all was JSON.
+ */
+export function* bulkItems(lines: BulkLines, tenantId: string, parseRaw: (line: number, text: string) => { item: BulkItem; json: boolean }): Generator<BulkItem> {
+  const alerts = new Map(lines.alerts);
+  let jsonLines = lines.jsonLines;
+  let ready = 0;
+  let refused = 0;
+  let raw = 0;
+  for (let n = 0; n < lines.line.length; n++) {
+    const line = lines.line[n]!;
+    const kind = lines.kind[n];
+    if (kind === REFUSED) {
+      const r = lines.refused[refused++]!;
+      yield { line, error: new AppError(r.error, r.details), ...(r.of ? { of: r.of } : {}) };
+    } else if (kind === RAW) {
+      const { item, json } = parseRaw(line, lines.raw[raw++]!);
+      if (json) jsonLines++;
+      yield item;
+    } else {
+      const s = lines.shape[ready]!;
+      const names = s >= 0 ? lines.shapes[s]! : lines.unshaped[-s - 1]!;
+      const metrics = new ColumnMetrics(names, lines.values.subarray(ready ? lines.ends[ready - 1]! : 0, lines.ends[ready]!));
+      yield {
+        line,
+        prepared: {
+          tenantId,
+          hostId: lines.strings[lines.text[3 * ready]!]!,
+          hostname: lines.strings[lines.text[3 * ready + 1]!]!,
+          platform: lines.strings[lines.text[3 * ready + 2]!]!,
+          ts: lines.ts[ready]!,
+          metrics,
+        },
+        alerts: alerts.get(ready) ?? [],
+      };
+      ready++;
+    }
+  }
+  if (!jsonLines) throw new AppError('invalid_request', 'body is not NDJSON: no line is JSON');
+}
+
+/**
+ * A ready report's metrics as the store reads them (NewReport.metrics): its
+ * names, shared by every report of the shape, and a view of its values, so a
+ * thousand reports do not become a thousand Maps on the event loop.
+ */
+export class ColumnMetrics implements ReadonlyMap<string, number> {
+  readonly #names: readonly string[];
+  readonly #values: Float64Array;
+  constructor(names: readonly string[], values: Float64Array) {
+    this.#names = names;
+    this.#values = values;
+  }
+  get size(): number { return this.#names.length; }
+  get(name: string): number | undefined {
+    const i = this.#names.indexOf(name);
+    return i < 0 ? undefined : this.#values[i];
+  }
+  has(name: string): boolean { return this.#names.includes(name); }
+  keys(): MapIterator<string> { return this.#names.values(); }
+  values(): MapIterator<number> { return this.#values.values(); }
+  *entries(): MapIterator<[string, number]> {
+    for (let i = 0; i < this.#names.length; i++) yield [this.#names[i]!, this.#values[i]!];
+  }
+  [Symbol.iterator](): MapIterator<[string, number]> { return this.entries(); }
+  forEach(f: (value: number, name: string, map: ReadonlyMap<string, number>) => void): void {
+    for (let i = 0; i < this.#names.length; i++) f(this.#values[i]!, this.#names[i]!, this);
+  }
+}
