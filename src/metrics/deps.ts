@@ -3,7 +3,7 @@ import { createAlertRouter, loadAlertRoutes, type AlertRouter } from './alerts/a
 import { createAlertStore, type AlertStore, type AlertTables } from './alerts/alert-store.js';
 import type { MetricsConfig } from './config.js';
 import type { MetricsStore } from './domain/metrics-store.js';
-import { createBulkLinePool, defaultBulkLineThreads, type BulkLinePool } from './http/bulk-line-pool.js';
+import { createBulkLinePool, type BulkLinePool } from './http/bulk-line-pool.js';
 import { createEngineMetricsStore } from './storage/engine-metrics-store.js';
 import { databaseConn, METRICS_SQLITE_CACHE_KIB } from './storage/engine/sql-conn.js';
 import { metricsMigrations } from './storage/migrations/index.js';
@@ -30,14 +30,14 @@ export interface MetricsDeps {
   close(): Promise<void>;
 }
 
-export async function createMetricsDeps(config: MetricsConfig, overrides: { now?: () => number; bulkLineThreads?: number } = {}): Promise<MetricsDeps> {
+export async function createMetricsDeps(config: MetricsConfig, overrides: { now?: () => number } = {}): Promise<MetricsDeps> {
   // Routes first: a bad routes file stops the start before the database is touched.
   const routes = await loadAlertRoutes(config.alertRoutes);
   const database = await openMetricsDatabase(config);
   const now = overrides.now ?? Date.now;
   const store = createMetricsStore(database, config, now);
   const alerts = createAlertStore(database.db.withTables<AlertTables>(), databaseConn(database));
-  const bulkLines = createBulkLinePool(overrides.bulkLineThreads ?? defaultBulkLineThreads());
+  const bulkLines = createBulkLinePool(config.bulkParseThreads);
   return {
     database,
     store,

@@ -53,8 +53,7 @@ export interface MetricsHarness {
   close(): Promise<void>;
 }
 
-/** Config overrides, the clock, and how many bulk parse threads (default: the machine's, as in the service). */
-export type MetricsOverrides = Partial<MetricsConfig> & { now?: () => number; bulkLineThreads?: number };
+export type MetricsOverrides = Partial<MetricsConfig> & { now?: () => number };
 
 /**
  * Starts the real service (config defaults, then `overrides`) on 127.0.0.1:0
@@ -63,7 +62,7 @@ export type MetricsOverrides = Partial<MetricsConfig> & { now?: () => number; bu
  */
 export async function startMetrics(backend: BackendName, overrides: MetricsOverrides = {}): Promise<MetricsHarness> {
   const storage = await freshStorage(backend);
-  const { now, bulkLineThreads, ...configOverrides } = overrides;
+  const { now, ...configOverrides } = overrides;
   const config: MetricsConfig = {
     ...loadMetricsConfig([], {}),
     logLevel: 'warn',
@@ -76,7 +75,7 @@ export async function startMetrics(backend: BackendName, overrides: MetricsOverr
     dbSchema: storage.pgSchema,
     ...configOverrides,
   };
-  const deps = await createMetricsDeps(config, { ...(now ? { now } : {}), ...(bulkLineThreads !== undefined ? { bulkLineThreads } : {}) });
+  const deps = await createMetricsDeps(config, now ? { now } : {});
   const logs: string[] = [];
   const logStream = new Writable({ write(chunk, _enc, cb) { logs.push(String(chunk)); cb(); } });
   const app = await buildMetricsApp(config, deps, { logStream });

@@ -27,7 +27,7 @@ test('gunzipLimited stops at the limit: a 256 MiB bomb is refused after at most 
   assert.equal((await gunzipLimited(gzipSync('hello'), 5)).toString(), 'hello');
 });
 
-// Both ways a body is read: by a parse thread (any machine with a second core) and on the event loop (one core).
+// Both ways a body is read: by a parse thread (the default from three cores) and on the event loop (two cores or fewer).
 for (const backend of BACKENDS) for (const threads of [1, 0]) {
   describe(`POST /api/v1/ingest/bulk on ${backend}, lines read ${threads ? 'by a parse thread' : 'on the event loop'}`, () => {
     let m: MetricsHarness;
@@ -40,8 +40,8 @@ for (const backend of BACKENDS) for (const threads of [1, 0]) {
       cleanups.push(() => s.cleanup());
       const routesFile = path.join(s.dataDir, 'routes.json');
       writeFileSync(routesFile, JSON.stringify({ routes: [{ name: 'pager', match: { severity: ['critical'] }, url: failing.url }] }));
-      m = await startMetrics(backend, { now: () => NOW, bodyLimit: 8 * 1024, bulkBodyLimit: 256 * 1024, maxMetricsPerHost: 40, alertRoutes: routesFile, bulkLineThreads: threads });
-      signed = await startMetrics(backend, { now: () => NOW, secret: SECRET, bulkLineThreads: threads });
+      m = await startMetrics(backend, { now: () => NOW, bodyLimit: 8 * 1024, bulkBodyLimit: 256 * 1024, maxMetricsPerHost: 40, alertRoutes: routesFile, bulkParseThreads: threads });
+      signed = await startMetrics(backend, { now: () => NOW, secret: SECRET, bulkParseThreads: threads });
     });
     after(async () => {
       await m.close();

@@ -1,4 +1,3 @@
-import os from 'node:os';
 import { AppError } from '../../core/errors.js';
 import { startRequestThread, type RequestThread } from '../../core/worker/request-thread.js';
 import { readBulkLines, reportValidator, type BulkLineOptions, type BulkLines } from './bulk-lines.js';
@@ -9,7 +8,8 @@ import { readBulkLines, reportValidator, type BulkLineOptions, type BulkLines } 
  * flattening and the garbage they leave). Parse threads do it instead, as
  * VictoriaMetrics parses on every core: the event loop keeps answering other
  * requests meanwhile, and bodies are read in parallel where there are cores.
- * Without a thread (one core) the body is read on the event loop.
+ * Without a thread (`--bulk-parse-threads 0`, the default on two cores) the
+ * body is read on the event loop.
  */
 export interface BulkLinePool {
   read(body: Uint8Array, opts: BulkLineOptions): Promise<BulkLines>;
@@ -21,11 +21,6 @@ export interface BulkLinePool {
 export interface BulkLineRequest {
   body: Uint8Array;
   opts: BulkLineOptions;
-}
-
-/** One thread per core beyond the event loop's, at most four; none on one core. */
-export function defaultBulkLineThreads(): number {
-  return Math.max(0, Math.min(4, os.availableParallelism() - 1));
 }
 
 type ParseThread = RequestThread<BulkLineRequest, BulkLines>;
