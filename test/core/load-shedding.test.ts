@@ -85,8 +85,11 @@ test('a failing or aborted expensive request releases its slot', async (t) => {
   // The aborted handler settles once the gate opens; its slot comes back then.
   let status = 503;
   while (status === 503) {
-    const next = get(s.url, '/heavy', 'a');
-    await sleep(20);
+    const before = s.started();
+    let answered = false;
+    const next = get(s.url, '/heavy', 'a').then((r) => { answered = true; return r; });
+    // Refused: a 503 at once. Admitted: the gate is opened once its handler waits there (a fixed sleep raced a slow machine).
+    await until(() => answered || s.started() > before);
     s.release();
     status = (await next).status;
   }
