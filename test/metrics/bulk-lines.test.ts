@@ -4,12 +4,11 @@ import { AppError } from '../../src/core/errors.js';
 import { flattenReport } from '../../src/metrics/domain/flatten.js';
 import type { BulkItem } from '../../src/metrics/domain/ingest.js';
 import { createBulkLinePool } from '../../src/metrics/http/bulk-line-pool.js';
-import { bulkItems, ColumnMetrics, readBulkLines, reportValidator, type BulkLineOptions, type BulkLines } from '../../src/metrics/http/bulk-lines.js';
+import { bulkItems, ColumnMetrics, readBulkLines, type BulkLineOptions, type BulkLines } from '../../src/metrics/http/bulk-lines.js';
 import { makeReport, ndjson } from '../helpers/metrics.js';
 
 const NOW = Date.UTC(2026, 10, 21, 12);
 const OPTS: BulkLineOptions = { lineLimit: 64 * 1024, now: NOW, maxFutureMs: 600_000, retentionMs: 86_400_000 };
-const validate = reportValidator();
 const bytes = (s: string) => new TextEncoder().encode(s);
 
 /** Every item of a read body, raw lines marked as such instead of parsed. */
@@ -25,7 +24,7 @@ function items(lines: BulkLines): Array<BulkItem | { line: number; raw: string }
 test('ready lines come back as the reports single ingest prepares: host, ts, every metric in order, alerts', () => {
   const a = makeReport({ agentId: 'a', ts: NOW - 1000, alerts: [{ name: 'HighCpu', severity: 'critical' }] });
   const b = makeReport({ agentId: 'b', hostname: 'db-1', ts: NOW, network: { eth0: { rx: 1, tx: [2, 3] } } });
-  const got = items(readBulkLines(bytes(ndjson([a, b, a])), OPTS, validate));
+  const got = items(readBulkLines(bytes(ndjson([a, b, a])), OPTS));
   assert.equal(got.length, 3);
   for (const [i, r] of [a, b, a].entries()) {
     const item = got[i] as Extract<BulkItem, { prepared: unknown }>;
@@ -44,7 +43,7 @@ test('refused lines carry the error single ingest gives, and the host and ts onc
     JSON.stringify(makeReport({ agentId: 'a', ts: NOW, network: { rx: 7 } })).replace('"rx":7', '"rx":1e400'),
     'x'.repeat(70 * 1024),
   ];
-  const got = items(readBulkLines(bytes(lines.join('\n')), OPTS, validate)) as Array<Extract<BulkItem, { error: unknown }>>;
+  const got = items(readBulkLines(bytes(lines.join('\n')), OPTS)) as Array<Extract<BulkItem, { error: unknown }>>;
   assert.deepEqual(got.map((i) => [i.line, i.error.code]), [[1, 'invalid_request'], [2, 'invalid_request'], [3, 'invalid_request'], [4, 'payload_too_large']]);
   assert.equal(got[0]!.error.details, 'body cpu.usage: must be number');
   assert.equal(got[0]!.of, undefined, 'not a report: no host');
@@ -58,7 +57,7 @@ test('lines only Fastify\'s parser may read are left raw, in order; blank lines 
   const raw = ['{"agentId": ', ok.replace('"network":{', '"network":{"__proto__":{"x":1},'), ok.replace('"network":{', '"network":{"constructor":{"prototype":{}},'),
     ok.replace('web-1', 'caf\\u00e9'), '\uFEFF' + ok];
   const body = [ok, '', raw[0], '  ', raw[1], raw[2], raw[3], raw[4], ok].join('\r\n');
-  const lines = readBulkLines(bytes(body), OPTS, validate);
+  const lines = readBulkLines(bytes(body), OPTS);
   assert.equal(lines.jsonLines, 2, 'the two plain lines; raw ones are counted by their parser');
   const got = items(lines);
   assert.deepEqual(got.map((i) => i.line), [1, 3, 5, 6, 7, 8, 9]);
@@ -68,16 +67,16 @@ test('lines only Fastify\'s parser may read are left raw, in order; blank lines 
 test('a body whose reports name more metrics than the shape table keeps still reads every name', () => {
   // 1,000 reports of 120 names no other report has: past the shape table's 100,000 names.
   const reports = Array.from({ length: 1000 }, (_, i) => makeReport({ agentId: `h${i}`, ts: NOW, network: Object.fromEntries(Array.from({ length: 120 }, (_, k) => [`r${i}n${k}`, k])) }));
-  const lines = readBulkLines(bytes(ndjson(reports)), OPTS, validate);
+  const lines = readBulkLines(bytes(ndjson(reports)), OPTS);
   assert.ok(lines.unshaped.length > 0 && lines.shapes.length > 0, 'some reports past the bound');
   const got = items(lines) as Array<Extract<BulkItem, { prepared: unknown }>>;
   for (const [i, r] of reports.entries()) assert.deepEqual([...got[i]!.prepared.metrics], [...flattenReport(structuredClone(r))]);
 });
 
 test('a body past 10,000 reports, or with no report, is refused whole', () => {
-  assert.throws(() => readBulkLines(bytes('{}\n'.repeat(10_001)), OPTS, validate), (e: AppError) => e.code === 'payload_too_large');
-  assert.throws(() => readBulkLines(bytes('\n \r\n'), OPTS, validate), (e: AppError) => e.code === 'invalid_request' && /holds no report/.test(e.details!));
-  const notJson = readBulkLines(bytes('<html>\n'), OPTS, validate);
+  assert.throws(() => readBulkLines(bytes('{}\n'.repeat(10_001)), OPTS), (e: AppError) => e.code === 'payload_too_large');
+  assert.throws(() => readBulkLines(bytes('\n \r\n'), OPTS), (e: AppError) => e.code === 'invalid_request' && /holds no report/.test(e.details!));
+  const notJson = readBulkLines(bytes('<html>\n'), OPTS);
   assert.throws(() => [...bulkItems(notJson, 't', (line) => ({ item: { line, error: new AppError('invalid_request', 'not JSON') }, json: false }))],
     (e: AppError) => /no line is JSON/.test(e.details!));
 });
@@ -106,6 +105,14 @@ test('a parse thread reads a body as the event loop does, and its refusals arriv
   const body = bytes(ndjson([makeReport({ agentId: 'a', ts: NOW }), '{"agentId": ', makeReport({ agentId: 'b', ts: NOW + 3_600_000 })]));
   const apart = await pool.read(body, OPTS);
   assert.equal(pool.readApart, 1);
-  assert.deepEqual(items(apart).map((i) => ('prepared' in i ? [...i.prepared.metrics] : i)), items(readBulkLines(body, OPTS, validate)).map((i) => ('prepared' in i ? [...i.prepared.metrics] : i)));
+  assert.deepEqual(items(apart).map((i) => ('prepared' in i ? [...i.prepared.metrics] : i)), items(readBulkLines(body, OPTS)).map((i) => ('prepared' in i ? [...i.prepared.metrics] : i)));
   await assert.rejects(pool.read(bytes('{}\n'.repeat(10_001)), OPTS), (e: unknown) => e instanceof AppError && e.code === 'payload_too_large');
+});
+
+test('a closed pool reads no more bodies: unavailable, retryable', async () => {
+  for (const threads of [0, 1]) {
+    const closed = createBulkLinePool(threads);
+    await closed.close();
+    await assert.rejects(closed.read(bytes(ndjson([makeReport({ ts: NOW })])), OPTS), (e: unknown) => e instanceof AppError && e.code === 'unavailable');
+  }
 });

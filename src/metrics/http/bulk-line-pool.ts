@@ -1,6 +1,6 @@
 import { AppError } from '../../core/errors.js';
 import { startRequestThread, type RequestThread } from '../../core/worker/request-thread.js';
-import { readBulkLines, reportValidator, type BulkLineOptions, type BulkLines } from './bulk-lines.js';
+import { readBulkLines, type BulkLineOptions, type BulkLines } from './bulk-lines.js';
 
 /**
  * Parsing, checking and flattening a bulk body's reports is most of what a
@@ -28,7 +28,6 @@ type ParseThread = RequestThread<BulkLineRequest, BulkLines>;
 export function createBulkLinePool(threads: number): BulkLinePool {
   // Started on first use: a service that is never sent a bulk body keeps no parse thread.
   const pool: Array<ParseThread | undefined> = Array.from({ length: threads }, () => undefined);
-  let validate: ReturnType<typeof reportValidator> | undefined;
   let readApart = 0;
   let closed = false;
 
@@ -41,7 +40,7 @@ export function createBulkLinePool(threads: number): BulkLinePool {
     get readApart() { return readApart; },
     async read(body, opts) {
       if (closed) throw new AppError('unavailable', 'the server is shutting down; retry');
-      if (!pool.length) return readBulkLines(body, opts, (validate ??= reportValidator()));
+      if (!pool.length) return readBulkLines(body, opts);
       // The thread with the fewest bodies waiting; each reads its queue in order.
       let slot = 0;
       for (let i = 1; i < pool.length; i++) if ((pool[i]?.pending ?? 0) < (pool[slot]?.pending ?? 0)) slot = i;

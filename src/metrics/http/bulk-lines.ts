@@ -57,9 +57,14 @@ export interface BulkLines {
 
 type Validator = ((v: unknown) => boolean) & { errors?: Parameters<typeof describeValidationError>[1] | null };
 
-/** The body validator of POST /api/v1/ingest (the same compiler, so the same checks and messages), one per thread. */
+let compiled: Validator | undefined;
+
+/**
+ * The body validator of POST /api/v1/ingest (the same compiler, so the same checks and messages), compiled once per
+ * thread on first use: a service sent no bulk body compiles none.
+ */
 export function reportValidator(): Validator {
-  return validatorCompiler()({ schema: ReportSchema, httpPart: 'body', method: 'POST', url: '/api/v1/ingest/bulk' }) as Validator;
+  return (compiled ??= validatorCompiler()({ schema: ReportSchema, httpPart: 'body', method: 'POST', url: '/api/v1/ingest/bulk' }) as Validator);
 }
 
 /**
@@ -78,7 +83,8 @@ function needsFastifyParser(text: string): boolean {
  * with the checks of single ingest. Pure: runs in a parse thread or, without
  * one, on the event loop.
  */
-export function readBulkLines(body: Uint8Array, opts: BulkLineOptions, validate: Validator): BulkLines {
+export function readBulkLines(body: Uint8Array, opts: BulkLineOptions): BulkLines {
+  const validate = reportValidator();
   const lines = Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8').split('\n');
   let count = 0;
   for (const l of lines) if (l.trim() !== '' && ++count > MAX_BULK_REPORTS) throw new AppError('payload_too_large', `more than ${MAX_BULK_REPORTS} reports in one bulk body`);

@@ -34,7 +34,6 @@ export function useNdjsonReportParser(
   clock: Pick<IngestDeps, 'now' | 'maxFutureMs' | 'retentionMs'>,
 ): (request: FastifyRequest, tenantId: string) => Promise<Iterable<BulkItem>> {
   const parseJson = scope.getDefaultJsonParser('error', 'error');
-  const validate = reportValidator();
   const parseLine = (request: FastifyRequest, text: string): unknown => {
     let out: unknown;
     let failure: Error | undefined;
@@ -51,6 +50,7 @@ export function useNdjsonReportParser(
       const { body: b } = toErrorResponse(e);
       return { item: { line, error: new AppError(b.error, b.details) }, json: false };
     }
+    const validate = reportValidator();
     if (validate(value)) return { item: { line, report: value as Report }, json: true };
     return { item: { line, error: new AppError('invalid_request', describeValidationError('body', validate.errors ?? [])) }, json: true };
   };
