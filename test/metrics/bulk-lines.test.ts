@@ -4,7 +4,8 @@ import { AppError } from '../../src/core/errors.js';
 import { flattenReport } from '../../src/metrics/domain/flatten.js';
 import type { BulkItem } from '../../src/metrics/domain/ingest.js';
 import { createBulkLinePool } from '../../src/metrics/http/bulk-line-pool.js';
-import { bulkItems, ColumnMetrics, readBulkLines, type BulkLineOptions, type BulkLines } from '../../src/metrics/http/bulk-lines.js';
+import { bulkItems, readBulkLines, type BulkLineOptions, type BulkLines } from '../../src/metrics/http/bulk-lines.js';
+import { ColumnMetrics } from '../../src/metrics/domain/report-shapes.js';
 import { makeReport, ndjson } from '../helpers/metrics.js';
 
 const NOW = Date.UTC(2026, 10, 21, 12);

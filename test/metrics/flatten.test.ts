@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { flattenReport, MAX_FLATTEN_DEPTH } from '../../src/metrics/domain/flatten.js';
+import { flattenInto, flattenReport, flattenWellFormed, MAX_FLATTEN_DEPTH } from '../../src/metrics/domain/flatten.js';
 import type { Report } from '../../src/metrics/domain/report-schema.js';
 import { AppError } from '../../src/core/errors.js';
 import { makeReport } from '../helpers/metrics.js';
@@ -94,4 +94,18 @@ test('names stay right once the table of remembered names has started over, and 
   const bad = () => makeReport({ network: { 'a\u202Eb': 1 } });
   assert.throws(() => flattenReport(bad()), invalid(/control or invisible character/));
   assert.throws(() => flattenReport(bad()), invalid(/control or invisible character/));
+});
+
+test('into a sink: the same metrics in the same order as the map; a name the sink refuses is reported twice; the well-formed walk skips only the text check', () => {
+  const report = makeReport({ services: [{ name: 'nginx', restarts: 2 }], network: { eth0: { rx: [1, 2] } } } as Record<string, unknown> as Partial<Report>);
+  const got: Array<[string, number]> = [];
+  flattenInto(report, { add: (name, value) => got.push([name, value]) > 0 });
+  assert.deepEqual(got, [...flattenReport(report)]);
+  const wellFormed: Array<[string, number]> = [];
+  flattenWellFormed(report, { add: (name, value) => wellFormed.push([name, value]) > 0 });
+  assert.deepEqual(wellFormed, got);
+  assert.throws(() => flattenInto(report, { add: (name) => name !== 'service.nginx.restarts' }), invalid(/^body services\.0\.restarts: metric service\.nginx\.restarts is reported twice$/));
+  const badText = makeReport({ extra: ['a\u0000'] } as Partial<Report>);
+  assert.throws(() => flattenInto(badText, { add: () => true }), invalid(/^body extra\.0: text holds/));
+  assert.doesNotThrow(() => flattenWellFormed(badText, { add: () => true }), 'its caller has ruled such text out');
 });

@@ -114,6 +114,35 @@ for (const backend of BACKENDS) for (const threads of [1, 0]) {
       assert.deepEqual(series.body.timestamps, [NOW - 5000, NOW - 4000, NOW - 3000, NOW - 2000], 'the four stored lines, nothing of the refused ones');
     });
 
+    test('lines read without Fastify\'s parser skip no text check: raw invalid UTF-8, raw control bytes and \\u escapes of NUL or a lone surrogate get the single-ingest answer', async () => {
+      const t = await m.newTenant();
+      const report = (ts: number) => JSON.stringify(makeReport({ agentId: 'u', ts }));
+      // The bytes go in raw, where "@@" is: no JSON escape spells them.
+      const withBytes = (line: string, bytes: number[]) => { const [a, b] = line.split('@@'); return Buffer.concat([Buffer.from(a!), Buffer.from(bytes), Buffer.from(b!)]); };
+      const inHostname = (ts: number, text: string) => report(ts).replace(/"hostname":"[^"]*"/, `"hostname":"h${text}"`);
+      const inKey = (ts: number, text: string) => report(ts).replace('"network":{', `"network":{"k${text}":1,`);
+      const lines = [
+        withBytes(inHostname(NOW - 6000, '@@'), [0xed, 0xa0, 0x80]), // an encoded surrogate: decodes to U+FFFD
+        withBytes(inKey(NOW - 5000, '@@'), [0xc0]), // a lone lead byte
+        withBytes(inHostname(NOW - 4000, '@@'), [0x00]), // a raw NUL in a string: not JSON
+        Buffer.from(inHostname(NOW - 3000, '\\u0000')),
+        Buffer.from(inKey(NOW - 2000, '\\ud800')),
+        Buffer.from(report(NOW - 1000)),
+      ];
+      const r = await bulk(m.url, t.token, Buffer.concat(lines.flatMap((l) => [l, Buffer.from('\n')])));
+      assert.equal(r.status, 200, r.text);
+      const other = await m.newTenant();
+      for (const [i, line] of lines.entries()) {
+        const single = await call(m.url, 'POST', '/api/v1/ingest', { token: other.token, body: line, headers: { 'content-type': 'application/json' } });
+        const got = r.body.results[i];
+        if (single.status === 200) assert.deepEqual([got.status, got.hostId, got.ts], ['stored', 'u', single.body.ts], `line ${i + 1}`);
+        else assert.deepEqual([got.status, got.error, got.details], ['rejected', single.body.error, single.body.details], `line ${i + 1}`);
+      }
+      assert.deepEqual(r.body.results.map((x: { status: string }) => x.status), ['stored', 'stored', 'rejected', 'rejected', 'rejected', 'stored']);
+      const hosts = await call(m.url, 'GET', `/api/v1/host/u?from=${NOW - 7000}&to=${NOW}`, { token: t.token });
+      assert.ok(Object.keys(hosts.body.metrics).includes('network.k\uFFFD'), 'the lone byte read as U+FFFD, as single ingest reads it');
+    });
+
     test('gzip bodies are accepted on bulk and single ingest; other encodings get 415', async () => {
       const t = await m.newTenant();
       const body = gzipSync(ndjson([makeReport({ agentId: 'g', ts: NOW - 1000 }), makeReport({ agentId: 'g', ts: NOW })]));

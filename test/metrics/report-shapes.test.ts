@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createShapeTable, NO_SHAPE } from '../../src/metrics/domain/report-shapes.js';
+import { ColumnMetrics, createShapeTable, NO_SHAPE } from '../../src/metrics/domain/report-shapes.js';
 
 const m = (...names: string[]) => new Map(names.map((n, i) => [n, i]));
 
@@ -26,4 +26,30 @@ test('past its bound the table numbers no new list, and the lists it knows keep 
   assert.equal(shapes.shapeOf(m('a', 'b', 'c')), known);
   assert.equal(shapes.shapeOf(m('a', 'b')), shapes.shapeOf(m('a', 'b')), 'a prefix already in the trie can still be numbered');
   assert.equal(shapes.takeNew().length, 1 + 7 + 1);
+});
+
+test('a list of names, its columns as ColumnMetrics, and a map of the same names share one shape', () => {
+  const shapes = createShapeTable();
+  const names = ['cpu.usage', 'memory.used', 'extra'];
+  const a = shapes.shapeOfNames(names, 2);
+  assert.equal(shapes.shapeOf(m('cpu.usage', 'memory.used')), a);
+  assert.equal(shapes.shapeOf(new ColumnMetrics(names.slice(0, 2), new Float64Array([1, 2]))), a);
+  assert.deepEqual(shapes.takeNew(), [[a, ['cpu.usage', 'memory.used']]], 'only the first `count` names');
+});
+
+test('a name list refuses a name it holds, on a new path, on a known one and past the bound, and numbers what a map would', () => {
+  for (const bound of [100, 2]) {
+    const shapes = createShapeTable(bound);
+    const list = shapes.nameList();
+    const fill = (...names: string[]) => {
+      list.reset();
+      return names.map((n) => list.add(n));
+    };
+    assert.deepEqual(fill('a', 'b', 'a', 'c', 'b'), [true, true, false, true, false], `bound ${bound}: a new path`);
+    assert.deepEqual([...list.names.slice(0, list.size)], ['a', 'b', 'c'], 'refused names are not added');
+    const shape = list.shape();
+    assert.equal(shape, bound === 100 ? shapes.shapeOf(m('a', 'b', 'c')) : NO_SHAPE);
+    assert.deepEqual(fill('a', 'b', 'c', 'a'), [true, true, true, false], `bound ${bound}: a known path, then a repeat`);
+    assert.deepEqual(fill('x', 'x'), [true, false], `bound ${bound}: after a reset the list starts empty`);
+  }
 });

@@ -24,49 +24,96 @@ export const FREE_FORM_SECTIONS = ['network', 'diskio', 'system', 'pressure', 's
  * with the same path).
  */
 export function flattenReport(report: Report): Map<string, number> {
-  assertReportText(report);
   const out = new Map<string, number>();
-  // A name is clean when each of its keys is (isNameText), so keys are checked one at a time on the way down;
-  // a leaf's field path in the body is spelled out only for an error: `field` maps a metric name back to it.
-  const walk = (value: unknown, name: string, depth: number, field: ((name: string) => string) | undefined, clean: boolean) => {
-    if (typeof value === 'number') {
-      if (!Number.isFinite(value)) throw new AppError('invalid_request', `body ${fieldOf(field, name)}: must be a finite number`);
-      if (!clean) throw new AppError('invalid_request', `body ${fieldOf(field, name)}: metric name holds a control or invisible character`);
-      if (name.length > MAX_METRIC_NAME_LENGTH) throw new AppError('invalid_request', `body ${fieldOf(field, name)}: metric name is longer than ${MAX_METRIC_NAME_LENGTH} characters`);
-      if (out.has(name)) throw new AppError('invalid_request', `body ${fieldOf(field, name)}: metric ${name} is reported twice`);
+  flattenInto(report, {
+    add(name, value) {
+      if (out.has(name)) return false;
       out.set(name, value);
-      return;
-    }
-    if (value === null || typeof value !== 'object') return;
-    if (depth > MAX_FLATTEN_DEPTH) throw new AppError('invalid_request', `body ${fieldOf(field, name)}: nested deeper than ${MAX_FLATTEN_DEPTH} levels`);
-    if (Array.isArray(value)) {
-      for (let i = 0; i < value.length; i++) { const j = join(name, i); walk(value[i], j.name, depth + 1, field, clean); }
-      return;
-    }
-    // Object.keys: own enumerable keys only, so "__proto__" from JSON is an ordinary name, never a prototype.
-    for (const key of Object.keys(value)) { const j = join(name, key); walk((value as Record<string, unknown>)[key], j.name, depth + 1, field, clean && j.clean); }
-  };
-  /** The entries of a disk or service: every key but the one that names it, under `<kind>.<its name>`. */
-  const entries = (item: Record<string, unknown>, kind: string, label: string, skip: string, array: string, i: number) => {
-    const prefix = join(kind, label);
-    const field = (name: string) => `${array}.${i}${name.slice(prefix.name.length)}`;
-    for (const key of Object.keys(item)) {
-      if (key !== skip) { const j = join(prefix.name, key); walk(item[key], j.name, 2, field, prefix.clean && j.clean); }
-    }
-  };
-
-  walk(report.cpu, 'cpu', 1, undefined, true);
-  walk(report.memory, 'memory', 1, undefined, true);
-  report.disks?.forEach((disk, i) => entries(disk, 'disk', disk.path, 'path', 'disks', i));
-  for (const section of FREE_FORM_SECTIONS) {
-    const value = (report as Record<string, unknown>)[section];
-    if (value !== undefined) walk(value, section, 1, undefined, true);
-  }
-  report.services?.forEach((service, i) => entries(service, 'service', service.name, 'name', 'services', i));
+      return true;
+    },
+  });
   return out;
 }
 
-const fieldOf = (field: ((name: string) => string) | undefined, name: string) => (field ? field(name) : name);
+/** Where flattening puts each metric, in order; `add` answers false for a name it already holds (refused as reported twice). */
+export interface MetricSink {
+  add(name: string, value: number): boolean;
+}
+
+/**
+ * flattenReport into a sink of the caller's (bulk bodies reuse one, so a
+ * report costs no Map). Plain functions, not closures: a bulk body flattens
+ * thousands of reports, and closures per report were most of what flattening allocated.
+ */
+export function flattenInto(report: Report, sink: MetricSink): void {
+  assertReportText(report);
+  flattenWellFormed(report, sink);
+}
+
+/**
+ * flattenInto for a report whose text is already known well-formed (no NUL,
+ * no lone surrogate anywhere): a bulk line parsed without any `\u` escape
+ * (bulk-lines.ts), since only an escape can put either into JSON text decoded
+ * from UTF-8. Walking the whole report again for it was a fifth of a bulk body's allocations.
+ */
+export function flattenWellFormed(report: Report, sink: MetricSink): void {
+  walk(sink, report.cpu, 'cpu', 1, undefined, true);
+  walk(sink, report.memory, 'memory', 1, undefined, true);
+  const disks = report.disks ?? [];
+  for (let i = 0; i < disks.length; i++) walkEntries(sink, disks[i]!, 'disk', disks[i]!.path, 'path', 'disks', i);
+  for (const section of FREE_FORM_SECTIONS) {
+    const value = (report as Record<string, unknown>)[section];
+    if (value !== undefined) walk(sink, value, section, 1, undefined, true);
+  }
+  const services = report.services ?? [];
+  for (let i = 0; i < services.length; i++) walkEntries(sink, services[i]!, 'service', services[i]!.name, 'name', 'services', i);
+}
+
+/**
+ * Where the entry of `disks` or `services` a metric comes from sits in the
+ * body: `<array>.<index>`, then the metric name past `cut`. A leaf's field
+ * path is spelled out only for an error.
+ */
+interface Origin { array: string; index: number; cut: number }
+
+function fieldOf(origin: Origin | undefined, name: string): string {
+  return origin ? `${origin.array}.${origin.index}${name.slice(origin.cut)}` : name;
+}
+
+/** A name is clean when each of its keys is (isNameText), so keys are checked one at a time on the way down. */
+function walk(sink: MetricSink, value: unknown, name: string, depth: number, origin: Origin | undefined, clean: boolean): void {
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value)) throw new AppError('invalid_request', `body ${fieldOf(origin, name)}: must be a finite number`);
+    if (!clean) throw new AppError('invalid_request', `body ${fieldOf(origin, name)}: metric name holds a control or invisible character`);
+    if (name.length > MAX_METRIC_NAME_LENGTH) throw new AppError('invalid_request', `body ${fieldOf(origin, name)}: metric name is longer than ${MAX_METRIC_NAME_LENGTH} characters`);
+    if (!sink.add(name, value)) throw new AppError('invalid_request', `body ${fieldOf(origin, name)}: metric ${name} is reported twice`);
+    return;
+  }
+  if (value === null || typeof value !== 'object') return;
+  if (depth > MAX_FLATTEN_DEPTH) throw new AppError('invalid_request', `body ${fieldOf(origin, name)}: nested deeper than ${MAX_FLATTEN_DEPTH} levels`);
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) walk(sink, value[i], join(name, i).name, depth + 1, origin, clean);
+    return;
+  }
+  // Own enumerable keys only (for-in with hasOwn: no keys array per object), so "__proto__" from JSON is an ordinary
+  // name, never a prototype.
+  for (const key in value) {
+    if (!Object.hasOwn(value, key)) continue;
+    const j = join(name, key);
+    walk(sink, (value as Record<string, unknown>)[key], j.name, depth + 1, origin, clean && j.clean);
+  }
+}
+
+/** The entries of a disk or service: every key but the one that names it, under `<kind>.<its name>`. */
+function walkEntries(sink: MetricSink, item: Record<string, unknown>, kind: string, label: string, skip: string, array: string, index: number): void {
+  const prefix = join(kind, label);
+  const origin: Origin = { array, index, cut: prefix.name.length };
+  for (const key in item) {
+    if (key === skip || !Object.hasOwn(item, key)) continue;
+    const j = join(prefix.name, key);
+    walk(sink, item[key], j.name, 2, origin, prefix.clean && j.clean);
+  }
+}
 
 /** A dotted name and whether its last key is clean (isNameText); the others were checked on the way down. */
 interface Joined { readonly name: string; readonly clean: boolean }

@@ -34,6 +34,12 @@ export interface IngestResult {
  * details; returns its metrics. Throws `invalid_request`.
  */
 export function checkedMetrics(deps: Pick<IngestDeps, 'now' | 'maxFutureMs' | 'retentionMs'>, report: Report): Map<string, number> {
+  assertReportTs(deps, report);
+  return flattenReport(report);
+}
+
+/** The ts checks of checkedMetrics, for a caller that flattens the report itself (bulk-lines.ts). */
+export function assertReportTs(deps: Pick<IngestDeps, 'now' | 'maxFutureMs' | 'retentionMs'>, report: Report): void {
   const now = deps.now();
   if (report.ts > now + deps.maxFutureMs) {
     throw new AppError('invalid_request', `body ts: ${report.ts} is more than ${deps.maxFutureMs} ms ahead of the server clock (${now})`);
@@ -41,7 +47,6 @@ export function checkedMetrics(deps: Pick<IngestDeps, 'now' | 'maxFutureMs' | 'r
   if (report.ts < now - deps.retentionMs) {
     throw new AppError('invalid_request', `body ts: ${report.ts} is older than the retention of ${deps.retentionMs} ms`);
   }
-  return flattenReport(report);
 }
 
 /** A checked report of the tenant, as the store takes it. */

@@ -17,6 +17,10 @@ interface Node {
 export interface ShapeTable {
   /** The shape of the map's keys in their order (numbering it if new), or NO_SHAPE when the table is full. */
   shapeOf(metrics: ReadonlyMap<string, unknown>): number;
+  /** The same for a list of names (the first `count` of `names`). */
+  shapeOfNames(names: readonly string[], count: number): number;
+  /** A list that a report's names are added to one at a time as it is flattened (one list per caller, reused). */
+  nameList(): NameList;
   /** Shapes numbered since the last call, with their names, for the writer thread. */
   takeNew(): Array<[shape: number, names: string[]]>;
 }
@@ -26,24 +30,80 @@ export function createShapeTable(maxNodes = MAX_NODES): ShapeTable {
   let nodes = 0;
   let nextShape = 0;
   let fresh: Array<[number, string[]]> = [];
-  return {
+  /** The child of `node` for `name`, made if new; undefined when the table is full. */
+  const childOf = (node: Node, name: string): Node | undefined => {
+    let child = node.next?.get(name);
+    if (!child) {
+      if (nodes >= maxNodes) return undefined;
+      child = { shape: NO_SHAPE, next: undefined };
+      (node.next ??= new Map()).set(name, child);
+      nodes++;
+    }
+    return child;
+  };
+  /** The node's shape, numbered if new; its names (a map's keys, or the first `count` of a list) are copied only then. */
+  const numbered = (node: Node, names: ReadonlyMap<string, unknown> | readonly string[], count = 0): number => {
+    if (node.shape === NO_SHAPE) {
+      node.shape = nextShape++;
+      fresh.push([node.shape, Array.isArray(names) ? names.slice(0, count) : [...(names as ReadonlyMap<string, unknown>).keys()]]);
+    }
+    return node.shape;
+  };
+  const table: ShapeTable = {
     shapeOf(metrics) {
+      if (metrics instanceof ColumnMetrics) return table.shapeOfNames(metrics.names, metrics.size);
       let node = root;
       for (const name of metrics.keys()) {
-        let child = node.next?.get(name);
-        if (!child) {
-          if (nodes >= maxNodes) return NO_SHAPE;
-          child = { shape: NO_SHAPE, next: undefined };
-          (node.next ??= new Map()).set(name, child);
-          nodes++;
-        }
+        const child = childOf(node, name);
+        if (!child) return NO_SHAPE;
         node = child;
       }
-      if (node.shape === NO_SHAPE) {
-        node.shape = nextShape++;
-        fresh.push([node.shape, [...metrics.keys()]]);
+      return numbered(node, metrics);
+    },
+    shapeOfNames(names, count) {
+      let node = root;
+      for (let i = 0; i < count; i++) {
+        const child = childOf(node, names[i]!);
+        if (!child) return NO_SHAPE;
+        node = child;
       }
-      return node.shape;
+      return numbered(node, names, count);
+    },
+    nameList() {
+      const names: string[] = [];
+      let count = 0;
+      // The node of the names so far; undefined once past the table's bound, where a Set finds repeats instead.
+      let node: Node | undefined = root;
+      let seen: Set<string> | undefined;
+      return {
+        names,
+        get size() { return count; },
+        add(name) {
+          if (node) {
+            const known = node.next?.get(name);
+            // A node is made only for a name not already in the list before it, so a known path has no repeat.
+            if (!known) {
+              if (includes(names, count, name)) return false;
+              node = childOf(node, name);
+              if (!node) seen = new Set(names.slice(0, count));
+            } else node = known;
+          }
+          if (seen) {
+            if (seen.has(name)) return false;
+            seen.add(name);
+          }
+          names[count++] = name;
+          return true;
+        },
+        shape() {
+          return node ? numbered(node, names, count) : NO_SHAPE;
+        },
+        reset() {
+          count = 0;
+          node = root;
+          seen = undefined;
+        },
+      };
     },
     takeNew() {
       const out = fresh;
@@ -51,4 +111,50 @@ export function createShapeTable(maxNodes = MAX_NODES): ShapeTable {
       return out;
     },
   };
+  return table;
+}
+
+function includes(names: readonly string[], count: number, name: string): boolean {
+  for (let i = 0; i < count; i++) if (names[i] === name) return true;
+  return false;
+}
+
+/**
+ * A report's metric names, added as flattening finds them, with what a Map
+ * of them would refuse (a name twice) and nothing a Map would allocate:
+ * the names array and its trie path are reused report after report.
+ */
+export interface NameList {
+  /** The names added since the last reset are its first `size` entries. */
+  readonly names: readonly string[];
+  readonly size: number;
+  /** Adds `name`; false (and nothing added) when the list already holds it. */
+  add(name: string): boolean;
+  /** The list's shape, numbered if new; NO_SHAPE past the table's bound. */
+  shape(): number;
+  reset(): void;
+}
+
+/**
+ * Metrics as names and a view of their values (NewReport.metrics), for
+ * reports read into columns: the names are shared by every report of the
+ * shape, so a thousand reports do not become a thousand Maps.
+ */
+export class ColumnMetrics implements ReadonlyMap<string, number> {
+  constructor(readonly names: readonly string[], readonly valueColumn: Float64Array) {}
+  get size(): number { return this.names.length; }
+  get(name: string): number | undefined {
+    const i = this.names.indexOf(name);
+    return i < 0 ? undefined : this.valueColumn[i];
+  }
+  has(name: string): boolean { return this.names.includes(name); }
+  keys(): MapIterator<string> { return this.names.values(); }
+  values(): MapIterator<number> { return this.valueColumn.values(); }
+  *entries(): MapIterator<[string, number]> {
+    for (let i = 0; i < this.names.length; i++) yield [this.names[i]!, this.valueColumn[i]!];
+  }
+  [Symbol.iterator](): MapIterator<[string, number]> { return this.entries(); }
+  forEach(f: (value: number, name: string, map: ReadonlyMap<string, number>) => void): void {
+    for (let i = 0; i < this.names.length; i++) f(this.valueColumn[i]!, this.names[i]!, this);
+  }
 }

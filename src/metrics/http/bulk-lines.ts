@@ -2,8 +2,9 @@
 import { AppError } from '../../core/errors.js';
 import { describeValidationError, validatorCompiler } from '../../core/http/validation.js';
 import type { Alert } from '../alerts/alert.js';
-import { checkedMetrics, type BulkItem } from '../domain/ingest.js';
-import { createShapeTable, NO_SHAPE } from '../domain/report-shapes.js';
+import { flattenWellFormed } from '../domain/flatten.js';
+import { assertReportTs, type BulkItem } from '../domain/ingest.js';
+import { ColumnMetrics, createShapeTable, NO_SHAPE } from '../domain/report-shapes.js';
 import { ReportSchema, type Report } from '../domain/report-schema.js';
 
 /** Most reports one bulk body may carry; more is 413 (the agent sends at most this many per batch). */
@@ -72,6 +73,9 @@ export function reportValidator(): Validator {
  * refuse needs `__proto__` or `constructor` spelled out or escaped (`\u`),
  * and a leading BOM it would strip: such lines, and lines that do not parse,
  * go to the event loop's parser, which gives the exact answer single ingest does.
+ * A line read here thus has no escape, and only an escape can put NUL or a
+ * lone surrogate into JSON decoded from UTF-8 (raw control characters do not
+ * parse, invalid UTF-8 decodes to U+FFFD): its text is well-formed unchecked.
  */
 function needsFastifyParser(text: string): boolean {
   return text.charCodeAt(0) === 0xfeff || text.includes('\\u') || text.includes('__proto__') || text.includes('constructor');
@@ -106,6 +110,22 @@ export function readBulkLines(body: Uint8Array, opts: BulkLineOptions): BulkLine
   let n = 0;
   let ready = 0;
   let end = 0;
+  // A report's metrics go straight into the values column after `end` (kept only once the report is ready) and its
+  // names into one reused list: no Map, no name array per report.
+  const names = shapes.nameList();
+  const sink = {
+    add(name: string, value: number): boolean {
+      if (!names.add(name)) return false;
+      const at = end + names.size - 1;
+      if (at >= out.values.length) {
+        const grown = new Float64Array(Math.max(at + 1, 2 * out.values.length));
+        grown.set(out.values);
+        out.values = grown;
+      }
+      out.values[at] = value;
+      return true;
+    },
+  };
   const refuse = (e: AppError, of?: { hostId: string; ts: number }) => {
     out.kind[n] = REFUSED;
     out.refused.push({ error: e.code, details: e.details, of });
@@ -131,27 +151,26 @@ export function readBulkLines(body: Uint8Array, opts: BulkLineOptions): BulkLine
         if (!validate(value)) refuse(new AppError('invalid_request', describeValidationError('body', validate.errors ?? [])));
         else {
           const report = value as Report;
-          let metrics: Map<string, number> | undefined;
+          let checked = false;
+          names.reset();
           try {
-            metrics = checkedMetrics(deps, report);
+            assertReportTs(deps, report);
+            // No `\u` in the line (needsFastifyParser), so no NUL or lone surrogate in its text: the walk that looks for them is skipped.
+            flattenWellFormed(report, sink);
+            checked = true;
           } catch (e: unknown) {
             if (!(e instanceof AppError)) throw e;
             refuse(e, { hostId: report.agentId, ts: report.ts });
           }
-          if (metrics) {
+          if (checked) {
             out.kind[n] = READY;
             out.text[3 * ready] = str(report.agentId);
             out.text[3 * ready + 1] = str(report.hostname);
             out.text[3 * ready + 2] = str(report.platform);
             out.ts[ready] = report.ts;
-            const shape = shapes.shapeOf(metrics);
-            out.shape[ready] = shape === NO_SHAPE ? -out.unshaped.push([...metrics.keys()]) : shape;
-            if (end + metrics.size > out.values.length) {
-              const grown = new Float64Array(Math.max(end + metrics.size, 2 * out.values.length));
-              grown.set(out.values);
-              out.values = grown;
-            }
-            for (const v of metrics.values()) out.values[end++] = v;
+            const shape = names.shape();
+            out.shape[ready] = shape === NO_SHAPE ? -out.unshaped.push(names.names.slice(0, names.size)) : shape;
+            end += names.size;
             out.ends[ready] = end;
             if (report.alerts?.length) out.alerts.push([ready, report.alerts]);
             ready++;
@@ -218,33 +237,4 @@ export function* bulkItems(lines: BulkLines, tenantId: string, parseRaw: (line: 
     }
   }
   if (!jsonLines) throw new AppError('invalid_request', 'body is not NDJSON: no line is JSON');
-}
-
-/**
- * A ready report's metrics as the store reads them (NewReport.metrics): its
- * names, shared by every report of the shape, and a view of its values, so a
- * thousand reports do not become a thousand Maps on the event loop.
- */
-export class ColumnMetrics implements ReadonlyMap<string, number> {
-  readonly #names: readonly string[];
-  readonly #values: Float64Array;
-  constructor(names: readonly string[], values: Float64Array) {
-    this.#names = names;
-    this.#values = values;
-  }
-  get size(): number { return this.#names.length; }
-  get(name: string): number | undefined {
-    const i = this.#names.indexOf(name);
-    return i < 0 ? undefined : this.#values[i];
-  }
-  has(name: string): boolean { return this.#names.includes(name); }
-  keys(): MapIterator<string> { return this.#names.values(); }
-  values(): MapIterator<number> { return this.#values.values(); }
-  *entries(): MapIterator<[string, number]> {
-    for (let i = 0; i < this.#names.length; i++) yield [this.#names[i]!, this.#values[i]!];
-  }
-  [Symbol.iterator](): MapIterator<[string, number]> { return this.entries(); }
-  forEach(f: (value: number, name: string, map: ReadonlyMap<string, number>) => void): void {
-    for (let i = 0; i < this.#names.length; i++) f(this.#values[i]!, this.#names[i]!, this);
-  }
 }

@@ -1,7 +1,7 @@
 // Why: a message's reports cross to the writer thread as a few typed arrays, not as one object per report.
 import type { NewReport } from '../../domain/metrics-store.js';
 import type { HeadReport } from './head-writer.js';
-import { NO_SHAPE, type ShapeTable } from '../../domain/report-shapes.js';
+import { ColumnMetrics, NO_SHAPE, type ShapeTable } from '../../domain/report-shapes.js';
 
 /**
  * The reports of one message to the writer thread, as columns. A bulk body's
@@ -81,7 +81,8 @@ export function createWireBuilder(shapes: ShapeTable): WireBuilder {
       shape[n] = s;
       if (s === NO_SHAPE) names.push([n, [...r.metrics.keys()]]);
       let v = end - r.metrics.size;
-      for (const x of r.metrics.values()) values[v++] = x;
+      if (r.metrics instanceof ColumnMetrics) values.set(r.metrics.valueColumn, v);
+      else for (const x of r.metrics.values()) values[v++] = x;
       ends[n] = end;
       n++;
     },
