@@ -61,7 +61,8 @@ export function flattenWellFormed(report: Report, sink: MetricSink): void {
   walk(sink, report.memory, 'memory', 1, undefined, true);
   const disks = report.disks ?? [];
   for (let i = 0; i < disks.length; i++) walkEntries(sink, disks[i]!, 'disk', disks[i]!.path, 'path', 'disks', i);
-  for (const section of FREE_FORM_SECTIONS) {
+  for (let s = 0; s < FREE_FORM_SECTIONS.length; s++) {
+    const section = FREE_FORM_SECTIONS[s]!;
     const value = (report as Record<string, unknown>)[section];
     if (value !== undefined) walk(sink, value, section, 1, undefined, true);
   }

@@ -130,7 +130,8 @@ export function readBulkLines(body: Uint8Array, opts: BulkLineOptions): BulkLine
     out.kind[n] = REFUSED;
     out.refused.push({ error: e.code, details: e.details, of });
   };
-  for (const [i, rawLine] of lines.entries()) {
+  for (let i = 0; i < lines.length; i++) {
+    const rawLine = lines[i]!;
     const text = rawLine.endsWith('\r') ? rawLine.slice(0, -1) : rawLine;
     if (text.trim() === '') continue;
     out.line[n] = i + 1;

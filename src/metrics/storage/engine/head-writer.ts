@@ -188,7 +188,11 @@ async function appendInTransaction(deps: WriterDeps, batch: HeadReport[], after:
       for (const id of newIds) hostIds.add(id);
     }
     hostSets.set(host.key, hostIds ?? new Set());
-    if (await deps.sealed.contains(conn, sealedMeta, host.key, report.ts)) { outcomes[index] = { status: 'duplicate' }; continue; }
+    // Only a ts inside a sealed block's span needs the block's timestamps (and an await); most reports are for the head.
+    if (deps.sealed.spans(sealedMeta, host.key, report.ts) && await deps.sealed.contains(conn, sealedMeta, host.key, report.ts)) {
+      outcomes[index] = { status: 'duplicate' };
+      continue;
+    }
     rows.push({ index, hostKey: host.key, report, samples: encodeSamples(metricIds, report.values) });
   }
 
@@ -307,11 +311,9 @@ async function insertHostMetrics(conn: SqlConn, hostKey: number, ids: number[]):
 /** Inserts head rows; true where the row is new, false where (host, ts) was already there. */
 async function insertHeadRows(conn: SqlConn, rows: Array<{ hostKey: number; report: HeadReport; samples: Uint8Array }>): Promise<boolean[]> {
   if (conn.dialect === 'sqlite') {
-    const out: boolean[] = [];
-    for (const r of rows) {
-      out.push(await conn.run('INSERT INTO reports (host_key, ts, samples) VALUES (?, ?, ?) ON CONFLICT (host_key, ts) DO NOTHING', [r.hostKey, r.report.ts, r.samples]) > 0);
-    }
-    return out;
+    const changed = await conn.runEach('INSERT INTO reports (host_key, ts, samples) VALUES (?, ?, ?) ON CONFLICT (host_key, ts) DO NOTHING',
+      rows.map((r) => [r.hostKey, r.report.ts, r.samples]));
+    return changed.map((n) => n > 0);
   }
   const done = new Set<string>();
   for (const chunk of chunks(rows, 1000)) {

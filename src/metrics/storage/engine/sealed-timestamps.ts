@@ -33,6 +33,13 @@ const CACHE_BLOCKS = 64;
 export class SealedTimestamps {
   private readonly cache = new Map<string, Set<number>>();
 
+  /** Whether `ts` falls inside the span of the host's sealed block for its window: only then can `contains` be true. */
+  spans(meta: Map<string, SealedMeta>, hostKey: number, ts: number): boolean {
+    if (!meta.size) return false;
+    const m = meta.get(`${hostKey}:${windowOf(ts)}`);
+    return m !== undefined && ts >= m.minTs && ts <= m.maxTs;
+  }
+
   async contains(conn: SqlConn, meta: Map<string, SealedMeta>, hostKey: number, ts: number): Promise<boolean> {
     const windowStart = windowOf(ts);
     const m = meta.get(`${hostKey}:${windowStart}`);

@@ -14,6 +14,8 @@ export interface SqlConn {
   all<T>(text: string, params?: readonly unknown[]): Promise<T[]>;
   /** Runs a statement; resolves the number of rows it changed. */
   run(text: string, params?: readonly unknown[]): Promise<number>;
+  /** Runs a statement once per parameter list, in order; resolves the rows each run changed (SQLite: one synchronous loop, not a promise per row). */
+  runEach(text: string, paramLists: ReadonlyArray<readonly unknown[]>): Promise<number[]>;
   /** Runs a statement to its end, unprepared (SQLite pragmas that work a step at a time, such as incremental_vacuum). */
   exec(text: string): Promise<void>;
   /**
@@ -55,6 +57,10 @@ export function sqliteConn(db: BetterSqlite3.Database): SqlConn {
     dialect: 'sqlite',
     all: <T>(text: string, params: readonly unknown[] = []) => Promise.resolve(prepare(text).all(...params) as T[]),
     run: (text, params = []) => Promise.resolve(prepare(text).run(...params).changes),
+    runEach(text, paramLists) {
+      const s = prepare(text);
+      return Promise.resolve(paramLists.map((params) => s.run(...params).changes));
+    },
     exec: (text) => { db.exec(text); return Promise.resolve(); },
     async transaction(fn, opts) {
       if (depth > 0) return fn(conn);
@@ -128,6 +134,11 @@ function pgOn(q: PgQueryable, transaction?: Transaction): SqlConn {
       const s = pgStatement(text);
       const r = await q.query({ name: s.name, text: s.text, values: params as unknown[] });
       return r.rowCount ?? 0;
+    },
+    async runEach(text, paramLists) {
+      const out: number[] = [];
+      for (const params of paramLists) out.push(await self.run(text, params));
+      return out;
     },
     async exec(text) {
       await q.query(text);
