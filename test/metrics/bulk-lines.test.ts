@@ -82,6 +82,26 @@ test('a body past 10,000 reports, or with no report, is refused whole', () => {
     (e: AppError) => /no line is JSON/.test(e.details!));
 });
 
+test('lines are cut from the bytes as the decoded body splits at newlines: blank is what trim finds blank, a line\'s size is its bytes', () => {
+  const ok = JSON.stringify(makeReport({ agentId: 'web-1', ts: NOW }));
+  // Whitespace only, ASCII or not: blank, and not counted against the 10,000 reports of a body.
+  const blanks = ['', ' \t\v\f', '\u00a0', '\u2028 ', '\ufeff', '\u3000\r'];
+  const body = [...blanks, ok, ...blanks].join('\n');
+  const read = readBulkLines(bytes(body), OPTS);
+  assert.deepEqual([...read.line], [blanks.length + 1], 'the report keeps its line number');
+  assert.doesNotThrow(() => readBulkLines(bytes(`${'{}\n'.repeat(10_000)}\u00a0\n\ufeff\n`), OPTS), 'exactly 10,000 reports and two blank lines');
+  // A line of invalid UTF-8 bytes: decoded, each is U+FFFD (3 bytes), but the line is as long as the bytes sent.
+  const invalid = Buffer.concat([Buffer.from('{"x":"'), Buffer.alloc(20, 0xff), Buffer.from('"}')]);
+  const small = { ...OPTS, lineLimit: invalid.length };
+  const fits = readBulkLines(invalid, small);
+  assert.equal(fits.refused[0]?.error, 'invalid_request', 'read and checked (not a report), not refused for its size');
+  const over = readBulkLines(Buffer.concat([invalid, Buffer.from(' ')]), small);
+  assert.deepEqual(over.refused.map((r) => r.error), ['payload_too_large']);
+  // A multi-byte character cut by nothing: the text of a line is the decoded body's, CRLF or not.
+  const cafe = readBulkLines(bytes(`${ok.replace(/"hostname":"[^"]*"/, '"hostname":"caf\u00e9"')}\r\n`), OPTS);
+  assert.equal(cafe.strings[cafe.text[1]!], 'caf\u00e9');
+});
+
 test('ColumnMetrics reads like the Map of the same names and values', () => {
   const map = new Map([['cpu.usage', 12.5], ['memory.total', 8e9], ['disk./.percent', -0]]);
   const cols = new ColumnMetrics([...map.keys()], Float64Array.from(map.values()));

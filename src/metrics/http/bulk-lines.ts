@@ -89,9 +89,18 @@ function needsFastifyParser(text: string): boolean {
  */
 export function readBulkLines(body: Uint8Array, opts: BulkLineOptions): BulkLines {
   const validate = reportValidator();
-  const lines = Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8').split('\n');
+  // The body is cut into lines as bytes and each line decoded on its own (0x0A is never part of a UTF-8 sequence, so
+  // the lines and their text are those of the decoded body split at "\n"): a body is never one string of megabytes,
+  // which V8 keeps with the old objects until a full collection.
+  const bytes = Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+  const lineEnd = (start: number) => {
+    const at = bytes.indexOf(NEWLINE, start);
+    return at < 0 ? bytes.length : at;
+  };
   let count = 0;
-  for (const l of lines) if (l.trim() !== '' && ++count > MAX_BULK_REPORTS) throw new AppError('payload_too_large', `more than ${MAX_BULK_REPORTS} reports in one bulk body`);
+  for (let start = 0, newline = lineEnd(0); start <= bytes.length; start = newline + 1, newline = lineEnd(start)) {
+    if (!isBlank(bytes, start, newline) && ++count > MAX_BULK_REPORTS) throw new AppError('payload_too_large', `more than ${MAX_BULK_REPORTS} reports in one bulk body`);
+  }
   if (!count) throw new AppError('invalid_request', 'body holds no report: send one JSON report per line (application/x-ndjson)');
 
   const out: BulkLines = {
@@ -130,14 +139,15 @@ export function readBulkLines(body: Uint8Array, opts: BulkLineOptions): BulkLine
     out.kind[n] = REFUSED;
     out.refused.push({ error: e.code, details: e.details, of });
   };
-  for (let i = 0; i < lines.length; i++) {
-    const rawLine = lines[i]!;
-    const text = rawLine.endsWith('\r') ? rawLine.slice(0, -1) : rawLine;
-    if (text.trim() === '') continue;
+  for (let i = 0, start = 0, newline = lineEnd(0); start <= bytes.length; i++, start = newline + 1, newline = lineEnd(start)) {
+    if (isBlank(bytes, start, newline)) continue;
+    const stop = newline > start && bytes[newline - 1] === CARRIAGE_RETURN ? newline - 1 : newline;
     out.line[n] = i + 1;
-    if (Buffer.byteLength(text) > opts.lineLimit) {
+    // The line's bytes, as a POST of it would count them.
+    if (stop - start > opts.lineLimit) {
       refuse(new AppError('payload_too_large', `line is larger than the single-report body limit of ${opts.lineLimit} bytes`));
     } else {
+      const text = bytes.toString('utf8', start, stop);
       let value: unknown;
       try {
         value = needsFastifyParser(text) ? undefined : JSON.parse(text);
@@ -189,6 +199,27 @@ export function readBulkLines(body: Uint8Array, opts: BulkLineOptions): BulkLine
   out.ends = out.ends.slice(0, ready);
   out.values = out.values.slice(0, end);
   return out;
+}
+
+const NEWLINE = 0x0a;
+const CARRIAGE_RETURN = 0x0d;
+
+/**
+ * Whether bytes [start, end) are a blank line: nothing but whitespace as
+ * String.prototype.trim sees it. A line with a byte of ASCII that is not
+ * whitespace is not blank (almost every line: its first byte is `{`); one with
+ * nothing but ASCII whitespace is; only one of whitespace and other bytes
+ * (NBSP, U+2028, a BOM...) is decoded to tell.
+ */
+function isBlank(bytes: Buffer, start: number, end: number): boolean {
+  let ascii = true;
+  for (let i = start; i < end; i++) {
+    const b = bytes[i]!;
+    if (b === 0x20 || (b >= 0x09 && b <= 0x0d)) continue;
+    if (b < 0x80) return false;
+    ascii = false;
+  }
+  return ascii || bytes.toString('utf8', start, end).trim() === '';
 }
 
 /** The buffers of `lines` a thread hands over rather than copies. */
