@@ -17,7 +17,10 @@ interface Node {
 export interface ShapeTable {
   /** The shape of the map's keys in their order (numbering it if new), or NO_SHAPE when the table is full. */
   shapeOf(metrics: ReadonlyMap<string, unknown>): number;
-  /** The same for a list of names (the first `count` of `names`). */
+  /**
+   * The same for a list of names (the first `count` of `names`), which must hold no name twice, as a map's keys and a
+   * NameList's names never do: a name list takes every path of the table for a list without repeats.
+   */
   shapeOfNames(names: readonly string[], count: number): number;
   /** A list that a report's names are added to one at a time as it is flattened (one list per caller, reused). */
   nameList(): NameList;
