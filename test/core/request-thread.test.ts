@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { AppError } from '../../src/core/errors.js';
-import { startRequestThread } from '../../src/core/worker/request-thread.js';
+import { createThreadSlots, startRequestThread } from '../../src/core/worker/request-thread.js';
 
 type Req = { do: 'echo' | 'refuse' | 'crash' | 'exit'; n: number };
 
@@ -29,4 +29,23 @@ test('a thread that stops rejects what it had pending as unavailable and tells i
   for (const p of pending) await assert.rejects(p, (e: unknown) => e instanceof AppError && e.code === 'unavailable');
   assert.equal(gone, 1);
   assert.equal(t.pending, 0);
+});
+
+test('a slot starts its thread on first use, keeps it, and starts another after it stopped', async () => {
+  const slots = createThreadSlots<Req, { n: number }>(import.meta.url, '../fixtures/request-worker', 2);
+  try {
+    assert.equal(slots.pending(0), 0, 'nothing started yet');
+    const first = slots.thread(0);
+    assert.equal(slots.thread(0), first);
+    assert.notEqual(slots.thread(1), first);
+    const waiting = first.send({ do: 'echo', n: 1 });
+    assert.equal(slots.pending(0), 1);
+    assert.equal((await waiting).n, 1);
+    await assert.rejects(first.send({ do: 'exit', n: 2 }), (e: unknown) => e instanceof AppError && e.code === 'unavailable');
+    const next = slots.thread(0);
+    assert.notEqual(next, first, 'a new thread for the stopped one');
+    assert.equal((await next.send({ do: 'echo', n: 3 })).n, 3);
+  } finally {
+    await slots.terminate();
+  }
 });

@@ -57,6 +57,38 @@ export function startRequestThread<Q, R>(callerUrl: string, name: string, onGone
   };
 }
 
+/**
+ * `count` slots for request threads of the module `name` (next to
+ * `callerUrl`): a pool's threads. A slot's thread starts on first use (a pool
+ * that is never asked keeps none) and again on the next use after it stopped.
+ */
+export interface ThreadSlots<Q, R> {
+  readonly count: number;
+  /** The thread of slot `i`, started if it is not running. */
+  thread(i: number): RequestThread<Q, R>;
+  /** Requests pending on slot `i`: 0 while its thread is not running. */
+  pending(i: number): number;
+  terminate(): Promise<void>;
+}
+
+export function createThreadSlots<Q, R>(callerUrl: string, name: string, count: number): ThreadSlots<Q, R> {
+  const slots: Array<RequestThread<Q, R> | undefined> = Array.from({ length: count }, () => undefined);
+  return {
+    count,
+    thread(i) {
+      const running = slots[i];
+      if (running) return running;
+      const t: RequestThread<Q, R> = startRequestThread(callerUrl, name, () => { if (slots[i] === t) slots[i] = undefined; });
+      slots[i] = t;
+      return t;
+    },
+    pending: (i) => slots[i]?.pending ?? 0,
+    async terminate() {
+      await Promise.all(slots.map((t) => t?.terminate()));
+    },
+  };
+}
+
 /** The thread side: answers each request with `handle`'s result (its buffers moved, not copied) or the error it threw. */
 export function answerRequests<Q, R>(handle: (request: Q) => { result: R; transfer?: readonly Transferable[] }): void {
   const port = parentPort!;

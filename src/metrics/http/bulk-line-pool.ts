@@ -1,5 +1,5 @@
 import { AppError } from '../../core/errors.js';
-import { startRequestThread, type RequestThread } from '../../core/worker/request-thread.js';
+import { createThreadSlots } from '../../core/worker/request-thread.js';
 import { readBulkLines, type BulkLineOptions, type BulkLines } from './bulk-lines.js';
 
 /**
@@ -23,34 +23,25 @@ export interface BulkLineRequest {
   opts: BulkLineOptions;
 }
 
-type ParseThread = RequestThread<BulkLineRequest, BulkLines>;
-
 export function createBulkLinePool(threads: number): BulkLinePool {
   // Started on first use: a service that is never sent a bulk body keeps no parse thread.
-  const pool: Array<ParseThread | undefined> = Array.from({ length: threads }, () => undefined);
+  const slots = createThreadSlots<BulkLineRequest, BulkLines>(import.meta.url, 'bulk-line-worker', threads);
   let readApart = 0;
   let closed = false;
-
-  function start(slot: number): ParseThread {
-    const t: ParseThread = startRequestThread(import.meta.url, 'bulk-line-worker', () => { if (pool[slot] === t) pool[slot] = undefined; });
-    return t;
-  }
-
   return {
     get readApart() { return readApart; },
     async read(body, opts) {
       if (closed) throw new AppError('unavailable', 'the server is shutting down; retry');
-      if (!pool.length) return readBulkLines(body, opts);
+      if (!slots.count) return readBulkLines(body, opts);
       // The thread with the fewest bodies waiting; each reads its queue in order.
       let slot = 0;
-      for (let i = 1; i < pool.length; i++) if ((pool[i]?.pending ?? 0) < (pool[slot]?.pending ?? 0)) slot = i;
-      const t = pool[slot] ?? (pool[slot] = start(slot));
+      for (let i = 1; i < slots.count; i++) if (slots.pending(i) < slots.pending(slot)) slot = i;
       readApart++;
-      return t.send({ body, opts });
+      return slots.thread(slot).send({ body, opts });
     },
     async close() {
       closed = true;
-      await Promise.all(pool.map((t) => t?.terminate()));
+      await slots.terminate();
     },
   };
 }

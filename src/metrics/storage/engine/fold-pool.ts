@@ -1,5 +1,5 @@
 import os from 'node:os';
-import { startRequestThread, type RequestThread } from '../../../core/worker/request-thread.js';
+import { createThreadSlots, type RequestThread } from '../../../core/worker/request-thread.js';
 import type { Buckets, PartialBuckets } from './buckets.js';
 import { subgrid, type Grid } from './query-plan.js';
 import { WINDOW_MS } from './windows.js';
@@ -37,20 +37,15 @@ type FoldThread = RequestThread<FoldRequest, PartialBuckets>;
 
 export function createFoldPool(threads: number): FoldPool {
   // Started on first use: a service that never answers a long query keeps no fold thread.
-  const pool: Array<FoldThread | undefined> = Array.from({ length: threads }, () => undefined);
+  const slots = createThreadSlots<FoldRequest, PartialBuckets>(import.meta.url, 'fold-worker', threads);
   let foldedApart = 0;
   let closed = false;
-
-  function start(slot: number): FoldThread {
-    const t: FoldThread = startRequestThread(import.meta.url, 'fold-worker', () => { if (pool[slot] === t) pool[slot] = undefined; });
-    return t;
-  }
 
   function idleThreads(): FoldThread[] {
     if (closed) return [];
     const out: FoldThread[] = [];
-    for (let i = 0; i < pool.length; i++) {
-      const t = pool[i] ?? (pool[i] = start(i));
+    for (let i = 0; i < slots.count; i++) {
+      const t = slots.thread(i);
       if (!t.pending) out.push(t);
     }
     return out;
@@ -85,7 +80,7 @@ export function createFoldPool(threads: number): FoldPool {
     },
     async close() {
       closed = true;
-      await Promise.all(pool.map((t) => t?.terminate()));
+      await slots.terminate();
     },
   };
 }
