@@ -188,8 +188,8 @@ async function appendInTransaction(deps: WriterDeps, batch: HeadReport[], after:
       for (const id of newIds) hostIds.add(id);
     }
     hostSets.set(host.key, hostIds ?? new Set());
-    // Only a ts inside a sealed block's span needs the block's timestamps (and an await); most reports are for the head.
-    if (deps.sealed.spans(sealedMeta, host.key, report.ts) && await deps.sealed.contains(conn, sealedMeta, host.key, report.ts)) {
+    const block = deps.sealed.spanning(sealedMeta, host.key, report.ts);
+    if (block && await deps.sealed.holds(conn, block, host.key, report.ts)) {
       outcomes[index] = { status: 'duplicate' };
       continue;
     }

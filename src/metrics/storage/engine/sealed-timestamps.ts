@@ -33,17 +33,19 @@ const CACHE_BLOCKS = 64;
 export class SealedTimestamps {
   private readonly cache = new Map<string, Set<number>>();
 
-  /** Whether `ts` falls inside the span of the host's sealed block for its window: only then can `contains` be true. */
-  spans(meta: Map<string, SealedMeta>, hostKey: number, ts: number): boolean {
-    if (!meta.size) return false;
+  /**
+   * The host's sealed block of ts's window when ts falls inside its span: only such a ts can be a duplicate of a
+   * sealed report (most reports are for the head, and answer here without an await).
+   */
+  spanning(meta: Map<string, SealedMeta>, hostKey: number, ts: number): SealedMeta | undefined {
+    if (!meta.size) return undefined;
     const m = meta.get(`${hostKey}:${windowOf(ts)}`);
-    return m !== undefined && ts >= m.minTs && ts <= m.maxTs;
+    return m && ts >= m.minTs && ts <= m.maxTs ? m : undefined;
   }
 
-  async contains(conn: SqlConn, meta: Map<string, SealedMeta>, hostKey: number, ts: number): Promise<boolean> {
+  /** Whether `ts` is a timestamp of `m`, the block `spanning` found for it. */
+  async holds(conn: SqlConn, m: SealedMeta, hostKey: number, ts: number): Promise<boolean> {
     const windowStart = windowOf(ts);
-    const m = meta.get(`${hostKey}:${windowStart}`);
-    if (!m || ts < m.minTs || ts > m.maxTs) return false;
     const key = `${hostKey}:${windowStart}:${m.rows}:${m.minTs}:${m.maxTs}`;
     let set = this.cache.get(key);
     if (!set) {
