@@ -28,17 +28,11 @@ export interface IngestResult {
 }
 
 /**
- * The checks a schema-valid report must pass before storage (ts not too far
- * ahead, not older than the retention, metrics flattenable), shared by single
- * and bulk ingest so both refuse exactly the same reports with the same
- * details; returns its metrics. Throws `invalid_request`.
+ * The ts checks a schema-valid report must pass before storage (not too far
+ * ahead, not older than the retention), shared by single and bulk ingest, as
+ * is flattening (flatten.ts), so both refuse exactly the same reports with the
+ * same details. Throws `invalid_request`.
  */
-export function checkedMetrics(deps: Pick<IngestDeps, 'now' | 'maxFutureMs' | 'retentionMs'>, report: Report): Map<string, number> {
-  assertReportTs(deps, report);
-  return flattenReport(report);
-}
-
-/** The ts checks of checkedMetrics, for a caller that flattens the report itself (bulk-lines.ts). */
 export function assertReportTs(deps: Pick<IngestDeps, 'now' | 'maxFutureMs' | 'retentionMs'>, report: Report): void {
   const now = deps.now();
   if (report.ts > now + deps.maxFutureMs) {
@@ -51,8 +45,8 @@ export function assertReportTs(deps: Pick<IngestDeps, 'now' | 'maxFutureMs' | 'r
 
 /** A checked report of the tenant, as the store takes it. */
 export function prepareReport(deps: Pick<IngestDeps, 'now' | 'maxFutureMs' | 'retentionMs'>, tenant: ResolvedTenant, report: Report): NewReport {
-  const metrics = checkedMetrics(deps, report);
-  return { tenantId: tenant.tenantId, hostId: report.agentId, hostname: report.hostname, platform: report.platform, ts: report.ts, metrics };
+  assertReportTs(deps, report);
+  return { tenantId: tenant.tenantId, hostId: report.agentId, hostname: report.hostname, platform: report.platform, ts: report.ts, metrics: flattenReport(report) };
 }
 
 /** Routes the alerts of a report the store just accepted; a duplicate's alerts were routed the first time. */
