@@ -15,9 +15,9 @@ export interface SeriesRouteDeps {
 }
 
 /**
- * Series answers are arrays of thousands of numbers or nulls: JSON.stringify
- * writes them two to three times faster than the serializer compiled from the
- * schema, which tests every element against each branch of number-or-null.
+ * A series answer is sent as bytes by sendSeries, never through a serializer
+ * compiled from its schema (which would test each of thousands of numbers
+ * against number-or-null); this one serializes what else these routes send.
  * The domain functions build exactly the documented fields, so nothing extra
  * can leak through.
  */
