@@ -5,7 +5,6 @@ import type { MetricLimits, MetricsStore, Tenant, TokenInfo } from '../domain/me
 import { AGENT_ID_PATTERN } from '../domain/report-text.js';
 import { DEFAULT_WRITER_OPTIONS, type WriterOptions } from './engine/engine-writer.js';
 import { createFoldPool, defaultFoldThreads } from './engine/fold-pool.js';
-import { createInflatedBlocks } from './engine/inflated-blocks.js';
 import { latestByHost } from './engine/latest.js';
 import { TailRows } from './engine/tail-rows.js';
 import { readAggregate, readHost, stableRead } from './engine/reader.js';
@@ -57,7 +56,6 @@ export function createEngineMetricsStore(database: Database<MetricsTables>, opts
   const target = database.sqlite ? { sqliteFile: database.sqlite.name } : { pgUrl: database.pgTarget!.url, pgSchema: database.pgTarget!.schema, poolSize: WRITER_PG_POOL };
   const writer = createWorkerWriter(target, writerOptions, opts.now, onError);
   const folds = createFoldPool(opts.foldThreads ?? defaultFoldThreads());
-  const via = { pool: folds, inflate: createInflatedBlocks().inflate };
   const names = new Map<string, Map<number, string>>();
   // Quiet hosts' last blocks, decoded once rather than at every poll of the host list.
   const tails = new TailRows();
@@ -139,9 +137,9 @@ export function createEngineMetricsStore(database: Database<MetricsTables>, opts
     },
     async readHostSeries(tenantId, hostId, q) {
       const key = await hostKeyOf(tenantId, hostId);
-      return key === undefined ? undefined : stableRead(conn, tenantId, q.from, q.to, () => readHost(conn, key, q, via));
+      return key === undefined ? undefined : stableRead(conn, tenantId, q.from, q.to, () => readHost(conn, key, q, folds));
     },
-    readAggregate: (tenantId, q) => stableRead(conn, tenantId, q.from, q.to, () => readAggregate(conn, tenantId, q, via)),
+    readAggregate: (tenantId, q) => stableRead(conn, tenantId, q.from, q.to, () => readAggregate(conn, tenantId, q, folds)),
     metricNames,
     latestByHost: async (tenantId, hostId) => hostId !== undefined && !isHostId(hostId) ? [] : stableRead(conn, tenantId, 0, Number.MAX_SAFE_INTEGER, () => latestByHost(conn, tenantId, { nameOf: (ids) => metricNames(tenantId, ids), hostId, tails })),
     deleteBefore: (cutoff) => writer.deleteBefore(cutoff),

@@ -1,5 +1,4 @@
-import { brotliCompress, brotliCompressSync, constants as zlib, type BrotliOptions } from 'node:zlib';
-import { inflateBlock, type Inflate } from './inflated-blocks.js';
+import { brotliCompress, brotliCompressSync, brotliDecompressSync, constants as zlib, type BrotliOptions } from 'node:zlib';
 import { ByteReader, ByteWriter } from './varint.js';
 
 /**
@@ -145,10 +144,10 @@ function compression(length: number, quality: number): BrotliOptions {
   };
 }
 
-export function decodeBlock(bytes: Uint8Array, inflate: Inflate = inflateBlock): BlockData {
+export function decodeBlock(bytes: Uint8Array): BlockData {
   const columns = new Map<number, Float64Array>();
   let n = 0;
-  const ts = readBlock(bytes, inflate, (k) => new Float64Array(k), (id, src, exponent, rows) => {
+  const ts = readBlock(bytes, (k) => new Float64Array(k), (id, src, exponent, rows) => {
     columns.set(id, scatter(n, rows, src, divisorOf(exponent)));
   }, (t) => { n = t.length; });
   return { ts, columns };
@@ -173,9 +172,9 @@ export function divisorOf(exponent: number | undefined): number {
  * outlives the call. They live in one scratch area reused from block to block,
  * so a query that reads thousands of blocks allocates no column arrays.
  */
-export function visitBlock(bytes: Uint8Array, visitTimestamps: (ts: Float64Array) => void, visitColumn: ColumnVisitor, inflate: Inflate = inflateBlock): void {
+export function visitBlock(bytes: Uint8Array, visitTimestamps: (ts: Float64Array) => void, visitColumn: ColumnVisitor): void {
   areaUsed = 0;
-  readBlock(bytes, inflate, areaArray, visitColumn, visitTimestamps);
+  readBlock(bytes, areaArray, visitColumn, visitTimestamps);
 }
 
 let area = new Float64Array(1 << 14);
@@ -192,8 +191,8 @@ function areaArray(k: number): Float64Array {
   return out;
 }
 
-function readBlock(bytes: Uint8Array, inflate: Inflate, alloc: (k: number) => Float64Array, visitColumn: ColumnVisitor, visitTimestamps?: (ts: Float64Array) => void): Float64Array {
-  const r = new ByteReader(inflate(bytes));
+function readBlock(bytes: Uint8Array, alloc: (k: number) => Float64Array, visitColumn: ColumnVisitor, visitTimestamps?: (ts: Float64Array) => void): Float64Array {
+  const r = new ByteReader(brotliDecompressSync(bytes));
   if (r.uvarint() !== FORMAT) throw new Error('unknown block format');
   const n = r.uvarint();
   const ts = readTimestamps(r, n, alloc(n));

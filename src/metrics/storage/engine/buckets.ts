@@ -1,6 +1,5 @@
 import type { SeriesColumns } from '../../domain/metrics-store.js';
 import { divisorOf, visitBlock } from './block-codec.js';
-import { inflateBlock, type Inflate } from './inflated-blocks.js';
 import { gridEnd, type Grid } from './query-plan.js';
 import { COUNT, MIN, ROLLUP_STATS, SUM } from './rollup.js';
 
@@ -44,8 +43,7 @@ export class Buckets {
   private readonly slabs: Float64Array[] = [];
   private slabUsed = 0;
 
-  /** `inflate`: how the blocks and rollups added are decompressed (a query thread's InflatedBlocks). */
-  constructor(readonly grid: Grid, private readonly inflate: Inflate = inflateBlock) {
+  constructor(readonly grid: Grid) {
     this.end = gridEnd(grid);
   }
 
@@ -80,7 +78,7 @@ export class Buckets {
     visitBlock(bytes, (ts) => { runs = this.runsOf(ts); }, (id, values, exponent, rows) => {
       if (rows) this.foldSparse(id, runs!, values, divisorOf(exponent), rows);
       else this.fold(id, runs!, values, divisorOf(exponent));
-    }, this.inflate);
+    });
   }
 
   /** Rows are in time order, so a bucket is a run of rows: found once per block, then used for every column. */
@@ -198,7 +196,7 @@ export class Buckets {
         if (stat === SUM || stat === COUNT) target[b]! += v;
         else if (stat === MIN ? v < target[b]! : v > target[b]!) target[b] = v;
       }
-    }, this.inflate);
+    });
   }
 
   /** Bucket starts and per-metric means (null where a bucket has no value of the metric); empty buckets are left out. */

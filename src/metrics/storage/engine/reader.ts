@@ -4,7 +4,6 @@ import { decodeBlock, divisorOf, visitBlock } from './block-codec.js';
 import type { SeriesRequest, StoredSeries } from '../../domain/metrics-store.js';
 import { Buckets } from './buckets.js';
 import type { FoldPool } from './fold-pool.js';
-import { inflateBlock, type Inflate } from './inflated-blocks.js';
 import { gridEnd, planGrid, type Grid } from './query-plan.js';
 import type { SqlConn } from './sql-conn.js';
 import { HOST_TIER_MS, TENANT_COARSE_MS, TENANT_FINE_MS, WINDOW_MS, windowOf } from './windows.js';
@@ -49,12 +48,6 @@ const STABLE_READ_ATTEMPTS = 40;
 /** Bucket values one answer may accumulate (metrics x buckets); bounds a request's memory whatever the tenant holds. */
 export const MAX_ANSWER_CELLS = 2_000_000;
 
-/** What a read decodes with: fold threads to share its blocks with, and this thread's decompression (inflated-blocks.ts). */
-export interface ReadVia {
-  pool?: FoldPool | undefined;
-  inflate?: Inflate | undefined;
-}
-
 interface BlockMeta {
   window_start: number;
   rows: number;
@@ -62,16 +55,16 @@ interface BlockMeta {
   max_ts: number;
 }
 
-export async function readHost(conn: SqlConn, hostKey: number, q: SeriesRequest, { pool, inflate = inflateBlock }: ReadVia = {}): Promise<StoredSeries> {
+export async function readHost(conn: SqlConn, hostKey: number, q: SeriesRequest, pool?: FoldPool): Promise<StoredSeries> {
   const metas = (await conn.all<BlockMeta>(
     'SELECT window_start, rows, min_ts, max_ts FROM blocks WHERE host_key = ? AND window_start >= ? AND window_start <= ? ORDER BY window_start',
     [hostKey, windowOf(q.from), q.to])).filter((b) => b.max_ts >= q.from && b.min_ts <= q.to);
   const [head] = await conn.all<{ n: number | string }>('SELECT COUNT(*) AS n FROM reports WHERE host_key = ? AND ts >= ? AND ts <= ?', [hostKey, q.from, q.to]);
   const headRows = Number(head?.n ?? 0);
-  if (await countInRange(conn, hostKey, metas, q, inflate) + headRows <= q.points) return readRaw(conn, hostKey, metas, q, inflate);
+  if (await countInRange(conn, hostKey, metas, q) + headRows <= q.points) return readRaw(conn, hostKey, metas, q);
 
   const grid = planGrid(q.from, q.to, q.points, { minWidth: 1, tiers: [HOST_TIER_MS] });
-  const buckets = new Buckets(grid, inflate);
+  const buckets = new Buckets(grid);
   const column = grid.tier ? 'rollup' : 'data';
   const rows = await conn.all<{ window_start: number; blob: Uint8Array }>(
     `SELECT window_start, ${column} AS blob FROM blocks WHERE host_key = ? AND window_start >= ? AND window_start < ? ORDER BY window_start`,
@@ -84,20 +77,20 @@ export async function readHost(conn: SqlConn, hostKey: number, q: SeriesRequest,
 }
 
 /** Reports in [from, to]: whole blocks count by their row count, the edge blocks by their timestamps. */
-async function countInRange(conn: SqlConn, hostKey: number, metas: BlockMeta[], q: SeriesRequest, inflate: Inflate): Promise<number> {
+async function countInRange(conn: SqlConn, hostKey: number, metas: BlockMeta[], q: SeriesRequest): Promise<number> {
   let n = 0;
   for (const m of metas) {
     if (m.min_ts >= q.from && m.max_ts <= q.to) { n += m.rows; continue; }
     if (n > q.points) return n;
-    const ts = await blockTimestamps(conn, hostKey, m.window_start, inflate);
+    const ts = await blockTimestamps(conn, hostKey, m.window_start);
     for (const t of ts) if (t >= q.from && t <= q.to) n++;
   }
   return n;
 }
 
-async function blockTimestamps(conn: SqlConn, hostKey: number, windowStart: number, inflate: Inflate): Promise<Float64Array> {
+async function blockTimestamps(conn: SqlConn, hostKey: number, windowStart: number): Promise<Float64Array> {
   const [row] = await conn.all<{ data: Uint8Array }>('SELECT data FROM blocks WHERE host_key = ? AND window_start = ?', [hostKey, windowStart]);
-  return row ? decodeBlock(row.data, inflate).ts : new Float64Array();
+  return row ? decodeBlock(row.data).ts : new Float64Array();
 }
 
 /**
@@ -109,7 +102,7 @@ async function blockTimestamps(conn: SqlConn, hostKey: number, windowStart: numb
  * memory. Rows are put in time order through an index only when a late head
  * row falls before sealed ones.
  */
-async function readRaw(conn: SqlConn, hostKey: number, metas: BlockMeta[], q: SeriesRequest, inflate: Inflate): Promise<StoredSeries> {
+async function readRaw(conn: SqlConn, hostKey: number, metas: BlockMeta[], q: SeriesRequest): Promise<StoredSeries> {
   const ts: number[] = [];
   const columns = new Map<number, number[]>();
   /** A column of the answer, padded with NaN up to `rows`. */
@@ -151,7 +144,7 @@ async function readRaw(conn: SqlConn, hostKey: number, metas: BlockMeta[], q: Se
         while (col.length < base + rows[k]! - first) col.push(Number.NaN);
         col.push(values[k]! / divisor);
       }
-    }, inflate);
+    });
   }
   const head = await conn.all<{ ts: number; samples: Uint8Array }>('SELECT ts, samples FROM reports WHERE host_key = ? AND ts >= ? AND ts <= ? ORDER BY ts', [hostKey, q.from, q.to]);
   for (const h of head) {
@@ -180,10 +173,10 @@ async function readRaw(conn: SqlConn, hostKey: number, metas: BlockMeta[], q: Se
  * rolled up, or changed by a late seal) from their hosts' blocks; the head
  * from raw rows.
  */
-export async function readAggregate(conn: SqlConn, tenantId: string, q: SeriesRequest, { pool, inflate }: ReadVia = {}): Promise<StoredSeries & { hosts: number }> {
+export async function readAggregate(conn: SqlConn, tenantId: string, q: SeriesRequest, pool?: FoldPool): Promise<StoredSeries & { hosts: number }> {
   const grid = planGrid(q.from, q.to, q.points, { minWidth: 10_000, tiers: [TENANT_FINE_MS, TENANT_COARSE_MS] });
   await assertAnswerFits(conn, tenantId, grid);
-  const buckets = new Buckets(grid, inflate);
+  const buckets = new Buckets(grid);
   const first = windowOf(grid.start);
   const end = gridEnd(grid);
   const fresh = new Set<number>();
