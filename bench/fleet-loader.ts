@@ -9,6 +9,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { MetricsStore, NewReport } from '../src/metrics/domain/metrics-store.js';
+import { ReportMetrics } from '../src/metrics/domain/report-shapes.js';
 
 interface Sample { h: { agentId: string; hostname: string }; ts: number; v: Float64Array }
 interface Gen {
@@ -68,7 +69,7 @@ export async function loadFleet(genFile: string, store: MetricsStore, tenantId: 
   for (const batch of gen.generate(opts)) {
     const rows: NewReport[] = batch.map((s) => ({
       tenantId, hostId: s.h.agentId, hostname: s.h.hostname, platform: 'linux', ts: s.ts,
-      metrics: new Map(gen.METRIC_NAMES.map((n, i) => [n, s.v[i]!])),
+      metrics: ReportMetrics.of(gen.METRIC_NAMES.map((n, i) => [n, s.v[i]!])),
     }));
     const p = store.appendReports(rows).then((outcomes) => {
       if (outcomes.some((o) => o.status !== 'stored')) throw new Error(`load: a report was not stored (${JSON.stringify(outcomes.find((o) => o.status !== 'stored'))})`);

@@ -3,6 +3,7 @@
 // mid-seal or mid-rollup. Each acknowledged batch is printed as one line: `ack <first ts> <last ts>`.
 import { openMetricsDatabase } from '../../src/metrics/deps.js';
 import { createEngineMetricsStore } from '../../src/metrics/storage/engine-metrics-store.js';
+import { ReportMetrics } from '../../src/metrics/domain/report-shapes.js';
 
 const [databaseUrl, dbSchema, dataDir, tenantId, startTs, batches] = process.argv.slice(2);
 const database = await openMetricsDatabase({ databaseUrl: databaseUrl || undefined, dbSchema: dbSchema!, dataDir: dataDir! });
@@ -12,7 +13,7 @@ for (let b = 0; b < Number(batches); b++) {
   const reports = [];
   for (let i = 0; i < 50; i++, ts += 10_000) {
     for (const hostId of ['k1', 'k2']) {
-      reports.push({ tenantId: tenantId!, hostId, hostname: hostId, platform: 'linux', ts, metrics: new Map([['cpu.usage', (ts / 10_000) % 100], ['memory.used', ts % 7_919]]) });
+      reports.push({ tenantId: tenantId!, hostId, hostname: hostId, platform: 'linux', ts, metrics: ReportMetrics.of([['cpu.usage', (ts / 10_000) % 100], ['memory.used', ts % 7_919]]) });
     }
   }
   const outcomes = await store.appendReports(reports);

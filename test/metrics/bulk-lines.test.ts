@@ -5,7 +5,7 @@ import { flattenReport } from '../../src/metrics/domain/flatten.js';
 import type { BulkItem } from '../../src/metrics/domain/ingest.js';
 import { createBulkLinePool } from '../../src/metrics/http/bulk-line-pool.js';
 import { bulkItems, readBulkLines, type BulkLineOptions, type BulkLines } from '../../src/metrics/http/bulk-lines.js';
-import { ColumnMetrics } from '../../src/metrics/domain/report-shapes.js';
+import { ReportMetrics } from '../../src/metrics/domain/report-shapes.js';
 import { makeReport, ndjson } from '../helpers/metrics.js';
 
 const NOW = Date.UTC(2026, 10, 21, 12);
@@ -102,9 +102,11 @@ test('lines are cut from the bytes as the decoded body splits at newlines: blank
   assert.equal(cafe.strings[cafe.text[1]!], 'caf\u00e9');
 });
 
-test('ColumnMetrics reads like the Map of the same names and values', () => {
+test('ReportMetrics reads like the Map of the same names and values', () => {
   const map = new Map([['cpu.usage', 12.5], ['memory.total', 8e9], ['disk./.percent', -0]]);
-  const cols = new ColumnMetrics([...map.keys()], Float64Array.from(map.values()));
+  const cols = new ReportMetrics([...map.keys()], Float64Array.from(map.values()));
+  assert.deepEqual([...ReportMetrics.of(map)], [...map]);
+  assert.throws(() => ReportMetrics.of([['a', 1], ['a', 2]]), /appears twice/);
   assert.equal(cols.size, 3);
   assert.deepEqual([...cols], [...map]);
   assert.deepEqual([...cols.keys()], [...map.keys()]);

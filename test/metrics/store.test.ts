@@ -9,11 +9,12 @@ import { createEngineMetricsStore } from '../../src/metrics/storage/engine-metri
 import type { MetricsTables } from '../../src/metrics/storage/tables.js';
 import { BACKENDS, freshStorage, type TestStorage } from '../helpers/backends.js';
 import { newTenant, openTestMetricsDatabase } from '../helpers/metrics.js';
+import { ReportMetrics } from '../../src/metrics/domain/report-shapes.js';
 
 const LIMITS = { perHost: 40, perTenant: 60 };
 
 function report(tenantId: string, hostId: string, ts: number, metrics: Record<string, number> = { 'cpu.usage': ts % 100, 'memory.percent': 50 }): NewReport {
-  return { tenantId, hostId, hostname: `${hostId}.example`, platform: 'linux', ts, metrics: new Map(Object.entries(metrics)) };
+  return { tenantId, hostId, hostname: `${hostId}.example`, platform: 'linux', ts, metrics: ReportMetrics.of(Object.entries(metrics)) };
 }
 
 /** A host's raw reports in [from, to] (a budget large enough that nothing is bucketed). */

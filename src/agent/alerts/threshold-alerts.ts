@@ -25,7 +25,7 @@ function crossed(rule: AlertRule, value: number): number | undefined {
  * every report while its condition holds and simply stops appearing once it
  * clears. At most the service's per-report limit, in rule order.
  */
-export function evaluateRules(rules: CompiledRule[], metrics: Map<string, number>): Alert[] {
+export function evaluateRules(rules: CompiledRule[], metrics: ReadonlyMap<string, number>): Alert[] {
   const out: Alert[] = [];
   for (const rule of rules) {
     for (const [metric, value] of metrics) {

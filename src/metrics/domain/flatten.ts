@@ -1,5 +1,6 @@
 import { AppError } from '../../core/errors.js';
 import type { Report } from './report-schema.js';
+import { ReportMetrics } from './report-shapes.js';
 import { assertReportText, isNameText } from './report-text.js';
 
 /** Deepest nesting followed inside `network` and a service entry; deeper reports get 400. */
@@ -23,16 +24,20 @@ export const FREE_FORM_SECTIONS = ['network', 'diskio', 'system', 'pressure', 's
  * MAX_METRIC_NAME_LENGTH, or two leaves that would share a name (two disks
  * with the same path).
  */
-export function flattenReport(report: Report): Map<string, number> {
-  const out = new Map<string, number>();
+export function flattenReport(report: Report): ReportMetrics {
+  const names: string[] = [];
+  const values: number[] = [];
+  const seen = new Set<string>();
   flattenInto(report, {
     add(name, value) {
-      if (out.has(name)) return false;
-      out.set(name, value);
+      if (seen.has(name)) return false;
+      seen.add(name);
+      names.push(name);
+      values.push(value);
       return true;
     },
   });
-  return out;
+  return new ReportMetrics(names, Float64Array.from(values));
 }
 
 /** Where flattening puts each metric, in order; `add` answers false for a name it already holds (refused as reported twice). */
@@ -42,7 +47,7 @@ export interface MetricSink {
 
 /**
  * flattenReport into a sink of the caller's (bulk bodies reuse one, so a
- * report costs no Map). Plain functions, not closures: a bulk body flattens
+ * report costs no arrays of its own). Plain functions, not closures: a bulk body flattens
  * thousands of reports, and closures per report were most of what flattening allocated.
  */
 export function flattenInto(report: Report, sink: MetricSink): void {

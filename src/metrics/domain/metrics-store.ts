@@ -1,3 +1,5 @@
+import type { ReportMetrics } from './report-shapes.js';
+
 /**
  * Storage of the metrics service, in domain terms. Implemented over SQLite
  * and PostgreSQL by storage/engine-metrics-store.ts (the storage engine in
@@ -114,8 +116,8 @@ export interface NewReport {
   hostname: string;
   platform: string;
   ts: number;
-  /** Metric name -> value, in the report's order. */
-  metrics: ReadonlyMap<string, number>;
+  /** Metric names and values, in the report's order. */
+  metrics: ReportMetrics;
 }
 
 export type AppendOutcome =

@@ -15,11 +15,10 @@ interface Node {
 }
 
 export interface ShapeTable {
-  /** The shape of the map's keys in their order (numbering it if new), or NO_SHAPE when the table is full. */
-  shapeOf(metrics: ReadonlyMap<string, unknown>): number;
   /**
-   * The same for a list of names (the first `count` of `names`), which must hold no name twice, as a map's keys and a
-   * NameList's names never do: a name list takes every path of the table for a list without repeats.
+   * The shape of the first `count` of `names` in their order (numbering it if new), or NO_SHAPE when the table is
+   * full. The names hold no name twice, as a report's never do: a name list takes every path of the table for a list
+   * without repeats.
    */
   shapeOfNames(names: readonly string[], count: number): number;
   /** A list that a report's names are added to one at a time as it is flattened (one list per caller, reused). */
@@ -44,25 +43,15 @@ export function createShapeTable(maxNodes = MAX_NODES): ShapeTable {
     }
     return child;
   };
-  /** The node's shape, numbered if new; its names (a map's keys, or the first `count` of a list) are copied only then. */
-  const numbered = (node: Node, names: ReadonlyMap<string, unknown> | readonly string[], count = 0): number => {
+  /** The node's shape, numbered if new; its names (the first `count` of the list) are copied only then. */
+  const numbered = (node: Node, names: readonly string[], count: number): number => {
     if (node.shape === NO_SHAPE) {
       node.shape = nextShape++;
-      fresh.push([node.shape, Array.isArray(names) ? names.slice(0, count) : [...(names as ReadonlyMap<string, unknown>).keys()]]);
+      fresh.push([node.shape, names.slice(0, count)]);
     }
     return node.shape;
   };
   const table: ShapeTable = {
-    shapeOf(metrics) {
-      if (metrics instanceof ColumnMetrics) return table.shapeOfNames(metrics.names, metrics.size);
-      let node = root;
-      for (const name of metrics.keys()) {
-        const child = childOf(node, name);
-        if (!child) return NO_SHAPE;
-        node = child;
-      }
-      return numbered(node, metrics);
-    },
     shapeOfNames(names, count) {
       let node = root;
       for (let i = 0; i < count; i++) {
@@ -139,12 +128,22 @@ export interface NameList {
 }
 
 /**
- * Metrics as names and a view of their values (NewReport.metrics), for
- * reports read into columns: the names are shared by every report of the
- * shape, so a thousand reports do not become a thousand Maps.
+ * A report's metrics (NewReport.metrics): its names in the order flattening
+ * found them and their values, read like a Map of them. Reports read from a
+ * bulk body share the names of their shape and view the body's values
+ * column, so a thousand reports do not become a thousand Maps; either way a
+ * report crosses to the writer thread as a shape number and a copy of its
+ * values.
  */
-export class ColumnMetrics implements ReadonlyMap<string, number> {
+export class ReportMetrics implements ReadonlyMap<string, number> {
+  /** `names` holds no name twice (flattening refuses a name reported twice); `valueColumn[i]` is the value of `names[i]`. */
   constructor(readonly names: readonly string[], readonly valueColumn: Float64Array) {}
+  /** The metrics of a list of name and value pairs, names unique (tests, tools). */
+  static of(entries: Iterable<readonly [string, number]>): ReportMetrics {
+    const list = [...entries];
+    if (new Set(list.map(([name]) => name)).size !== list.length) throw new Error('a metric name appears twice');
+    return new ReportMetrics(list.map(([name]) => name), Float64Array.from(list, ([, value]) => value));
+  }
   get size(): number { return this.names.length; }
   get(name: string): number | undefined {
     const i = this.names.indexOf(name);

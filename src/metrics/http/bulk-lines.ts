@@ -4,7 +4,7 @@ import { describeValidationError, validatorCompiler } from '../../core/http/vali
 import type { Alert } from '../alerts/alert.js';
 import { flattenWellFormed } from '../domain/flatten.js';
 import { assertReportTs, type BulkItem } from '../domain/ingest.js';
-import { ColumnMetrics, createShapeTable, NO_SHAPE } from '../domain/report-shapes.js';
+import { createShapeTable, NO_SHAPE, ReportMetrics } from '../domain/report-shapes.js';
 import { ReportSchema, type Report } from '../domain/report-schema.js';
 
 /** Most reports one bulk body may carry; more is 413 (the agent sends at most this many per batch). */
@@ -256,7 +256,7 @@ export function* bulkItems(lines: BulkLines, tenantId: string, parseRaw: (line: 
     } else {
       const s = lines.shape[ready]!;
       const names = s >= 0 ? lines.shapes[s]! : lines.unshaped[-s - 1]!;
-      const metrics = new ColumnMetrics(names, lines.values.subarray(ready ? lines.ends[ready - 1]! : 0, lines.ends[ready]!));
+      const metrics = new ReportMetrics(names, lines.values.subarray(ready ? lines.ends[ready - 1]! : 0, lines.ends[ready]!));
       yield {
         line,
         prepared: {

@@ -11,6 +11,7 @@ import { HOST_TIER_MS, TENANT_COARSE_MS, TENANT_FINE_MS, WINDOW_MS } from '../..
 import type { MetricsTables } from '../../../src/metrics/storage/tables.js';
 import { BACKENDS, freshStorage, type TestStorage } from '../../helpers/backends.js';
 import { newTenant, openTestMetricsDatabase } from '../../helpers/metrics.js';
+import { ReportMetrics } from '../../../src/metrics/domain/report-shapes.js';
 
 /**
  * The storage engine against a brute-force model: reports of several hosts
@@ -50,7 +51,7 @@ function makeReports(tenantId: string, hostId: string, intervalMs: number, rnd: 
     if (Math.floor((t - T0) / 5_400_000) % 2 === 0) metrics.set('disk./data.percent', Math.round(rnd() * 1000) / 10);
     // A sensor that misses readings at random: gaps anywhere inside a block.
     if (rnd() < 0.7) metrics.set('sensors.gpu.temp', Math.round(rnd() * 900) / 10);
-    out.push({ tenantId, hostId, hostname: hostId, platform: 'linux', ts: t, metrics });
+    out.push({ tenantId, hostId, hostname: hostId, platform: 'linux', ts: t, metrics: ReportMetrics.of(metrics) });
   }
   return out;
 }
@@ -135,7 +136,7 @@ for (const backend of BACKENDS) {
       }
       await store.flush();
       // Late reports into sealed windows, and exact duplicates of sealed reports: duplicates change nothing.
-      const dupes = streams[0]!.slice(10, 20).map((r) => ({ ...r, metrics: new Map([['cpu.usage', -1]]) }));
+      const dupes = streams[0]!.slice(10, 20).map((r) => ({ ...r, metrics: ReportMetrics.of([['cpu.usage', -1]]) }));
       const outcomes = await store.appendReports([...late, ...dupes]);
       assert.deepEqual(outcomes.map((o) => o.status), [...late.map(() => 'stored'), ...dupes.map(() => 'duplicate')]);
       late.forEach((r) => remember(truth, r));

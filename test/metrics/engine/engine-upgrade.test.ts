@@ -9,6 +9,7 @@ import { encodeSamples } from '../../../src/metrics/storage/sample-codec.js';
 import type { MetricsTables } from '../../../src/metrics/storage/tables.js';
 import { BACKENDS, freshStorage, type TestStorage } from '../../helpers/backends.js';
 import { newTenant, openTestMetricsDatabase } from '../../helpers/metrics.js';
+import { ReportMetrics } from '../../../src/metrics/domain/report-shapes.js';
 
 const T0 = Date.UTC(2025, 5, 1);
 const open = openTestMetricsDatabase;
@@ -67,7 +68,7 @@ for (const backend of BACKENDS) {
         const { tenantId } = await newTenant(writer);
         const windows = 12;
         for (let w = 0; w < windows; w++) {
-          await writer.appendReports(Array.from({ length: 360 }, (_, i) => ({ tenantId, hostId: 'r', hostname: 'r', platform: 'linux', ts: T0 + w * 3_600_000 + i * 10_000, metrics: new Map([['cpu.usage', i]]) })));
+          await writer.appendReports(Array.from({ length: 360 }, (_, i) => ({ tenantId, hostId: 'r', hostname: 'r', platform: 'linux', ts: T0 + w * 3_600_000 + i * 10_000, metrics: ReportMetrics.of([['cpu.usage', i]]) })));
         }
         const sealing = writer.flush();
         const counts: number[] = [];
@@ -99,7 +100,7 @@ for (const backend of BACKENDS) {
         const { tenantId } = await newTenant(s1);
         const reports: NewReport[] = [];
         for (let i = 0; i < 2_000; i++) {
-          for (const hostId of ['x1', 'x2', 'x3']) reports.push({ tenantId, hostId, hostname: hostId, platform: 'linux', ts: T0 + i * 10_000 + hostId.length, metrics: new Map([['cpu.usage', i % 97]]) });
+          for (const hostId of ['x1', 'x2', 'x3']) reports.push({ tenantId, hostId, hostname: hostId, platform: 'linux', ts: T0 + i * 10_000 + hostId.length, metrics: ReportMetrics.of([['cpu.usage', i % 97]]) });
         }
         // Every report goes to both instances (a client retrying through a load balancer), in chunks, while both seal.
         const sends: Array<Promise<unknown>> = [];
@@ -158,7 +159,7 @@ describe('the SQLite head becomes a rowid table (migration 0006)', () => {
       const index = await sql<{ sql: string }>`SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'reports'`.execute(database.db);
       assert.deepEqual(index.rows.map((r) => r.sql), ['CREATE UNIQUE INDEX reports_host_ts ON reports (host_key, ts)']);
       assert.deepEqual(await rawTimestamps(store, 'ten-h', 'h1'), rows.map((r) => r.ts).sort((a, b) => a - b));
-      const again: NewReport = { tenantId: 'ten-h', hostId: 'h1', hostname: 'h1', platform: 'linux', ts: T0 + 10_000, metrics: new Map([['cpu.usage', 1]]) };
+      const again: NewReport = { tenantId: 'ten-h', hostId: 'h1', hostname: 'h1', platform: 'linux', ts: T0 + 10_000, metrics: ReportMetrics.of([['cpu.usage', 1]]) };
       assert.deepEqual(await store.appendReport(again), { status: 'duplicate' });
       assert.deepEqual(await store.appendReport({ ...again, ts: T0 + 500 * 10_000 }), { status: 'stored' });
     } finally {

@@ -7,6 +7,7 @@ import { WINDOW_MS } from '../../../src/metrics/storage/engine/windows.js';
 import type { MetricsTables } from '../../../src/metrics/storage/tables.js';
 import { BACKENDS, freshStorage, type TestStorage } from '../../helpers/backends.js';
 import { newTenant, openTestMetricsDatabase } from '../../helpers/metrics.js';
+import { ReportMetrics } from '../../../src/metrics/domain/report-shapes.js';
 
 /**
  * PostgreSQL only (SQLite hands freed pages back once reports stop:
@@ -41,7 +42,7 @@ for (const backend of BACKENDS.filter((b) => b === 'postgres')) {
 
     test('a pass that sealed head rows vacuums the head table; its sealed rows leave no dead tuples behind', async () => {
       const { tenantId } = await newTenant(store);
-      const reports = Array.from({ length: 360 }, (_, i) => ({ tenantId, hostId: 'h', hostname: 'h', platform: 'linux', ts: T0 + i * 10_000, metrics: new Map([['cpu.usage', i % 100]]) }));
+      const reports = Array.from({ length: 360 }, (_, i) => ({ tenantId, hostId: 'h', hostname: 'h', platform: 'linux', ts: T0 + i * 10_000, metrics: ReportMetrics.of([['cpu.usage', i % 100]]) }));
       assert.ok((await store.appendReports(reports)).every((o) => o.status === 'stored'));
       assert.equal((await headStats()).vacuums, 0);
       await store.flush();

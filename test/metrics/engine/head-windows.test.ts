@@ -10,6 +10,7 @@ import { WINDOW_MS } from '../../../src/metrics/storage/engine/windows.js';
 import type { MetricsTables } from '../../../src/metrics/storage/tables.js';
 import { BACKENDS, freshStorage, type TestStorage } from '../../helpers/backends.js';
 import { newTenant, openTestMetricsDatabase } from '../../helpers/metrics.js';
+import { ReportMetrics } from '../../../src/metrics/domain/report-shapes.js';
 
 const W = WINDOW_MS;
 const settings = { graceMs: 0, idleMs: 500 };
@@ -62,7 +63,7 @@ describe('findSealable', () => {
   });
 });
 
-const report = (tenantId: string, hostId: string, ts: number): NewReport => ({ tenantId, hostId, hostname: hostId, platform: 'linux', ts, metrics: new Map([['cpu.usage', ts % 97]]) });
+const report = (tenantId: string, hostId: string, ts: number): NewReport => ({ tenantId, hostId, hostname: hostId, platform: 'linux', ts, metrics: ReportMetrics.of([['cpu.usage', ts % 97]]) });
 
 for (const backend of BACKENDS) {
   describe(`the head's windows across processes on ${backend}`, () => {

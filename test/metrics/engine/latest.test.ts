@@ -11,6 +11,7 @@ import { WINDOW_MS } from '../../../src/metrics/storage/engine/windows.js';
 import type { MetricsTables } from '../../../src/metrics/storage/tables.js';
 import { BACKENDS, freshStorage, type TestStorage } from '../../helpers/backends.js';
 import { newTenant, openTestMetricsDatabase } from '../../helpers/metrics.js';
+import { ReportMetrics } from '../../../src/metrics/domain/report-shapes.js';
 
 const T0 = Date.UTC(2026, 10, 20, 0);
 const MIN = 60_000;
@@ -18,7 +19,7 @@ const MIN = 60_000;
 const NOW = T0 + 3 * WINDOW_MS + 30 * MIN;
 
 function report(tenantId: string, hostId: string, ts: number): NewReport {
-  const metrics = new Map<string, number>([
+  const metrics = ReportMetrics.of([
     ['cpu.usage', (ts / 1000) % 97], ['memory.percent', (ts / 7000) % 89],
     ['disk./.percent', (ts / 3000) % 50], ['disk./data.percent', 50 - ((ts / 5000) % 40)],
   ]);

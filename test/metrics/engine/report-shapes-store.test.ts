@@ -6,6 +6,7 @@ import type { Database } from '../../../src/core/storage/database.js';
 import type { MetricsTables } from '../../../src/metrics/storage/tables.js';
 import { BACKENDS, freshStorage, type TestStorage } from '../../helpers/backends.js';
 import { newTenant, openTestMetricsDatabase } from '../../helpers/metrics.js';
+import { ReportMetrics } from '../../../src/metrics/domain/report-shapes.js';
 
 const T0 = Date.UTC(2025, 5, 1);
 
@@ -35,7 +36,7 @@ for (const backend of BACKENDS) {
       // the 112th and later travel as names.
       const reports: NewReport[] = Array.from({ length: 120 }, (_, r) => ({
         tenantId, hostId: `h${r}`, hostname: `h${r}`, platform: 'linux', ts: T0 + r,
-        metrics: new Map([[`first.${r}`, r], ...Array.from({ length: 899 }, (_, i): [string, number] => [`m.${(i + r) % 899}`, r * 1000 + i])]),
+        metrics: ReportMetrics.of([[`first.${r}`, r], ...Array.from({ length: 899 }, (_, i): [string, number] => [`m.${(i + r) % 899}`, r * 1000 + i])]),
       }));
       for (let i = 0; i < reports.length; i += 10) {
         assert.ok((await store.appendReports(reports.slice(i, i + 10))).every((o) => o.status === 'stored'));

@@ -7,6 +7,7 @@ import { WINDOW_MS } from '../../../src/metrics/storage/engine/windows.js';
 import type { MetricsTables } from '../../../src/metrics/storage/tables.js';
 import { BACKENDS, freshStorage, type BackendName, type TestStorage } from '../../helpers/backends.js';
 import { newTenant, openTestMetricsDatabase } from '../../helpers/metrics.js';
+import { ReportMetrics } from '../../../src/metrics/domain/report-shapes.js';
 
 /**
  * Seals yield to a backlog, through the real writer thread: a closed window
@@ -18,7 +19,7 @@ import { newTenant, openTestMetricsDatabase } from '../../helpers/metrics.js';
  */
 const NOW = Date.UTC(2026, 10, 26, 12);
 const PASS_MS = 250;
-const metrics = new Map([['cpu.usage', 12.5], ['memory.used', 1024]]);
+const metrics = ReportMetrics.of([['cpu.usage', 12.5], ['memory.used', 1024]]);
 
 interface Fixture {
   store: MetricsStore;

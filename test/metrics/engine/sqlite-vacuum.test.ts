@@ -9,6 +9,7 @@ import { WINDOW_MS } from '../../../src/metrics/storage/engine/windows.js';
 import type { MetricsTables } from '../../../src/metrics/storage/tables.js';
 import { freshStorage, type TestStorage } from '../../helpers/backends.js';
 import { newTenant, openTestMetricsDatabase } from '../../helpers/metrics.js';
+import { ReportMetrics } from '../../../src/metrics/domain/report-shapes.js';
 
 /**
  * SQLite only (PostgreSQL vacuums the head table: head-vacuum.test.ts): the
@@ -42,7 +43,7 @@ describe('free pages of the sealed head on sqlite', () => {
 
   test('handed back a bounded number of pages a pass while reports arrive, and all once they stop', async () => {
     const { tenantId } = await newTenant(store);
-    const metrics = new Map(Array.from({ length: 28 }, (_, m) => [`m${m}`, m * 1.5]));
+    const metrics = ReportMetrics.of(Array.from({ length: 28 }, (_, m) => [`m${m}`, m * 1.5] as [string, number]));
     const report = (hostId: string, ts: number): NewReport => ({ tenantId, hostId, hostname: hostId, platform: 'linux', ts, metrics });
     const old = Array.from({ length: 160 }, (_, h) => Array.from({ length: 360 }, (_, i) => report(`old-${h}`, T0 + i * 10_000))).flat();
     for (let i = 0; i < old.length; i += 2_000) assert.ok((await store.appendReports(old.slice(i, i + 2_000))).every((o) => o.status === 'stored'));

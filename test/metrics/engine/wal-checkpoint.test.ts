@@ -9,6 +9,7 @@ import { METRICS_SQLITE_CACHE_KIB } from '../../../src/metrics/storage/engine/sq
 import type { MetricsTables } from '../../../src/metrics/storage/tables.js';
 import { freshStorage, type TestStorage } from '../../helpers/backends.js';
 import { newTenant, openTestMetricsDatabase } from '../../helpers/metrics.js';
+import { ReportMetrics } from '../../../src/metrics/domain/report-shapes.js';
 
 /**
  * SQLite's WAL under a steady stream of appends: the seal loop's checkpoints
@@ -34,7 +35,7 @@ const walBytes = () => { try { return statSync(`${database.sqlite!.name}-wal`).s
 
 test('the WAL stays bounded under appends that never pause, and is emptied once they stop', async () => {
   const { tenantId } = await newTenant(store);
-  const metrics = new Map(Array.from({ length: 28 }, (_, i) => [`m.${i}`, i * 1.5] as [string, number]));
+  const metrics = ReportMetrics.of(Array.from({ length: 28 }, (_, i) => [`m.${i}`, i * 1.5] as [string, number]));
   let largest = 0;
   // 40 hosts x 600 reports, 40 at a time in flight: about 7 MB of head rows, several times the WAL's bound.
   for (let step = 0; step < 600; step++) {

@@ -3,9 +3,10 @@ import assert from 'node:assert/strict';
 import type { NewReport } from '../../../src/metrics/domain/metrics-store.js';
 import { createShapeTable } from '../../../src/metrics/domain/report-shapes.js';
 import { createWireBuilder, readWireReports } from '../../../src/metrics/storage/engine/wire-reports.js';
+import { ReportMetrics } from '../../../src/metrics/domain/report-shapes.js';
 
 const report = (hostId: string, ts: number, metrics: Array<[string, number]>, tenantId = 't1'): NewReport =>
-  ({ tenantId, hostId, hostname: `${hostId}.example`, platform: 'linux', ts, metrics: new Map(metrics) });
+  ({ tenantId, hostId, hostname: `${hostId}.example`, platform: 'linux', ts, metrics: ReportMetrics.of(metrics) });
 
 /** What the writer thread reads, as plain values. */
 const plain = (r: ReturnType<typeof readWireReports>[number]) => ({ ...r, names: [...r.names], values: [...Array.from(r.values)] });

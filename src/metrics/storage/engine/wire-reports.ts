@@ -1,7 +1,7 @@
 // Why: a message's reports cross to the writer thread as a few typed arrays, not as one object per report.
 import type { NewReport } from '../../domain/metrics-store.js';
 import type { HeadReport } from './head-writer.js';
-import { ColumnMetrics, NO_SHAPE, type ShapeTable } from '../../domain/report-shapes.js';
+import { NO_SHAPE, type ShapeTable } from '../../domain/report-shapes.js';
 
 /**
  * The reports of one message to the writer thread, as columns. A bulk body's
@@ -77,12 +77,10 @@ export function createWireBuilder(shapes: ShapeTable): WireBuilder {
       text[4 * n + 2] = str(r.hostname);
       text[4 * n + 3] = str(r.platform);
       ts[n] = r.ts;
-      const s = shapes.shapeOf(r.metrics);
+      const s = shapes.shapeOfNames(r.metrics.names, r.metrics.size);
       shape[n] = s;
-      if (s === NO_SHAPE) names.push([n, [...r.metrics.keys()]]);
-      let v = end - r.metrics.size;
-      if (r.metrics instanceof ColumnMetrics) values.set(r.metrics.valueColumn, v);
-      else for (const x of r.metrics.values()) values[v++] = x;
+      if (s === NO_SHAPE) names.push([n, [...r.metrics.names]]);
+      values.set(r.metrics.valueColumn, end - r.metrics.size);
       ends[n] = end;
       n++;
     },
