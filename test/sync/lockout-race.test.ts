@@ -5,7 +5,10 @@ import { BACKENDS } from '../helpers/backends.js';
 import { call } from '../helpers/http.js';
 import { REDIS_UP, TEST_REDIS_URL, deletePrefix, testPrefix } from '../helpers/redis.js';
 import { newUser, startSync, type SyncUnderTest } from '../helpers/sync.js';
+import { createMemoryRateLimiter } from '../../src/core/rate-limit/memory-rate-limiter.js';
 import { createRedisRateLimiter } from '../../src/core/rate-limit/redis-rate-limiter.js';
+import type { RateLimiter } from '../../src/core/rate-limit/rate-limiter.js';
+import { countLoginAttempt, loginFailed } from '../../src/sync/accounts/login-lockout.js';
 import { createHashGate } from '../../src/sync/accounts/hash-gate.js';
 import { loginUser } from '../../src/sync/accounts/register-and-login.js';
 import type { AccountsContext } from '../../src/sync/accounts/accounts-context.js';
@@ -96,4 +99,23 @@ describe('sync login lockout across instances sharing Redis', { skip: REDIS_UP ?
     );
     assertBounded(statuses);
   });
+});
+
+test('an attempt that found no lock and is counted only after the lock started is refused, not checked as the first of a new count', async () => {
+  const shared = createMemoryRateLimiter();
+  const config = { lockoutThreshold: THRESHOLD, lockoutSeconds: 60 } as AccountsContext['config'];
+  const ctx = { rateLimiter: shared, config } as AccountsContext;
+  // The late attempt's count waits at this gate, after it looked for the lock: another instance, a slow connection.
+  let open!: () => void;
+  const gate = new Promise<void>((resolve) => { open = resolve; });
+  const late: RateLimiter = { ...shared, hit: async (...args) => { await gate; return shared.hit(...args); } };
+  const attempts = [];
+  for (let i = 0; i < THRESHOLD; i++) attempts.push(await countLoginAttempt(ctx, 'a@example.com'));
+  const waiting = countLoginAttempt({ ...ctx, rateLimiter: late }, 'a@example.com');
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.ok(attempts.at(-1)!.last);
+  await loginFailed(ctx, attempts.at(-1)!);
+  open();
+  await assert.rejects(waiting, (e: unknown) => isAppError(e) && e.code === 'rate_limited');
+  await assert.rejects(countLoginAttempt(ctx, 'a@example.com'), (e: unknown) => isAppError(e) && e.code === 'rate_limited', 'and the address is locked');
 });

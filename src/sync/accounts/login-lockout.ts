@@ -58,13 +58,17 @@ export async function countLoginAttempt(ctx: AccountsContext, email: string): Pr
   return { email, last: r.count >= ctx.config.lockoutThreshold };
 }
 
-/** The attempt's password was wrong: the threshold-th failure locks the address for the full period. */
+/**
+ * The attempt's password was wrong: the threshold-th failure locks the address for the full period. The attempt
+ * count is left as it is: an attempt that found no lock just before this sets it is counted just after, and must
+ * find the count past the threshold (reset here, it started a new count and had its password checked). The count's
+ * window began before the lock, so it ends before the lock does.
+ */
 export async function loginFailed(ctx: AccountsContext, attempt: LoginAttempt): Promise<void> {
   if (!attempt.last) return;
   const k = keys(attempt.email);
   await ctx.rateLimiter.reset(k.lock);
   await ctx.rateLimiter.hit(k.lock, 1, ctx.config.lockoutSeconds * 1000);
-  await ctx.rateLimiter.reset(k.attempts);
 }
 
 /** A successful login clears the count. */
