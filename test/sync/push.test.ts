@@ -126,6 +126,12 @@ for (const backend of BACKENDS) {
         [{ ...base, changes: Array.from({ length: PUSH_LIMITS.maxItems + 1 }, () => 1) }, /changes/],
         [{ ...base, surprise: 1 }, /surprise/],
         [{ ...base, business_id: UNKNOWN }, /disagrees/],
+        // NUL cannot be stored in PostgreSQL text (it was a 500 once a conflict recorded the branch); a bidirectional
+        // override or a line break would change how a conflict's branch reads.
+        [{ ...base, branch: 'a\u0000b' }, /branch/],
+        [{ ...base, branch: 'main\u202egnp' }, /branch/],
+        [{ ...base, branch: 'line\nbreak' }, /branch/],
+        [{ ...base, branch: 'zero\u200bwidth' }, /branch/],
       ];
       for (const [json, details] of bad) {
         const r = await call(s.url, 'POST', '/api/sync/push', { token: u.token, headers: h, json });

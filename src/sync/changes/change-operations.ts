@@ -2,7 +2,7 @@ import type { ChangeNotifier } from '../feed/change-events.js';
 import type { ChangeStore, PullPage } from './change-store.js';
 import type { Conflict, ConflictFilter, PushResult, Resolution, SyncStatus } from './change-schemas.js';
 import { CONFLICT_PAGE, DEFAULT_BRANCH } from './change-limits.js';
-import { validatePushItems } from './push-validation.js';
+import { assertBranch, validatePushItems } from './push-validation.js';
 
 export interface ChangeDeps {
   changes: ChangeStore;
@@ -26,6 +26,7 @@ export interface PushInput {
  * `rejected` with a reason; they never fail the whole push.
  */
 export async function pushChanges(deps: ChangeDeps, businessId: string, input: PushInput): Promise<PushResult> {
+  assertBranch(input.branch);
   const { items, rejections } = validatePushItems(input.changes, input.tombstones);
   const result = await deps.changes.applyPush(businessId, { instanceId: input.instanceId, branch: input.branch ?? DEFAULT_BRANCH, items }, deps.now());
   await deps.notifier.notify(businessId, result.applied);

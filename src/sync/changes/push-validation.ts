@@ -1,3 +1,4 @@
+import { AppError } from '../../core/errors.js';
 import { isUuid } from '../../core/uuid.js';
 import type { Operation, Rejection } from './change-schemas.js';
 import { canonicalJson } from './canonical-json.js';
@@ -18,6 +19,21 @@ export interface PushItem {
 const CHANGE_FIELDS = new Set(['table_name', 'record_uuid', 'version', 'operation', 'data']);
 const TOMBSTONE_FIELDS = new Set(['table_name', 'record_uuid', 'version']);
 const OPERATIONS: readonly string[] = ['create', 'update', 'delete'];
+
+/**
+ * A push's `branch`, as conflicts record and show it: control characters (NUL,
+ * which PostgreSQL text cannot hold, CR, LF, ESC), invisible format characters
+ * (bidirectional overrides, zero-width characters) and line or paragraph
+ * separators are refused, as in names. The whole push is refused (400): the
+ * branch belongs to every item of it.
+ */
+export function assertBranch(branch: string | undefined): void {
+  if (branch !== undefined && BRANCH_FORBIDDEN.test(branch)) {
+    throw new AppError('invalid_request', 'branch: must not contain control characters, invisible format characters (such as bidirectional overrides) or line separators');
+  }
+}
+
+const BRANCH_FORBIDDEN = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/u;
 
 /**
  * Checks every pushed item on its own. Valid items come back normalised, in
