@@ -16,6 +16,7 @@ function build(timeouts = {}) {
   app.get('/q', { schema: { querystring: Type.Object({ from: Type.Integer() }) } }, async (req) => ({ from: req.query.from }));
   app.get('/app-error', async () => { throw new AppError('rate_limited', 'slow down', { retry_after: 7 }); });
   app.get('/boom', async () => { throw new Error('secret internals'); });
+  app.get('/internal-app-error', async () => { throw new AppError('internal', 'attachment 42 has no stored content', { path: '/var/lib/x' }); });
   return { app, lines };
 }
 
@@ -65,6 +66,11 @@ test('AppError extras become body fields and Retry-After; 500s hide internals', 
   assert.equal(r.statusCode, 500);
   assert.doesNotMatch(r.body, /secret internals|at /);
   assert.ok(lines.some((l) => l.includes('secret internals')), 'the 500 is logged');
+  // An AppError of code internal is thrown with a message for the operator: the client gets the generic 500 body.
+  r = await app.inject({ url: '/internal-app-error' });
+  assert.equal(r.statusCode, 500);
+  assert.deepEqual(r.json(), { error: 'internal', details: 'an unexpected error occurred; it has been logged' });
+  assert.ok(lines.some((l) => l.includes('attachment 42 has no stored content')), 'its message is logged');
 });
 
 test('logs never carry the authorization header or a token query parameter', async (t) => {

@@ -12,9 +12,13 @@ export interface ErrorBody {
   [extra: string]: unknown;
 }
 
-/** Maps any thrown value to a status and the JSON error body. 5xx details never leave the process. */
+/**
+ * Maps any thrown value to a status and the JSON error body. A 500's details never leave the process, an `internal`
+ * AppError's included: its message is for the log (which row, which file is missing). A 503 `unavailable` keeps its
+ * details, written for the client (shutting down, retry).
+ */
 export function toErrorResponse(err: unknown): { status: number; body: ErrorBody; headers?: Record<string, string> } {
-  if (isAppError(err)) {
+  if (isAppError(err) && err.code !== 'internal') {
     const body: ErrorBody = { error: err.code, ...(err.details ? { details: err.details } : {}), ...err.extra };
     const headers = typeof err.extra?.['retry_after'] === 'number' ? { 'retry-after': String(err.extra['retry_after']) } : undefined;
     return { status: err.status, body, ...(headers ? { headers } : {}) };
