@@ -96,6 +96,9 @@ for (const backend of BACKENDS) {
         ['a\u0000b.txt', 'ab.txt'],
         ['evil\u0007\u001b[31m.txt', 'evil[31m.txt'],
         ['résumé 📄.pdf', 'résumé 📄.pdf'],
+        // A right-to-left override would show this as "exe.png"; zero-width and line separators hide or break names.
+        ['\u202Egnp.exe', 'gnp.exe'],
+        ['in\u200Bvoice\u2028.pdf', 'invoice.pdf'],
         ['quo\\"te.txt', 'quo"te.txt'],
         ['x'.repeat(1000), 'x'.repeat(255)],
       ];

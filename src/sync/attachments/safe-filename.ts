@@ -2,15 +2,21 @@
 export const MAX_FILENAME_LENGTH = 255;
 
 /**
+ * Control characters, invisible format characters (a right-to-left override
+ * shows `\u202Egnp.exe` as `exe.png`; zero-width characters make two names look
+ * alike) and line or paragraph separators.
+ */
+const HIDDEN = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu;
+
+/**
  * The name shown for an uploaded file. It is display data only (storage uses
  * a generated UUID), but it travels back in headers and UIs, so: last path
- * segment only (either separator), no control characters, trimmed, at most
+ * segment only (either separator), none of HIDDEN's characters, trimmed, at most
  * 255 characters; an empty result, `.` or `..` becomes `file`.
  */
 export function safeFilename(raw: string | undefined): string {
   const last = percentDecoded(raw ?? '').split(/[/\\]/).pop() ?? '';
-  // eslint-disable-next-line no-control-regex -- removing control characters is the point
-  const cleaned = last.replace(/[\u0000-\u001f\u007f-\u009f]/g, '').trim();
+  const cleaned = last.replace(HIDDEN, '').trim();
   const short = [...cleaned].slice(0, MAX_FILENAME_LENGTH).join('');
   return short === '' || short === '.' || short === '..' ? 'file' : short;
 }
