@@ -114,6 +114,14 @@ for (const backend of BACKENDS) {
       assert.equal((await call(h.url, 'GET', '/api/v1/sparklines?metric=cpu.usage')).status, 401);
     });
 
+    test('a range past the largest time a Date holds falls back to the default view on every page (it was a 500)', async () => {
+      for (const path of ['/', '/hosts/c', '/fleet']) {
+        const r = await fetch(`${h.url}${path}?from=1&to=9000000000000000`, { headers: { authorization: `Bearer ${acme.token}`, accept: HTML_ACCEPT } });
+        assert.equal(r.status, 200, path);
+        assert.match(await r.text(), /data-preset="1h"/, path);
+      }
+    });
+
     test('the host page shows the host, every metric and escapes agent text; another tenant\'s host is a 404', async () => {
       const page = await fetch(`${h.url}/hosts/c?range=1h`, { headers: { authorization: `Bearer ${acme.token}`, accept: HTML_ACCEPT } });
       assert.equal(page.status, 200);

@@ -106,6 +106,9 @@ test('the time range comes from the URL: presets end now, from/to is fixed, junk
   assert.deepEqual(parseTimeRange({ from: '2026-11-21T10:00', to: '2026-11-21T11:30' }, NOW), { from: Date.UTC(2026, 10, 21, 10), to: Date.UTC(2026, 10, 21, 11, 30), preset: null }, 'the no-JavaScript form is read as UTC');
   assert.deepEqual(parseTimeRange({ from: '2000', to: '1000' }, NOW), { from: NOW - 3_600_000, to: NOW, preset: '1h' });
   assert.deepEqual(parseTimeRange({ range: '__proto__' }, NOW), { from: NOW - 3_600_000, to: NOW, preset: '1h' });
+  // Past the largest time a Date holds, the page drew its range bar from an invalid Date (a 500): now junk like any other.
+  assert.deepEqual(parseTimeRange({ from: '1', to: '9000000000000000' }, NOW), { from: NOW - 3_600_000, to: NOW, preset: '1h' });
+  assert.deepEqual(parseTimeRange({ from: '1', to: '8640000000000000' }, NOW), { from: 1, to: 8.64e15, preset: null });
   assert.equal(rangeQuery({ from: 1, to: 2, preset: null }), 'from=1&to=2');
 });
 

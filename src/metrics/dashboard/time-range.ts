@@ -16,11 +16,15 @@ export interface TimeRange {
   preset: RangePreset | null;
 }
 
+/** The largest epoch millisecond a JavaScript Date can show (ECMA-262: 8.64e15). */
+const MAX_DATE_MS = 8.64e15;
+
 const MINUTE_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2})?$/;
 
 function parseInstant(text: string | undefined): number | undefined {
   if (text === undefined || text === '') return undefined;
-  if (/^\d{1,16}$/.test(text)) return Number(text);
+  // A time past the largest a Date holds (year 275760) is unreadable like any other junk, not a failed page.
+  if (/^\d{1,16}$/.test(text)) return Number(text) <= MAX_DATE_MS ? Number(text) : undefined;
   if (MINUTE_UTC.test(text)) {
     const ms = Date.parse(`${text}Z`);
     return Number.isNaN(ms) ? undefined : ms;
