@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { AppError } from '../../src/core/errors.js';
 import { createThreadSlots, startRequestThread } from '../../src/core/worker/request-thread.js';
 
-type Req = { do: 'echo' | 'refuse' | 'crash' | 'exit'; n: number };
+type Req = { do: 'echo' | 'refuse' | 'crash' | 'exit' | 'deep'; n: number };
 
 test('answers each request with its own result, in any order of arrival; refusals stay AppErrors', async () => {
   let gone = 0;
@@ -29,6 +29,19 @@ test('a thread that stops rejects what it had pending as unavailable and tells i
   for (const p of pending) await assert.rejects(p, (e: unknown) => e instanceof AppError && e.code === 'unavailable');
   assert.equal(gone, 1);
   assert.equal(t.pending, 0);
+});
+
+test('an answer that cannot be read back fails the pending requests instead of leaving them waiting', { timeout: 20_000 }, async () => {
+  let gone = 0;
+  const t = startRequestThread<Req, unknown>(import.meta.url, '../fixtures/request-worker', () => { gone++; });
+  try {
+    await assert.rejects(t.send({ do: 'deep', n: 10_000 }), (e: unknown) => e instanceof AppError && e.code === 'internal');
+    assert.equal(t.pending, 0);
+    assert.equal(((await t.send({ do: 'echo', n: 2 })) as { n: number }).n, 2, 'the thread still answers');
+    assert.equal(gone, 0);
+  } finally {
+    await t.terminate();
+  }
 });
 
 test('a slot starts its thread on first use, keeps it, and starts another after it stopped', async () => {

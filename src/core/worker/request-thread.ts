@@ -33,6 +33,15 @@ export function startRequestThread<Q, R>(callerUrl: string, name: string, onGone
     for (const p of pending.values()) p.reject(e);
     pending.clear();
   };
+  // A reply that cannot be read back (a thread's larger stack serializes an array nested 10,000 deep that this
+  // thread's deserializer refuses) carries no id: whatever is pending fails, rather than waiting for ever. The
+  // thread keeps running. (The other way round cannot happen: a thread reads anything this thread could write.)
+  const unreadable = (): void => {
+    for (const p of pending.values()) p.reject(new AppError('internal', `a ${name} thread's answer could not be read`));
+    pending.clear();
+    worker.unref();
+  };
+  worker.on('messageerror', unreadable);
   worker.on('message', (r: ThreadReply<R>) => {
     const p = pending.get(r.id);
     if (!p) return;
