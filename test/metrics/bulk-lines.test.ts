@@ -4,7 +4,7 @@ import { AppError } from '../../src/core/errors.js';
 import { flattenReport } from '../../src/metrics/domain/flatten.js';
 import type { BulkItem } from '../../src/metrics/domain/ingest.js';
 import { createBulkLinePool } from '../../src/metrics/http/bulk-line-pool.js';
-import { bulkItems, readBulkLines, type BulkLineOptions, type BulkLines } from '../../src/metrics/http/bulk-lines.js';
+import { bulkItems, readBulkLines, type BulkLineOptions, type BulkLines, nestsDeeperThan } from '../../src/metrics/http/bulk-lines.js';
 import { ReportMetrics } from '../../src/metrics/domain/report-shapes.js';
 import { makeReport, ndjson } from '../helpers/metrics.js';
 
@@ -138,4 +138,13 @@ test('a closed pool reads no more bodies: unavailable, retryable', async () => {
     await closed.close();
     await assert.rejects(closed.read(bytes(ndjson([makeReport({ ts: NOW })])), OPTS), (e: unknown) => e instanceof AppError && e.code === 'unavailable');
   }
+});
+
+test('nestsDeeperThan counts the brackets that open objects and arrays, never those inside strings', () => {
+  assert.equal(nestsDeeperThan('{"a":[1,{"b":[]}]}', 4), false);
+  assert.equal(nestsDeeperThan('{"a":[1,{"b":[]}]}', 3), true);
+  assert.equal(nestsDeeperThan(`{"s":"${'['.repeat(100)}"}`, 1), false, 'brackets in a string');
+  assert.equal(nestsDeeperThan(`{"s":"\\"${'{'.repeat(100)}\\\\"}`, 1), false, 'an escaped quote does not end the string, an escaped backslash does not escape it');
+  assert.equal(nestsDeeperThan(`{"s":"\\\\"}${'['.repeat(3)}`, 2), true, 'past a string that ends in an escaped backslash, brackets count again');
+  assert.equal(nestsDeeperThan('[]'.repeat(1000), 1), false, 'siblings are not nesting');
 });

@@ -143,6 +143,30 @@ for (const backend of BACKENDS) for (const threads of [1, 0]) {
       assert.ok(Object.keys(hosts.body.metrics).includes('network.k\uFFFD'), 'the lone byte read as U+FFFD, as single ingest reads it');
     });
 
+    test('lines nested deeper than single ingest allows get its answer, however deep (an alert 10,000 deep once left the request unanswered)', { timeout: 30_000 }, async () => {
+      const t = await signed.newTenant();
+      const nested = (levels: number) => '['.repeat(levels) + ']'.repeat(levels);
+      const report = (ts: number) => JSON.stringify(makeReport({ agentId: 'deep', ts }));
+      const lines = [
+        report(NOW - 4000).replace('"network":{', `"extra":${nested(70)},"network":{`),
+        report(NOW - 3000).replace(/}$/, `,"alerts":[{"name":"x","severity":"info","message":"m","extra":${nested(10_000)}}]}`),
+        report(NOW - 2000).replace('"network":{', `"extra":${nested(63)},"network":{`),
+        report(NOW - 1000),
+      ];
+      const body = lines.join('\n');
+      const r = await bulk(signed.url, t.token, body, { 'x-collector-signature': signBody(SECRET, body) });
+      assert.equal(r.status, 200, r.text);
+      const other = await signed.newTenant();
+      for (const [i, line] of lines.entries()) {
+        const single = await call(signed.url, 'POST', '/api/v1/ingest', { token: other.token, body: line, headers: { 'content-type': 'application/json', 'x-collector-signature': signBody(SECRET, line) } });
+        const got = r.body.results[i];
+        if (single.status === 200) assert.deepEqual([got.status, got.ts], ['stored', single.body.ts], `line ${i + 1}`);
+        else assert.deepEqual([got.status, got.error, got.details], ['rejected', single.body.error, single.body.details], `line ${i + 1}`);
+      }
+      assert.deepEqual(r.body.results.map((x: { status: string }) => x.status), ['rejected', 'rejected', 'stored', 'stored']);
+      assert.match(r.body.results[0].details, /nested deeper than 64 levels/);
+    });
+
     test('gzip bodies are accepted on bulk and single ingest; other encodings get 415', async () => {
       const t = await m.newTenant();
       const body = gzipSync(ndjson([makeReport({ agentId: 'g', ts: NOW - 1000 }), makeReport({ agentId: 'g', ts: NOW })]));

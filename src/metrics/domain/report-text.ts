@@ -29,7 +29,7 @@ export function isNameText(s: string): boolean {
 }
 
 /** Deepest nesting `assertReportText` follows; past it the report is refused (flattening stops far earlier anyway). */
-const MAX_TEXT_DEPTH = 64;
+export const MAX_TEXT_DEPTH = 64;
 
 /**
  * Every string and every key anywhere in a report, unknown fields included,

@@ -6,6 +6,7 @@ import { flattenWellFormed } from '../domain/flatten.js';
 import { assertReportTs, type BulkItem } from '../domain/ingest.js';
 import { createShapeTable, NO_SHAPE, ReportMetrics } from '../domain/report-shapes.js';
 import { ReportSchema, type Report } from '../domain/report-schema.js';
+import { MAX_TEXT_DEPTH } from '../domain/report-text.js';
 
 /** Most reports one bulk body may carry; more is 413 (the agent sends at most this many per batch). */
 export const MAX_BULK_REPORTS = 10_000;
@@ -72,13 +73,42 @@ export function reportValidator(): Validator {
  * Only JSON.parse runs here. What secure-json-parse (Fastify's parser) would
  * refuse needs `__proto__` or `constructor` spelled out or escaped (`\u`),
  * and a leading BOM it would strip: such lines, and lines that do not parse,
- * go to the event loop's parser, which gives the exact answer single ingest does.
+ * go to the event loop's parser, which gives the exact answer single ingest does, as do lines nested deeper than
+ * single ingest allows.
  * A line read here thus has no escape, and only an escape can put NUL or a
  * lone surrogate into JSON decoded from UTF-8 (raw control characters do not
  * parse, invalid UTF-8 decodes to U+FFFD): its text is well-formed unchecked.
  */
 function needsFastifyParser(text: string): boolean {
-  return text.charCodeAt(0) === 0xfeff || text.includes('\\u') || text.includes('__proto__') || text.includes('constructor');
+  return text.charCodeAt(0) === 0xfeff || text.includes('\\u') || text.includes('__proto__') || text.includes('constructor') || nestsDeeperThan(text, MAX_TEXT_DEPTH);
+}
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+
+/**
+ * Whether JSON text opens more than `limit` objects or arrays inside one another. Such a line goes to the event
+ * loop's path, whose full text check refuses it as single ingest does (the check this path skips, flattenWellFormed):
+ * here its unknown fields would be kept, and an alert nested 10,000 deep crossed back from a parse thread as a
+ * message the event loop could not read. Counts brackets outside strings; far cheaper than parsing.
+ */
+export function nestsDeeperThan(text: string, limit: number): boolean {
+  let depth = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === QUOTE) {
+      for (i++; i < text.length; i++) {
+        const d = text.charCodeAt(i);
+        if (d === BACKSLASH) i++;
+        else if (d === QUOTE) break;
+      }
+    } else if (c === 0x7b || c === 0x5b) {
+      if (++depth > limit) return true;
+    } else if (c === 0x7d || c === 0x5d) {
+      depth--;
+    }
+  }
+  return false;
 }
 
 /**
