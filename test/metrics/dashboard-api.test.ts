@@ -110,6 +110,16 @@ for (const backend of BACKENDS) {
       }
       const raw = await call(h.url, 'GET', `/api/v1/sparklines?metric=cpu.usage&from=${now - 3_600_000}&to=${now}`, { token: acme.token });
       assert.deepEqual(raw.body.find((x: { hostId: string }) => x.hostId === 'b').values, [50, 51, 52, 53, 54, 55]);
+      // A metric named like an Object property is a metric no host has: every value null (it read the prototype's once).
+      for (const metric of ['__proto__', 'constructor', 'toString']) {
+        const odd = await call(h.url, 'GET', `/api/v1/sparklines?metric=${metric}&from=${now - 3_600_000}&to=${now}`, { token: acme.token });
+        assert.equal(odd.status, 200, metric);
+        for (const s of odd.body as { timestamps: number[]; values: unknown[] }[]) {
+          assert.ok(Array.isArray(s.values) && s.values.length === s.timestamps.length && s.values.every((v) => v === null), `${metric}: ${JSON.stringify(s)}`);
+        }
+        const top = await call(h.url, 'GET', `/api/v1/top?metric=${metric}&from=${now - 3_600_000}&to=${now}`, { token: acme.token });
+        assert.equal(top.status, 200, metric);
+      }
       assert.equal((await call(h.url, 'GET', '/api/v1/sparklines?metric=cpu.usage&points=501', { token: acme.token })).status, 400);
       assert.equal((await call(h.url, 'GET', '/api/v1/sparklines?metric=cpu.usage')).status, 401);
     });

@@ -26,7 +26,7 @@ const DISK_PERCENT = /^disk\..+\.percent$/;
 /** The value of `metric` in a one-point series' columns, or undefined when the host had none in range. */
 function pick(metrics: Record<string, (number | null)[]>, metric: string): { value: number; metric: string } | undefined {
   if (metric !== FULLEST_DISK) {
-    const v = metrics[metric]?.[0];
+    const v = Object.hasOwn(metrics, metric) ? metrics[metric]![0] : undefined;
     return v === null || v === undefined ? undefined : { value: v, metric };
   }
   let best: { value: number; metric: string } | undefined;
@@ -109,7 +109,10 @@ export async function readHostSparks(store: MetricsStore, tenantId: string, metr
   for (const hostId of await store.listHosts(tenantId)) {
     await otherRequestsFirst();
     const series = await hostSeriesOrNone(store, tenantId, hostId, { ...range, minmax: false });
-    if (series) out.push({ hostId, timestamps: series.timestamps, values: series.metrics[metric] ?? series.timestamps.map(() => null) });
+    if (!series) continue;
+    // Own names only: `metric` comes from the query string, and `__proto__` or `constructor` must read as a metric the host lacks.
+    const values = Object.hasOwn(series.metrics, metric) ? series.metrics[metric]! : series.timestamps.map(() => null);
+    out.push({ hostId, timestamps: series.timestamps, values });
   }
   return out;
 }
