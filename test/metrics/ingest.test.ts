@@ -111,6 +111,8 @@ for (const backend of BACKENDS) {
         [base.replace('"network":{', `"network":{"deep":${'['.repeat(20000)}${']'.repeat(20000)},`), /nested deeper than/],
         [base.replace('"network":{', '"network":{"__proto__":{"x":1},'), /not valid JSON/],
         [base.replace('"network":{', '"network":{"constructor":{"prototype":{"x":1}},'), /not valid JSON/],
+        [base.replace(/}$/, ',"alerts":[{"name":"x","severity":"info","value":1e400}]}'), /^body alerts\.0\.value: must be a finite number$/],
+        [base.replace(/}$/, ',"alerts":[{"name":"x","severity":"info"},{"name":"y","severity":"info","threshold":-1e400}]}'), /^body alerts\.1\.threshold: must be a finite number$/],
       ];
       for (const [body, details] of cases) {
         const r = await ingest(m.url, token, body);

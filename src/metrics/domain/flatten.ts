@@ -19,7 +19,7 @@ export const FREE_FORM_SECTIONS = ['network', 'diskio', 'system', 'pressure', 's
  *
  * Throws `invalid_request` naming the field for text that is not
  * well-formed Unicode or holds NUL anywhere in the report, a metric name with
- * a control or invisible character, a non-finite number (JSON
+ * a control or invisible character, a non-finite number, an alert's value or threshold included (JSON
  * `1e400` parses to Infinity), nesting past MAX_FLATTEN_DEPTH, a name past
  * MAX_METRIC_NAME_LENGTH, or two leaves that would share a name (two disks
  * with the same path).
@@ -73,6 +73,13 @@ export function flattenWellFormed(report: Report, sink: MetricSink): void {
   }
   const services = report.services ?? [];
   for (let i = 0; i < services.length; i++) walkEntries(sink, services[i]!, 'service', services[i]!.name, 'name', 'services', i);
+  // Not metrics, but numbers a webhook and the alerts list show: refused like a metric's when not finite.
+  const alerts = report.alerts ?? [];
+  for (let i = 0; i < alerts.length; i++) {
+    const { value, threshold } = alerts[i]!;
+    if (value !== undefined && !Number.isFinite(value)) throw new AppError('invalid_request', `body alerts.${i}.value: must be a finite number`);
+    if (threshold !== undefined && !Number.isFinite(threshold)) throw new AppError('invalid_request', `body alerts.${i}.threshold: must be a finite number`);
+  }
 }
 
 /**
