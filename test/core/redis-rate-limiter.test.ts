@@ -108,6 +108,33 @@ for (const impl of IMPLS) {
       assert.equal((await b.inspect('i')).count, 2);
     });
 
+    test('sliding: a hit counts the hits of the last window, on either instance, and once each', async (t) => {
+      const { a, b, close } = await impl.open();
+      t.after(close);
+      const results = await Promise.all(Array.from({ length: 6 }, (_, i) => (i % 2 ? a : b).hitSliding('s', 3, 60_000)));
+      assert.deepEqual(results.map((r) => r.count).sort(), [1, 2, 3, 4, 4, 4], 'only the newest limit + 1 hits are kept');
+      assert.equal(results.filter((r) => r.allowed).length, 3);
+      for (const r of results) assert.ok(r.retryAfterMs > 0 && r.retryAfterMs <= 60_000, `retryAfterMs ${r.retryAfterMs}`);
+      await b.reset('s');
+      assert.deepEqual([(await a.hitSliding('s', 3, 60_000)).count, (await a.hitSliding('other', 3, 60_000)).count], [1, 1]);
+    });
+
+    test('sliding: the end of the first hit\'s window lets no second burst through, only what left the window', async (t) => {
+      const { a, b, close } = await impl.open();
+      t.after(close);
+      // A fixed window from the first hit would start over at 2 s and allow three more at once.
+      await a.hitSliding('edge', 3, 2_000);
+      await sleep(1_200);
+      await b.hitSliding('edge', 3, 2_000);
+      await a.hitSliding('edge', 3, 2_000);
+      await sleep(1_200);
+      const third = await b.hitSliding('edge', 3, 2_000);
+      assert.deepEqual([third.allowed, third.count], [true, 3], 'the first hit left the window; the two at 1.2 s did not');
+      const fourth = await a.hitSliding('edge', 3, 2_000);
+      assert.deepEqual([fourth.allowed, fourth.count], [false, 4]);
+      assert.ok(fourth.retryAfterMs > 0 && fourth.retryAfterMs <= 1_000, `retryAfterMs ${fourth.retryAfterMs}: until the hits at 1.2 s leave`);
+    });
+
     test('a new window starts once the old one has expired', async (t) => {
       const { a, close } = await impl.open();
       t.after(close);

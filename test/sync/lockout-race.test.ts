@@ -108,7 +108,7 @@ test('an attempt that found no lock and is counted only after the lock started i
   // The late attempt's count waits at this gate, after it looked for the lock: another instance, a slow connection.
   let open!: () => void;
   const gate = new Promise<void>((resolve) => { open = resolve; });
-  const late: RateLimiter = { ...shared, hit: async (...args) => { await gate; return shared.hit(...args); } };
+  const late: RateLimiter = { ...shared, hitSliding: async (...args) => { await gate; return shared.hitSliding(...args); } };
   const attempts = [];
   for (let i = 0; i < THRESHOLD; i++) attempts.push(await countLoginAttempt(ctx, 'a@example.com'));
   const waiting = countLoginAttempt({ ...ctx, rateLimiter: late }, 'a@example.com');

@@ -70,6 +70,20 @@ for (const backend of BACKENDS) {
       assert.equal((await login(other.email, other.password)).status, 200, 'another account is not locked');
     });
 
+    test('failures count over the last 15 minutes, not in fixed windows: a window\'s end lets no second series of guesses through', async () => {
+      const u = await newUser(s);
+      assert.equal((await login(u.email, 'wrong password')).status, 401);
+      s.clock.advance(LOCK_MS - 10_000);
+      for (let i = 0; i < 3; i++) assert.equal((await login(u.email, 'wrong password')).status, 401, `failure ${i + 2}`);
+      // The first failure has left the last 15 minutes; the three of 20 s ago have not. A window opened by the first
+      // failure would have started over here and checked four more passwords.
+      s.clock.advance(20_000);
+      assert.equal((await login(u.email, 'wrong password')).status, 401, 'the 4th failure of the last 15 minutes');
+      assert.equal((await login(u.email, 'wrong password')).status, 401, 'the 5th, which locks');
+      assert.equal((await login(u.email, 'wrong password')).status, 429);
+      assert.equal((await login(u.email, u.password)).status, 429, 'locked: the right password is refused too');
+    });
+
     test('a lock does not end the sessions already open', async () => {
       const u = await newUser(s);
       for (let i = 0; i < 5; i++) await login(u.email, 'wrong password');

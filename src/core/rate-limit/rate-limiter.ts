@@ -1,6 +1,7 @@
 /**
- * Counts hits per key in fixed windows. Implementations: in-process memory
- * (one instance) and Redis (shared by every instance, atomic INCR+PEXPIRE).
+ * Counts hits per key in fixed windows, or in sliding ones (`hitSliding`).
+ * Implementations: in-process memory (one instance) and Redis (shared by
+ * every instance, one atomic script per hit).
  */
 export interface RateLimiter {
   /**
@@ -9,6 +10,15 @@ export interface RateLimiter {
    * resets (meaningful when not allowed).
    */
   hit(key: string, limit: number, windowMs: number): Promise<RateLimitResult>;
+  /**
+   * Records one hit for `key` and counts the hits of the last `windowMs`
+   * (a sliding log, not a fixed window: no window boundary lets a second
+   * `limit` of hits through right after the first). Allowed while that count
+   * is within `limit`; `retryAfterMs` is the time until the oldest counted
+   * hit leaves the window. Only the newest `limit + 1` hits are kept, so the
+   * count stops there. Lockouts use it; request rate limits keep `hit`.
+   */
+  hitSliding(key: string, limit: number, windowMs: number): Promise<RateLimitResult>;
   /**
    * The current window of `key` without recording a hit: its count and the
    * time until it resets; `{ count: 0, retryAfterMs: 0 }` when no window is

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { Redis, Result } from 'ioredis';
 import { AppError } from '../errors.js';
 import type { RateLimiter, RateLimitResult } from './rate-limiter.js';
@@ -17,11 +18,34 @@ end
 return {count, ttl}
 `;
 
+/**
+ * A sliding log: the hits of the last window as a sorted set scored by Redis's own time (as the fixed windows follow
+ * Redis's TTLs), the expired ones dropped and only the newest `keep` kept, in one atomic step. Redis 5+ replicates
+ * a script's effects, so reading TIME before writing is allowed.
+ */
+const SLIDING_SCRIPT = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local window = tonumber(ARGV[1])
+local keep = tonumber(ARGV[2])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
+redis.call('ZADD', KEYS[1], now, ARGV[3])
+local count = redis.call('ZCARD', KEYS[1])
+if count > keep then
+  redis.call('ZREMRANGEBYRANK', KEYS[1], 0, count - keep - 1)
+  count = keep
+end
+redis.call('PEXPIRE', KEYS[1], window)
+local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+return {count, tonumber(oldest[2]) + window - now}
+`;
+
 type HitReply = [number, number];
 
 declare module 'ioredis' {
   interface RedisCommander<Context> {
     rateLimitHit(key: string, windowMs: number): Result<HitReply, Context>;
+    rateLimitSliding(key: string, windowMs: number, keep: number, member: string): Result<HitReply, Context>;
   }
 }
 
@@ -34,12 +58,17 @@ declare module 'ioredis' {
  */
 export function createRedisRateLimiter(redis: Redis, keyPrefix: string): RateLimiter {
   if (!redis.rateLimitHit) redis.defineCommand('rateLimitHit', { numberOfKeys: 1, lua: HIT_SCRIPT });
+  if (!redis.rateLimitSliding) redis.defineCommand('rateLimitSliding', { numberOfKeys: 1, lua: SLIDING_SCRIPT });
   const k = (key: string) => `${keyPrefix}rl:${key}`;
 
   return {
     async hit(key, limit, windowMs): Promise<RateLimitResult> {
       const [count, ttl] = await unavailableOnError(() => redis.rateLimitHit(k(key), windowMs));
       return { allowed: count <= limit, count, retryAfterMs: Math.max(0, ttl) };
+    },
+    async hitSliding(key, limit, windowMs): Promise<RateLimitResult> {
+      const [count, left] = await unavailableOnError(() => redis.rateLimitSliding(k(key), windowMs, limit + 1, randomUUID()));
+      return { allowed: count <= limit, count, retryAfterMs: Math.max(0, left) };
     },
     async inspect(key) {
       const replies = await unavailableOnError(async () => {

@@ -8,10 +8,13 @@ import type { AccountsContext } from './accounts-context.js';
  * which accounts exist. Keys carry a hash, not the address, because they may
  * live in a shared Redis.
  *
- * Every attempt is counted, atomically (one `hit`: a Redis INCR, or one
- * synchronous step in memory), BEFORE its password is checked. So a burst of
- * parallel guesses gets no more than `threshold` password checks in the
- * window, on one instance or across instances; the rest are refused at once.
+ * Every attempt is counted, atomically (one `hitSliding`: a Redis script, or
+ * one synchronous step in memory), BEFORE its password is checked, among the
+ * attempts of the last lock period: a sliding window, so no window boundary
+ * lets a second `threshold` of guesses through right after the first (a fixed
+ * window let 7 wrong passwords be checked within a second across its end). So
+ * a burst of parallel guesses gets no more than `threshold` password checks in
+ * any lock period, on one instance or across instances; the rest are refused at once.
  * The attempt that reaches the threshold and fails starts the lock, lasting
  * the full lock period from that moment. While locked, attempts are refused
  * before the password is looked at (the right password does not get in
@@ -50,7 +53,7 @@ export async function countLoginAttempt(ctx: AccountsContext, email: string): Pr
   const lock = await ctx.rateLimiter.inspect(k.lock);
   if (lock.count > 0) throw locked(lock.retryAfterMs);
   const periodMs = ctx.config.lockoutSeconds * 1000;
-  const r = await ctx.rateLimiter.hit(k.attempts, ctx.config.lockoutThreshold, periodMs);
+  const r = await ctx.rateLimiter.hitSliding(k.attempts, ctx.config.lockoutThreshold, periodMs);
   // Refused without a password check: as many attempts as the threshold allows are already being checked.
   if (!r.allowed) {
     throw new AppError('rate_limited', 'too many login attempts for this e-mail address at once; try again later', { retry_after: IN_FLIGHT_RETRY_SECONDS });
