@@ -56,6 +56,26 @@ for (const backend of BACKENDS) {
       assert.deepEqual(Array.from(rows[0]!.values), [1]);
     });
 
+    test('a duplicate with another hostname, platform and a new metric changes none of them, in the head or once sealed', async () => {
+      const t = await newTenant(store);
+      const names = async () => (await database.db.selectFrom('metric_names').select('name').where('tenant_id', '=', t.tenantId).execute()).map((r) => r.name).sort();
+      const hostNames = async () => (await database.db.selectFrom('host_metric_names').innerJoin('hosts', 'hosts.key', 'host_metric_names.host_key')
+        .where('hosts.tenant_id', '=', t.tenantId).select('host_metric_names.metric_id').execute()).length;
+      const changed = (ts: number) => ({ ...report(t.tenantId, 'hd', ts, { 'cpu.usage': 2, 'network.newmetric': 7 }), hostname: 'RENAMED', platform: 'windows' });
+      for (const ts of [1_000, 5_000]) assert.deepEqual(await store.appendReport(report(t.tenantId, 'hd', ts, { 'cpu.usage': 1 })), { status: 'stored' });
+      await store.flush();
+      // 1,000 and 5,000 are sealed now; 9,000 stays in the head.
+      assert.deepEqual(await store.appendReport(report(t.tenantId, 'hd', 9_000_000_000, { 'cpu.usage': 1 })), { status: 'stored' });
+      const before = { names: await names(), hostNames: await hostNames(), latest: await store.latestByHost(t.tenantId, 'hd') };
+      for (const ts of [1_000, 9_000_000_000]) assert.deepEqual(await store.appendReport(changed(ts)), { status: 'duplicate' }, `ts ${ts}`);
+      assert.deepEqual({ names: await names(), hostNames: await hostNames(), latest: await store.latestByHost(t.tenantId, 'hd') }, before);
+      assert.deepEqual(before.latest.map((h) => [h.hostname, h.platform]), [['hd.example', 'linux']]);
+      // A report that is no duplicate still renames the host and registers its names.
+      assert.deepEqual(await store.appendReport(changed(9_000_010_000)), { status: 'stored' });
+      assert.deepEqual((await store.latestByHost(t.tenantId, 'hd')).map((h) => [h.hostname, h.platform]), [['RENAMED', 'windows']]);
+      assert.deepEqual(await names(), ['cpu.usage', 'network.newmetric']);
+    });
+
     test('two stores on one database (two instances) ingesting the same new hosts in opposite orders lose nothing', async () => {
       const second = await openTestMetricsDatabase(storage);
       const other = openStore(second);

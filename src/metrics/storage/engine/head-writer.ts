@@ -145,6 +145,14 @@ async function appendInTransaction(deps: WriterDeps, batch: HeadReport[], after:
       else if (!fresh && !hostIds!.has(id)) fresh = true;
       metricIds[at] = id ?? -1;
     }
+    // A report that would change what is shared (register names, rename its host) is first looked for: a duplicate
+    // changes nothing, and is answered as one before anything is written or judged against a limit. The common
+    // report changes nothing shared, and its duplicate is found by the head insert (or the sealed check below).
+    const renames = host !== undefined && (host.hostname !== report.hostname || host.platform !== report.platform);
+    if (host && (unknown || fresh || renames) && await storedAlready(deps, sealedMeta, host.key, report.ts)) {
+      outcomes[index] = { status: 'duplicate' };
+      continue;
+    }
     if (unknown) {
       const count = tenantCounts.get(report.tenantId) ?? await countTenantNames(conn, report.tenantId);
       tenantCounts.set(report.tenantId, count);
@@ -175,7 +183,7 @@ async function appendInTransaction(deps: WriterDeps, batch: HeadReport[], after:
     if (!host) {
       host = await insertHost(conn, report);
       hosts.set(hostMapKey, host);
-    } else if (host.hostname !== report.hostname || host.platform !== report.platform) {
+    } else if (renames) {
       await renameHost(conn, host.key, report);
       host = { ...host, hostname: report.hostname, platform: report.platform };
       hosts.set(hostMapKey, host);
@@ -214,6 +222,13 @@ async function appendInTransaction(deps: WriterDeps, batch: HeadReport[], after:
     for (const [key, set] of hostSets) state.hostMetricIds.set(key, set);
   });
   return outcomes;
+}
+
+/** Whether the host already has a report at `ts`, in a sealed block or in the head. */
+async function storedAlready(deps: WriterDeps, sealedMeta: Awaited<ReturnType<typeof loadSealedMeta>>, hostKey: number, ts: number): Promise<boolean> {
+  const block = deps.sealed.spanning(sealedMeta, hostKey, ts);
+  if (block && await deps.sealed.holds(deps.conn, block, hostKey, ts)) return true;
+  return (await deps.conn.all('SELECT 1 FROM reports WHERE host_key = ? AND ts = ?', [hostKey, ts])).length > 0;
 }
 
 const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
