@@ -210,3 +210,37 @@ test('a heartbeat never overlaps the previous one\'s checks: while they run, it 
   await hub.heartbeat();
   assert.equal(calls, 2, 'the next heartbeat after the round checks again');
 });
+
+test('an access change re-checks the business at once; batches that come meanwhile wait for it, and none reaches a socket it closed', async (t) => {
+  const pubsub = createMemoryPubSub();
+  let release!: () => void;
+  const gate = new Promise<void>((resolve) => { release = resolve; });
+  const checked: string[][] = [];
+  // 'removed' has lost access; the check takes until the test releases it.
+  const reauthorize = async (_b: string, credentials: readonly string[]) => {
+    checked.push([...credentials]);
+    await gate;
+    return credentials.map((c) => c !== 'removed');
+  };
+  const hub = createFeedHub(pubsub, NO_SPREAD, silent, reauthorize);
+  t.after(() => hub.close());
+  const stays = new FakeSocket();
+  const goes = new FakeSocket();
+  goes.close = (code: number) => { goes.closedWith = code; goes.readyState = 2; };
+  await hub.add(BIZ, stays, allowed);
+  await hub.add(BIZ, goes, 'removed');
+  await pubsub.publish(businessChannel(BIZ), { business_id: BIZ, recheck: true });
+  await pubsub.publish(businessChannel(BIZ), batch(2));
+  await pubsub.publish(businessChannel(BIZ), { business_id: BIZ, recheck: true });
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.deepEqual(checked, [['valid', 'removed']], 'checked at once, not at a heartbeat; the second change waits for the first check');
+  assert.deepEqual([stays.sent.length, goes.sent.length], [0, 0], 'the batch waits for the check');
+  release();
+  await new Promise((resolve) => setTimeout(resolve, 10));
+  assert.equal(checked.length, 2, 'the access change that came during the check was checked too');
+  assert.equal(goes.closedWith, NO_LONGER_AUTHORIZED);
+  assert.equal(goes.sent.length, 0, 'nothing reached the socket that lost access');
+  assert.deepEqual(stays.sent.map((m) => JSON.parse(m).version), [1, 2], 'the held batch, in order, once checked');
+  await pubsub.publish(businessChannel(BIZ), batch(1));
+  assert.equal(stays.sent.length, 3, 'later batches go straight out again');
+});

@@ -180,6 +180,31 @@ for (const backend of BACKENDS) for (const shared of SHARED_STATES) {
       }
     });
 
+    test('a member removed from the business loses the feed at once, not at the next heartbeat, and gets none of the changes made after', async () => {
+      const own = await startSync(backend, { feedHeartbeatMs: 3_600_000 }, { shared });
+      try {
+        const boss = await newUser(own);
+        const b = await newBusiness(own, boss);
+        const leaver = await newUser(own);
+        await addMember(own, boss, b.id, leaver);
+        const [bossFeed, leaverFeed] = await Promise.all([boss, leaver].map((u) => openFeed(own.url, { businessId: b.id, userId: u.id, token: u.token })));
+        let leaked = 0;
+        leaverFeed!.ws.on('message', () => { leaked++; });
+        const closed = new Promise<number>((r) => leaverFeed!.ws.once('close', (code) => r(code)));
+        assert.equal((await call(own.url, 'DELETE', `/api/business/${b.id}/members/${leaver.id}`, { token: boss.token })).status, 204);
+        // Pushed right after the removal's answer, before the feed's re-check can have returned.
+        const r = await device(own.url, boss.token, b.id, 'dev-1').push({ changes: [change(randomUUID(), 1, { secret: true })] });
+        assert.equal(r.status, 200);
+        assert.equal(await closed, 1008, 'closed with policy violation, an hour before the next heartbeat');
+        assert.equal(leaked, 0, 'the removed member received no change made after the removal');
+        const [msg] = await bossFeed!.next(1);
+        assert.equal((msg as { type: string }).type, 'change', 'the owner still gets it');
+        bossFeed!.ws.close();
+      } finally {
+        await own.close();
+      }
+    });
+
     test('subscribers are closed with 1001 when the server shuts down', async () => {
       const own = await startSync(backend, {}, { shared });
       const u = await newUser(own);

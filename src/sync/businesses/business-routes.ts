@@ -7,6 +7,7 @@ import { addMember, listMembers, removeMember } from './members.js';
 import type { Member } from './business-store.js';
 import { ROLES } from './role.js';
 import { requireUser } from '../http/auth-guard.js';
+import { announceAccessChange } from '../feed/change-events.js';
 import { BearerSecurity, errors, isoTime, Timestamp, Uuid } from '../http/schemas.js';
 import { normalizeUuid } from '../../core/uuid.js';
 
@@ -105,7 +106,10 @@ export function registerBusinessRoutes(app: App, deps: SyncDeps): void {
       response: { 204: Type.Null({ description: 'Removed' }), ...errors(400, 401, 403, 404, 409) },
     },
   }, async (req, reply) => {
-    await removeMember(deps, req.caller.userId, pathUuid(req.params.id, 'id'), pathUuid(req.params.userId, 'userId'));
+    const businessId = pathUuid(req.params.id, 'id');
+    await removeMember(deps, req.caller.userId, businessId, pathUuid(req.params.userId, 'userId'));
+    // The removed member's feed connections, on every instance, are closed now rather than at the next heartbeat.
+    await announceAccessChange(deps.pubsub, req.log, businessId);
     return reply.code(204).send(null);
   });
 }

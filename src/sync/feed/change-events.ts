@@ -16,6 +16,32 @@ export interface ChangeBatch {
   events: ChangeEvent[];
 }
 
+/**
+ * What travels on the same channel when who may read the business changed (a member removed): every instance
+ * re-checks its subscribers of the business at once, holding the business's later batches until it has, instead of
+ * waiting for the next heartbeat.
+ */
+export interface AccessChange {
+  business_id: string;
+  recheck: true;
+}
+
+export function isAccessChange(message: unknown): boolean {
+  return (message as Partial<AccessChange> | null)?.recheck === true;
+}
+
+/**
+ * Announces an AccessChange of `businessId` to every instance's feed. Never throws: if the message is lost, the
+ * next heartbeat's re-check closes the connections all the same (logged).
+ */
+export async function announceAccessChange(pubsub: PubSub, log: WarnLogger, businessId: string): Promise<void> {
+  try {
+    await pubsub.publish(businessChannel(businessId), { business_id: businessId, recheck: true } satisfies AccessChange);
+  } catch (e: unknown) {
+    log.warn({ err: e, businessId }, 'access change notification failed; feed connections are re-checked at the next heartbeat');
+  }
+}
+
 /** Tells every instance's feed subscribers about committed changes. Never throws: delivery is at-most-once. */
 export interface ChangeNotifier {
   notify(businessId: string, changes: readonly AppliedChange[]): Promise<void>;

@@ -1,5 +1,5 @@
 import type { PubSub } from '../../core/pubsub/pubsub.js';
-import { businessChannel, type ChangeBatch, type WarnLogger } from './change-events.js';
+import { businessChannel, isAccessChange, type ChangeBatch, type WarnLogger } from './change-events.js';
 
 /** The part of a `ws` WebSocket the hub uses (so the policy can be tested without a network). */
 export interface FeedSocket {
@@ -72,6 +72,10 @@ export interface FeedHub<C> {
 interface Subscription<C> {
   sockets: Map<FeedSocket, C>;
   unsubscribe: Promise<() => Promise<void>>;
+  /** Batches that came while an access re-check of the business ran: sent, in order, once it is done. */
+  held?: unknown[];
+  /** Another access change came during the re-check: check once more before sending what is held. */
+  again?: boolean;
 }
 
 /**
@@ -111,6 +115,37 @@ export function createFeedHub<C>(pubsub: PubSub, options: FeedOptions, log: Warn
         socket.send(frame, TEXT);
       }
     }
+  };
+
+  /**
+   * A message of the business's channel. An access change (a member removed) re-checks its sockets at once; the
+   * batches that come meanwhile wait for the check, so a connection that lost access gets none of the changes made
+   * after the loss, even those published before the check's queries return.
+   */
+  const receive = (businessId: string, sub: Subscription<C>, message: unknown) => {
+    if (isAccessChange(message)) {
+      if (sub.held) { sub.again = true; return; }
+      sub.held = [];
+      void (async () => {
+        do {
+          sub.again = false;
+          await checkBusiness(businessId);
+        } while (sub.again && !closed);
+        const held = sub.held ?? [];
+        sub.held = undefined;
+        for (const m of held) deliver(sub.sockets, m);
+      })();
+      return;
+    }
+    if (sub.held) sub.held.push(message);
+    else deliver(sub.sockets, message);
+  };
+
+  /** A subscription to the business's channel, its messages for its own sockets only (a later one has its own). */
+  const subscribe = (businessId: string): Subscription<C> => {
+    // The callback runs only once a message is published, after `sub` is set.
+    const sub: Subscription<C> = { sockets: new Map<FeedSocket, C>(), unsubscribe: pubsub.subscribe(businessChannel(businessId), (m) => receive(businessId, sub, m)) };
+    return sub;
   };
 
   const remove = (businessId: string, socket: FeedSocket) => {
@@ -166,8 +201,7 @@ export function createFeedHub<C>(pubsub: PubSub, options: FeedOptions, log: Warn
     async add(businessId, socket, credential) {
       let sub = subscriptions.get(businessId);
       if (!sub) {
-        const sockets = new Map<FeedSocket, C>();
-        sub = { sockets, unsubscribe: pubsub.subscribe(businessChannel(businessId), (m) => deliver(sockets, m)) };
+        sub = subscribe(businessId);
         subscriptions.set(businessId, sub);
       }
       sub.sockets.set(socket, credential);
