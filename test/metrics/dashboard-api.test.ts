@@ -170,3 +170,15 @@ for (const backend of BACKENDS) {
     });
   });
 }
+
+test('the reads of every host (top, top lists, sparklines) are shed with the series reads when a tenant has too many in progress', async (t) => {
+  // No slot for anyone: every expensive request is refused at once, and only those.
+  const h = await startMetrics('sqlite', { maxExpensivePerPrincipal: 0 });
+  t.after(() => h.close());
+  const tenant = await h.newTenant('shed');
+  for (const path of ['/api/v1/top?metric=cpu.usage', '/api/v1/top/lists?metrics=cpu.usage', '/api/v1/sparklines?metric=cpu.usage', '/api/v1/aggregate']) {
+    const r = await call(h.url, 'GET', path, { token: tenant.token });
+    assert.deepEqual([r.status, r.body.error, r.headers.get('retry-after')], [503, 'unavailable', '1'], path);
+  }
+  for (const path of ['/api/v1/hosts', '/api/v1/hosts/status', '/api/v1/alerts']) assert.equal((await call(h.url, 'GET', path, { token: tenant.token })).status, 200, path);
+});

@@ -9,7 +9,7 @@ import { AGENT_ID_PATTERN } from '../domain/report-text.js';
 import { resolveRange, type SeriesSettings } from '../domain/series.js';
 import { readHostSparks, readTopHosts, readTopHostsBy } from '../domain/top-hosts.js';
 import { authenticate, requestTenant, type SessionReader } from '../http/authenticate.js';
-import { AUTH_ERRORS, BEARER, errorResponses } from './schemas.js';
+import { AUTH_ERRORS, BEARER, errorResponses, LOAD_SHED_ERROR } from './schemas.js';
 
 export interface FleetReadDeps {
   store: MetricsStore;
@@ -114,6 +114,8 @@ export function registerFleetReadRoutes(app: App, deps: FleetReadDeps): void {
 
   app.get('/api/v1/top', {
     onRequest,
+    // Reads every host of the tenant: bounded with the series reads (load shedding).
+    config: { expensive: true },
     schema: {
       summary: 'Hosts ranked by a metric\'s mean over the range',
       tags: ['dashboard data'],
@@ -125,7 +127,7 @@ export function registerFleetReadRoutes(app: App, deps: FleetReadDeps): void {
       }),
       response: {
         200: Type.Array(TopEntrySchema, { description: 'Highest first; hosts without the metric in range are left out.' }),
-        ...errorResponses({ invalid_request: RANGE_ERROR, ...AUTH_ERRORS }),
+        ...errorResponses({ invalid_request: RANGE_ERROR, ...AUTH_ERRORS, ...LOAD_SHED_ERROR }),
       },
     },
   }, async (request) => {
@@ -136,6 +138,8 @@ export function registerFleetReadRoutes(app: App, deps: FleetReadDeps): void {
 
   app.get('/api/v1/top/lists', {
     onRequest,
+    // Reads every host of the tenant: bounded with the series reads (load shedding).
+    config: { expensive: true },
     schema: {
       summary: 'Several top lists in one pass over the hosts (the fleet page\'s three)',
       tags: ['dashboard data'],
@@ -150,7 +154,7 @@ export function registerFleetReadRoutes(app: App, deps: FleetReadDeps): void {
           hosts: Type.Integer({ description: 'Hosts with reports in the range.' }),
           lists: Type.Record(Type.String(), Type.Array(TopEntrySchema), { description: 'Each asked metric -> its list, as /api/v1/top answers it.' }),
         }),
-        ...errorResponses({ invalid_request: RANGE_ERROR, ...AUTH_ERRORS }),
+        ...errorResponses({ invalid_request: RANGE_ERROR, ...AUTH_ERRORS, ...LOAD_SHED_ERROR }),
       },
     },
   }, async (request) => {
@@ -163,6 +167,8 @@ export function registerFleetReadRoutes(app: App, deps: FleetReadDeps): void {
 
   app.get('/api/v1/sparklines', {
     onRequest,
+    // Reads every host of the tenant: bounded with the series reads (load shedding).
+    config: { expensive: true },
     schema: {
       summary: 'One metric\'s small series for every host (the host list\'s sparklines)',
       tags: ['dashboard data'],
@@ -178,7 +184,7 @@ export function registerFleetReadRoutes(app: App, deps: FleetReadDeps): void {
           timestamps: Type.Array(Timestamp),
           values: Type.Array(Nullable(Type.Number())),
         })),
-        ...errorResponses({ invalid_request: RANGE_ERROR, ...AUTH_ERRORS }),
+        ...errorResponses({ invalid_request: RANGE_ERROR, ...AUTH_ERRORS, ...LOAD_SHED_ERROR }),
       },
     },
   }, async (request) => {

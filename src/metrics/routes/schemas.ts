@@ -6,7 +6,7 @@ export const AUTH_ERRORS = {
   internal: 'Unexpected failure (logged; the body carries no detail).',
 } as const;
 
-/** What an expensive route (series, aggregate) answers past the load-shedding bounds. */
+/** What an expensive route (series, aggregate, top lists, sparklines) answers past the load-shedding bounds. */
 export const LOAD_SHED_ERROR = {
   unavailable: 'Too many expensive requests in progress (for this tenant or on this instance), the event loop is stalled, or the server is shutting down; retry after `Retry-After` seconds.',
 } as const;
