@@ -147,4 +147,6 @@ test('nestsDeeperThan counts the brackets that open objects and arrays, never th
   assert.equal(nestsDeeperThan(`{"s":"\\"${'{'.repeat(100)}\\\\"}`, 1), false, 'an escaped quote does not end the string, an escaped backslash does not escape it');
   assert.equal(nestsDeeperThan(`{"s":"\\\\"}${'['.repeat(3)}`, 2), true, 'past a string that ends in an escaped backslash, brackets count again');
   assert.equal(nestsDeeperThan('[]'.repeat(1000), 1), false, 'siblings are not nesting');
+  assert.equal(nestsDeeperThan(`{"s":"${'['.repeat(100)}","a":[[]]}`, 3), false, 'many brackets in a string, little nesting: walked, not refused');
+  assert.equal(nestsDeeperThan(`{"s":"${'['.repeat(100)}","a":[[]]}`, 2), true);
 });
