@@ -55,6 +55,21 @@ export interface SyncClientOptions extends TransportOptions, Omit<SessionOptions
 
 /** Bytes of JSON per push, well under the server's 1 MiB body limit. */
 const PUSH_BODY_BUDGET = 768 * 1024;
+/** Items the server takes in one push. */
+const MAX_PUSH_ITEMS = 1000;
+
+/** UTF-8 length of `s`, without encoding it. */
+function utf8Length(s: string): number {
+  let n = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x80) n += 1;
+    else if (c < 0x800) n += 2;
+    else if (c >= 0xd800 && c < 0xdc00 && i + 1 < s.length && (s.charCodeAt(i + 1) & 0xfc00) === 0xdc00) { n += 4; i++; }
+    else n += 3;
+  }
+  return n;
+}
 
 const META = { instance: 'instance_id', business: 'business_id', cursor: 'cursor', session: 'session', seq: 'next_seq' } as const;
 
@@ -71,6 +86,8 @@ export class SyncClient {
   private outbox = new Map<string, OutboxEntry>();
   private conflictsByKey = new Map<string, LocalConflict>();
   private cursor = 0;
+  /** Most items the next push sends: halved after a 413, doubled back after each push the server took. */
+  private pushCap = MAX_PUSH_ITEMS;
   private nextSeq = 1;
   private cycle: Promise<void> | null = null;
   private queued: Promise<void> | null = null;
@@ -494,8 +511,9 @@ export class SyncClient {
         seen.add(key);
         // Later edits of a record wait for the earlier one's outcome; edits of a conflicted record wait for the resolution.
         if (this.hasConflict(e.table, e.uuid)) continue;
-        const size = JSON.stringify(e.data).length + 200;
-        if (batch.length >= Math.min(this.o.pushBatchSize ?? 500, 1000) || (batch.length && bytes + size > PUSH_BODY_BUDGET)) break;
+        // UTF-8 bytes, as the server's body limit counts them: text of 3-byte characters is 3 times its length.
+        const size = utf8Length(JSON.stringify(e.data)) + 200;
+        if (batch.length >= Math.min(this.o.pushBatchSize ?? 500, 1000, this.pushCap) || (batch.length && bytes + size > PUSH_BODY_BUDGET)) break;
         bytes += size;
         batch.push(e);
       }
@@ -508,7 +526,27 @@ export class SyncClient {
 
     const changes = batch.filter((e) => e.operation !== 'delete');
     const tombstones = batch.filter((e) => e.operation === 'delete');
-    const res = await this.businessRequest('POST', '/api/sync/push', {
+    let res: Response;
+    try {
+      res = await this.pushRequest(changes, tombstones);
+    } catch (e: unknown) {
+      // Larger than the server takes (a body limit below the default, say): the next try sends half as many. Each item
+      // is applied once however the retries group them, so a part of a sent batch is as safe to send as the whole.
+      if (e instanceof SyncClientError && e.code === 'payload_too_large' && batch.length > 1) {
+        this.pushCap = Math.max(1, Math.floor(batch.length / 2));
+        return true;
+      }
+      throw e;
+    }
+    this.pushCap = Math.min(2 * this.pushCap, MAX_PUSH_ITEMS);
+    const result = (await res.json()) as PushResult;
+    const newConflicts = await this.settlePush(batch, changes, tombstones, result);
+    for (const c of newConflicts) await this.offerToResolver(c);
+    return true;
+  }
+
+  private pushRequest(changes: OutboxEntry[], tombstones: OutboxEntry[]): Promise<Response> {
+    return this.businessRequest('POST', '/api/sync/push', {
       json: {
         business_id: this.requireBusiness(),
         instance_id: this.instanceId,
@@ -517,10 +555,6 @@ export class SyncClient {
         tombstones: tombstones.map((e) => ({ table_name: e.table, record_uuid: e.uuid, version: e.version })),
       },
     });
-    const result = (await res.json()) as PushResult;
-    const newConflicts = await this.settlePush(batch, changes, tombstones, result);
-    for (const c of newConflicts) await this.offerToResolver(c);
-    return true;
   }
 
   private async settlePush(batch: OutboxEntry[], changes: OutboxEntry[], tombstones: OutboxEntry[], result: PushResult): Promise<LocalConflict[]> {

@@ -70,6 +70,49 @@ describe('sync client: local writes, push and pull', { concurrency: true }, () =
       assert.equal(await a.get('lines', gone), null);
     });
 
+    test(`on ${backend}: pushes are sized in UTF-8 bytes, so text of 3-byte characters never makes a push the server refuses`, async (t) => {
+      const s = await startSync(backend);
+      t.after(() => s.close());
+      const u = await newUser(s);
+      const b = await newBusiness(s, u);
+      const statuses: number[] = [];
+      const a = await device(s.url, u, b.id, { fetch: async (input, init) => { const r = await fetch(input, init); if (new URL(String(input)).pathname === '/api/sync/push') statuses.push(r.status); return r; } });
+      t.after(() => a.close());
+      // 21,000 characters of 3 UTF-8 bytes: 63,000 bytes each, under the 64 KiB item limit. Counted in characters, 40
+      // of them looked like 0.8 MiB of JSON and went out as 2.5 MB: 413 every time, and every later edit waited.
+      const text = '漢'.repeat(21_000);
+      for (let i = 0; i < 40; i++) await a.put('notes', randomUUID(), { text });
+      await a.put('notes', randomUUID(), { text: 'a small edit made after them' });
+      await a.sync();
+      assert.equal(a.pendingChanges, 0);
+      assert.equal((await a.status()).server_version, 41);
+      assert.ok(statuses.length >= 4 && statuses.every((st) => st === 200), `push answers ${statuses.join(',')}`);
+    });
+
+    test(`on ${backend}: a batch the server finds too large (413) is sent in halves, and nothing waits behind it`, async (t) => {
+      // A body limit under the client's budget (768 KiB), as a server may be configured.
+      const s = await startSync(backend, { bodyLimit: 512 * 1024 });
+      t.after(() => s.close());
+      const u = await newUser(s);
+      const b = await newBusiness(s, u);
+      const statuses: number[] = [];
+      const a = await device(s.url, u, b.id, { fetch: async (input, init) => { const r = await fetch(input, init); if (new URL(String(input)).pathname === '/api/sync/push') statuses.push(r.status); return r; } });
+      t.after(() => a.close());
+      // 12 items of 60 KB fit the client's budget (756 KB) and not this server's limit.
+      for (let i = 0; i < 12; i++) await a.put('notes', randomUUID(), { text: 'x'.repeat(60_000) });
+      const later = randomUUID();
+      await a.put('notes', later, { text: 'a small edit made after them' });
+      await a.sync();
+      assert.equal(a.pendingChanges, 0);
+      assert.equal((await a.status()).server_version, 13);
+      assert.equal(statuses[0], 413, 'the first batch was too large');
+      assert.ok(statuses.slice(1).every((st) => st === 200), `then halves: ${statuses.join(',')}`);
+      const c = await device(s.url, u, b.id);
+      t.after(() => c.close());
+      await c.sync();
+      assert.deepEqual(await c.get('notes', later), { text: 'a small edit made after them' });
+    });
+
     test(`on ${backend}: a pull of many pages applies each change once, in order; a page that fails to apply stops the pull where it was`, async (t) => {
       const s = await startSync(backend);
       t.after(() => s.close());
