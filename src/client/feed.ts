@@ -26,6 +26,8 @@ export interface FeedHandlers {
 /** Keeps the feed connected until `stop()`. */
 export class FeedConnection {
   private socket: FeedSocket | null = null;
+  /** The socket being opened: `stop` closes it too, or it would open after the stop and stay open. */
+  private connecting: FeedSocket | null = null;
   private timer: ReturnType<typeof setTimeout> | null = null;
   private attempt = 0;
   private stopped = true;
@@ -46,13 +48,15 @@ export class FeedConnection {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
-    const s = this.socket;
-    this.socket = null;
-    if (s) {
+    for (const s of [this.socket, this.connecting]) {
+      if (!s) continue;
+      s.onopen = null;
       s.onclose = null;
       s.onmessage = null;
       s.close(1000);
     }
+    this.socket = null;
+    this.connecting = null;
   }
 
   /** Drops the current socket as if the network had (tests, and apps that know the network changed). */
@@ -72,8 +76,11 @@ export class FeedConnection {
     }
     if (this.stopped) return;
     const socket = new this.Socket(url);
+    this.connecting = socket;
     let opened = false;
     socket.onopen = () => {
+      if (this.connecting !== socket) { socket.close(1000); return; }
+      this.connecting = null;
       opened = true;
       this.attempt = 0;
       this.socket = socket;
@@ -92,6 +99,7 @@ export class FeedConnection {
     socket.onerror = () => undefined;
     socket.onclose = (ev) => {
       if (this.socket === socket) this.socket = null;
+      if (this.connecting === socket) this.connecting = null;
       if (this.stopped) return;
       this.handlers.onClose(opened ? ev.code : 1006);
       this.scheduleReconnect();
