@@ -4,6 +4,7 @@ import { SyncClientError, isTransient } from './errors.js';
 import type { Session } from './session.js';
 import type { RequestBody } from './transport.js';
 import type { Attachment } from './wire.js';
+import { safeFilename } from '../sync/attachments/safe-filename.js';
 
 export interface AttachmentOptions {
   /** Attempts per transfer, the first included (default 5). */
@@ -47,21 +48,24 @@ export class AttachmentClient {
    * after a backoff (the server has no partial uploads); before each retry the
    * record's attachments are listed, and one with the same name, size and
    * SHA-256 means the lost attempt was stored, so it is returned instead of
-   * uploading a duplicate. 413 (`payload_too_large`) and 403 (`forbidden`) are thrown at once.
+   * uploading a duplicate (the name as the server keeps it: `scans/q1.pdf` is
+   * kept as `q1.pdf`). A listing that fails for the network is retried like the upload. 413 (`payload_too_large`) and 403 (`forbidden`) are thrown at once.
    */
   async upload(input: UploadInput): Promise<Attachment> {
     const sha256 = await hexSha256(input.bytes);
     const attempts = this.o.attempts ?? 5;
+    // The name as the server keeps it (quoted as sent, then reduced by the server's own rule), to know the file again.
+    const storedName = safeFilename(quoteName(input.filename));
     for (let attempt = 0; ; attempt++) {
-      if (attempt > 0) {
-        const stored = (await this.list(input.recordType, input.recordUuid))
-          .find((a) => a.sha256 === sha256 && a.size === input.bytes.length && a.filename === input.filename);
-        if (stored) {
-          input.onProgress?.({ loaded: input.bytes.length, total: input.bytes.length });
-          return stored;
-        }
-      }
       try {
+        if (attempt > 0) {
+          const stored = (await this.list(input.recordType, input.recordUuid))
+            .find((a) => a.sha256 === sha256 && a.size === input.bytes.length && a.filename === storedName);
+          if (stored) {
+            input.onProgress?.({ loaded: input.bytes.length, total: input.bytes.length });
+            return stored;
+          }
+        }
         return await this.uploadOnce(input);
       } catch (e: unknown) {
         if (!isTransient(e) || attempt + 1 >= attempts || input.signal?.aborted) throw e;

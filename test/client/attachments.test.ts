@@ -15,8 +15,13 @@ describe('sync client: attachments', { concurrency: true }, () => {
       const b = await newBusiness(s, u);
       let loseNextUploadAnswer = false;
       let breakNextDownload = false;
+      let offlineRequests = 0;
       const flaky = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
         const url = String(input);
+        if (offlineRequests > 0) {
+          offlineRequests--;
+          throw new TypeError('fetch failed (offline)');
+        }
         if (url.endsWith('/api/sync/attachment') && loseNextUploadAnswer) {
           loseNextUploadAnswer = false;
           const res = await fetch(input, init);
@@ -56,6 +61,20 @@ describe('sync client: attachments', { concurrency: true }, () => {
       assert.ok(up.length > 3, 'streamed upload reports progress along the way');
       assert.deepEqual(up.at(-1), { loaded: bytes.length, total: bytes.length });
       assert.ok(up.every((p, i) => i === 0 || p.loaded >= up[i - 1]!.loaded || p.loaded === 0));
+
+      // A name the server keeps reduced (last path segment, quotes as sent) is still known again after a lost answer.
+      const rec2 = randomUUID();
+      loseNextUploadAnswer = true;
+      const reduced = await a.attachments.upload({ recordType: 'invoice', recordUuid: rec2, filename: 'scans/q1 "draft".pdf', bytes: bytes.subarray(0, 1000) });
+      assert.equal(reduced.filename, 'q1 _draft_.pdf');
+      assert.equal((await a.attachments.list('invoice', rec2)).length, 1, 'not stored twice under its reduced name');
+      // Still offline when the retry lists what is stored (the upload, then the listing's three tries): the listing is
+      // retried with the upload instead of failing it.
+      const rec3 = randomUUID();
+      offlineRequests = 4;
+      const late = await a.attachments.upload({ recordType: 'invoice', recordUuid: rec3, filename: 'x.bin', bytes: bytes.subarray(0, 1000) });
+      assert.equal(offlineRequests, 0);
+      assert.deepEqual((await a.attachments.list('invoice', rec3)).map((x) => x.uuid), [late.uuid]);
 
       const down: Progress[] = [];
       breakNextDownload = true;
