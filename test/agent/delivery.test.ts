@@ -2,7 +2,8 @@ import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { readdirSync, rmSync } from 'node:fs';
+import { readdirSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { createHmac } from 'node:crypto';
 import { backoffDelay, parseRetryAfter, MAX_RETRY_AFTER_MS } from '../../src/agent/delivery/backoff.js';
 import { encodeBatch, type EncodedBatch } from '../../src/agent/delivery/encode-batch.js';
@@ -176,6 +177,31 @@ test('lines the service rejects are dropped and counted, the others of the batch
   assert.equal((await Spool.open({ dir: d, maxBytes: 1e6, maxAgeMs: 1e9, log: cap.log })).counters.rejected, 1, 'counter survives a restart');
 });
 
+test('a spooled report whose file was removed, blanked or damaged is dropped and counted; the rest are delivered in order', async () => {
+  const r = await receiver([{ status: 200 }]);
+  const cap = captureLog();
+  const d = dir();
+  const spool = await Spool.open({ dir: d, maxBytes: 1e6, maxAgeMs: 1e9, log: cap.log });
+  for (let i = 1; i <= 6; i++) await spool.append(Buffer.from(JSON.stringify({ n: i })), Date.now());
+  const file = (n: number) => path.join(d, readdirSync(d).filter((f) => f.startsWith('r-')).sort()[n - 1]!);
+  // Each of these once stopped delivery for good: a missing file (read error), a blank one (the service skips the
+  // line, so the answer had a result too few) and a torn one of two lines (re-serializing it threw).
+  const [missing, blank, torn] = [file(1), file(3), file(4)];
+  unlinkSync(missing);
+  writeFileSync(blank, ' \n');
+  writeFileSync(torn, '{"n":\n');
+  const summary = await drainSpool({ spool, log: cap.log, ...FAST, send: (b, s) => sendBatch({ url: r.url, token: 't', timeoutMs: 2000 }, b, s) });
+  await r.close();
+  assert.equal(summary.delivered, 3);
+  assert.deepEqual(summary.rejected.map((x) => [x.error, x.details.replace(/^spooled report \d+: /, '')]), [
+    ['unsendable', 'its file cannot be read (ENOENT)'], ['unsendable', 'its file is blank'], ['unsendable', 'its file is not one JSON document'],
+  ]);
+  assert.equal(summary.spooled, 0);
+  assert.deepEqual(lines(r.seen[0]!.body).map((l) => l.n), [2, 5, 6], 'the others, in order, in one batch');
+  assert.equal(cap.find('a spooled report cannot be sent (its file was removed or damaged); dropped from the spool').length, 3);
+  assert.equal((await Spool.open({ dir: d, maxBytes: 1e6, maxAgeMs: 1e9, log: cap.log })).counters.rejected, 3);
+});
+
 test('drainSpool stops at the first retryable failure and keeps everything spooled', async () => {
   const cap = captureLog();
   const spool = await Spool.open({ dir: dir(), maxBytes: 1e6, maxAgeMs: 1e9, log: cap.log });
@@ -216,7 +242,7 @@ test('the next batch is read and compressed while one is in flight; a failure in
   // What the loop reads, and when, next to what it sends: the read of a batch starts before the answer to the one before.
   const events: string[] = [];
   const readMany = spool.readMany.bind(spool);
-  spool.readMany = (entries) => { events.push(`read ${entries[0]!.seq}`); return readMany(entries); };
+  spool.readMany = (entries, read, unsendable) => { events.push(`read ${entries[0]!.seq}`); return readMany(entries, read, unsendable); };
   const send = async (b: EncodedBatch, s: AbortSignal) => {
     const first = (lines(gunzipSync(b.body).toString('utf8'))[0]!).n;
     events.push(`send ${first}`);

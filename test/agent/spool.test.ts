@@ -9,7 +9,7 @@ const dirs: string[] = [];
 after(() => { for (const d of dirs) rmSync(d, { recursive: true, force: true }); });
 function dir() { const d = tempDir(); dirs.push(d); return d; }
 async function body(spool: Spool, entry: SpoolEntry): Promise<string> {
-  for await (const b of spool.readMany([entry])) return b.toString();
+  for await (const b of spool.readMany([entry], [], [])) return b.toString();
   throw new Error('nothing read');
 }
 

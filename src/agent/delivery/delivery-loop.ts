@@ -54,10 +54,24 @@ function attempter(opts: DeliveryOptions, summary: DrainSummary): Attempter {
   let maxReports = opts.batchMaxReports;
   /** The batch after the one in flight, read and compressed meanwhile; a failure is kept as a value, never unhandled. */
   let ahead: Promise<Prepared | { failed: unknown }> | undefined;
-  const prepare = async (entries: SpoolEntry[]): Promise<Prepared> => ({ entries, batch: await encodeBatch(spool.readMany(entries)) });
+  /**
+   * Reads and compresses `entries`. Those that can never be sent (their file gone, blank or damaged) leave the spool
+   * as rejected, logged, so they do not hold every later report up; the batch is what is left (none: undefined).
+   */
+  const prepare = async (entries: SpoolEntry[]): Promise<Prepared | undefined> => {
+    const read: SpoolEntry[] = [];
+    const unsendable: Array<{ entry: SpoolEntry; why: string }> = [];
+    const batch = await encodeBatch(spool.readMany(entries, read, unsendable));
+    for (const { entry, why } of unsendable) {
+      await spool.removeMany([entry], 'rejected');
+      summary.rejected.push({ status: 0, error: 'unsendable', details: `spooled report ${entry.seq}: ${why}` });
+      log.error('a spooled report cannot be sent (its file was removed or damaged); dropped from the spool', { seq: entry.seq, reportTs: entry.ts, why, rejectedTotal: spool.counters.rejected });
+    }
+    return read.length ? { entries: read, batch } : undefined;
+  };
   const prepareAhead = (inFlight: SpoolEntry[]) => {
     const next = spool.peekBatch(maxReports, opts.batchMaxBytes, inFlight.length);
-    ahead = next.length ? prepare(next).catch((failed: unknown) => ({ failed })) : undefined;
+    ahead = next.length ? prepare(next).then((p) => p ?? { failed: undefined }, (failed: unknown) => ({ failed })) : undefined;
   };
   /**
    * The batch to send now: the one prepared ahead if it still starts at the head of the spool (the batch before it
@@ -67,8 +81,13 @@ function attempter(opts: DeliveryOptions, summary: DrainSummary): Attempter {
     const early = ahead && (await ahead);
     ahead = undefined;
     if (early && 'entries' in early && early.entries[0] === spool.peek() && early.entries.length <= maxReports) return early;
-    const entries = spool.peekBatch(maxReports, opts.batchMaxBytes);
-    return entries.length ? prepare(entries) : undefined;
+    // A batch of nothing but unsendable reports: they are gone, try the next ones.
+    for (;;) {
+      const entries = spool.peekBatch(maxReports, opts.batchMaxBytes);
+      if (!entries.length) return undefined;
+      const prepared = await prepare(entries);
+      if (prepared) return prepared;
+    }
   };
   const refuse = async (entries: SpoolEntry[], status: number, error: string, details: string) => {
     await spool.removeMany(entries, 'rejected');

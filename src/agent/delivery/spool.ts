@@ -35,6 +35,10 @@ export interface SpoolCounters {
 /** Exactly the names `append` writes (no leading zero in ts), so a name can be derived again from (seq, ts). */
 const NAME = /^r-(\d{16})-(0|[1-9]\d*)\.json$/;
 const COUNTERS = 'counters.json';
+/** Read errors that no later try can cure: such a report is counted as rejected rather than retried for ever. */
+const FOR_GOOD = new Set(['ENOENT', 'EISDIR', 'EACCES', 'EPERM', 'ENOTDIR']);
+/** JSON's whitespace bytes. */
+const WHITESPACE = new Set([0x20, 0x09, 0x0a, 0x0d]);
 /**
  * Spool files read in one go before the event loop gets a turn. Synchronously: a small file in the page cache takes
  * microseconds, a promise round trip through the thread pool several times that in CPU (a week's backlog is 60,000
@@ -155,13 +159,42 @@ export class Spool {
     return out;
   }
 
-  /** The bodies of `entries`, in order, read a chunk of files at a time rather than all at once. */
-  async *readMany(entries: SpoolEntry[]): AsyncGenerator<Buffer> {
+  /**
+   * The bodies of `entries`, in order, read a chunk of files at a time rather than all at once. An entry whose file
+   * can never be sent (gone, unreadable for good, blank, or not one JSON document: removed or damaged from outside,
+   * since the agent writes each atomically) is not yielded but put in `unsendable` with why; every other one is put in
+   * `read`, in order. Other read errors (EIO) are thrown: the report stays spooled for a later try.
+   */
+  async *readMany(entries: SpoolEntry[], read: SpoolEntry[], unsendable: Array<{ entry: SpoolEntry; why: string }>): AsyncGenerator<Buffer> {
     for (let i = 0; i < entries.length; i += READ_CHUNK) {
       if (i) await new Promise<void>((resolve) => setImmediate(resolve));
-      const chunk = entries.slice(i, i + READ_CHUNK).map((e) => readFileSync(this.fileOf(e)));
+      const chunk: Buffer[] = [];
+      for (const entry of entries.slice(i, i + READ_CHUNK)) {
+        const body = this.readBody(entry);
+        if (typeof body === 'string') unsendable.push({ entry, why: body });
+        else { read.push(entry); chunk.push(body); }
+      }
       yield* chunk;
     }
+  }
+
+  /** A spooled report's bytes, or why it can never be sent. */
+  private readBody(entry: SpoolEntry): Buffer | string {
+    let body: Buffer;
+    try {
+      body = readFileSync(this.fileOf(entry));
+    } catch (e: unknown) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code && FOR_GOOD.has(code)) return `its file cannot be read (${code})`;
+      throw e;
+    }
+    if (!body.some((b) => !WHITESPACE.has(b))) return 'its file is blank';
+    // One line, as the agent writes it, goes as it is (the service judges it); a body of several lines is sent
+    // re-serialized on one line, so it must parse.
+    if (body.includes(0x0a)) {
+      try { JSON.parse(body.toString('utf8')); } catch { return 'its file is not one JSON document'; }
+    }
+    return body;
   }
 
   /**
