@@ -154,3 +154,35 @@ test('the agent id is the machine\'s: one machine id gives one UUID; no machine 
   assert.equal(appSpecificMachineId('00000000000000000000000000000000'), undefined);
   assert.equal(appSpecificMachineId('uninitialized'), undefined);
 });
+
+test('a mount over another at the same point is reported once, as the top one; a mount point too long for its metric names is left out, not the report', async () => {
+  const long = `/srv/${'d'.repeat(240)}`;
+  const mountinfo = [
+    '22 1 259:2 / / rw,relatime shared:1 - ext4 /dev/nvme0n1p2 rw',
+    '30 22 8:1 / /work rw,relatime shared:2 - ext4 /dev/sda1 rw',
+    '31 30 8:2 / /work rw,relatime shared:3 - ext4 /dev/sdb1 rw',
+    '32 22 8:3 / /data rw,relatime shared:4 - ext4 /dev/sdc1 rw',
+    '33 32 0:40 / /data rw,relatime shared:5 - tmpfs tmpfs rw',
+    `34 22 8:4 / ${long} rw,relatime shared:6 - ext4 /dev/sdd1 rw`,
+  ].join('\n') + '\n';
+  const base = linuxHostSource(host('kernel-6.8-storage'));
+  const statfsOf: string[] = [];
+  const collector = createCollector({
+    source: {
+      ...base,
+      readProc: async (name: string) => (name === base.mountinfoName ? mountinfo : base.readProc(name)),
+      statfs: async (p: string) => { statfsOf.push(p); return { bsize: 4096, blocks: 100, bfree: 50, bavail: 50 }; },
+      isFile: async () => false,
+      serviceStates: async () => [],
+    },
+    agentId: 'm', hostname: 'h', services: [], log: captureLog().log,
+  });
+  await collector.prime(0);
+  const r = { ...(await collector.collect(10_000)), alerts: [] };
+  // Two filesystems at /work once gave "metric disk./work.total is reported twice" at every interval; the long one,
+  // "metric name is longer than 256 characters": no report at all from the host.
+  assert.deepEqual(r.disks.map((d) => d.path), ['/', '/work'], 'the top mount of /work once; /data hidden under a tmpfs');
+  assert.deepEqual(statfsOf.sort(), ['/', long, '/work'].sort());
+  assert.ok(flattenReport(r).size > 0, 'the report flattens');
+  assert.ok(Value.Check(ReportSchema, r));
+});

@@ -1,7 +1,8 @@
 import type { AgentReport } from '../agent-report.js';
 import type { Logger } from '../logger.js';
 import { cgroupCpuFiles, parseCfsQuota, parseCpuMax } from './cgroup-cpu.js';
-import { diskUsage, type DiskReport } from './disk-usage.js';
+import { diskUsage, longestDiskMetricName, type DiskReport } from './disk-usage.js';
+import { MAX_METRIC_NAME_LENGTH } from '../../metrics/domain/flatten.js';
 import type { HostSource } from './host-source.js';
 import { hwmonTemperatures } from './hwmon-temperatures.js';
 import { networkReport } from './network-rates.js';
@@ -72,7 +73,10 @@ export function createCollector(opts: CollectorOptions): Collector {
     for (const m of mounts) {
       try {
         const d = diskUsage(m.mountPoint, await source.statfs(m.mountPoint));
-        if (d) out.push(d);
+        // A mount point so long that its metric names would pass the service's limit would fail the whole report.
+        if (d && longestDiskMetricName(d.path) > MAX_METRIC_NAME_LENGTH) {
+          opts.log.debug('mount point too long for its metric names, filesystem left out', { path: d.path, limit: MAX_METRIC_NAME_LENGTH });
+        } else if (d) out.push(d);
       } catch (e: unknown) {
         opts.log.debug('statfs failed, filesystem left out of this report', { path: m.mountPoint, error: String(e) });
       }

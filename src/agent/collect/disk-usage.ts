@@ -41,6 +41,11 @@ function reportedPath(path: string): string {
   });
 }
 
+/** Length of the longest metric name a disk at `path` (as reported) gives: `disk.<path>.inodesPercent`. */
+export function longestDiskMetricName(path: string): number {
+  return 'disk.'.length + path.length + '.inodesPercent'.length;
+}
+
 /** Turns statfs block counts into bytes; `undefined` for a filesystem with no blocks (nothing to report). */
 export function diskUsage(path: string, s: StatfsResult): DiskReport | undefined {
   if (s.blocks <= 0 || s.bsize <= 0) return undefined;

@@ -29,16 +29,21 @@ export function bindMountCandidates(mounts: MountEntry[]): MountEntry[] {
 }
 
 /**
- * The mounts worth a statfs: real filesystems only, each device once. When a
+ * The mounts worth a statfs: real filesystems only, each device once, and
+ * only the top mount of a mount point (one mounted over hides those below). When a
  * device is mounted several times (bind mounts, Docker volumes), the mount of the
  * filesystem's own root wins over subdirectory binds, then the shortest mount
  * point. Bind mounts of single files (`fileMounts`) are never chosen. Result
  * ordered by mount point.
  */
 export function selectFilesystems(mounts: MountEntry[], fileMounts: ReadonlySet<string> = new Set()): MountEntry[] {
+  // A mount over another at the same point hides it (mountinfo lists mounts in the order they were made): only the
+  // top one is what a statfs of that path sees, and two at one path would report one path twice.
+  const top = new Map<string, MountEntry>();
+  for (const m of mounts) top.set(m.mountPoint, m);
   const byDevice = new Map<string, MountEntry>();
   for (const m of mounts) {
-    if (!isRealFilesystem(m) || fileMounts.has(m.mountPoint)) continue;
+    if (top.get(m.mountPoint) !== m || !isRealFilesystem(m) || fileMounts.has(m.mountPoint)) continue;
     const seen = byDevice.get(m.device);
     if (!seen || better(m, seen)) byDevice.set(m.device, m);
   }
