@@ -85,6 +85,8 @@ export class SyncClient {
   private mutex: Promise<void> = Promise.resolve();
   private outbox = new Map<string, OutboxEntry>();
   private conflictsByKey = new Map<string, LocalConflict>();
+  /** Records whose edits wait, after a `local` resolution, to be numbered above the resolution's version (renumberResolved). */
+  private readonly renumbering = new Set<string>();
   private cursor = 0;
   /** Most items the next push sends: halved after a 413, doubled back after each push the server took. */
   private pushCap = MAX_PUSH_ITEMS;
@@ -325,6 +327,9 @@ export class SyncClient {
     await this.locked(async () => {
       const ops: StoreOp[] = [{ op: 'delete', collection: 'conflicts', key: conflictKey(id) }];
       this.conflictsByKey.delete(conflictKey(id));
+      // Edits made here since the conflict stay held until they are numbered above the resolution's version: a
+      // sync round pushing them meanwhile, with their old numbers, had them refused and lost.
+      if (localWins) this.renumbering.add(recordKey(table, uuid));
       if (!localWins) {
         // The server keeps its side: edits made here since are dropped and the record shows the server's state.
         for (const e of this.entriesOf(table, uuid)) {
@@ -344,26 +349,36 @@ export class SyncClient {
     });
     if (reverted) this.emitter.emit('change', reverted);
     // The pull brings the resolution's change (for `local`) and the server's latest record version to number from.
+    // Should it fail, the held edits are renumbered after the next round's pull instead.
     await this.pullAll();
+    await this.renumberResolved();
+    if (typeof choice === 'object') await this.put(table, uuid, choice.merged);
+    if (this.started) this.kick();
+  }
+
+  /**
+   * Numbers the edits held since a conflict this device resolved `local` (never sent) above the record's version on
+   * the server, as the last pull left it, then lets them go.
+   */
+  private async renumberResolved(): Promise<void> {
+    if (!this.renumbering.size) return;
     await this.locked(async () => {
-      const rec = await this.store.get('records', recordKey(table, uuid));
-      if (!rec) return;
       const ops: StoreOp[] = [];
-      if (localWins) {
-        // Edits made here after the conflict were never sent (held back), so they can be renumbered above the server's version.
-        for (const e of this.entriesOf(table, uuid)) {
-          if (e.sent) continue;
+      for (const key of this.renumbering) {
+        const rec = await this.store.get('records', key);
+        if (!rec) continue;
+        const held = this.entriesOf(rec.table, rec.uuid).filter((e) => !e.sent);
+        for (const e of held) {
           e.version = rec.remote.version + 1;
           if (e.operation === 'create') e.operation = 'update';
           rec.version = e.version;
           ops.push({ op: 'put', collection: 'outbox', key: outboxKey(e.seq), value: e });
         }
-        if (ops.length) ops.push({ op: 'put', collection: 'records', key: recordKey(table, uuid), value: rec });
-        await this.store.write(ops);
+        if (held.length) ops.push({ op: 'put', collection: 'records', key, value: rec });
       }
+      await this.store.write(ops);
+      this.renumbering.clear();
     });
-    if (typeof choice === 'object') await this.put(table, uuid, choice.merged);
-    if (this.started) this.kick();
   }
 
   // ---- internals: local writes --------------------------------------------------------------
@@ -378,7 +393,9 @@ export class SyncClient {
       const pending = this.entriesOf(table, uuid);
       const open = pending.find((e) => !e.sent);
       const ops: StoreOp[] = [];
-      if (!pending.length) rec.base = rec.remote.data;
+      // The server's side an edit starts from, for a conflict's three-way view; a record in conflict keeps the base it
+      // had (it has no outbox entry left, but an edit made now starts from its own, not the server's, side).
+      if (!pending.length && !this.hasConflict(table, uuid)) rec.base = rec.remote.data;
       if (open) {
         // Not sent yet: the entry takes the new state; its version stays one above what the server may have seen.
         if (data === null && open.operation === 'create' && pending.length === 1 && rec.remote.version === 0 && !this.hasConflict(table, uuid)) {
@@ -433,6 +450,7 @@ export class SyncClient {
     this.setState('syncing');
     try {
       await this.pullAll();
+      await this.renumberResolved();
       let pushed = false;
       while (await this.pushOnce()) pushed = true;
       if (pushed) await this.pullAll();
@@ -510,7 +528,7 @@ export class SyncClient {
         if (seen.has(key)) continue;
         seen.add(key);
         // Later edits of a record wait for the earlier one's outcome; edits of a conflicted record wait for the resolution.
-        if (this.hasConflict(e.table, e.uuid)) continue;
+        if (this.hasConflict(e.table, e.uuid) || this.renumbering.has(key)) continue;
         // UTF-8 bytes, as the server's body limit counts them: text of 3-byte characters is 3 times its length.
         const size = utf8Length(JSON.stringify(e.data)) + 200;
         if (batch.length >= Math.min(this.o.pushBatchSize ?? 500, 1000, this.pushCap) || (batch.length && bytes + size > PUSH_BODY_BUDGET)) break;

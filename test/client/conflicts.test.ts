@@ -131,6 +131,71 @@ describe('sync client: conflicts', { concurrency: true }, () => {
       assert.deepEqual(await c.conflicts(), []);
     });
 
+    test(`on ${backend}: a sync round running while a local resolution waits for its pull does not push the held edit with its old number`, async (t) => {
+      const s = await startSync(backend);
+      t.after(() => s.close());
+      const u = await newUser(s);
+      const b = await newBusiness(s, u);
+      let slowPulls = false;
+      // An ordinary slow network: each pull takes 150 ms while the resolution runs.
+      const slow = async (input: string | URL | Request, init?: RequestInit) => {
+        if (slowPulls && String(input).endsWith('/api/sync/pull')) await new Promise((r) => setTimeout(r, 150));
+        return fetch(input, init);
+      };
+      const a = await device(s.url, u, b.id);
+      const c = await device(s.url, u, b.id, { fetch: slow });
+      t.after(() => Promise.all([a.close(), c.close()]));
+      const errors: string[] = [];
+      c.on('error', (e) => errors.push(`${e.code}: ${e.message}`));
+      const rec = randomUUID();
+      await a.put('notes', rec, { text: 'v1' });
+      await a.sync();
+      await c.sync();
+      await a.put('notes', rec, { text: 'from a' });
+      await a.sync();
+      await c.put('notes', rec, { text: 'from c' });
+      await c.sync();
+      const [conflict] = await c.conflicts();
+      assert.ok(conflict);
+      await c.put('notes', rec, { text: 'from c, later' });
+      slowPulls = true;
+      // A background round (a feed message, a kick) starts, then the app resolves while its pull is slow.
+      const round = c.sync();
+      await c.resolveConflict(conflict.id, 'local');
+      await round;
+      slowPulls = false;
+      await c.sync();
+      await a.sync();
+      assert.deepEqual(errors, [], 'no push of the held edit was refused');
+      assert.deepEqual(await a.get('notes', rec), { text: 'from c, later' }, 'the edit made while conflicted reached the server');
+      assert.deepEqual(await c.get('notes', rec), { text: 'from c, later' });
+      assert.equal(c.pendingChanges, 0);
+    });
+
+    test(`on ${backend}: an edit made while conflicted keeps the conflict's base, so a field merge keeps the other device's change`, async (t) => {
+      const s = await startSync(backend);
+      t.after(() => s.close());
+      const u = await newUser(s);
+      const b = await newBusiness(s, u);
+      const a = await device(s.url, u, b.id);
+      const c = await device(s.url, u, b.id);
+      t.after(() => Promise.all([a.close(), c.close()]));
+      const rec = randomUUID();
+      await a.put('customers', rec, { name: 'Ann', phone: '111' });
+      await a.sync();
+      await c.sync();
+      await a.put('customers', rec, { name: 'Ann', phone: '222' });
+      await a.sync();
+      await c.put('customers', rec, { name: 'Bob', phone: '111' });
+      await c.sync();
+      const [before] = await c.conflicts();
+      assert.deepEqual(fieldMerge(before!), { merged: { name: 'Bob', phone: '222' } });
+      await c.put('customers', rec, { name: 'Bob', phone: '111', note: 'x' });
+      const [after] = await c.conflicts();
+      assert.deepEqual(after!.base, { name: 'Ann', phone: '111' }, 'the base is still what this device started from');
+      assert.deepEqual(fieldMerge(after!), { merged: { name: 'Bob', phone: '222' } }, 'the other device\'s phone is kept');
+    });
+
     test(`on ${backend}: a resolver callback settles conflicts automatically (field merge, last writer wins)`, async (t) => {
       const s = await startSync(backend);
       t.after(() => s.close());
