@@ -87,6 +87,8 @@ export class SyncClient {
   private conflictsByKey = new Map<string, LocalConflict>();
   /** Records whose edits wait, after a `local` resolution, to be numbered above the resolution's version (renumberResolved). */
   private readonly renumbering = new Set<string>();
+  /** Conflicts the resolver has still to settle (its resolution failed, or the run stopped first), by id. */
+  private readonly unsettled = new Set<number>();
   private cursor = 0;
   /** Most items the next push sends: halved after a 413, doubled back after each push the server took. */
   private pushCap = MAX_PUSH_ITEMS;
@@ -138,7 +140,11 @@ export class SyncClient {
     client.cursor = ((await store.get('meta', META.cursor)) as number | undefined) ?? 0;
     client.nextSeq = ((await store.get('meta', META.seq)) as number | undefined) ?? 1;
     for (const e of await store.list('outbox')) client.outbox.set(outboxKey(e.seq), e);
-    for (const c of await store.list('conflicts')) client.conflictsByKey.set(conflictKey(c.conflict.id), c);
+    for (const c of await store.list('conflicts')) {
+      client.conflictsByKey.set(conflictKey(c.conflict.id), c);
+      // Left pending by a run that stopped before its resolver settled it: offered again in the first round.
+      if (o.resolver) client.unsettled.add(c.conflict.id);
+    }
     return client;
   }
 
@@ -451,6 +457,7 @@ export class SyncClient {
     try {
       await this.pullAll();
       await this.renumberResolved();
+      await this.settleConflicts();
       let pushed = false;
       while (await this.pushOnce()) pushed = true;
       if (pushed) await this.pullAll();
@@ -559,7 +566,7 @@ export class SyncClient {
     this.pushCap = Math.min(2 * this.pushCap, MAX_PUSH_ITEMS);
     const result = (await res.json()) as PushResult;
     const newConflicts = await this.settlePush(batch, changes, tombstones, result);
-    for (const c of newConflicts) await this.offerToResolver(c);
+    await this.offerConflicts(newConflicts);
     return true;
   }
 
@@ -624,12 +631,33 @@ export class SyncClient {
     return created;
   }
 
-  private async offerToResolver(c: LocalConflict): Promise<void> {
-    const view = await this.view(c);
-    this.emitter.emit('conflict', view);
+  /** Announces new conflicts, every one before any is resolved, then offers them to the resolver (settleConflicts). */
+  private async offerConflicts(conflicts: LocalConflict[]): Promise<void> {
+    for (const c of conflicts) this.emitter.emit('conflict', await this.view(c));
     if (!this.o.resolver) return;
-    const choice = await this.o.resolver(view);
-    if (choice !== undefined) await this.resolveConflict(c.conflict.id, choice);
+    for (const c of conflicts) this.unsettled.add(c.conflict.id);
+    await this.settleConflicts();
+  }
+
+  /**
+   * Offers each conflict the resolver has not settled yet. One whose resolution fails (the network) is reported as an
+   * `error` and stays for the next round, without keeping the others from theirs; one the resolver leaves alone
+   * (undefined) waits for `resolveConflict`.
+   */
+  private async settleConflicts(): Promise<void> {
+    const resolver = this.o.resolver;
+    if (!resolver) return;
+    for (const id of [...this.unsettled]) {
+      const held = this.conflictsByKey.get(conflictKey(id));
+      if (!held) { this.unsettled.delete(id); continue; }
+      try {
+        const choice = await resolver(await this.view(held));
+        if (choice !== undefined) await this.resolveConflict(id, choice);
+        this.unsettled.delete(id);
+      } catch (e: unknown) {
+        this.emitter.emit('error', e instanceof SyncClientError ? e : new SyncClientError('internal', e instanceof Error ? e.message : String(e), { cause: e }));
+      }
+    }
   }
 
   private async view(c: LocalConflict): Promise<ConflictView> {

@@ -196,6 +196,43 @@ describe('sync client: conflicts', { concurrency: true }, () => {
       assert.deepEqual(fieldMerge(after!), { merged: { name: 'Bob', phone: '222' } }, 'the other device\'s phone is kept');
     });
 
+    test(`on ${backend}: every conflict of a push is announced, and one whose automatic resolution failed is offered again next round`, async (t) => {
+      const s = await startSync(backend);
+      t.after(() => s.close());
+      const u = await newUser(s);
+      const b = await newBusiness(s, u);
+      let resolvesFail = true;
+      const flaky = async (input: string | URL | Request, init?: RequestInit) => {
+        if (resolvesFail && /\/api\/sync\/conflicts\/\d+\/resolve$/.test(new URL(String(input)).pathname)) throw new TypeError('fetch failed (offline)');
+        return fetch(input, init);
+      };
+      const a = await device(s.url, u, b.id);
+      const offered: number[] = [];
+      const c = await device(s.url, u, b.id, { fetch: flaky, resolver: (v) => { offered.push(v.id); return 'remote'; } });
+      t.after(() => Promise.all([a.close(), c.close()]));
+      const events: number[] = [];
+      const errors: string[] = [];
+      c.on('conflict', (v) => events.push(v.id));
+      c.on('error', (e) => errors.push(e.code));
+      const [r1, r2] = [randomUUID(), randomUUID()];
+      for (const r of [r1, r2]) await a.put('notes', r, { text: 'v1' });
+      await a.sync();
+      await c.sync();
+      for (const r of [r1, r2]) await a.put('notes', r, { text: 'from a' });
+      await a.sync();
+      for (const r of [r1, r2]) await c.put('notes', r, { text: 'from c' });
+      await c.sync();
+      assert.equal(events.length, 2, 'both conflicts announced, though resolving the first failed');
+      assert.deepEqual(offered, events, 'and both offered to the resolver');
+      assert.deepEqual(errors, ['network', 'network']);
+      assert.deepEqual((await c.conflicts()).map((v) => v.id), events, 'still pending');
+      resolvesFail = false;
+      await c.sync();
+      assert.deepEqual(await c.conflicts(), [], 'offered again and resolved in the next round');
+      assert.deepEqual(offered, [...events, ...events]);
+      for (const r of [r1, r2]) assert.deepEqual(await c.get('notes', r), { text: 'from a' });
+    });
+
     test(`on ${backend}: a resolver callback settles conflicts automatically (field merge, last writer wins)`, async (t) => {
       const s = await startSync(backend);
       t.after(() => s.close());
