@@ -8,6 +8,19 @@ import type { SyncClientError} from '../../src/client/index.js';
 import { createMemoryStore, type ChangeApplied } from '../../src/client/index.js';
 import { device, Network } from './client-fixtures.js';
 
+/** A fetch that records the status of every push it carries. */
+function pushStatuses(): { statuses: number[]; fetch: typeof fetch } {
+  const statuses: number[] = [];
+  return {
+    statuses,
+    fetch: async (input, init) => {
+      const r = await fetch(input, init);
+      if (new URL(String(input instanceof Request ? input.url : input)).pathname === '/api/sync/push') statuses.push(r.status);
+      return r;
+    },
+  };
+}
+
 describe('sync client: local writes, push and pull', { concurrency: true }, () => {
   for (const backend of BACKENDS) {
     test(`on ${backend}: writes on one device reach another, deletes as tombstones, versions numbered as the server expects`, async (t) => {
@@ -75,8 +88,8 @@ describe('sync client: local writes, push and pull', { concurrency: true }, () =
       t.after(() => s.close());
       const u = await newUser(s);
       const b = await newBusiness(s, u);
-      const statuses: number[] = [];
-      const a = await device(s.url, u, b.id, { fetch: async (input, init) => { const r = await fetch(input, init); if (new URL(String(input)).pathname === '/api/sync/push') statuses.push(r.status); return r; } });
+      const { statuses, fetch: recording } = pushStatuses();
+      const a = await device(s.url, u, b.id, { fetch: recording });
       t.after(() => a.close());
       // 21,000 characters of 3 UTF-8 bytes: 63,000 bytes each, under the 64 KiB item limit. Counted in characters, 40
       // of them looked like 0.8 MiB of JSON and went out as 2.5 MB: 413 every time, and every later edit waited.
@@ -95,8 +108,8 @@ describe('sync client: local writes, push and pull', { concurrency: true }, () =
       t.after(() => s.close());
       const u = await newUser(s);
       const b = await newBusiness(s, u);
-      const statuses: number[] = [];
-      const a = await device(s.url, u, b.id, { fetch: async (input, init) => { const r = await fetch(input, init); if (new URL(String(input)).pathname === '/api/sync/push') statuses.push(r.status); return r; } });
+      const { statuses, fetch: recording } = pushStatuses();
+      const a = await device(s.url, u, b.id, { fetch: recording });
       t.after(() => a.close());
       // 12 items of 60 KB fit the client's budget (756 KB) and not this server's limit.
       for (let i = 0; i < 12; i++) await a.put('notes', randomUUID(), { text: 'x'.repeat(60_000) });
