@@ -78,7 +78,7 @@ for (const f of SYNC_STORE_FACTORIES) {
       assert.deepEqual(await accounts.rotateRefreshToken(first.refreshHash, next), { outcome: 'rotated', userId: u.id, familyId: first.familyId });
       assert.ok(await accounts.findAccessGrant(next.accessHash, now));
       const again = { ...next, accessHash: hash(), refreshHash: hash() };
-      assert.deepEqual(await accounts.rotateRefreshToken(first.refreshHash, again), { outcome: 'reused' });
+      assert.deepEqual(await accounts.rotateRefreshToken(first.refreshHash, again), { outcome: 'reused', userId: u.id });
       assert.equal(await accounts.findAccessGrant(next.accessHash, now), undefined, 'the family is revoked');
       assert.equal(await accounts.findAccessGrant(first.accessHash, now), undefined);
       assert.deepEqual(await accounts.rotateRefreshToken(next.refreshHash, { ...again, refreshHash: hash() }), { outcome: 'invalid' }, 'revoked');

@@ -205,6 +205,31 @@ for (const backend of BACKENDS) for (const shared of SHARED_STATES) {
       }
     });
 
+    test('a logout, or a refresh token presented twice, closes the session\'s feed connections at once, not at the next heartbeat', async () => {
+      const own = await startSync(backend, { feedHeartbeatMs: 3_600_000 }, { shared });
+      try {
+        const boss = await newUser(own);
+        const b = await newBusiness(own, boss);
+        const leaving = await newUser(own);
+        const robbed = await newUser(own);
+        await addMember(own, boss, b.id, leaving);
+        await addMember(own, boss, b.id, robbed);
+        const [bossFeed, leavingFeed, robbedFeed] = await Promise.all([boss, leaving, robbed].map((u) => openFeed(own.url, { businessId: b.id, userId: u.id, token: u.token })));
+        const closedWith = (f: Feed) => new Promise<number>((r) => f.ws.once('close', (code) => r(code)));
+        const [leavingClosed, robbedClosed] = [closedWith(leavingFeed!), closedWith(robbedFeed!)];
+        assert.equal((await call(own.url, 'POST', '/api/auth/logout', { token: leaving.token })).status, 204);
+        assert.equal(await leavingClosed, 1008, 'closed on logout, an hour before the next heartbeat');
+        // A copy of the refresh token used twice: the whole family is revoked, its feed closed with it.
+        assert.equal((await call(own.url, 'POST', '/api/auth/refresh', { json: { refresh_token: robbed.refreshToken } })).status, 200);
+        assert.equal((await call(own.url, 'POST', '/api/auth/refresh', { json: { refresh_token: robbed.refreshToken } })).status, 401);
+        assert.equal(await robbedClosed, 1008, 'closed on the refresh token\'s reuse');
+        assert.equal(bossFeed!.ws.readyState, WebSocket.OPEN, 'the others keep theirs');
+        bossFeed!.ws.close();
+      } finally {
+        await own.close();
+      }
+    });
+
     test('subscribers are closed with 1001 when the server shuts down', async () => {
       const own = await startSync(backend, {}, { shared });
       const u = await newUser(own);

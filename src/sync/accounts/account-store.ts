@@ -38,7 +38,7 @@ export interface SessionIssue {
 export type RotateOutcome =
   | { outcome: 'rotated'; userId: string; familyId: string }
   /** The token had already been exchanged: the whole family has been revoked. */
-  | { outcome: 'reused' }
+  | { outcome: 'reused'; userId: string }
   /** Unknown, expired or revoked. */
   | { outcome: 'invalid' };
 

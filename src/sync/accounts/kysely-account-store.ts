@@ -83,7 +83,7 @@ export function createKyselyAccountStore(db: Kysely<AccountTables>): AccountStor
           .where('token_hash', '=', presentedHash).where('used_at', 'is', null).executeTakeFirst();
         if (Number(marked.numUpdatedRows) !== 1) {
           await revokeFamilyIn(trx, row.family_id);
-          return { outcome: 'reused' };
+          return { outcome: 'reused', userId: row.user_id };
         }
         await trx.insertInto('refresh_tokens').values({
           token_hash: next.refreshHash, family_id: row.family_id, user_id: row.user_id, expires_at: Math.min(next.refreshExpiresAt, sessionEnd),

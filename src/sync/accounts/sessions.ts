@@ -45,12 +45,14 @@ export async function startSession(ctx: AccountsContext, userId: string): Promis
  * Exchanges a refresh token for a new pair (rotation on every use). Presenting
  * a token that was already exchanged revokes its whole family: either the
  * client or a thief holds a copy, and the server cannot tell which.
+ * `onRevoked` is told whose family it was (the feed closes its connections).
  */
-export async function refreshSession(ctx: AccountsContext, refreshToken: string): Promise<SessionTokens> {
+export async function refreshSession(ctx: AccountsContext, refreshToken: string, onRevoked: (userId: string) => Promise<void>): Promise<SessionTokens> {
   const { tokens, issue } = newPair(ctx);
   const r = await ctx.accounts.rotateRefreshToken(hashToken(refreshToken), issue);
   if (r.outcome === 'rotated') return tokens;
   if (r.outcome === 'reused') {
+    await onRevoked(r.userId);
     throw new AppError('unauthorized', 'this refresh token was already used; every token of its session has been revoked, sign in again');
   }
   throw new AppError('unauthorized', 'the refresh token is invalid, expired or revoked, or its session reached its maximum age; sign in again');

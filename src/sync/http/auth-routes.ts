@@ -4,6 +4,7 @@ import { AppError } from '../../core/errors.js';
 import type { SyncDeps } from '../deps.js';
 import { loginUser, registerUser, type SignedIn } from '../accounts/register-and-login.js';
 import { endSession, refreshSession } from '../accounts/sessions.js';
+import { announceUserAccessChange } from '../feed/access-changes.js';
 import { issueBusinessToken } from '../accounts/business-token.js';
 import { EMAIL_MAX_LENGTH } from '../accounts/email.js';
 import { PASSWORD_MAX_LENGTH } from '../accounts/password-policy.js';
@@ -70,7 +71,7 @@ export function registerAuthRoutes(app: App, deps: SyncDeps): void {
       response: { 200: RefreshReplyBody, ...errors(400, 401, 413, 415) },
     },
   }, async (req) => {
-    const s = await refreshSession(deps, req.body.refresh_token);
+    const s = await refreshSession(deps, req.body.refresh_token, (userId) => announceUserAccessChange(deps, req.log, userId));
     return { token: s.token, refresh_token: s.refreshToken, expires_at: isoTime(s.expiresAt) };
   });
 
@@ -95,7 +96,11 @@ export function registerAuthRoutes(app: App, deps: SyncDeps): void {
       response: { 204: Type.Null({ description: 'Signed out' }), ...errors(401, 403) },
     },
   }, async (req, reply) => {
-    if (req.caller.familyId) await endSession(deps, req.caller.familyId);
+    if (req.caller.familyId) {
+      await endSession(deps, req.caller.familyId);
+      // The session's feed connections, on every instance, are closed now rather than at the next heartbeat.
+      await announceUserAccessChange(deps, req.log, req.caller.userId);
+    }
     return reply.code(204).send(null);
   });
 }
