@@ -9,8 +9,8 @@ import { ingest, makeReport } from '../helpers/metrics.js';
 import { compileServices, type CompiledServices } from './compiled-services.js';
 import { metricsToken, spawnService, type RealService } from './real-process.js';
 
-/** SIGKILL cycles per backend: 15 in CI (the suite's largest cost: a service start each), `KILL9_CYCLES=100` for a long run. */
-const CYCLES = Number(process.env['KILL9_CYCLES'] ?? 15);
+/** SIGKILL cycles per backend: 12 in CI (the suite's largest cost: a service start each), `KILL9_CYCLES=100` for a long run. */
+const CYCLES = Number(process.env['KILL9_CYCLES'] ?? 12);
 const WRITERS = 6;
 
 function sqliteIntegrity(file: string): string {

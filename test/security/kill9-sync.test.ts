@@ -10,8 +10,8 @@ import { change, device, type Device, type PulledChange } from '../sync/push-cli
 import { compileServices, type CompiledServices } from './compiled-services.js';
 import { spawnService, type RealService } from './real-process.js';
 
-/** SIGKILL cycles per backend: 15 in CI (the suite's largest cost: a service start each), `KILL9_CYCLES=100` for a long run. */
-const CYCLES = Number(process.env['KILL9_CYCLES'] ?? 15);
+/** SIGKILL cycles per backend: 12 in CI (the suite's largest cost: a service start each), `KILL9_CYCLES=100` for a long run. */
+const CYCLES = Number(process.env['KILL9_CYCLES'] ?? 12);
 const DEVICES = 4;
 const PER_PUSH = 5;
 const ARGS = ['--scrypt-log2n', '10', '--user-rate-limit', '1000000', '--ip-rate-limit', '1000000'];
