@@ -28,20 +28,21 @@ export function startRequestThread<Q, R>(callerUrl: string, name: string, onGone
   worker.unref();
   const pending = new Map<number, { resolve: (r: R) => void; reject: (e: Error) => void }>();
   let nextId = 1;
-  const fail = (e: Error) => {
-    onGone();
+  const rejectAll = (e: Error) => {
     for (const p of pending.values()) p.reject(e);
     pending.clear();
+  };
+  const fail = (e: Error) => {
+    onGone();
+    rejectAll(e);
   };
   // A reply that cannot be read back (a thread's larger stack serializes an array nested 10,000 deep that this
   // thread's deserializer refuses) carries no id: whatever is pending fails, rather than waiting for ever. The
   // thread keeps running. (The other way round cannot happen: a thread reads anything this thread could write.)
-  const unreadable = (): void => {
-    for (const p of pending.values()) p.reject(new AppError('internal', `a ${name} thread's answer could not be read`));
-    pending.clear();
+  worker.on('messageerror', () => {
+    rejectAll(new AppError('internal', `a ${name} thread's answer could not be read`));
     worker.unref();
-  };
-  worker.on('messageerror', unreadable);
+  });
   worker.on('message', (r: ThreadReply<R>) => {
     const p = pending.get(r.id);
     if (!p) return;
