@@ -58,18 +58,8 @@ const PUSH_BODY_BUDGET = 768 * 1024;
 /** Items the server takes in one push. */
 const MAX_PUSH_ITEMS = 1000;
 
-/** UTF-8 length of `s`, without encoding it. */
-function utf8Length(s: string): number {
-  let n = 0;
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c < 0x80) n += 1;
-    else if (c < 0x800) n += 2;
-    else if (c >= 0xd800 && c < 0xdc00 && i + 1 < s.length && (s.charCodeAt(i + 1) & 0xfc00) === 0xdc00) { n += 4; i++; }
-    else n += 3;
-  }
-  return n;
-}
+/** Measures a push's items in UTF-8 bytes, as the server counts its body limit. */
+const UTF8 = new TextEncoder();
 
 const META = { instance: 'instance_id', business: 'business_id', cursor: 'cursor', session: 'session', seq: 'next_seq' } as const;
 
@@ -537,7 +527,7 @@ export class SyncClient {
         // Later edits of a record wait for the earlier one's outcome; edits of a conflicted record wait for the resolution.
         if (this.hasConflict(e.table, e.uuid) || this.renumbering.has(key)) continue;
         // UTF-8 bytes, as the server's body limit counts them: text of 3-byte characters is 3 times its length.
-        const size = utf8Length(JSON.stringify(e.data)) + 200;
+        const size = UTF8.encode(JSON.stringify(e.data)).length + 200;
         if (batch.length >= Math.min(this.o.pushBatchSize ?? 500, 1000, this.pushCap) || (batch.length && bytes + size > PUSH_BODY_BUDGET)) break;
         bytes += size;
         batch.push(e);
