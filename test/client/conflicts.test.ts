@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { BACKENDS } from '../helpers/backends.js';
 import { call } from '../helpers/http.js';
 import { addMember, newBusiness, newUser, startSync } from '../helpers/sync.js';
-import { fieldMerge, lastWriterWins, SyncClientError, type ConflictView, type SyncState } from '../../src/client/index.js';
+import { createMemoryStore, fieldMerge, lastWriterWins, SyncClientError, type ConflictView, type SyncState } from '../../src/client/index.js';
 import { device, Network } from './client-fixtures.js';
 
 describe('sync client: conflicts', { concurrency: true }, () => {
@@ -231,6 +231,74 @@ describe('sync client: conflicts', { concurrency: true }, () => {
       assert.deepEqual(await c.conflicts(), [], 'offered again and resolved in the next round');
       assert.deepEqual(offered, [...events, ...events]);
       for (const r of [r1, r2]) assert.deepEqual(await c.get('notes', r), { text: 'from a' });
+    });
+
+    test(`on ${backend}: a local resolution whose pull fails keeps the held edit, renumbered and pushed by the next round`, async (t) => {
+      const s = await startSync(backend);
+      t.after(() => s.close());
+      const u = await newUser(s);
+      const b = await newBusiness(s, u);
+      let pullsFail = false;
+      const flaky = async (input: string | URL | Request, init?: RequestInit) => {
+        if (pullsFail && new URL(String(input)).pathname === '/api/sync/pull') throw new TypeError('fetch failed (offline)');
+        return fetch(input, init);
+      };
+      const a = await device(s.url, u, b.id);
+      const c = await device(s.url, u, b.id, { fetch: flaky });
+      t.after(() => Promise.all([a.close(), c.close()]));
+      const rec = randomUUID();
+      await a.put('notes', rec, { text: 'v1' });
+      await a.sync();
+      await c.sync();
+      await a.put('notes', rec, { text: 'from a' });
+      await a.sync();
+      await c.put('notes', rec, { text: 'from c' });
+      await c.sync();
+      const [conflict] = await c.conflicts();
+      assert.ok(conflict);
+      await c.put('notes', rec, { text: 'from c, later' });
+      pullsFail = true;
+      await assert.rejects(c.resolveConflict(conflict.id, 'local'), (e: unknown) => e instanceof SyncClientError && e.code === 'network');
+      assert.deepEqual(await c.conflicts(), [], 'the server resolved it');
+      assert.equal(c.pendingChanges, 1, 'the edit made while conflicted is still queued');
+      pullsFail = false;
+      await c.sync();
+      await a.sync();
+      assert.equal(c.pendingChanges, 0);
+      assert.deepEqual(await a.get('notes', rec), { text: 'from c, later' }, 'pushed above the resolution\'s version, not refused');
+      assert.deepEqual(await c.get('notes', rec), { text: 'from c, later' });
+      assert.deepEqual(await c.conflicts(), []);
+    });
+
+    test(`on ${backend}: a conflict left pending by an earlier run is offered to the resolver of the next run in its first round`, async (t) => {
+      const s = await startSync(backend);
+      t.after(() => s.close());
+      const u = await newUser(s);
+      const b = await newBusiness(s, u);
+      const store = createMemoryStore();
+      const a = await device(s.url, u, b.id);
+      const first = await device(s.url, u, b.id, { store });
+      t.after(() => a.close());
+      const rec = randomUUID();
+      await a.put('notes', rec, { text: 'v1' });
+      await a.sync();
+      await first.sync();
+      await a.put('notes', rec, { text: 'from a' });
+      await a.sync();
+      await first.put('notes', rec, { text: 'from c' });
+      await first.sync();
+      const [conflict] = await first.conflicts();
+      assert.ok(conflict);
+      await first.close();
+
+      const offered: number[] = [];
+      const next = await device(s.url, u, b.id, { store, resolver: (v) => { offered.push(v.id); return 'remote'; } });
+      t.after(() => next.close());
+      assert.deepEqual((await next.conflicts()).map((v) => v.id), [conflict.id], 'the conflict survived the restart');
+      await next.sync();
+      assert.deepEqual(offered, [conflict.id]);
+      assert.deepEqual(await next.conflicts(), []);
+      assert.deepEqual(await next.get('notes', rec), { text: 'from a' });
     });
 
     test(`on ${backend}: a resolver callback settles conflicts automatically (field merge, last writer wins)`, async (t) => {
