@@ -61,7 +61,7 @@ const MAX_PUSH_ITEMS = 1000;
 /** Measures a push's items in UTF-8 bytes, as the server counts its body limit. */
 const UTF8 = new TextEncoder();
 
-const META = { instance: 'instance_id', business: 'business_id', cursor: 'cursor', session: 'session', seq: 'next_seq' } as const;
+const META = { instance: 'instance_id', business: 'business_id', cursor: 'cursor', session: 'session', seq: 'next_seq', renumbering: 'renumbering' } as const;
 
 /**
  * The sync client. Open it with `SyncClient.open`, sign in, then read and
@@ -75,7 +75,10 @@ export class SyncClient {
   private mutex: Promise<void> = Promise.resolve();
   private outbox = new Map<string, OutboxEntry>();
   private conflictsByKey = new Map<string, LocalConflict>();
-  /** Records whose edits wait, after a `local` resolution, to be numbered above the resolution's version (renumberResolved). */
+  /**
+   * Records whose edits wait, after a `local` resolution, to be numbered above the resolution's version
+   * (renumberResolved). Stored, so a run that stops before its pull leaves them held for the next one.
+   */
   private readonly renumbering = new Set<string>();
   /** Conflicts the resolver has still to settle (its resolution failed, or the run stopped first), by id. */
   private readonly unsettled = new Set<number>();
@@ -129,6 +132,7 @@ export class SyncClient {
     client.session.restore(((await store.get('meta', META.session)) as SavedSession | undefined) ?? null);
     client.cursor = ((await store.get('meta', META.cursor)) as number | undefined) ?? 0;
     client.nextSeq = ((await store.get('meta', META.seq)) as number | undefined) ?? 1;
+    for (const key of ((await store.get('meta', META.renumbering)) as string[] | undefined) ?? []) client.renumbering.add(key);
     for (const e of await store.list('outbox')) client.outbox.set(outboxKey(e.seq), e);
     for (const c of await store.list('conflicts')) {
       client.conflictsByKey.set(conflictKey(c.conflict.id), c);
@@ -325,7 +329,10 @@ export class SyncClient {
       this.conflictsByKey.delete(conflictKey(id));
       // Edits made here since the conflict stay held until they are numbered above the resolution's version: a
       // sync round pushing them meanwhile, with their old numbers, had them refused and lost.
-      if (localWins) this.renumbering.add(recordKey(table, uuid));
+      if (localWins) {
+        this.renumbering.add(recordKey(table, uuid));
+        ops.push({ op: 'put', collection: 'meta', key: META.renumbering, value: [...this.renumbering] });
+      }
       if (!localWins) {
         // The server keeps its side: edits made here since are dropped and the record shows the server's state.
         for (const e of this.entriesOf(table, uuid)) {
@@ -372,6 +379,7 @@ export class SyncClient {
         }
         if (held.length) ops.push({ op: 'put', collection: 'records', key, value: rec });
       }
+      ops.push({ op: 'delete', collection: 'meta', key: META.renumbering });
       await this.store.write(ops);
       this.renumbering.clear();
     });

@@ -270,6 +270,47 @@ describe('sync client: conflicts', { concurrency: true }, () => {
       assert.deepEqual(await c.conflicts(), []);
     });
 
+    test(`on ${backend}: an edit held by a local resolution is renumbered by the next run when this one stopped before its pull`, async (t) => {
+      const s = await startSync(backend);
+      t.after(() => s.close());
+      const u = await newUser(s);
+      const b = await newBusiness(s, u);
+      let pullsFail = false;
+      const flaky = async (input: string | URL | Request, init?: RequestInit) => {
+        if (pullsFail && new URL(String(input)).pathname === '/api/sync/pull') throw new TypeError('fetch failed (offline)');
+        return fetch(input, init);
+      };
+      const store = createMemoryStore();
+      const a = await device(s.url, u, b.id);
+      const first = await device(s.url, u, b.id, { store, fetch: flaky });
+      t.after(() => a.close());
+      const rec = randomUUID();
+      await a.put('notes', rec, { text: 'v1' });
+      await a.sync();
+      await first.sync();
+      await a.put('notes', rec, { text: 'from a' });
+      await a.sync();
+      await first.put('notes', rec, { text: 'from c' });
+      await first.sync();
+      const [conflict] = await first.conflicts();
+      assert.ok(conflict);
+      await first.put('notes', rec, { text: 'from c, later' });
+      pullsFail = true;
+      await assert.rejects(first.resolveConflict(conflict.id, 'local'));
+      await first.close();
+
+      const next = await device(s.url, u, b.id, { store });
+      t.after(() => next.close());
+      const errors: string[] = [];
+      next.on('error', (e) => errors.push(`${e.code}: ${e.message}`));
+      await next.sync();
+      await a.sync();
+      assert.deepEqual(errors, []);
+      assert.deepEqual(await next.conflicts(), [], 'no new conflict against its own resolution');
+      assert.equal(next.pendingChanges, 0);
+      assert.deepEqual(await a.get('notes', rec), { text: 'from c, later' });
+    });
+
     test(`on ${backend}: a conflict left pending by an earlier run is offered to the resolver of the next run in its first round`, async (t) => {
       const s = await startSync(backend);
       t.after(() => s.close());
