@@ -1,9 +1,10 @@
 // The schema name reaches search_path and DDL as text: anything but a plain identifier is refused before a pool exists.
+// A connection the server closes must not end the process (an unheard `error` event would).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import pg from 'pg';
 import { createPgPool } from '../../src/core/storage/pg-pool.js';
-
-const URL = 'postgres://postgres@127.0.0.1:5432/test';
+import { BACKENDS, TEST_DATABASE_URL as URL } from '../helpers/backends.js';
 
 test('a pool is made only on a plain lower-case identifier as its schema', async () => {
   for (const bad of ['Metrics', 'a-b', 'a;drop schema public', 'x"y', '1abc', '', 'a'.repeat(64)]) {
@@ -12,4 +13,37 @@ test('a pool is made only on a plain lower-case identifier as its schema', async
   // Made without connecting: a pool opens connections on first use.
   const pool = createPgPool(URL, 'metrics_2', 1);
   await pool.end();
+});
+
+test('a connection PostgreSQL closes, idle or checked out, is dropped and replaced; the process lives on', { skip: !BACKENDS.includes('postgres') && 'PostgreSQL not reachable' }, async (t) => {
+  const admin = new pg.Client({ connectionString: URL });
+  await admin.connect();
+  t.after(() => admin.end());
+  const pool = createPgPool(URL, 'public', 2);
+  t.after(() => pool.end());
+  const pids = async () => (await admin.query<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE application_name = $1`, [name])).rows.map((r) => r.pid);
+  const name = `pg-pool-test-${process.pid}`;
+  const warnings: string[] = [];
+  const write = process.stderr.write.bind(process.stderr);
+  process.stderr.write = ((chunk: string) => { warnings.push(String(chunk)); return true; }) as typeof process.stderr.write;
+  t.after(() => { process.stderr.write = write; });
+
+  // Idle in the pool.
+  await pool.query(`SET application_name = '${name}'`);
+  assert.equal((await pids()).length, 1);
+  const idleDropped = new Promise((resolve) => pool.once('error', resolve));
+  await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1', [name]);
+  await idleDropped;
+  assert.equal((await pool.query<{ one: number }>('SELECT 1 AS one')).rows[0]!.one, 1, 'a new connection serves the next query');
+  assert.ok(warnings.some((w) => /closed an idle connection/.test(w)), warnings.join(''));
+
+  // Checked out, between two queries (a transaction's await).
+  const client = await pool.connect();
+  await client.query(`SET application_name = '${name}'`);
+  const clientError = new Promise((resolve) => client.once('error', resolve));
+  await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1', [name]);
+  await clientError;
+  await assert.rejects(client.query('SELECT 1'));
+  client.release(true);
+  assert.equal((await pool.query<{ one: number }>('SELECT 1 AS one')).rows[0]!.one, 1);
 });

@@ -9,7 +9,13 @@ export function assertSchemaName(schema: string): void {
   if (!SCHEMA_NAME.test(schema)) throw new Error(`invalid PostgreSQL schema name "${schema}"`);
 }
 
-/** A pool on `schema` (search_path), with bigint columns read as numbers and marked statements run as named ones. */
+/**
+ * A pool on `schema` (search_path), with bigint columns read as numbers and marked statements run as named ones.
+ * A connection the server closes (a restart, a failover, `pg_terminate_backend`, `idle_session_timeout`) is an
+ * `error` event on its client and, when idle, on the pool: unheard, either would end the process. Here an idle one
+ * is logged and dropped by the pool, which opens a new connection when next needed; a checked-out one fails its
+ * query in flight or its next one, whose caller sees the error and releases the client to be dropped.
+ */
 export function createPgPool(url: string, schema: string, max: number): pg.Pool {
   assertSchemaName(schema);
   const pool = new pg.Pool({
@@ -18,6 +24,15 @@ export function createPgPool(url: string, schema: string, max: number): pg.Pool 
     options: `-c search_path=${schema}`,
     types: { getTypeParser: ((oid: number, format?: 'text' | 'binary') => (oid === 20 ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format as 'text'))) as typeof pg.types.getTypeParser },
   });
-  pool.on('connect', nameMarkedStatements);
+  pool.on('error', (err) => warn('PostgreSQL closed an idle connection; a new one is opened when needed', err));
+  pool.on('connect', (client) => {
+    client.on('error', () => undefined);
+    nameMarkedStatements(client);
+  });
   return pool;
+}
+
+/** One line as the service's logger writes it (this module also runs in writer threads, which have no logger). */
+function warn(msg: string, err: Error): void {
+  process.stderr.write(JSON.stringify({ level: 40, time: Date.now(), msg, err: err.message }) + '\n');
 }
