@@ -4,6 +4,7 @@
  * then the environment, then defaults, validates everything, and throws one
  * `ConfigError` listing every bad value. Nothing else reads `process.env`.
  */
+import { isIP } from 'node:net';
 
 export interface Option<T> {
   /** Long flag name without dashes, e.g. `port` for `--port`. */
@@ -34,6 +35,27 @@ export class ConfigError extends Error {
 
 type Common = { flag: string; env: string; doc: string; secret?: boolean };
 
+/** A PostgreSQL schema name the services put in `search_path` and DDL unquoted: a plain lower-case identifier. */
+export const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
+
+function splitList(text: string): string[] {
+  return text.split(',').map((s) => s.trim()).filter(Boolean);
+}
+
+/** What proxy-addr (Fastify's trustProxy) accepts: an IP, an IP/prefix or IPv4/netmask, or one of its named ranges. */
+function isProxyAddress(text: string): boolean {
+  if (['loopback', 'linklocal', 'uniquelocal'].includes(text)) return true;
+  const [ip = '', range, ...rest] = text.split('/');
+  const family = isIP(ip);
+  if (!family || rest.length) return false;
+  if (range === undefined) return true;
+  if (/^\d{1,3}$/.test(range)) return Number(range) <= (family === 4 ? 32 : 128);
+  return family === 4 && isIP(range) === 4;
+}
+
+/** The longest delay setTimeout and setInterval keep (2^31 - 1 ms, about 24.8 days). */
+export const MAX_TIMER_MS = 2_147_483_647;
+
 export const opt = {
   string(o: Common & { default: string }): Option<string> {
     return { ...o, parse: (r) => r };
@@ -55,6 +77,10 @@ export const opt = {
         return n;
       },
     };
+  },
+  /** A delay a timer waits: above MAX_TIMER_MS Node.js fires it after 1 ms, so larger values are refused. */
+  ms(o: Common & { default: number; min?: number; max?: number }): Option<number> {
+    return opt.int({ ...o, max: Math.min(o.max ?? MAX_TIMER_MS, MAX_TIMER_MS) });
   },
   bool(o: Common & { default: boolean }): Option<boolean> {
     return {
@@ -78,7 +104,7 @@ export const opt = {
     };
   },
   list(o: Common & { default: string[] }): Option<string[]> {
-    return { ...o, parse: (r) => r.split(',').map((s) => s.trim()).filter(Boolean) };
+    return { ...o, parse: splitList };
   },
   url(o: Common & { protocols: string[] }): Option<string | undefined> {
     return {
@@ -162,12 +188,23 @@ export function httpOptions(prefix: string, defaultPort: number) {
     port: opt.int({ flag: 'port', env: `${prefix}_PORT`, default: defaultPort, min: 0, max: 65535, doc: 'TCP port to listen on (0 = ephemeral).' }),
     dataDir: opt.string({ flag: 'data-dir', env: 'DATA_DIR', default: './data', doc: 'Directory for the embedded SQLite database and local files.' }),
     databaseUrl: opt.url({ flag: 'database-url', env: 'DATABASE_URL', protocols: ['postgres:', 'postgresql:'], secret: true, doc: 'PostgreSQL connection URL; when set, PostgreSQL replaces the embedded SQLite database.' }),
-    dbSchema: opt.string({ flag: 'db-schema', env: `${prefix}_DB_SCHEMA`, default: prefix.toLowerCase(), doc: 'PostgreSQL schema holding this service\'s tables (created when absent).' }),
+    dbSchema: {
+      ...opt.string({ flag: 'db-schema', env: `${prefix}_DB_SCHEMA`, default: prefix.toLowerCase(), doc: 'PostgreSQL schema holding this service\'s tables (created when absent): a-z, 0-9 and _, not starting with a digit.' }),
+      parse: (r: string) => { if (!SCHEMA_NAME.test(r)) throw new Error(`"${r}" is not a plain lower-case identifier (a-z, 0-9, _; at most 63)`); return r; },
+    },
     redisUrl: opt.url({ flag: 'redis-url', env: 'REDIS_URL', protocols: ['redis:', 'rediss:'], secret: true, doc: 'Redis URL for shared rate limits and cross-instance notifications.' }),
-    trustProxy: opt.list({ flag: 'trust-proxy', env: 'TRUST_PROXY', default: [], doc: 'Comma-separated addresses/CIDRs of proxies whose X-Forwarded-For is believed.' }),
+    trustProxy: {
+      ...opt.list({ flag: 'trust-proxy', env: 'TRUST_PROXY', default: [], doc: 'Comma-separated addresses/CIDRs of proxies whose X-Forwarded-For is believed (or loopback, linklocal, uniquelocal).' }),
+      parse: (r: string) => {
+        const list = splitList(r);
+        const bad = list.filter((a) => !isProxyAddress(a));
+        if (bad.length) throw new Error(`${bad.map((a) => `"${a}"`).join(', ')} is not an IP address, CIDR range or named range`);
+        return list;
+      },
+    },
     logLevel: opt.oneOf({ flag: 'log-level', env: 'LOG_LEVEL', default: 'info', values: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, doc: 'Minimum level of the JSON logs.' }),
     bodyLimit: opt.int({ flag: 'body-limit', env: `${prefix}_BODY_LIMIT`, default: 1_048_576, min: 1024, doc: 'Largest accepted JSON request body, in bytes.' }),
-    shutdownTimeoutMs: opt.int({ flag: 'shutdown-timeout-ms', env: 'SHUTDOWN_TIMEOUT_MS', default: 10_000, min: 0, doc: 'How long SIGTERM waits for in-flight requests before exiting.' }),
+    shutdownTimeoutMs: opt.ms({ flag: 'shutdown-timeout-ms', env: 'SHUTDOWN_TIMEOUT_MS', default: 10_000, min: 0, doc: 'How long SIGTERM waits for in-flight requests before exiting.' }),
   };
 }
 

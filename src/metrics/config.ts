@@ -41,11 +41,11 @@ export const metricsOptions = {
     flag: 'retention-days', env: 'METRICS_RETENTION_DAYS', default: 30, min: 1, max: 36_500,
     doc: 'Reports older than this are deleted by the background sweep (and refused at ingest), with alert incidents that ended before it.',
   }),
-  retentionSweepMs: opt.int({
+  retentionSweepMs: opt.ms({
     flag: 'retention-sweep-ms', env: 'METRICS_RETENTION_SWEEP_MS', default: 3_600_000, min: 1_000,
     doc: 'How often the retention sweep runs.',
   }),
-  sessionCleanupMs: opt.int({
+  sessionCleanupMs: opt.ms({
     flag: 'session-cleanup-ms', env: 'METRICS_SESSION_CLEANUP_MS', default: 600_000, min: 1_000,
     doc: 'Mean time between two runs of the cleanup of expired dashboard sessions on one instance (each wait is 0.5 to 1.5 times it).',
   }),

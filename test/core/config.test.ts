@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ConfigError, helpText, httpOptions, loadConfig, opt } from '../../src/core/config.js';
+import { ConfigError, helpText, httpOptions, loadConfig, MAX_TIMER_MS, opt } from '../../src/core/config.js';
 
 const spec = {
   ...httpOptions('DEMO', 8080),
@@ -41,5 +41,24 @@ test('help lists every option with its variable', () => {
   for (const o of Object.values(spec)) {
     assert.ok(h.includes(`--${o.flag}`), o.flag);
     assert.ok(h.includes(o.env), o.env);
+  }
+});
+
+test('a delay a timer cannot keep (above 2^31 - 1 ms) is refused, not fired every millisecond', () => {
+  const timers = { ...spec, sweepMs: opt.ms({ flag: 'sweep-ms', env: 'DEMO_SWEEP_MS', default: 1000, min: 1, doc: 'Sweep.' }) };
+  assert.equal(loadConfig(timers, { argv: ['--sweep-ms', String(MAX_TIMER_MS)] }).sweepMs, MAX_TIMER_MS);
+  assert.throws(() => loadConfig(timers, { argv: ['--sweep-ms', '2592000000'] }), /--sweep-ms.*above the maximum 2147483647/);
+  assert.throws(() => loadConfig(timers, { argv: [], env: { SHUTDOWN_TIMEOUT_MS: '2592000000' } }), /SHUTDOWN_TIMEOUT_MS.*above the maximum/);
+});
+
+test('--trust-proxy takes IPs, CIDRs, IPv4 netmasks and named ranges only; --db-schema a plain identifier only', () => {
+  const ok = ['127.0.0.1', '10.0.0.0/8', '::1', 'fd00::/8', '192.168.0.0/255.255.0.0', 'loopback', 'uniquelocal'];
+  assert.deepEqual(loadConfig(spec, { argv: ['--trust-proxy', ok.join(',')] }).trustProxy, ok);
+  for (const bad of ['garbage!!', '10.0.0.0/33', '::1/129', '10.0.0.1/8/8', 'fd00::/ffff::', 'localhost']) {
+    assert.throws(() => loadConfig(spec, { argv: ['--trust-proxy', bad] }), /--trust-proxy.*not an IP address/, bad);
+  }
+  assert.equal(loadConfig(spec, { argv: ['--db-schema', 'metrics_2'] }).dbSchema, 'metrics_2');
+  for (const bad of ['Foo', 'a-b', '1abc', 'x;drop', 'a'.repeat(64)]) {
+    assert.throws(() => loadConfig(spec, { argv: ['--db-schema', bad] }), /--db-schema.*plain lower-case identifier/, bad);
   }
 });

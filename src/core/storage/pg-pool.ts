@@ -1,8 +1,7 @@
 // Why: a service's PostgreSQL pool is made one way, by the service and by its writer threads, which must not load the query builder to get it.
 import pg from 'pg';
+import { SCHEMA_NAME } from '../config.js';
 import { nameMarkedStatements } from './prepared.js';
-
-const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
 
 /** The schema name goes into `search_path` and DDL unquoted-safe only if it is a plain identifier. */
 export function assertSchemaName(schema: string): void {
