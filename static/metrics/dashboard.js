@@ -43,6 +43,10 @@
   function utcTime(ts) {
     return new Date(ts).toISOString().slice(11, 19) + ' UTC';
   }
+  /** As the server writes times in tables (format.ts formatAbsolute): one zone for every viewer of a shared page. */
+  function absoluteUtc(ts) {
+    return new Date(ts).toISOString().slice(0, 19).replace('T', ' ') + ' UTC';
+  }
   function relative(ts, now) {
     const diff = now - ts;
     const abs = Math.abs(diff);
@@ -63,11 +67,15 @@
   // ---- time range -------------------------------------------------------------------------------
   const PRESETS = { '15m': 15 * 60000, '1h': 3600000, '6h': 6 * 3600000, '24h': 86400000, '7d': 7 * 86400000, '30d': 30 * 86400000 };
   const PRESET_LABELS = { '15m': '15 min', '1h': '1 h', '6h': '6 h', '24h': '24 h', '7d': '7 d', '30d': '30 d' };
+  /** A time in ms as the server reads one (time-range.ts parseInstant): up to 16 digits, at most the largest Date. */
+  function instant(text) {
+    return /^\d{1,16}$/.test(text || '') && Number(text) <= 8.64e15 ? Number(text) : undefined;
+  }
   function rangeFromUrl() {
     const p = new URLSearchParams(location.search);
-    const from = Number(p.get('from'));
-    const to = Number(p.get('to'));
-    if (/^\d+$/.test(p.get('from') || '') && /^\d+$/.test(p.get('to') || '') && from < to) return { from, to, preset: null };
+    const from = instant(p.get('from'));
+    const to = instant(p.get('to'));
+    if (from !== undefined && to !== undefined && from < to) return { from, to, preset: null };
     const bar = document.querySelector('.range-bar');
     // The server read forms the browser cannot (a UTC datetime from the form without JavaScript).
     if (bar && !bar.dataset.preset && !p.get('range')) return { from: Number(bar.dataset.from), to: Number(bar.dataset.to), preset: null };
@@ -170,6 +178,8 @@
   function restartRefresh() {
     if (timer) clearInterval(timer);
     timer = null;
+    if (retryTimer) clearTimeout(retryTimer);
+    retryTimer = null;
     // The host list has its own 10 s poll (statuses change with silence, not only with new data).
     if (kind === 'hosts') return;
     if (range.preset && !paused) timer = setInterval(() => { if (!document.hidden) load(); }, refreshMs());
@@ -185,9 +195,13 @@
   }
   const notice = el('p', { class: 'notice', role: 'status', hidden: true });
   main.prepend(notice);
+  let retryTimer = null;
   function showProblem(e) {
+    // A range ending now retries at its next refresh (the host list at its 10 s poll); any other, in 30 s.
+    const refreshes = timer !== null || kind === 'hosts';
+    if (!refreshes && !retryTimer) retryTimer = setTimeout(() => { retryTimer = null; load(); }, 30000);
     notice.hidden = false;
-    notice.textContent = 'Could not refresh: ' + (e && e.message ? e.message : String(e)) + '. Retrying at the next refresh.';
+    notice.textContent = 'Could not refresh: ' + (e && e.message ? e.message : String(e)) + (refreshes ? '. Retrying at the next refresh.' : '. Retrying in 30 s.');
   }
   let loads = 0;
   let loading = null;
@@ -237,8 +251,12 @@
     return out;
   }
   const naturally = new Intl.Collator('en', { numeric: true }).compare;
-  /** The standard charts, from the metric names present; each line names its metric. */
-  function chartDefs(names) {
+  /**
+   * The standard charts, from the metric names present; each line names its metric. Counters (throughput) are
+   * charted per host only: the fleet's average of raw counters is no rate (hosts' counters start anywhere, so a host
+   * missing from one bucket moves the average by its whole counter).
+   */
+  function chartDefs(names, counters) {
     const has = (n) => names.includes(n);
     const defs = [];
     if (has('cpu.usage')) defs.push({ id: 'cpu', title: 'CPU', unit: 'percent', max: 100, lines: [{ metric: 'cpu.usage', label: 'CPU', band: true }] });
@@ -259,6 +277,7 @@
       const path = n.slice(5, -8);
       defs.push({ id: 'fs:' + path, title: 'Filesystem ' + path, unit: 'percent', max: 100, lines: [{ metric: n, label: 'used', band: true }] });
     }
+    if (!counters) return defs;
     const net = names.filter((n) => /^network\.(?:.+\.)?(?:rx|tx)Bytes$/.test(n)).sort(naturally);
     if (net.length) defs.push({ id: 'network', title: 'Network throughput', unit: 'rate', lines: net.map((n) => ({ metric: n, label: n.slice(8, -5).replace(/\.?(rx|tx)$/, ' $1').trim(), rate: true })) });
     // Per device from the agent's diskio.<device>.readBytes/writeBytes counters (or per path as disk.<path>.readBytes).
@@ -281,7 +300,8 @@
       const values = series.metrics[line.metric] || ts.map(() => null);
       const color = colors[i % colors.length];
       data.push(line.rate ? rates(ts, values, series.bucketMs ? 3 : 1) : values);
-      opts.push({ label: line.label, stroke: color, width: 1.5, value: (u, v) => fmt(v, def.unit), points: { show: false } });
+      // A point with no neighbour draws no line: it is marked, so a single report (or one between gaps) shows.
+      opts.push({ label: line.label, stroke: color, width: 1.5, value: (u, v) => fmt(v, def.unit), points: { show: true, size: 6, fill: color, filter: lonePoints } });
       const lo = series.min && series.min[line.metric];
       const hi = series.max && series.max[line.metric];
       if (line.band && lo && hi && !line.rate) {
@@ -295,6 +315,16 @@
     return { data, series: opts, bands };
   }
 
+  function lonePoints(u, si) {
+    const ys = u.data[si];
+    const out = [];
+    for (let i = 0; i < ys.length; i++) {
+      if (ys[i] !== null && ys[i] !== undefined && (ys[i - 1] === null || ys[i - 1] === undefined) && (ys[i + 1] === null || ys[i + 1] === undefined)) out.push(i);
+    }
+    return out;
+  }
+  /** The time the charts span: the window asked for, so a host that stopped reporting shows the silence. */
+  let xWindow = null;
   const charts = new Map();
   const chartsSection = document.querySelector('section.charts');
   /** Charts sit in a grid (two columns on wide screens); a chart takes its cell's width. */
@@ -330,7 +360,7 @@
       bands: prepared.bands,
       legend: { live: true },
       cursor: { sync: { key: 'dashboard', setSeries: false }, drag: { x: true, y: false, setScale: false } },
-      scales: { y: { range: (u, min, max) => (def.max ? [0, Math.max(def.max, max || 0)] : [Math.min(0, min || 0), max > 0 ? max * 1.1 : 1]) } },
+      scales: { x: { time: true, range: (u, min, max) => (xWindow ? [xWindow.from, xWindow.to] : [min, max]) }, y: { range: (u, min, max) => (def.max ? [0, Math.max(def.max, max || 0)] : [Math.min(0, min || 0), max > 0 ? max * 1.1 : 1]) } },
       axes: [{ ...axis }, { ...axis, size: axisSize, values: (u, vals) => vals.map((v) => fmt(v, unit)) }],
       hooks: {
         setSelect: [(u) => {
@@ -363,6 +393,7 @@
     holder.dataset.lines = String(def.lines.length);
     holder.dataset.bands = String(prepared.bands.length);
     holder.dataset.last = present.length ? String(present[present.length - 1]) : '';
+    if (xWindow) { holder.dataset.from = String(xWindow.from); holder.dataset.to = String(xWindow.to); }
     holder.setAttribute('aria-label', def.title + ': ' + present.length + ' points' + (present.length ? ', latest ' + fmt(present[present.length - 1], def.unit) : ''));
   }
   function drawCharts(series, defs) {
@@ -438,22 +469,29 @@
   function seriesRequest(path, r) {
     const url = preloaded;
     preloaded = undefined;
-    return url ? [url, {}] : [path, { ...seriesWindow(r), minmax: 'true' }];
+    const params = url ? Object.fromEntries(new URL(url, location.href).searchParams) : { ...seriesWindow(r), minmax: 'true' };
+    xWindow = { from: Number(params.from), to: Number(params.to) };
+    return url ? [url, {}] : [path, params];
   }
   const HOUR = 3600000;
+  /** At most 1000 points; the fleet page of a tenant with thousands of metric names gets fewer from the server. */
+  const budget = Math.min(1000, Number(main.dataset.maxPoints) || 1000);
   /**
    * What a chart asks the API for. Up to 3 days: the range itself at up to
    * 1000 points (about two per pixel of a wide chart, and up to 2.7 h of 10 s
    * reports come back raw). Longer: the range widened to whole hours at one
    * point per hour, so the storage answers from its hourly rollups (exact
    * means, min and max) instead of reading every report; 720 points for 30 days.
+   * Past the budget (a range of years) a point per whole number of hours.
    * The server applies the same rule to the page's preload (time-range.ts).
    */
   function seriesWindow(r) {
-    if (r.to - r.from < 72 * HOUR) return { from: String(r.from), to: String(r.to), points: '1000' };
+    if (r.to - r.from < 72 * HOUR) return { from: String(r.from), to: String(r.to), points: String(budget) };
     const from = Math.floor(r.from / HOUR) * HOUR;
-    const to = Math.ceil((r.to + 1) / HOUR) * HOUR - 1;
-    return { from: String(from), to: String(to), points: String((to + 1 - from) / HOUR) };
+    const hours = Math.ceil((r.to + 1 - from) / HOUR);
+    const step = Math.ceil(hours / budget);
+    const points = Math.ceil(hours / step);
+    return { from: String(from), to: String(from + points * step * HOUR - 1), points: String(points) };
   }
 
   // ---- alerts table -----------------------------------------------------------------------------
@@ -468,8 +506,8 @@
         a.message ? el('span', { class: 'alert-message' }, a.message) : null),
       showHost ? el('td', { 'data-label': 'Host' }, el('a', { href: '/hosts/' + encodeURIComponent(a.hostId) }, a.hostId)) : null,
       el('td', { 'data-label': 'State' }, a.resolvedAt === null ? el('span', { class: 'state firing' }, 'firing')
-        : el('span', {}, el('span', { class: 'state resolved' }, 'resolved'), ' ', el('span', { class: 'absolute' }, localTime(a.resolvedAt)))),
-      el('td', { 'data-label': 'Started' }, el('time', { datetime: new Date(a.startsAt).toISOString(), title: utcTime(a.startsAt) }, localTime(a.startsAt))),
+        : el('span', {}, el('span', { class: 'state resolved' }, 'resolved'), ' ', el('span', { class: 'absolute' }, absoluteUtc(a.resolvedAt)))),
+      el('td', { 'data-label': 'Started' }, el('time', { datetime: new Date(a.startsAt).toISOString() }, absoluteUtc(a.startsAt))),
       el('td', { 'data-label': 'Notified' }, ...(a.routes.length ? a.routes.map((r) => el('span', { class: 'route ' + r.outcome, title: r.error || '' }, r.route + ': ' + r.outcome)) : [el('span', { class: 'missing' }, '—')]))));
     box.replaceChildren(el('div', { class: 'table-wrap' }, el('table', { class: 'alerts' }, el('thead', {}, head), el('tbody', {}, ...rows))));
   }
@@ -484,7 +522,7 @@
   }
   function redraw() {
     if (!lastSeries) return;
-    const defs = chartDefs(Object.keys(lastSeries.metrics));
+    const defs = chartDefs(Object.keys(lastSeries.metrics), kind === 'host');
     if (openMetric) defs.unshift(metricDef(openMetric));
     drawCharts(lastSeries, defs);
   }
@@ -526,11 +564,13 @@
     async host() {
       const r = liveRange();
       const id = main.dataset.hostId;
-      const [series, alerts, status] = await Promise.all([
+      const [series, alerts, status, summary] = await Promise.all([
         getJson(...seriesRequest('/api/v1/host/' + encodeURIComponent(id), r)),
         getJson('/api/v1/alerts', { host: id, from: r.from, to: r.to, limit: '50' }),
         // The header's status and last report move with time even when the range is fixed; skipped on the first load, which the server rendered.
         loads === 0 ? null : getJson('/api/v1/hosts/status'),
+        // The table of every metric: the range as one point, exact whatever the chart's buckets (the server rendered the first).
+        loads === 0 ? null : getJson('/api/v1/host/' + encodeURIComponent(id), { from: r.from, to: r.to, points: '1', minmax: 'true' }),
       ]);
       const me = status && status.hosts.find((x) => x.hostId === id);
       if (me) {
@@ -546,7 +586,7 @@
       redraw();
       // The table and alerts come after the charts in the page's stream: drawn first, the rest once it is there.
       await parsed;
-      renderMetricTable(series);
+      if (summary) renderMetricTable(summary);
       renderAlerts(alerts, false);
     },
     async fleet() {
@@ -705,7 +745,7 @@
         el('td', { 'data-label': 'Memory', class: 'metric' }, ...gauge(h.memoryPercent, 'Memory used')),
         el('td', { 'data-label': 'Disk', class: 'metric' }, ...gauge(h.diskPercent, 'Fullest filesystem used')),
         el('td', { 'data-label': 'Last report' }, el('time', { datetime: iso, title: utcTime(h.lastTs) + ' · ' + iso.slice(0, 10) }, relative(h.lastTs, hostStatus.now)),
-          el('span', { class: 'absolute' }, localTime(h.lastTs))));
+          el('span', { class: 'absolute' }, absoluteUtc(h.lastTs))));
     });
     table.tBodies[0].replaceChildren(...rows);
     for (const s of ['up', 'late', 'down']) {
@@ -713,7 +753,7 @@
       if (c) c.textContent = String(hostStatus.counts[s]);
     }
     const asOf = document.querySelector('.as-of');
-    if (asOf) asOf.textContent = 'updated ' + localTime(hostStatus.now).slice(11) + ' (local)';
+    if (asOf) asOf.textContent = 'as of ' + absoluteUtc(hostStatus.now);
     for (const th of table.tHead.rows[0].cells) {
       const a = th.querySelector('a[data-sort]');
       th.setAttribute('aria-sort', a.dataset.sort === listState.sort ? (listState.dir === 'asc' ? 'ascending' : 'descending') : 'none');

@@ -112,13 +112,22 @@ test('the time range comes from the URL: presets end now, from/to is fixed, junk
   assert.equal(rangeQuery({ from: 1, to: 2, preset: null }), 'from=1&to=2');
 });
 
-test('the series window: up to 3 days the range at 1000 points, longer whole hours at one point per hour', () => {
+test('the series window: up to 3 days the range at up to 1000 points, longer whole hours at one point per hour (or per few hours past the budget)', () => {
   const H = 3_600_000;
   assert.deepEqual(seriesWindow({ from: NOW - H, to: NOW }), { from: NOW - H, to: NOW, points: 1000 });
   assert.deepEqual(seriesWindow({ from: NOW - 72 * H + 1, to: NOW }), { from: NOW - 72 * H + 1, to: NOW, points: 1000 });
   const week = seriesWindow({ from: NOW - 7 * 24 * H + 1234, to: NOW + 1234 });
   assert.deepEqual(week, { from: NOW - 7 * 24 * H, to: NOW + H - 1, points: 169 });
   assert.equal(seriesUrl('/api/v1/aggregate', { from: NOW - H, to: NOW }), `/api/v1/aggregate?from=${NOW - H}&to=${NOW}&points=1000&minmax=true`);
+  // Past 1000 hours (a range of years), a point per whole number of hours, so the answer stays within the chart's budget.
+  const years = seriesWindow({ from: NOW - 2 * 365 * 24 * H, to: NOW });
+  assert.deepEqual(years, { from: NOW - 2 * 365 * 24 * H, to: NOW - 2 * 365 * 24 * H + 974 * 18 * H - 1, points: 974 });
+  assert.ok(years.to >= NOW);
+  const all = seriesWindow({ from: 1, to: 8.64e15 });
+  assert.ok(all.points <= 1000 && all.to >= 8.64e15 && (all.to + 1 - all.from) % (all.points * H) === 0, JSON.stringify(all));
+  // A smaller budget (the tenant's answer limit): 30 days at two hours a point.
+  assert.deepEqual(seriesWindow({ from: NOW - 30 * 24 * H, to: NOW - 1 }, 708), { from: NOW - 30 * 24 * H, to: NOW - 1, points: 360 });
+  assert.deepEqual(seriesWindow({ from: NOW - H, to: NOW }, 708), { from: NOW - H, to: NOW, points: 708 });
 });
 
 test('agent-supplied hostname, host id and platform render only as text', () => {
@@ -133,7 +142,7 @@ test('agent-supplied hostname, host id and platform render only as text', () => 
 
 test('no page carries inline script, inline style or a third-party URL', () => {
   const range = parseTimeRange({}, NOW);
-  const fleet = fleetPageParts({ range, now: NOW, reportedUntil: NOW, tenantName: 'acme', session: true });
+  const fleet = fleetPageParts({ range, now: NOW, reportedUntil: NOW, tenantName: 'acme', session: true, maxPoints: 5000 });
   const pages = [
     render([host()], { session: true }),
     render([]),
@@ -144,6 +153,15 @@ test('no page carries inline script, inline style or a third-party URL', () => {
     assert.doesNotMatch(page, /<script(?! src="\/static\/[\w.]+\.js"><\/script>)|<style|\sstyle=|\son\w+=/i, 'scripts only as same-origin files');
     assert.doesNotMatch(page, /https?:\/\//, 'every URL is same-origin');
   }
+});
+
+test('the fleet page asks for no more points than the tenant\'s answer limit allows, and tells its script', () => {
+  const range = parseTimeRange({ range: '30d' }, NOW);
+  const page = (maxPoints: number) => fleetPageParts({ range, now: NOW, reportedUntil: NOW, tenantName: 'acme', session: true, maxPoints }).start.value;
+  assert.match(page(5000), /data-max-points="1000"/);
+  assert.match(page(5000), /points=721&amp;minmax=true/);
+  assert.match(page(708), /data-max-points="708"/);
+  assert.match(page(708), /points=361&amp;minmax=true/, 'two hours a point: 721 hourly points would pass 708');
 });
 
 test('bearer callers get no sign-out button; an empty tenant gets guidance', () => {

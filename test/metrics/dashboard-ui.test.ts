@@ -4,6 +4,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { flattenReport } from '../../src/metrics/domain/flatten.js';
+import { ReportMetrics } from '../../src/metrics/domain/report-shapes.js';
 import type { Report } from '../../src/metrics/domain/report-schema.js';
 import { ingest, makeReport, startMetrics, type MetricsHarness } from '../helpers/metrics.js';
 
@@ -264,7 +265,8 @@ test('the monitoring UI: statuses, sparklines, charts with data, range, zoom, al
   await page.goto(`${h.url}/fleet?range=1h`);
   await loaded(page);
   const fleetCharts = await chartsDrawn(page);
-  assert.ok(['cpu', 'memory', 'load', 'network'].every((id) => fleetCharts[id]!.points > 100), JSON.stringify(fleetCharts));
+  assert.ok(['cpu', 'memory', 'load'].every((id) => fleetCharts[id]!.points > 100), JSON.stringify(fleetCharts));
+  assert.ok(!('network' in fleetCharts) && !('disk-io' in fleetCharts), 'counters are charted per host only: a fleet average of raw counters is no rate');
   assert.equal(fleetCharts['cpu']!.bands, 1, 'the fleet\'s spread behind its average');
   // The buckets after late-1's last report (only web-1 has reported in them yet) are left out: no dip at the right edge.
   const aggregate = await (await aggregateResponse).json() as { timestamps: number[]; metrics: Record<string, (number | null)[]> };
@@ -378,4 +380,116 @@ test('the monitoring UI: statuses, sparklines, charts with data, range, zoom, al
 
   assert.deepEqual(problems, [], 'no console error, CSP violation or dialog');
   assert.deepEqual(foreign, [], 'nothing loaded from another origin');
+});
+
+test('the dashboard under odd data and ranges: a lone report, a host gone quiet, exact table means, years-long and junk ranges, thousands of names, UTC times, sorting on a phone', { skip: available ? false : `no chromium at ${CHROMIUM_PATH}` }, async (t) => {
+  mkdirSync(SHOTS, { recursive: true });
+  const now = Date.now();
+  const h = await startMetrics('sqlite', { now: () => now });
+  t.after(() => h.close());
+  const acme = await h.newTenant('acme');
+  const wide = await h.newTenant('wide');
+  const metricsOf = (o: Record<string, number>) => new ReportMetrics(Object.keys(o), Float64Array.from(Object.values(o)));
+  const at = (hostId: string, ts: number, cpu: number) => ({ tenantId: acme.tenantId, hostId, hostname: hostId, platform: 'linux', ts, metrics: metricsOf({ 'cpu.usage': cpu }) });
+  const rows = [at('lonely', now - 20 * 60_000, 42)];
+  // burst: 10 s reports at 10 % for 5 h 50 min, then 1 s reports at 90 % for 10 min. The exact 6 h mean is
+  // (2100 x 10 + 600 x 90) / 2700 = 27.8 %; the mean of the chart's ~22 s buckets would be about 12 %.
+  for (let ts = now - 6 * 3_600_000 + 10_000; ts <= now - 600_000; ts += 10_000) rows.push(at('burst', ts, 10));
+  for (let ts = now - 600_000 + 1000; ts <= now; ts += 1000) rows.push(at('burst', ts, 90));
+  // quiet: reported for 40 s, 5 min ago.
+  for (let i = 0; i < 5; i++) rows.push(at('quiet', now - 300_000 - i * 10_000, 50));
+  assert.ok((await h.deps.store.appendReports(rows)).every((o) => o.status === 'stored'));
+  // wide: 3 hosts of 900 names each (450 interfaces), 2,701 names in all: 1000 points of every name would pass the
+  // 2,000,000 values one aggregate answer holds.
+  const wideRows = [];
+  for (let host = 0; host < 3; host++) {
+    for (let i = 0; i < 6; i++) {
+      const metrics: Record<string, number> = { 'cpu.usage': 20 + host };
+      for (let n = 0; n < 450; n++) { metrics[`network.h${host}n${n}.rxBytes`] = i * 1000; metrics[`network.h${host}n${n}.txBytes`] = i * 500; }
+      wideRows.push({ tenantId: wide.tenantId, hostId: `w-${host}`, hostname: `w-${host}`, platform: 'linux', ts: now - (6 - i) * 10_000, metrics: metricsOf(metrics) });
+    }
+  }
+  assert.ok((await h.deps.store.appendReports(wideRows)).every((o) => o.status === 'stored'));
+
+  const browser: Browser = await chromium.launch({ executablePath: CHROMIUM_PATH, args: LAUNCH_ARGS });
+  t.after(() => browser.close());
+  const problems: string[] = [];
+  const signedIn = async (token: string, options: Parameters<Browser['newContext']>[0] = {}) => {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, colorScheme: 'light', timezoneId: 'America/New_York', ...options });
+    const page = await newPage(context, problems);
+    await page.goto(`${h.url}/signin`);
+    await page.fill('#token', token);
+    await Promise.all([page.waitForURL(`${h.url}/`), page.click('button[type=submit]')]);
+    await loaded(page);
+    return { context, page };
+  };
+  const { context, page } = await signedIn(acme.token);
+  const span = (chart: string) => page.evaluate(`(() => { const f = document.querySelector('figure[data-chart="${chart}"]'); return [Number(f.dataset.from), Number(f.dataset.to), Number(f.dataset.points)]; })()`) as Promise<[number, number, number]>;
+
+  // Times in the host list stay in UTC, labelled, after the script's updates (the viewer is in New York).
+  await loaded(page, 2);
+  for (const text of await page.locator('table.hosts .absolute').allInnerTexts()) assert.match(text, /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$/);
+  assert.match(await page.locator('.as-of').innerText(), /UTC$/);
+
+  // A lone report draws on a chart spanning the whole hour; a host gone quiet shows its silence up to now.
+  await page.goto(`${h.url}/hosts/lonely?range=1h`);
+  await chartsDrawn(page);
+  const [from, to, points] = await span('cpu');
+  assert.equal(points, 1);
+  assert.ok(to - from === 3_600_000 && Math.abs(to - now) < 60_000, `the chart spans the hour: ${from}..${to}`);
+  await page.locator('figure[data-chart="cpu"]').screenshot({ path: path.join(SHOTS, 'lone-report.png') });
+  await page.goto(`${h.url}/hosts/quiet?range=15m`);
+  await chartsDrawn(page);
+  assert.equal((await span('cpu'))[1] - (await span('cpu'))[0], 15 * 60_000);
+
+  // The table's means are the range's own, before and after the script refreshes it.
+  await page.goto(`${h.url}/hosts/burst?range=6h`);
+  await loaded(page);
+  const mean = () => page.locator('table.metrics tr:has(a[data-metric="cpu.usage"]) td[data-label="Mean"]').innerText();
+  assert.equal(await mean(), '27.8 %', 'rendered by the server');
+  const summaries: string[] = [];
+  page.on('request', (r) => { if (r.url().includes('/api/v1/host/burst?') && r.url().includes('points=1&')) summaries.push(r.url()); });
+  await page.click('a[data-range="6h"]');
+  await loaded(page, 2);
+  assert.ok(summaries.length >= 1, 'the refresh reads the range as one point');
+  assert.equal(await mean(), '27.8 %', 'and keeps the exact mean');
+
+  // A range of two years: a point per whole number of hours, within the chart's budget, and the charts draw.
+  for (const pagePath of ['/hosts/burst', '/fleet']) {
+    const asked = page.waitForRequest((r) => /\/api\/v1\/(host|aggregate)/.test(r.url()) && r.url().includes('minmax=true'));
+    await page.goto(`${h.url}${pagePath}?from=${now - 2 * 365 * 86_400_000}&to=${now}`);
+    const q = new URL((await asked).url()).searchParams;
+    assert.ok(Number(q.get('points')) <= 1000 && (Number(q.get('to')) + 1 - Number(q.get('from'))) % (Number(q.get('points')) * 3_600_000) === 0, q.toString());
+    await chartsDrawn(page);
+    assert.equal(await page.locator('.notice').isHidden(), true, `${pagePath}: no error notice`);
+  }
+  // A range the server cannot read falls back to the last hour in the browser too.
+  await page.goto(`${h.url}/hosts/burst?from=1&to=99999999999999999`);
+  await chartsDrawn(page);
+  assert.equal(await page.locator('.range-text').innerText(), 'Last 1 h, ending now');
+  assert.equal(await page.locator('.notice').isHidden(), true);
+  await context.close();
+
+  // A tenant with thousands of metric names still gets its fleet charts (fewer points, not a 422).
+  const w = await signedIn(wide.token);
+  await w.page.goto(`${h.url}/fleet?range=24h`);
+  await loaded(w.page);
+  const budget = Number(await w.page.evaluate("document.querySelector('main').dataset.maxPoints"));
+  assert.equal(budget, Math.floor(2_000_000 / 2701));
+  const charts = await chartsDrawn(w.page);
+  assert.ok(charts['cpu'] && charts['cpu'].points > 0, JSON.stringify(charts));
+  assert.equal(await w.page.locator('.notice').isHidden(), true);
+  await w.context.close();
+
+  // On a phone the host list is cards, and still sorts: its sort links stay, above them.
+  const phone = await signedIn(acme.token, { viewport: { width: 390, height: 844 }, deviceScaleFactor: 2 });
+  const sorts = phone.page.locator('table.hosts thead a[data-sort]');
+  assert.equal(await sorts.count(), 7);
+  for (let i = 0; i < 7; i++) assert.ok(await sorts.nth(i).isVisible(), `sort link ${i} visible`);
+  await phone.page.click('table.hosts thead a[data-sort="cpu"]');
+  await until(phone.page, "document.querySelector('table.hosts tbody tr').dataset.hostId === 'burst'");
+  await phone.page.screenshot({ path: path.join(SHOTS, 'hosts-390-sort.png') });
+  await phone.context.close();
+
+  assert.deepEqual(problems, [], 'no console error, CSP violation or dialog');
 });

@@ -161,8 +161,8 @@ export async function registerDashboard(app: App, deps: DashboardDeps): Promise<
       if (!who) return reply.redirect('/signin', 303);
       const now = sessionDeps.now();
       const range = parseTimeRange(req.query, now);
-      const latest = await deps.store.latestByHost(who.tenantId);
-      const parts = fleetPageParts({ range, now, reportedUntil: reportedUntil(withStatus(latest, now).hosts), tenantName: who.tenantName, session: who.session });
+      const [latest, maxPoints] = await Promise.all([deps.store.latestByHost(who.tenantId), deps.store.aggregatePointsLimit(who.tenantId)]);
+      const parts = fleetPageParts({ range, now, maxPoints, reportedUntil: reportedUntil(withStatus(latest, now).hosts), tenantName: who.tenantName, session: who.session });
       // The top lists read every host's range (seconds for a month of a large fleet): streamed after the charts' frame.
       return streamPage(reply, parts, async (signal) => {
         const [top, alerts] = await Promise.all([

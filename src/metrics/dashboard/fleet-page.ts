@@ -6,7 +6,7 @@ import { accountAside } from './dashboard-page.js';
 import { html, type SafeHtml } from './html-template.js';
 import { pageParts } from './page-layout.js';
 import { rangeControls } from './range-controls.js';
-import { rangeQuery, seriesUrl, type TimeRange } from './time-range.js';
+import { CHART_POINTS, rangeQuery, seriesUrl, type TimeRange } from './time-range.js';
 import { formatValue } from './units.js';
 
 export interface FleetPageView {
@@ -16,6 +16,8 @@ export interface FleetPageView {
   reportedUntil: number | undefined;
   tenantName: string;
   session: boolean;
+  /** The most points the tenant's aggregate answer may hold (MetricsStore.aggregatePointsLimit). */
+  maxPoints: number;
 }
 
 export interface FleetRankings {
@@ -32,7 +34,8 @@ export interface FleetRankings {
  * fleetPageRest goes between the two.
  */
 export function fleetPageParts(v: FleetPageView): { start: SafeHtml; end: SafeHtml } {
-  const series = seriesUrl('/api/v1/aggregate', v.range);
+  const budget = Math.min(CHART_POINTS, v.maxPoints);
+  const series = seriesUrl('/api/v1/aggregate', v.range, budget);
   const body = html`<header class="page-head">
 <h1>Fleet</h1>
 <p class="summary">Average across the hosts reporting in the range; bands show the lowest and highest value of any host.</p>
@@ -44,7 +47,7 @@ ${rangeControls('/fleet', v.range)}
     refreshSeconds: v.range.preset ? 60 : 0,
     headerAside: accountAside(v.tenantName, v.session),
     nav: 'fleet',
-    page: { kind: 'fleet', data: { now: String(v.now), series, ...(v.reportedUntil !== undefined ? { 'reported-until': String(v.reportedUntil) } : {}) } },
+    page: { kind: 'fleet', data: { now: String(v.now), series, 'max-points': String(budget), ...(v.reportedUntil !== undefined ? { 'reported-until': String(v.reportedUntil) } : {}) } },
     preload: series,
     body,
   });

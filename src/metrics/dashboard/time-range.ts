@@ -53,22 +53,29 @@ export function rangeQuery(range: TimeRange): string {
 }
 
 const HOUR = 3_600_000;
+/** The most points a chart asks for: about two per pixel of a wide chart. */
+export const CHART_POINTS = 1000;
 
 /**
  * What a page asks the series API for over a range (the rule of dashboard.js
  * seriesWindow, which the server applies to the page's first request): up to
- * 3 days the range itself at up to 1000 points; longer, the range widened to
- * whole hours at one point per hour, answered from the hourly rollups.
+ * 3 days the range itself at up to `budget` points; longer, the range widened
+ * to whole hours at one point per hour (answered from the hourly rollups), or
+ * per a whole number of hours when a point per hour would pass the budget (a
+ * range of years). `budget` is CHART_POINTS, less when the tenant's answer
+ * limit allows fewer (the fleet page of a tenant with thousands of names).
  */
-export function seriesWindow(range: Pick<TimeRange, 'from' | 'to'>): { from: number; to: number; points: number } {
-  if (range.to - range.from < 72 * HOUR) return { from: range.from, to: range.to, points: 1000 };
+export function seriesWindow(range: Pick<TimeRange, 'from' | 'to'>, budget = CHART_POINTS): { from: number; to: number; points: number } {
+  if (range.to - range.from < 72 * HOUR) return { from: range.from, to: range.to, points: budget };
   const from = Math.floor(range.from / HOUR) * HOUR;
-  const to = Math.ceil((range.to + 1) / HOUR) * HOUR - 1;
-  return { from, to, points: (to + 1 - from) / HOUR };
+  const hours = Math.ceil((range.to + 1 - from) / HOUR);
+  const step = Math.ceil(hours / budget);
+  const points = Math.ceil(hours / step);
+  return { from, to: from + points * step * HOUR - 1, points };
 }
 
 /** The URL of a page's first series request (with min and max), which the page preloads. */
-export function seriesUrl(path: string, range: Pick<TimeRange, 'from' | 'to'>): string {
-  const w = seriesWindow(range);
+export function seriesUrl(path: string, range: Pick<TimeRange, 'from' | 'to'>, budget = CHART_POINTS): string {
+  const w = seriesWindow(range, budget);
   return `${path}?from=${w.from}&to=${w.to}&points=${w.points}&minmax=true`;
 }

@@ -58,6 +58,8 @@ export interface MetricsStore {
    * of one answer.
    */
   readAggregate(tenantId: string, q: SeriesRequest): Promise<StoredSeries & { hosts: number }>;
+  /** The most points a readAggregate of every metric of the tenant may ask for without `limit_exceeded`. */
+  aggregatePointsLimit(tenantId: string): Promise<number>;
   /** Seals every closed window and rolls up every tenant window now (the service does it on its own in the background). */
   flush(): Promise<void>;
   /** Names of the given metric ids of a tenant (ids of other tenants are absent from the result). */

@@ -7,7 +7,7 @@ import { DEFAULT_WRITER_OPTIONS, type WriterOptions } from './engine/engine-writ
 import { createFoldPool, defaultFoldThreads } from './engine/fold-pool.js';
 import { latestByHost } from './engine/latest.js';
 import { TailRows } from './engine/tail-rows.js';
-import { readAggregate, readHost, stableRead } from './engine/reader.js';
+import { aggregatePointsLimit, readAggregate, readHost, stableRead } from './engine/reader.js';
 import { databaseConn } from './engine/sql-conn.js';
 import { createWorkerWriter } from './engine/worker-writer.js';
 import type { MetricsTables } from './tables.js';
@@ -140,6 +140,7 @@ export function createEngineMetricsStore(database: Database<MetricsTables>, opts
       return key === undefined ? undefined : stableRead(conn, tenantId, q.from, q.to, () => readHost(conn, key, q, folds));
     },
     readAggregate: (tenantId, q) => stableRead(conn, tenantId, q.from, q.to, () => readAggregate(conn, tenantId, q, folds)),
+    aggregatePointsLimit: (tenantId) => aggregatePointsLimit(conn, tenantId),
     metricNames,
     latestByHost: async (tenantId, hostId) => hostId !== undefined && !isHostId(hostId) ? [] : stableRead(conn, tenantId, 0, Number.MAX_SAFE_INTEGER, () => latestByHost(conn, tenantId, { nameOf: (ids) => metricNames(tenantId, ids), hostId, tails })),
     deleteBefore: (cutoff) => writer.deleteBefore(cutoff),

@@ -226,9 +226,18 @@ export async function readAggregate(conn: SqlConn, tenantId: string, q: SeriesRe
   return { bucketMs: grid.width, hosts: Number(counted?.n ?? 0), ...buckets.columns(q.minmax) };
 }
 
-async function assertAnswerFits(conn: SqlConn, tenantId: string, grid: Grid): Promise<void> {
+async function tenantNameCount(conn: SqlConn, tenantId: string): Promise<number> {
   const [r] = await conn.all<{ n: number | string }>('SELECT COUNT(*) AS n FROM metric_names WHERE tenant_id = ?', [tenantId]);
-  const names = Number(r?.n ?? 0);
+  return Number(r?.n ?? 0);
+}
+
+/** The most buckets an aggregate of every metric of the tenant may hold (the bound assertAnswerFits applies). */
+export async function aggregatePointsLimit(conn: SqlConn, tenantId: string): Promise<number> {
+  return Math.max(1, Math.floor(MAX_ANSWER_CELLS / Math.max(1, await tenantNameCount(conn, tenantId))));
+}
+
+async function assertAnswerFits(conn: SqlConn, tenantId: string, grid: Grid): Promise<void> {
+  const names = await tenantNameCount(conn, tenantId);
   if (names * grid.count > MAX_ANSWER_CELLS) {
     throw new AppError('limit_exceeded', `the answer would hold ${names} metrics x ${grid.count} points; at most ${MAX_ANSWER_CELLS} values are served: ask for at most ${Math.max(1, Math.floor(MAX_ANSWER_CELLS / names))} points`);
   }
