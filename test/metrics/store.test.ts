@@ -161,6 +161,19 @@ for (const backend of BACKENDS) {
       assert.equal((await store.appendReport(report(t.tenantId, 'h2', 1, names('y', 25)))).status, 'stored');
     });
 
+    test('the aggregate point budget is the answer bound over the tenant\'s names, and readAggregate keeps to it', async () => {
+      const t = await newTenant(store);
+      assert.equal(await store.aggregatePointsLimit(t.tenantId), 2_000_000, 'no names yet');
+      const names = Object.fromEntries(Array.from({ length: 35 }, (_, i) => [`m.${i}`, i]));
+      assert.equal((await store.appendReport(report(t.tenantId, 'h', 1, names))).status, 'stored');
+      const limit = await store.aggregatePointsLimit(t.tenantId);
+      assert.equal(limit, Math.floor(2_000_000 / 35));
+      // 10 s buckets from 0 (the finest the aggregate has): `points` buckets exactly.
+      const read = (points: number) => store.readAggregate(t.tenantId, { from: 0, to: points * 10_000 - 1, points, minmax: false });
+      assert.equal((await read(limit)).bucketMs, 10_000);
+      await assert.rejects(read(limit + 1), (e: unknown) => (e as { code?: string }).code === 'limit_exceeded' && new RegExp(`ask for at most ${limit} points`).test((e as Error).message));
+    });
+
     test('latestByHost keeps the newest report even when an older one arrives later', async () => {
       const t = await newTenant(store);
       await store.appendReport({ ...report(t.tenantId, 'b', 2000, { 'cpu.usage': 20, 'memory.percent': 40 }), hostname: 'beta' });
