@@ -4,13 +4,14 @@ import type { ErrorCode } from '../core/errors.js';
 /**
  * Codes a `SyncClientError` can carry: the server's codes (docs/sync-api.md,
  * "Errors") and the client's own:
+ * - `store_in_use`: another client (tab, process) holds the local store;
  * - `network`: no answer (offline, connection reset, server gone);
  * - `session_expired`: refresh failed, the user must sign in again;
  * - `not_signed_in`: a call that needs a session was made without one;
  * - `rejected`: the server rejected a pushed item (stale or invalid), `details` says why;
  * - `integrity`: downloaded bytes do not match the attachment's size or SHA-256.
  */
-export type SyncErrorCode = ErrorCode | 'network' | 'session_expired' | 'not_signed_in' | 'rejected' | 'integrity';
+export type SyncErrorCode = ErrorCode | 'network' | 'session_expired' | 'not_signed_in' | 'rejected' | 'integrity' | 'store_in_use';
 
 export class SyncClientError extends Error {
   readonly code: SyncErrorCode;
@@ -28,6 +29,11 @@ export class SyncClientError extends Error {
     this.details = init.details;
     this.retryAfter = init.retryAfter;
   }
+}
+
+/** The error a store's `claim` rejects with when another client holds it. */
+export function storeInUse(what: string): SyncClientError {
+  return new SyncClientError('store_in_use', `${what} is open in another client (another tab or process): one client per store at a time`);
 }
 
 /** True for failures worth retrying later with the same request: no answer, or the server briefly unavailable. */

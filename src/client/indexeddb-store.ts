@@ -1,4 +1,5 @@
 // Why: the durable store of the browser; a queued change survives a closed tab because it is committed to IndexedDB before the write resolves.
+import { storeInUse } from './errors.js';
 import type { CollectionName, Collections, LocalStore, StoreOp, WriteOptions } from './local-store.js';
 
 const COLLECTIONS: readonly CollectionName[] = ['records', 'outbox', 'conflicts', 'meta'];
@@ -16,9 +17,36 @@ interface Db {
 interface OpenReq extends Req<Db> { onupgradeneeded: (() => void) | null }
 export interface IdbFactory { open(name: string, version: number): OpenReq }
 interface KeyRangeStatic { bound(lower: string, upper: string): unknown }
+/** The Web Locks API (navigator.locks): shared by every tab and worker of the origin. */
+export interface LockManagerLike { request(name: string, options: { ifAvailable: true }, callback: (lock: unknown) => Promise<void> | undefined): Promise<unknown> }
 
-/** Opens (creating on first use) the IndexedDB database `name`, one object store per collection. */
-export async function createIndexedDbStore(name: string, factory: IdbFactory = (globalThis as unknown as { indexedDB: IdbFactory }).indexedDB): Promise<LocalStore> {
+/**
+ * Holds the Web Lock `name` until the returned release is called; rejects with `store_in_use` while another tab
+ * holds it. Without Web Locks (a page served over plain HTTP from another host than localhost), only clients of
+ * this page are kept apart.
+ */
+async function holdLock(locks: LockManagerLike, name: string): Promise<() => void> {
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => { release = resolve; });
+  const granted = await new Promise<boolean>((resolve, reject) => {
+    locks.request(name, { ifAvailable: true }, (lock) => {
+      resolve(lock !== null);
+      return lock === null ? undefined : held;
+    }).catch(reject);
+  });
+  if (!granted) throw storeInUse(`the IndexedDB store ${name}`);
+  return release;
+}
+
+/**
+ * Opens (creating on first use) the IndexedDB database `name`, one object store per collection. `claim` takes the
+ * Web Lock `fleetsync-client:<name>`, so a second tab of the app is refused rather than overwriting the first's outbox.
+ */
+export async function createIndexedDbStore(
+  name: string,
+  factory: IdbFactory = (globalThis as unknown as { indexedDB: IdbFactory }).indexedDB,
+  locks: LockManagerLike | undefined = (globalThis as unknown as { navigator?: { locks?: LockManagerLike } }).navigator?.locks,
+): Promise<LocalStore> {
   const db = await new Promise<Db>((resolve, reject) => {
     const open = factory.open(name, 1);
     open.onupgradeneeded = () => {
@@ -39,6 +67,8 @@ export async function createIndexedDbStore(name: string, factory: IdbFactory = (
     });
   }
 
+  let claimed = false;
+  let release: (() => void) | null = null;
   return {
     async get<C extends CollectionName>(collection: C, key: string) {
       return (await run([collection], 'readonly', (tx) => tx.objectStore(collection).get(key))) as Collections[C] | undefined;
@@ -68,7 +98,20 @@ export async function createIndexedDbStore(name: string, factory: IdbFactory = (
         return undefined;
       }, options?.relaxed ? 'relaxed' : 'strict');
     },
+    async claim() {
+      if (claimed) throw storeInUse(`the IndexedDB store ${name}`);
+      claimed = true;
+      try {
+        if (locks) release = await holdLock(locks, `fleetsync-client:${name}`);
+      } catch (e: unknown) {
+        claimed = false;
+        throw e;
+      }
+    },
     async close() {
+      release?.();
+      release = null;
+      claimed = false;
       db.close();
     },
   };

@@ -69,7 +69,10 @@ export interface WriteOptions {
  * Storage of the sync client: four keyed collections. Every method is atomic;
  * `write` applies all its operations in one transaction and resolves once they
  * are durable, which is what makes the outbox survive a crash or a closed tab.
- * One client instance per store at a time.
+ * One client instance per store at a time, which `claim` enforces: a client
+ * keeps its outbox numbering, conflicts and session in memory, so a second
+ * client of the same data (a second tab on one IndexedDB database) would
+ * overwrite the first one's queued changes.
  */
 export interface LocalStore {
   get<C extends CollectionName>(collection: C, key: string): Promise<Collections[C] | undefined>;
@@ -78,6 +81,12 @@ export interface LocalStore {
   /** Every value of the collection, by ascending key; only keys starting with `prefix` when given. */
   list<C extends CollectionName>(collection: C, prefix?: string): Promise<Collections[C][]>;
   write(ops: readonly StoreOp[], options?: WriteOptions): Promise<void>;
+  /**
+   * Takes the store for the calling client until `close`; rejects with a `store_in_use` SyncClientError while
+   * another client (in this process, another tab, another process) holds it. SyncClient.open calls it first.
+   */
+  claim(): Promise<void>;
+  /** Releases the claim and the underlying database (the data stays). */
   close(): Promise<void>;
 }
 

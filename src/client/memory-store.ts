@@ -1,9 +1,11 @@
 // Why: a store for tests, demos and apps that keep nothing across restarts.
+import { storeInUse } from './errors.js';
 import type { CollectionName, Collections, LocalStore, StoreOp } from './local-store.js';
 
 /** Keeps everything in memory; values are copied in and out so callers cannot alter stored state by reference. */
 export function createMemoryStore(): LocalStore {
   const maps: { [C in CollectionName]: Map<string, Collections[C]> } = { records: new Map(), outbox: new Map(), conflicts: new Map(), meta: new Map() };
+  let claimed = false;
   return {
     async get(collection, key) {
       const v = maps[collection].get(key);
@@ -28,6 +30,12 @@ export function createMemoryStore(): LocalStore {
         else map.delete(o.key);
       });
     },
-    async close() {},
+    async claim() {
+      if (claimed) throw storeInUse('this memory store');
+      claimed = true;
+    },
+    async close() {
+      claimed = false;
+    },
   };
 }

@@ -1,5 +1,6 @@
 // Why: a durable store for Node apps (CLIs, Electron main, servers acting as devices); a separate entry so browser builds never see better-sqlite3.
 import Database from 'better-sqlite3';
+import { storeInUse } from './errors.js';
 import type { CollectionName, Collections, LocalStore, StoreOp } from './local-store.js';
 
 const COLLECTIONS: readonly CollectionName[] = ['records', 'outbox', 'conflicts', 'meta'];
@@ -7,10 +8,22 @@ const COLLECTIONS: readonly CollectionName[] = ['records', 'outbox', 'conflicts'
 /**
  * A store in one SQLite file: a key/JSON table per collection. WAL with
  * synchronous=FULL, so a write has reached the disk when `write` resolves.
+ * The connection locks the file exclusively (locking_mode=EXCLUSIVE) from its
+ * first write until close: a second process cannot open it meanwhile.
  */
 export function createSqliteStore(file: string): LocalStore {
-  const db = new Database(file);
-  db.pragma('journal_mode = WAL');
+  // A lock held by another process answers at once rather than after better-sqlite3's default 5 s.
+  const db = new Database(file, { timeout: 100 });
+  try {
+    // Set before WAL is first used: the WAL index then lives in this process's memory, not in a shared file.
+    db.pragma('locking_mode = EXCLUSIVE');
+    db.pragma('journal_mode = WAL');
+    db.exec('BEGIN IMMEDIATE; COMMIT');
+  } catch (e: unknown) {
+    db.close();
+    if ((e as { code?: string }).code === 'SQLITE_BUSY') throw storeInUse(`the SQLite store ${file}`);
+    throw e;
+  }
   db.pragma('synchronous = FULL');
   // Records are keyed by random UUIDs, so a pulled page touches pages all over the table: keep them in memory.
   db.pragma('cache_size = -32768');
@@ -28,6 +41,7 @@ export function createSqliteStore(file: string): LocalStore {
       else stmts[o.collection].del.run(o.key);
     }
   });
+  let claimed = false;
   return {
     async get<C extends CollectionName>(collection: C, key: string) {
       const row = stmts[collection].get.get(key);
@@ -58,7 +72,13 @@ export function createSqliteStore(file: string): LocalStore {
         db.pragma('synchronous = FULL');
       }
     },
+    async claim() {
+      // Other processes are kept out by the file lock since creation; this keeps out a second client of this object.
+      if (claimed) throw storeInUse(`the SQLite store ${file}`);
+      claimed = true;
+    },
     async close() {
+      claimed = false;
       db.close();
     },
   };

@@ -113,8 +113,22 @@ export class SyncClient {
     this.attachments = new AttachmentClient(this.session, () => this.requireBusiness(), o.attachments);
   }
 
-  /** Opens the store: restores the device id, the session, the pull cursor, the outbox and the pending conflicts. */
+  /**
+   * Opens the store: claims it (a `store_in_use` error while another client, say another tab, holds it), then
+   * restores the device id, the session, the pull cursor, the outbox and the pending conflicts. A failed open
+   * closes the store.
+   */
   static async open(o: SyncClientOptions): Promise<SyncClient> {
+    await o.store.claim();
+    try {
+      return await SyncClient.restore(o);
+    } catch (e: unknown) {
+      await o.store.close().catch(() => undefined);
+      throw e;
+    }
+  }
+
+  private static async restore(o: SyncClientOptions): Promise<SyncClient> {
     const store = o.store;
     const storedBusiness = (await store.get('meta', META.business)) as string | undefined;
     const businessId = o.businessId?.toLowerCase();

@@ -105,7 +105,13 @@ async function start() {
   document.body.dataset.ready = 'true';
 }
 
-document.getElementById('start').onclick = () => start().catch((e) => { document.getElementById('setup').textContent = `failed: ${e.message}`; });
+document.getElementById('start').onclick = () => start().catch(async (e) => {
+  // A device opened before the failure gives its store back, so Start can try again.
+  for (const [name, d] of Object.entries(devices)) { await d.client.close(); delete devices[name]; }
+  document.getElementById('setup').textContent = e.code === 'store_in_use'
+    ? 'The demo is open in another tab of this browser: one tab owns its devices at a time. Close the other tab, then press Start.'
+    : `failed: ${e.message}`;
+});
 document.getElementById('reset').onclick = async () => {
   for (const d of Object.values(devices)) await d.client.close();
   window.localStorage.removeItem(SAVED);

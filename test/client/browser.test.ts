@@ -38,7 +38,8 @@ describe('sync client in a browser', { concurrency: true }, () => {
       t.after(() => s.close());
       const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu'] });
       t.after(() => browser.close());
-      const page = await browser.newPage();
+      const context = await browser.newContext();
+      const page = await context.newPage();
       const problems: string[] = [];
       page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
       // Failed loads are checked by URL below (the browser's own /favicon.ico probe is expected to 404).
@@ -72,6 +73,17 @@ describe('sync client in a browser', { concurrency: true }, () => {
       assert.equal((await page.$$('.conflict')).length, 0);
       const dbs = await page.evaluate(async () => (await (globalThis as unknown as { indexedDB: { databases(): Promise<{ name: string }[]> } }).indexedDB.databases()).map((d) => d.name));
       assert.equal(dbs.filter((n) => /^fleetsync-example-[AB]-/.test(n)).length, 2);
+      // A second tab of the page is refused the devices' stores (Web Locks) instead of overwriting their outboxes;
+      // once the first tab is gone, it opens them.
+      const second = await context.newPage();
+      second.on('pageerror', (e) => problems.push(`pageerror (second tab): ${e.message}`));
+      await second.goto(`${s.url}/example/`);
+      await waitFor(second, 'the second tab to be refused', async () => /open in another tab/.test((await second.textContent('#setup')) ?? ''));
+      assert.equal(await second.getAttribute('body', 'data-ready'), null);
+      await page.close();
+      await second.click('#start');
+      await second.waitForSelector('body[data-ready="true"]', { timeout: 20_000 });
+      await waitFor(second, 'the second tab to show the record', async () => (await valueOf(second, 'A')) === mine && (await valueOf(second, 'B')) === mine);
       const status = await fetch(`${s.url}/example/nope.js`);
       assert.equal(status.status, 404);
       assert.deepEqual(problems, []);
