@@ -294,7 +294,8 @@
     const ts = series.timestamps;
     const colors = palette();
     const data = [ts];
-    const opts = [{ label: 'Time', value: (u, v) => (v === null ? '—' : localTime(v) + ' · ' + utcTime(v)) }];
+    // Local time and UTC; once only where they are the same.
+    const opts = [{ label: 'Time', value: (u, v) => (v === null ? '—' : new Date(v).getTimezoneOffset() === 0 ? absoluteUtc(v) : localTime(v) + ' · ' + utcTime(v)) }];
     const bands = [];
     def.lines.forEach((line, i) => {
       const values = series.metrics[line.metric] || ts.map(() => null);
