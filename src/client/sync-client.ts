@@ -680,8 +680,9 @@ export class SyncClient {
       table: c.conflict.table_name,
       uuid: c.conflict.record_uuid,
       // A pushed delete (or a record deleted on the server) is null, not JSON text.
-      local: c.conflict.local_data === null ? null : JSON.parse(c.conflict.local_data) as RecordData | null,
-      remote: c.conflict.remote_data === null ? null : JSON.parse(c.conflict.remote_data) as RecordData | null,
+      // The text `null` for a delete (a conflict stored by an older client holds JSON null, which parses the same).
+      local: JSON.parse(c.conflict.local_data) as RecordData | null,
+      remote: JSON.parse(c.conflict.remote_data) as RecordData | null,
       base: rec?.base ?? null,
       localEditedAt: c.entry.editedAt,
       remoteAt: remoteKnown ? Date.parse(rec.remote.at) : undefined,

@@ -44,15 +44,25 @@ for (const backend of BACKENDS) {
       assert.equal(pending.body[0].resolution, 'pending');
     });
 
-    test('a tombstone racing with an update from another device conflicts with null local data', async () => {
+    test('a tombstone racing with an update from another device conflicts with local data the JSON text null', async () => {
       const { a, c, rec } = await twoDevices();
       await a.push({ changes: [change(rec, 2, { name: 'edited' })] });
       const r = await c.push({ tombstones: [tombstone(rec, 2)] });
       assert.equal(r.body.conflicts[0].operation, 'delete');
-      assert.equal(r.body.conflicts[0].local_data, null, 'JSON null, not the text "null"');
+      assert.equal(r.body.conflicts[0].local_data, 'null', 'a string, as the specification types it: the JSON text of null');
       const retried = await c.push({ tombstones: [tombstone(rec, 2)] });
       assert.equal(retried.body.conflicts[0].id, r.body.conflicts[0].id, 'retrying the delete returns the same conflict');
       assert.deepEqual(JSON.parse(r.body.conflicts[0].remote_data), { name: 'edited' });
+    });
+
+    test('an update racing with a delete from another device conflicts with remote data the JSON text null', async () => {
+      const { a, c, rec } = await twoDevices();
+      await a.push({ tombstones: [tombstone(rec, 2)] });
+      const r = await c.push({ changes: [change(rec, 2, { name: 'edited' })] });
+      assert.equal(r.body.conflicts[0].remote_data, 'null');
+      assert.deepEqual(JSON.parse(r.body.conflicts[0].local_data), { name: 'edited' });
+      const listed = await list(c);
+      assert.equal(listed.body[0].remote_data, 'null', 'the list answers the same string');
     });
 
     test('resolve local applies the local data as a new change with a new server version, above every record version', async () => {

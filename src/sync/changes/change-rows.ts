@@ -59,9 +59,9 @@ export function toConflict(row: ConflictRow): Conflict {
     branch_name: row.branch_name,
     table_name: row.table_name,
     record_uuid: row.record_uuid,
-    // Stored as the text 'null' (the columns are NOT NULL); answered as JSON null, as documented.
-    local_data: row.local_data === 'null' ? null : row.local_data,
-    remote_data: row.remote_data === 'null' ? null : row.remote_data,
+    // JSON text, always a string as the specification types it: a delete's side is the text `null`.
+    local_data: row.local_data,
+    remote_data: row.remote_data,
     resolution: row.resolution as Conflict['resolution'],
     created_at: new Date(row.created_at).toISOString(),
     operation: row.operation as Operation,

@@ -105,7 +105,7 @@ export function planPush(state: PushState, instanceId: string, items: readonly P
       const seen = conflictSlots.get(aKey);
       const previous = state.ownConflicts.get(aKey);
       if (seen && sameAttempt(seen, item)) continue;
-      const slot: PlannedConflict = previous && previous.operation === item.operation && storedLocalData(previous) === localData(item)
+      const slot: PlannedConflict = previous && previous.operation === item.operation && previous.local_data === localData(item)
         ? { existing: previous }
         : { item, remote: current };
       conflictSlots.set(aKey, slot);
@@ -123,13 +123,8 @@ export function localData(item: Pick<PushItem, 'data'>): string {
   return item.data ?? 'null';
 }
 
-/** A stored conflict's local data in the same text form as `localData` (a conflict answers a delete's as JSON null). */
-function storedLocalData(conflict: Pick<Conflict, 'local_data'>): string {
-  return conflict.local_data ?? 'null';
-}
-
 function sameAttempt(slot: PlannedConflict, item: PushItem): boolean {
-  if ('existing' in slot) return slot.existing.operation === item.operation && storedLocalData(slot.existing) === localData(item);
+  if ('existing' in slot) return slot.existing.operation === item.operation && slot.existing.local_data === localData(item);
   return slot.item.operation === item.operation && slot.item.data === item.data;
 }
 
