@@ -37,6 +37,15 @@ for (const backend of BACKENDS) {
       }
     });
 
+    test('login rejects an invalid e-mail format with 400, as register does', async () => {
+      for (const email of ['not-an-email', 'a@b', '', 'x'.repeat(300) + '@example.com']) {
+        const r = await call(s.url, 'POST', '/api/auth/login', { json: { email, password: 'long enough password' } });
+        assert.equal(r.status, 400, email);
+        assert.equal(r.body.error, 'invalid_request');
+        assert.match(r.body.details, /email/);
+      }
+    });
+
     test('register enforces the password policy with 400 and a reason', async () => {
       const cases: Array<[string, RegExp]> = [
         ['short', /at least 10/],

@@ -41,13 +41,13 @@ const BAD_CREDENTIALS = 'the e-mail address or the password is incorrect';
  * before the password is checked, so parallel guesses cannot outrun the lockout.
  */
 export async function loginUser(ctx: AccountsContext, input: { email: string; password: string }): Promise<SignedIn> {
-  const valid = normalizeEmail(input.email);
-  // A string that is no e-mail address cannot name an account, but it gets the same answer, work and lockout as one.
-  const email = valid ?? input.email.trim().toLowerCase();
+  // The specification's rule for every e-mail field: an invalid format is a 400. The format reveals no account.
+  const email = normalizeEmail(input.email);
+  if (email === undefined) throw new AppError('invalid_request', 'email: not a valid e-mail address');
   const checked = await inTurn(ctx.passwordHashes.enter(), async () => {
     const attempt = await countLoginAttempt(ctx, email);
     try {
-      const user = valid ? await ctx.accounts.findUserByEmail(valid) : undefined;
+      const user = await ctx.accounts.findUserByEmail(email);
       const ok = await verifyPassword(input.password, user?.passwordHash ?? (await dummyHash(ctx.config.scryptLog2N)));
       return { attempt, user: ok ? user : undefined };
     } catch (e: unknown) {
