@@ -219,6 +219,25 @@ test('loadAlertRoutes lists every problem of an invalid file', async (t) => {
   });
 });
 
+test('loadAlertRoutes refuses a header value with CR/LF or another control character, or above U+00FF, at start', async (t) => {
+  const file = routesFile(t, JSON.stringify({
+    routes: [
+      { name: 'crlf', url: 'http://x', headers: { Authorization: 'Bearer abc\r\nX-Injected: 1' } },
+      { name: 'nul', url: 'http://x', headers: { 'X-A': 'a\u0000b', 'X-B': 'a\u0085b', 'X-C': 'a\u007fb' } },
+      { name: 'wide', url: 'http://x', headers: { 'X-Euro': '5\u20ac' } },
+      { name: 'fine', url: 'http://x', headers: { 'X-Tab': 'a\tb', 'X-Latin': 'caf\u00e9' } },
+    ],
+  }));
+  await assert.rejects(loadAlertRoutes(file), (e: unknown) => {
+    assert.ok(e instanceof ConfigError);
+    assert.deepEqual(e.problems.map((p) => p.replace(`alert routes file ${file}: `, '').replace(/: the value may hold only .*$/, '')), [
+      'routes.0.headers.Authorization', 'routes.1.headers.X-A', 'routes.1.headers.X-B', 'routes.1.headers.X-C', 'routes.2.headers.X-Euro',
+    ]);
+    assert.match(e.problems[0]!, /no CR, LF or other control character/);
+    return true;
+  });
+});
+
 test('loadAlertRoutes fails clearly on a missing file and on invalid JSON', async (t) => {
   await assert.rejects(loadAlertRoutes('/nonexistent/routes.json'), /alert routes file \/nonexistent\/routes\.json: does not exist/);
   await assert.rejects(loadAlertRoutes(routesFile(t, '{"routes": [')), /is not valid JSON/);

@@ -11,6 +11,12 @@ export const ROUTE_LIMITS = { maxRoutes: 64, maxHeaders: 16, headerValueLength: 
 /** Headers the service sets itself or that frame the request; a route may not override them. */
 const RESERVED_HEADERS = new Set(['content-type', 'content-length', 'host', 'transfer-encoding', 'connection']);
 
+/**
+ * What fetch can send as a header value: one byte per character, no control character but tab. Anything else
+ * (a CR/LF pasted with a token) is refused at start: fetch would refuse it on every delivery, reported only as "connection failed".
+ */
+const HEADER_VALUE = /^[\t\x20-\x7e\xa0-\xff]*$/;
+
 /** Prometheus-style durations: `0s`, `30s`, `5m`, `4h`, `1d`, `1h30m`, `500ms`. */
 const DURATION = '^(?:\\d+(?:ms|s|m|h|d))+$';
 const DURATION_UNITS: Readonly<Record<string, number>> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 };
@@ -134,6 +140,9 @@ function* semanticProblems(routes: AlertRoute[]): Generator<string> {
     if (url && url.protocol !== 'http:' && url.protocol !== 'https:') yield `routes.${i}.url: must use http or https`;
     for (const header of Object.keys(route.headers ?? {})) {
       if (RESERVED_HEADERS.has(header.toLowerCase())) yield `routes.${i}.headers.${header}: is set by the service and cannot be configured`;
+    }
+    for (const [header, value] of Object.entries(route.headers ?? {})) {
+      if (!HEADER_VALUE.test(value)) yield `routes.${i}.headers.${header}: the value may hold only tabs and printable Latin-1 characters (no CR, LF or other control character, nothing above U+00FF)`;
     }
   }
 }
