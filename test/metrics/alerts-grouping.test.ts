@@ -161,6 +161,21 @@ for (const backend of BACKENDS) {
       assert.equal(hooks.quiet.received.length, 1);
     });
 
+    test('an older report (a drained spool) carrying an open alert changes neither its value, message nor last seen', async () => {
+      await report('web-5', [{ ...cpu, value: 99, message: 'now 99' }]);
+      const latest = ts;
+      const older = await ingest(h.url, token, makeReport({ agentId: 'web-5', ts: latest - 5_000, alerts: [{ ...cpu, value: 50, message: 'old 50' }] }));
+      assert.equal(older.status, 200, older.text);
+      const seen = async () => (await call(h.url, 'GET', `/api/v1/alerts?host=web-5&from=0&to=${clock}`, { token })).body
+        .map((a: { value: number; message: string; lastSeenAt: number }) => [a.value, a.message, a.lastSeenAt]);
+      assert.deepEqual(await seen(), [[99, 'now 99', latest]]);
+      const again = await ingest(h.url, token, makeReport({ agentId: 'web-5', ts: latest, hostname: 'renamed', alerts: [{ ...cpu, value: 98, message: 'same ts' }] }));
+      assert.equal(again.body.duplicate, true, 'the same ts is a re-sent report: nothing changes');
+      await report('web-5', [{ ...cpu, value: 97, message: 'newer 97' }]);
+      assert.deepEqual(await seen(), [[97, 'newer 97', ts]], 'a newer report refreshes them');
+      await report('web-5', []);
+    });
+
     test('GET /api/v1/alerts lists the incidents with their route outcomes, per tenant and host', async () => {
       const all = await call(h.url, 'GET', `/api/v1/alerts?from=0&to=${clock}&limit=1000`, { token });
       assert.equal(all.status, 200);

@@ -167,8 +167,8 @@ function reconcile(firing: StoredAlert[], ctx: AlertContext, alerts: Alert[], no
     const known = open.get(fingerprint);
     const fields = { message: alert.message ?? null, value: alert.value ?? null, threshold: alert.threshold ?? null };
     if (known) {
-      // A report older than the incident's latest (a drained spool) does not move it back.
-      Object.assign(known, fields, { lastSeenAt: Math.max(known.lastSeenAt, ctx.ts) });
+      // A report older than the incident's latest (a drained spool) neither moves it back nor replaces its value and message.
+      if (ctx.ts >= known.lastSeenAt) Object.assign(known, fields, { lastSeenAt: ctx.ts });
       current.push({ alert, incident: known, isNew: false });
     } else {
       const incident: StoredAlert = {
