@@ -176,6 +176,28 @@ for (const backend of BACKENDS) {
       await report('web-5', []);
     });
 
+    test('when one alert of a group resolves while another fires, the POST carries both and its status is firing', async () => {
+      const core1: Alert = { ...cpu, labels: { core: '1' } };
+      const before = hooks.plain.received.length;
+      await report('web-6', [cpu, core1]);
+      assert.equal(hooks.plain.received.length, before + 1);
+      const r = await report('web-6', [core1]);
+      assert.deepEqual(r.body.alertResults, [
+        { alert: 'HighCpu', route: 'plain', outcome: 'delivered', status: 200 },
+        { alert: 'HighCpu', route: 'plain', resolved: true, outcome: 'delivered', status: 200 },
+      ], 'the still-firing alert went out with the resolved one');
+      assert.equal(hooks.plain.received.length, before + 2);
+      const mixed = hooks.plain.received.at(-1)!;
+      assert.equal(mixed.status, 'firing');
+      assert.deepEqual(mixed.alerts.map((a) => [a.labels['core'] ?? null, a.status]), [['1', 'firing'], [null, 'resolved']]);
+      assert.deepEqual((await report('web-6', [core1])).body.alertResults, [], 'it was just notified: not due again');
+      await report('web-6', []);
+      const last = hooks.plain.received.at(-1)!;
+      assert.equal(hooks.plain.received.length, before + 3);
+      assert.equal(last.status, 'resolved');
+      assert.deepEqual(last.alerts.map((a) => [a.labels['core'], a.status]), [['1', 'resolved']]);
+    });
+
     test('GET /api/v1/alerts lists the incidents with their route outcomes, per tenant and host', async () => {
       const all = await call(h.url, 'GET', `/api/v1/alerts?from=0&to=${clock}&limit=1000`, { token });
       assert.equal(all.status, 200);

@@ -86,7 +86,9 @@ export function createAlertRouter(routes: AlertRoute[], opts: AlertRouterOptions
       const ending = timing.sendResolved
         ? resolved.filter((r) => r.incident.routes[route.name]?.outcome === 'delivered' && routeMatches(route, r.alert))
         : [];
-      return { route, firing: due ? firing : [], ending };
+      // A resolved notification carries the group's still-firing alerts too: a receiver that keys on groupKey would
+      // otherwise read status "resolved" and close a page that still fires.
+      return { route, firing: due || ending.length ? firing : [], ending };
     }).filter((s) => s.firing.length || s.ending.length);
     const deliveries = await Promise.all(sends.map((s) => deliver(s.route, JSON.stringify(buildWebhookPayload(s.route.name, ctx, [
       ...s.firing.map((c) => ({ alert: c.alert, startsAt: c.incident.startsAt })),
