@@ -149,6 +149,22 @@ for (const backend of BACKENDS) {
       await report('web-2', []);
     });
 
+    test('a route that delivered the firing notification gets the resolved one even when a later repeat failed', async () => {
+      await report('web-7', [cpu]);
+      hooks.plain.answer = 503;
+      try {
+        const repeat = await report('web-7', [cpu], 3_600_000);
+        assert.deepEqual(repeat.body.alertResults, [{ alert: 'HighCpu', route: 'plain', outcome: 'failed', status: 503, error: 'receiver answered HTTP 503' }]);
+      } finally {
+        hooks.plain.answer = 200;
+      }
+      const r = await report('web-7', []);
+      assert.deepEqual(r.body.alertResults, [{ alert: 'HighCpu', route: 'plain', resolved: true, outcome: 'delivered', status: 200 }]);
+      const last = hooks.plain.received.at(-1)!;
+      assert.equal(last.status, 'resolved');
+      assert.equal(last.alerts[0]!.labels['host'], 'web-7');
+    });
+
     test('send_resolved: false sends no resolved notification; a re-sent report routes nothing', async () => {
       const quiet: Alert = { name: 'QuietAlert', severity: 'info' };
       await report('web-3', [quiet]);

@@ -84,7 +84,7 @@ export function createAlertRouter(routes: AlertRoute[], opts: AlertRouterOptions
       const firing = current.filter((c) => routeMatches(route, c.alert));
       const due = firing.some((c) => isDue(c.incident.routes[route.name], c.incident.createdAt, timing, now));
       const ending = timing.sendResolved
-        ? resolved.filter((r) => r.incident.routes[route.name]?.outcome === 'delivered' && routeMatches(route, r.alert))
+        ? resolved.filter((r) => lastDelivered(r.incident.routes[route.name]) !== undefined && routeMatches(route, r.alert))
         : [];
       // A resolved notification carries the group's still-firing alerts too: a receiver that keys on groupKey would
       // otherwise read status "resolved" and close a page that still fires.
@@ -95,7 +95,7 @@ export function createAlertRouter(routes: AlertRoute[], opts: AlertRouterOptions
       ...s.ending.map((r) => ({ alert: r.alert, startsAt: r.incident.startsAt, endsAt: r.incident.resolvedAt! })),
     ])), opts.timeoutMs)));
     sends.forEach((s, i) => {
-      for (const c of s.firing) c.incident.routes[s.route.name] = { notifiedAt: now, ...deliveries[i]! };
+      for (const c of s.firing) c.incident.routes[s.route.name] = notified(c.incident.routes[s.route.name], now, deliveries[i]!);
       for (const r of s.ending) r.incident.routes[s.route.name]!.resolved = { at: now, ...deliveries[i]! };
     });
     // Written after delivery, in one commit: a crash in between at worst notifies again with the next report.
@@ -196,6 +196,17 @@ function storedAsAlert(i: StoredAlert): Alert {
   if (i.value !== null) alert.value = i.value;
   if (i.threshold !== null) alert.threshold = i.threshold;
   return alert;
+}
+
+/** When the route last delivered a firing notification of the incident, if ever. */
+function lastDelivered(state: RouteNotification | undefined): number | undefined {
+  return state?.deliveredAt ?? (state?.outcome === 'delivered' ? state.notifiedAt : undefined);
+}
+
+/** The route's state after a firing notification at `now`; a failure keeps the time of the last delivery. */
+function notified(prev: RouteNotification | undefined, now: number, delivery: Delivery): RouteNotification {
+  const deliveredAt = delivery.outcome === 'delivered' ? now : lastDelivered(prev);
+  return { notifiedAt: now, ...delivery, ...(deliveredAt !== undefined ? { deliveredAt } : {}) };
 }
 
 /** Never notified: once group_wait has passed. Failed last time: now (retry). Delivered: after repeat_interval. */

@@ -30,6 +30,12 @@ export interface RouteNotification {
   outcome: 'delivered' | 'failed';
   status?: number;
   error?: string;
+  /**
+   * Server time of the last firing notification the route delivered, kept when a later one fails: a route that has
+   * heard of the incident gets its resolved notification whatever the last attempt did. Absent on incidents stored
+   * before it was kept; there `outcome: 'delivered'` says the same.
+   */
+  deliveredAt?: number;
   /** Set once the resolved notification was attempted (whatever its outcome). */
   resolved?: { at: number; outcome: 'delivered' | 'failed'; status?: number; error?: string };
 }
