@@ -1,6 +1,6 @@
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { createAlertStore, FIRING_BATCH, type AlertStore, type AlertTables, type NewAlert } from '../../src/metrics/alerts/alert-store.js';
+import { createAlertStore, FIRING_BATCH, hostKey, type AlertStore, type AlertTables, type NewAlert, type StoredAlert } from '../../src/metrics/alerts/alert-store.js';
 import { databaseConn, type SqlConn } from '../../src/metrics/storage/engine/sql-conn.js';
 import type { Database } from '../../src/core/storage/database.js';
 import type { MetricsTables } from '../../src/metrics/storage/tables.js';
@@ -13,6 +13,15 @@ function incident(over: Partial<NewAlert> = {}): NewAlert {
     tenantId: 't-a', hostId: 'web-1', fingerprint: 'f1', name: 'HighCpu', severity: 'critical', message: 'hot', labels: { team: 'ops' },
     value: 97.5, threshold: 95, startsAt: 1_000, lastSeenAt: 1_000, resolvedAt: null, createdAt: 5_000, routes: {}, ...over,
   };
+}
+
+/** Stores incidents of any hosts, each host's under its hold, as the router does. */
+async function record(store: AlertStore, changes: { opened: NewAlert[]; updated: StoredAlert[] }): Promise<void> {
+  const hosts = new Map([...changes.opened, ...changes.updated].map((a) => [hostKey(a.tenantId, a.hostId), a]));
+  for (const { tenantId, hostId } of hosts.values()) {
+    const mine = <T extends NewAlert>(list: T[]) => list.filter((a) => a.tenantId === tenantId && a.hostId === hostId);
+    await store.forHost(tenantId, hostId, (host) => host.record({ opened: mine(changes.opened), updated: mine(changes.updated) }));
+  }
 }
 
 for (const backend of BACKENDS) {
@@ -32,7 +41,7 @@ for (const backend of BACKENDS) {
     });
 
     test('record opens incidents and updates them in one commit; firing lists the open ones of one host', async () => {
-      await store.record({ opened: [incident(), incident({ fingerprint: 'f2', name: 'DiskFilling', severity: 'warning', labels: {}, message: null, value: null, threshold: null }), incident({ tenantId: 't-b' }), incident({ hostId: 'web-2' })], updated: [] });
+      await record(store, { opened: [incident(), incident({ fingerprint: 'f2', name: 'DiskFilling', severity: 'warning', labels: {}, message: null, value: null, threshold: null }), incident({ tenantId: 't-b' }), incident({ hostId: 'web-2' })], updated: [] });
       const open = await store.firing('t-a', 'web-1');
       assert.deepEqual(open.map((a) => a.name), ['HighCpu', 'DiskFilling'], 'oldest first, this tenant and host only');
       const [cpu, disk] = open;
@@ -44,14 +53,14 @@ for (const backend of BACKENDS) {
       cpu!.value = 99;
       cpu!.routes = { pager: { notifiedAt: 6_000, outcome: 'failed', status: 500, error: 'receiver answered HTTP 500' } };
       disk!.resolvedAt = 2_000;
-      await store.record({ opened: [], updated: [cpu!, disk!] });
+      await record(store, { opened: [], updated: [cpu!, disk!] });
       const after = await store.firing('t-a', 'web-1');
       assert.deepEqual(after.map((a) => [a.name, a.lastSeenAt, a.value, a.routes]), [['HighCpu', 2_000, 99, cpu!.routes]]);
     });
 
     test('an update names its tenant: another tenant\'s incident id changes nothing', async () => {
       const [foreign] = await store.firing('t-b', 'web-1');
-      await store.record({ opened: [], updated: [{ ...foreign!, tenantId: 't-a', resolvedAt: 9 }] });
+      await record(store, { opened: [], updated: [{ ...foreign!, tenantId: 't-a', resolvedAt: 9 }] });
       assert.equal((await store.firing('t-b', 'web-1')).length, 1);
     });
 
@@ -91,7 +100,7 @@ for (const backend of BACKENDS) {
     });
 
     test('list: the tenant\'s incidents active in the range, newest start first, host filter and limit', async () => {
-      await store.record({ opened: [incident({ fingerprint: 'f3', name: 'Later', startsAt: 3_000, lastSeenAt: 3_000 })], updated: [] });
+      await record(store, { opened: [incident({ fingerprint: 'f3', name: 'Later', startsAt: 3_000, lastSeenAt: 3_000 })], updated: [] });
       const all = await store.list('t-a', { from: 0, to: 10_000, limit: 10 });
       assert.deepEqual(all.map((a) => [a.hostId, a.name]), [['web-1', 'Later'], ['web-2', 'HighCpu'], ['web-1', 'DiskFilling'], ['web-1', 'HighCpu']], 'newest start first, then newest stored');
       assert.ok(all.every((a) => a.tenantId === 't-a'));
@@ -110,7 +119,7 @@ for (const backend of BACKENDS) {
       const cutoff = 100_000;
       const at = (tenantId: string, name: string, startsAt: number, lastSeenAt: number, resolvedAt: number | null) =>
         incident({ tenantId, hostId: 'h', fingerprint: name, name, startsAt, lastSeenAt, resolvedAt });
-      await store.record({ opened: [
+      await record(store, { opened: [
         at('t-r1', 'resolved-before', 10_000, 40_000, 50_000),
         at('t-r1', 'resolved-at-cutoff', 10_000, 90_000, cutoff),
         at('t-r1', 'open-last-seen-before', 10_000, 90_000, null),
@@ -125,6 +134,47 @@ for (const backend of BACKENDS) {
       assert.deepEqual(await left('t-r2'), []);
       assert.equal((await store.list('t-a', { from: 0, to: 10_000, limit: 10 })).length, 4, 'tenants the sweep does not know keep theirs');
       assert.equal(await store.deleteEndedBefore(cutoff), 0, 'a second sweep finds nothing more');
+    });
+
+    test('one open incident per fingerprint: the database refuses a second, and a new one may open once the first resolved', async () => {
+      await record(store, { opened: [incident({ tenantId: 't-u', fingerprint: 'fu' })], updated: [] });
+      await assert.rejects(record(store, { opened: [incident({ tenantId: 't-u', fingerprint: 'fu', startsAt: 2_000 })], updated: [] }));
+      const [open] = await store.firing('t-u', 'web-1');
+      await record(store, { opened: [incident({ tenantId: 't-u', fingerprint: 'fu', startsAt: 3_000 })], updated: [{ ...open!, resolvedAt: 2_500 }] });
+      assert.deepEqual((await store.list('t-u', { from: 0, to: 10_000, limit: 10 })).map((a) => [a.startsAt, a.resolvedAt]), [[3_000, null], [1_000, 2_500]]);
+    });
+
+    test('migration 0008 keeps every row of a database holding open duplicates: the oldest carries on, merged, the others resolve', async () => {
+      const conn = databaseConn(database);
+      await conn.run('DROP INDEX alerts_open_incident');
+      await conn.run("DELETE FROM schema_migrations WHERE name = '0008_alerts_open_unique'");
+      const insert = (fingerprint: string, startsAt: number, lastSeenAt: number, resolvedAt: number | null, value: number, routes: object) => conn.run(
+        `INSERT INTO alerts (tenant_id, host_id, fingerprint, name, severity, message, labels, value, threshold, starts_at, last_seen_at, resolved_at, created_at, routes)
+         VALUES ('t-m', 'web-1', ?, 'HighCpu', 'critical', ?, '{}', ?, NULL, ?, ?, ?, 0, ?)`,
+        [fingerprint, `at ${lastSeenAt}`, value, startsAt, lastSeenAt, resolvedAt, JSON.stringify(routes)]);
+      await insert('fd', 500, 600, 700, 0, {});
+      await insert('fd', 1_000, 5_000, null, 1, { pager: { notifiedAt: 10, outcome: 'delivered', status: 200 } });
+      await insert('fd', 2_000, 9_000, null, 2, { pager: { notifiedAt: 20, outcome: 'failed', status: 503, error: 'receiver answered HTTP 503' }, chat: { notifiedAt: 20, outcome: 'delivered', status: 200 } });
+      await insert('fd', 3_000, 7_000, null, 3, {});
+      await insert('other', 4_000, 4_000, null, 4, {});
+      await database.close();
+      database = await openTestMetricsDatabase(storage);
+      store = createAlertStore(database.db.withTables<AlertTables>(), databaseConn(database));
+
+      const all = await store.list('t-m', { from: 0, to: 100_000, limit: 100 });
+      assert.deepEqual(all.map((a) => [a.fingerprint, a.startsAt, a.lastSeenAt, a.resolvedAt, a.value, a.message]).sort(), [
+        ['fd', 1_000, 9_000, null, 2, 'at 9000'],
+        ['fd', 2_000, 9_000, 9_000, 2, 'at 9000'],
+        ['fd', 3_000, 7_000, 7_000, 3, 'at 7000'],
+        ['fd', 500, 600, 700, 0, 'at 600'],
+        ['other', 4_000, 4_000, null, 4, 'at 4000'],
+      ], 'every row kept; the oldest open one carries the latest sighting, the others resolved at their own');
+      const [kept] = await store.firing('t-m', 'web-1');
+      assert.deepEqual(kept!.routes, {
+        pager: { notifiedAt: 10, outcome: 'delivered', status: 200, deliveredAt: 10 },
+        chat: { notifiedAt: 20, outcome: 'delivered', status: 200, deliveredAt: 20 },
+      }, 'per route, the state that delivered: the resolved notification still goes out');
+      await assert.rejects(record(store, { opened: [incident({ tenantId: 't-m', fingerprint: 'fd' })], updated: [] }), 'the index is in place');
     });
   });
 }

@@ -4,7 +4,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { createAlertRouter, loadAlertRoutes, type AlertRoute } from '../../src/metrics/alerts/alert-router.js';
+import { createAlertRouter, incidentFingerprint, loadAlertRoutes, type AlertRoute } from '../../src/metrics/alerts/alert-router.js';
 import { globMatches, routeMatches } from '../../src/metrics/alerts/alert-route.js';
 import { buildWebhookPayload } from '../../src/metrics/alerts/webhook-payload.js';
 import { Ajv } from 'ajv';
@@ -271,9 +271,9 @@ test('routeAll: a backlog of alert-free reports reads a quiet host\'s incidents 
   let reads = 0;
   const log: string[] = [];
   const firing = options.store.firing.bind(options.store);
-  const record = options.store.record.bind(options.store);
+  const forHost = options.store.forHost.bind(options.store);
   options.store.firing = (tenantId, hostId) => { reads++; log.push(`read ${hostId}`); return firing(tenantId, hostId); };
-  options.store.record = (changes) => { log.push('record'); return record(changes); };
+  options.store.forHost = (tenantId, hostId, fn) => { log.push('hold'); return forHost(tenantId, hostId, fn); };
   const router = createAlertRouter([{ name: 'pager', url: ok.url, group_wait: '0s', send_resolved: true }], options);
   const at = (s: number, host = 'web-1') => ({ ...ctx, hostId: host, hostname: host, ts: ctx.ts + s * 1000 });
 
@@ -321,6 +321,25 @@ test('routeAll: a host\'s read asked for before a line that notified is asked ag
   const answers = await body;
   assert.deepEqual(answers[1]!.map((r) => [r.alert, r.resolved]), [['DiskFilling', true]], 'web-2 at +20 s carries no alert: it resolves the incident opened at +10 s');
   assert.deepEqual(await options.store.firing(ctx.tenantId, 'web-2'), []);
+});
+
+test('a notification claimed by another report is left to it; a claim its instance never finished expires and is sent again', async (t) => {
+  const ok = await receiver((_req, res) => res.writeHead(200).end('ok'));
+  t.after(ok.close);
+  let now = ctx.ts + 60_000;
+  const options = await routerOptions(t, 1000, () => now);
+  const router = createAlertRouter([{ name: 'pager', url: ok.url }], options);
+  await options.store.forHost(ctx.tenantId, ctx.hostId, (host) => host.record({ opened: [{
+    tenantId: ctx.tenantId, hostId: ctx.hostId, fingerprint: incidentFingerprint(cpu), name: cpu.name, severity: cpu.severity, labels: cpu.labels!,
+    message: null, value: null, threshold: null, startsAt: ctx.ts, lastSeenAt: ctx.ts, resolvedAt: null, createdAt: now,
+    routes: { pager: { notifiedAt: now, outcome: 'sending' } },
+  }], updated: [] }));
+  assert.deepEqual(await router.route({ ...ctx, ts: ctx.ts + 10_000 }, [cpu]), [], 'another report is sending it');
+  now += 1000 + 30_000;
+  assert.deepEqual(await router.route({ ...ctx, ts: ctx.ts + 20_000 }, [cpu]), [{ alert: 'HighCpu', route: 'pager', outcome: 'delivered', status: 200 }]);
+  assert.equal(ok.received.length, 1);
+  const [incident] = await options.store.firing(ctx.tenantId, ctx.hostId);
+  assert.deepEqual(incident!.routes, { pager: { notifiedAt: now, outcome: 'delivered', status: 200, deliveredAt: now } });
 });
 
 test('routeAll: a failed read fails the body with its error; the reads asked for ahead of the other hosts leave no unhandled rejection', async (t) => {

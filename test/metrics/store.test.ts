@@ -207,7 +207,7 @@ for (const backend of BACKENDS) {
         tenantId: t.tenantId, hostId: 'live', fingerprint: name, name, severity: 'warning' as const, message: null, labels: {}, value: null,
         threshold: null, startsAt: now - 35 * day, lastSeenAt, resolvedAt, createdAt: now - 35 * day, routes: {},
       });
-      await alerts.record({ opened: [incident('ended', now - 33 * day, now - 32 * day), incident('firing', now - 29 * day, null)], updated: [] });
+      await alerts.forHost(t.tenantId, 'live', (host) => host.record({ opened: [incident('ended', now - 33 * day, now - 32 * day), incident('firing', now - 29 * day, null)], updated: [] }));
       const result = await new Promise<unknown>((resolve) => {
         const stop = startRetentionSweep({ store, alerts }, { retentionMs: 30 * day, intervalMs: 60_000, now: () => now, onSweep: (r) => { void stop().then(() => resolve(r)); } });
       });

@@ -31,8 +31,10 @@ export interface AlertRouter {
    * repeat_interval), retries of failed ones, and resolved notifications.
    * Resolves with one result per (alert, route) notified now: the report's
    * alerts in alert order then route order, then resolved alerts. An alert
-   * already notified within repeat_interval has no result. Never rejects
-   * for a delivery: failures are results.
+   * already notified within repeat_interval, or whose notification a
+   * concurrent report of the host claimed (on any instance), has no result:
+   * each notification is sent once. Never rejects for a delivery: failures
+   * are results.
    */
   route(ctx: AlertContext, alerts: Alert[]): Promise<AlertResult[]>;
   /**
@@ -46,6 +48,13 @@ export interface AlertRouter {
 }
 
 type Delivery = Pick<AlertResult, 'outcome' | 'status' | 'error'>;
+
+/**
+ * How long past the alert timeout a claimed notification ('sending') stays another report's to finish: delivery is
+ * bounded by the timeout, and recording its outcome takes the host's hold, which nothing keeps for long. A claim
+ * older than that belongs to an instance that stopped, and the next report sends the notification again.
+ */
+const CLAIM_GRACE_MS = 30_000;
 
 export interface AlertRouterOptions {
   timeoutMs: number;
@@ -72,36 +81,61 @@ export function incidentFingerprint(alert: Alert): string {
  */
 export function createAlertRouter(routes: AlertRoute[], opts: AlertRouterOptions): AlertRouter {
   const timed = routes.map((route) => ({ route, timing: routeTiming(route) }));
+  const claimLeaseMs = opts.timeoutMs + CLAIM_GRACE_MS;
   /**
-   * Routes one report; `openAfter` counts the host's incidents still open once it is recorded, `wrote` says whether
-   * it notified and recorded anything. `read`: the host's open incidents, already asked for.
+   * Routes one report; `openAfter` counts the host's incidents still open once it is recorded, `sent` says whether
+   * it sent notifications (which can take up to the timeout). `read`: the host's open incidents, already asked for.
    */
-  async function routeOne(ctx: AlertContext, alerts: Alert[], read?: Promise<StoredAlert[]>): Promise<{ results: AlertResult[]; openAfter: number; wrote: boolean }> {
+  async function routeOne(ctx: AlertContext, alerts: Alert[], read?: Promise<StoredAlert[]>): Promise<{ results: AlertResult[]; openAfter: number; sent: boolean }> {
     const now = opts.now();
-    const { current, resolved, openAfter } = reconcile(await (read ?? opts.store.firing(ctx.tenantId, ctx.hostId)), ctx, alerts, now);
-    if (!current.length && !resolved.length) return { results: [], openAfter, wrote: false };
-    const sends = timed.map(({ route, timing }) => {
-      const firing = current.filter((c) => routeMatches(route, c.alert));
-      const due = firing.some((c) => isDue(c.incident.routes[route.name], c.incident.createdAt, timing, now));
-      const ending = timing.sendResolved
-        ? resolved.filter((r) => lastDelivered(r.incident.routes[route.name]) !== undefined && routeMatches(route, r.alert))
-        : [];
-      // A resolved notification carries the group's still-firing alerts too: a receiver that keys on groupKey would
-      // otherwise read status "resolved" and close a page that still fires.
-      return { route, firing: due || ending.length ? firing : [], ending };
-    }).filter((s) => s.firing.length || s.ending.length);
+    // The read without a hold decides whether the report can change anything: most reports of a quiet host cannot.
+    const hint = plan(await (read ?? opts.store.firing(ctx.tenantId, ctx.hostId)), ctx, alerts, now, timed, claimLeaseMs);
+    if (!hint.changed) return { results: [], openAfter: hint.openAfter, sent: false };
+    // Planned again and claimed under the host's hold, on what is committed now: of concurrent reports of one host, on
+    // any instance, only the first finds a notification due, and the others find it claimed ('sending').
+    const { current, resolved, openAfter, sends } = await opts.store.forHost(ctx.tenantId, ctx.hostId, async (host) => {
+      const held = plan(await host.open(), ctx, alerts, now, timed, claimLeaseMs);
+      for (const s of held.sends) {
+        for (const c of s.firing) c.incident.routes[s.route.name] = claimed(c.incident.routes[s.route.name], now);
+        for (const r of s.ending) r.incident.routes[s.route.name]!.resolved = { at: now, outcome: 'sending' };
+      }
+      const claimedKnown = new Set(held.sends.flatMap((s) => s.firing.filter((c) => !c.isNew)));
+      const opened = held.current.filter((c) => c.isNew);
+      const ids = await host.record({
+        opened: opened.map((c) => c.incident),
+        updated: [...held.current.filter((c) => !c.isNew && (c.refreshed || claimedKnown.has(c))).map((c) => c.incident), ...held.resolved.map((r) => r.incident)],
+      });
+      opened.forEach((c, i) => { c.incident.id = ids[i]!; });
+      return held;
+    });
+    if (!sends.length) return { results: [], openAfter, sent: false };
     const deliveries = await Promise.all(sends.map((s) => deliver(s.route, JSON.stringify(buildWebhookPayload(s.route.name, ctx, [
       ...s.firing.map((c) => ({ alert: c.alert, startsAt: c.incident.startsAt })),
       ...s.ending.map((r) => ({ alert: r.alert, startsAt: r.incident.startsAt, endsAt: r.incident.resolvedAt! })),
     ])), opts.timeoutMs)));
-    sends.forEach((s, i) => {
-      for (const c of s.firing) c.incident.routes[s.route.name] = notified(c.incident.routes[s.route.name], now, deliveries[i]!);
-      for (const r of s.ending) r.incident.routes[s.route.name]!.resolved = { at: now, ...deliveries[i]! };
-    });
-    // Written after delivery, in one commit: a crash in between at worst notifies again with the next report.
-    await opts.store.record({
-      opened: current.filter((c) => c.isNew).map((c) => c.incident),
-      updated: [...current.filter((c) => !c.isNew).map((c) => c.incident), ...resolved.map((r) => r.incident)],
+    // The outcomes go into what is committed now (another report may have refreshed or resolved the incidents
+    // meanwhile), for the claims still this report's. A crash before this leaves the claim to expire and be retried.
+    await opts.store.forHost(ctx.tenantId, ctx.hostId, async (host) => {
+      const ids = [...new Set(sends.flatMap((s) => [...s.firing, ...s.ending].map((t) => t.incident.id)))];
+      const fresh = new Map((await host.byIds(ids)).map((i) => [i.id, i]));
+      const updated = new Set<StoredAlert>();
+      sends.forEach((s, i) => {
+        for (const c of s.firing) {
+          const incident = fresh.get(c.incident.id);
+          const state = incident?.routes[s.route.name];
+          if (!incident || state?.outcome !== 'sending' || state.notifiedAt !== now) continue;
+          incident.routes[s.route.name] = notified(state, now, deliveries[i]!);
+          updated.add(incident);
+        }
+        for (const r of s.ending) {
+          const incident = fresh.get(r.incident.id);
+          const state = incident?.routes[s.route.name];
+          if (!incident || !state || state.resolved?.outcome !== 'sending' || state.resolved.at !== now) continue;
+          state.resolved = { at: now, ...deliveries[i]! };
+          updated.add(incident);
+        }
+      });
+      await host.record({ opened: [], updated: [...updated] });
     });
     const results: AlertResult[] = [];
     for (const c of current) {
@@ -110,7 +144,7 @@ export function createAlertRouter(routes: AlertRoute[], opts: AlertRouterOptions
     for (const r of resolved) {
       sends.forEach((s, i) => { if (s.ending.includes(r)) results.push({ alert: r.alert.name, route: s.route.name, resolved: true, ...deliveries[i]! }); });
     }
-    return { results, openAfter, wrote: true };
+    return { results, openAfter, sent: true };
   }
   return {
     route: async (ctx, alerts) => (await routeOne(ctx, alerts)).results,
@@ -133,10 +167,10 @@ export function createAlertRouter(routes: AlertRoute[], opts: AlertRouterOptions
         const read = firstReads.get(host);
         firstReads.delete(host);
         if (!alerts.length && clear.has(host)) { answers.push([]); continue; }
-        const { results, openAfter, wrote } = await routeOne(ctx, alerts, read);
+        const { results, openAfter, sent } = await routeOne(ctx, alerts, read);
         // A report that notified took a round of webhooks (up to the timeout): other requests may have recorded
         // incidents of the hosts still ahead meanwhile, so those read again when their turn comes.
-        if (wrote) firstReads.clear();
+        if (sent) firstReads.clear();
         if (openAfter === 0) clear.add(host); else clear.delete(host);
         answers.push(results);
       }
@@ -147,9 +181,42 @@ export function createAlertRouter(routes: AlertRoute[], opts: AlertRouterOptions
 
 interface Tracked {
   alert: Alert;
-  /** A new incident has no id until it is recorded. */
+  /** A new incident has id 0 until it is recorded. */
   incident: StoredAlert;
   isNew: boolean;
+  /** A known incident this report is the newest of: its last seen, value and message change. */
+  refreshed: boolean;
+}
+
+/** One POST to one route: the group's firing alerts (when anything is due) and the alerts just resolved. */
+interface Send {
+  route: AlertRoute;
+  firing: Tracked[];
+  ending: Tracked[];
+}
+
+interface Plan {
+  current: Tracked[];
+  resolved: Tracked[];
+  openAfter: number;
+  sends: Send[];
+  /** Whether recording the report changes anything. */
+  changed: boolean;
+}
+
+/** What one report does to the host's open incidents, and which notifications are due. Changes only `firing`'s objects. */
+function plan(firing: StoredAlert[], ctx: AlertContext, alerts: Alert[], now: number, timed: Array<{ route: AlertRoute; timing: RouteTiming }>, claimLeaseMs: number): Plan {
+  const { current, resolved, openAfter } = reconcile(firing, ctx, alerts, now);
+  const sends = timed.map(({ route, timing }) => {
+    const firing = current.filter((c) => routeMatches(route, c.alert));
+    const due = firing.some((c) => isDue(c.incident.routes[route.name], c.incident.createdAt, timing, now, claimLeaseMs));
+    const ending = timing.sendResolved ? resolved.filter((r) => heardOf(r.incident.routes[route.name]) && routeMatches(route, r.alert)) : [];
+    // A resolved notification carries the group's still-firing alerts too: a receiver that keys on groupKey would
+    // otherwise read status "resolved" and close a page that still fires.
+    return { route, firing: due || ending.length ? firing : [], ending };
+  }).filter((s) => s.firing.length || s.ending.length);
+  const changed = sends.length > 0 || resolved.length > 0 || current.some((c) => c.isNew || c.refreshed);
+  return { current, resolved, openAfter, sends, changed };
 }
 
 /**
@@ -158,7 +225,6 @@ interface Tracked {
  * carries are resolved at the report's ts. The same alert twice in one report counts once.
  */
 function reconcile(firing: StoredAlert[], ctx: AlertContext, alerts: Alert[], now: number): { current: Tracked[]; resolved: Tracked[]; openAfter: number } {
-  // Nothing is written here: what changed is recorded after delivery, in one commit.
   const open = new Map(firing.map((i) => [i.fingerprint, i]));
   const current: Tracked[] = [];
   const seen = new Set<string>();
@@ -170,21 +236,22 @@ function reconcile(firing: StoredAlert[], ctx: AlertContext, alerts: Alert[], no
     const fields = { message: alert.message ?? null, value: alert.value ?? null, threshold: alert.threshold ?? null };
     if (known) {
       // A report older than the incident's latest (a drained spool) neither moves it back nor replaces its value and message.
-      if (ctx.ts >= known.lastSeenAt) Object.assign(known, fields, { lastSeenAt: ctx.ts });
-      current.push({ alert, incident: known, isNew: false });
+      const refreshed = ctx.ts >= known.lastSeenAt;
+      if (refreshed) Object.assign(known, fields, { lastSeenAt: ctx.ts });
+      current.push({ alert, incident: known, isNew: false, refreshed });
     } else {
       const incident: StoredAlert = {
         id: 0, tenantId: ctx.tenantId, hostId: ctx.hostId, fingerprint, name: alert.name, severity: alert.severity,
         labels: alert.labels ?? {}, ...fields, startsAt: ctx.ts, lastSeenAt: ctx.ts, resolvedAt: null, createdAt: now, routes: {},
       };
-      current.push({ alert, incident, isNew: true });
+      current.push({ alert, incident, isNew: true, refreshed: false });
     }
   }
   const resolved: Tracked[] = [];
   for (const incident of open.values()) {
     if (seen.has(incident.fingerprint) || ctx.ts <= incident.lastSeenAt) continue;
     incident.resolvedAt = ctx.ts;
-    resolved.push({ incident, alert: storedAsAlert(incident), isNew: false });
+    resolved.push({ incident, alert: storedAsAlert(incident), isNew: false, refreshed: false });
   }
   // Open incidents the report did not resolve (it carries them, or it is older than their last report), plus new ones.
   return { current, resolved, openAfter: open.size - resolved.length + current.filter((c) => c.isNew).length };
@@ -203,15 +270,33 @@ function lastDelivered(state: RouteNotification | undefined): number | undefined
   return state?.deliveredAt ?? (state?.outcome === 'delivered' ? state.notifiedAt : undefined);
 }
 
-/** The route's state after a firing notification at `now`; a failure keeps the time of the last delivery. */
-function notified(prev: RouteNotification | undefined, now: number, delivery: Delivery): RouteNotification {
-  const deliveredAt = delivery.outcome === 'delivered' ? now : lastDelivered(prev);
-  return { notifiedAt: now, ...delivery, ...(deliveredAt !== undefined ? { deliveredAt } : {}) };
+/**
+ * Whether the route gets the resolved notification: it delivered a firing one, or one is in flight (the receiver
+ * may be hearing of the incident right now; a resolved notification of an alert it never got is harmless).
+ */
+function heardOf(state: RouteNotification | undefined): boolean {
+  return lastDelivered(state) !== undefined || state?.outcome === 'sending';
 }
 
-/** Never notified: once group_wait has passed. Failed last time: now (retry). Delivered: after repeat_interval. */
-function isDue(state: RouteNotification | undefined, createdAt: number, timing: RouteTiming, now: number): boolean {
+/** A firing notification this report is about to send: no other report sends it until the claim expires. */
+function claimed(prev: RouteNotification | undefined, now: number): RouteNotification {
+  const deliveredAt = lastDelivered(prev);
+  return { notifiedAt: now, outcome: 'sending', ...(deliveredAt !== undefined ? { deliveredAt } : {}) };
+}
+
+/** The route's state after the firing notification claimed at `now`; a failure keeps the time of the last delivery. */
+function notified(claim: RouteNotification, now: number, delivery: Delivery): RouteNotification {
+  const deliveredAt = delivery.outcome === 'delivered' ? now : lastDelivered(claim);
+  return { notifiedAt: now, ...delivery, ...(deliveredAt !== undefined ? { deliveredAt } : {}), ...(claim.resolved ? { resolved: claim.resolved } : {}) };
+}
+
+/**
+ * Never notified: once group_wait has passed. Failed last time: now (retry). Delivered: after repeat_interval.
+ * Claimed by a report still sending it: not until the claim expires (its instance may have stopped meanwhile).
+ */
+function isDue(state: RouteNotification | undefined, createdAt: number, timing: RouteTiming, now: number, claimLeaseMs: number): boolean {
   if (!state) return now - createdAt >= timing.groupWaitMs;
+  if (state.outcome === 'sending') return now - state.notifiedAt >= claimLeaseMs;
   if (state.outcome === 'failed') return true;
   return now - state.notifiedAt >= timing.repeatIntervalMs;
 }

@@ -1,8 +1,8 @@
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import type { SqlConn } from '../storage/engine/sql-conn.js';
 import type { Severity } from './alert.js';
 
-/** The table behind `AlertStore`, created by migration 0004_alerts. */
+/** The table behind `AlertStore`, created by migration 0004_alerts (one open incident per fingerprint since 0008_alerts_open_unique). */
 export type AlertTables = {
   alerts: {
     id: number;
@@ -27,7 +27,8 @@ export type AlertTables = {
 export interface RouteNotification {
   /** Server time of the last firing notification attempt. */
   notifiedAt: number;
-  outcome: 'delivered' | 'failed';
+  /** `sending`: claimed by the report now delivering it; no other report sends it meanwhile. */
+  outcome: 'delivered' | 'failed' | 'sending';
   status?: number;
   error?: string;
   /**
@@ -37,7 +38,7 @@ export interface RouteNotification {
    */
   deliveredAt?: number;
   /** Set once the resolved notification was attempted (whatever its outcome). */
-  resolved?: { at: number; outcome: 'delivered' | 'failed'; status?: number; error?: string };
+  resolved?: { at: number; outcome: 'delivered' | 'failed' | 'sending'; status?: number; error?: string };
 }
 
 /**
@@ -76,16 +77,30 @@ export interface AlertQuery {
   limit: number;
 }
 
-/** Stored alerts, in domain terms. One implementation serves SQLite and PostgreSQL: the SQL is identical. */
-export interface AlertStore {
+/** One host's incidents while `AlertStore.forHost` holds the host: reads see what is committed, writes commit together. */
+export interface HostAlerts {
   /** The host's incidents that are not resolved, oldest first. */
+  open(): Promise<StoredAlert[]>;
+  /** The host's incidents with these ids, open or resolved. */
+  byIds(ids: number[]): Promise<StoredAlert[]>;
+  /**
+   * Stores new incidents of the host and the mutable fields of known ones (last seen, value, message, resolution,
+   * route state); resolves the new incidents' ids, in order. At most one incident per fingerprint is open: opening a
+   * second fails (a unique index, migration 0008_alerts_open_unique).
+   */
+  record(changes: { opened: NewAlert[]; updated: StoredAlert[] }): Promise<number[]>;
+}
+
+/** Stored alerts, in domain terms. One implementation serves SQLite and PostgreSQL: the SQL is identical but for the hold. */
+export interface AlertStore {
+  /** The host's incidents that are not resolved, oldest first, as committed when the read ran; holds nothing. */
   firing(tenantId: string, hostId: string): Promise<StoredAlert[]>;
   /**
-   * Stores what one report changed, in one transaction (one commit per
-   * report, however many alerts it carries): new incidents, and the mutable
-   * fields of known ones (last seen, value, message, resolution, route state).
+   * Runs `fn` in one transaction holding the host against every other `forHost` of it, on any instance
+   * (PostgreSQL: an advisory transaction lock on the host; SQLite: BEGIN IMMEDIATE), so concurrent reports of one
+   * host take turns reading and changing its incidents. Keep `fn` short, with no network: the host's reports wait.
    */
-  record(changes: { opened: NewAlert[]; updated: StoredAlert[] }): Promise<void>;
+  forHost<T>(tenantId: string, hostId: string, fn: (host: HostAlerts) => Promise<T>): Promise<T>;
   /** The tenant's incidents in the range, newest start first, at most `limit`; never another tenant's. */
   list(tenantId: string, q: AlertQuery): Promise<StoredAlert[]>;
   /**
@@ -195,23 +210,36 @@ export const hostKey = (tenantId: string, hostId: string) => `${tenantId}\0${hos
 export function createAlertStore(db: Kysely<AlertTables>, conn: SqlConn): AlertStore {
   return {
     firing: coalescedFiring(conn),
-    async record({ opened, updated }) {
-      if (!opened.length && !updated.length) return;
-      await db.transaction().execute(async (trx) => {
-        if (opened.length) {
-          await trx.insertInto('alerts').values(opened.map((a) => ({
-            tenant_id: a.tenantId, host_id: a.hostId, fingerprint: a.fingerprint, name: a.name, severity: a.severity,
-            message: a.message, labels: JSON.stringify(a.labels), value: a.value, threshold: a.threshold,
-            starts_at: a.startsAt, last_seen_at: a.lastSeenAt, resolved_at: a.resolvedAt, created_at: a.createdAt,
-            routes: JSON.stringify(a.routes),
-          })) as Row[]).execute();
-        }
-        for (const a of updated) {
-          await trx.updateTable('alerts').set({
-            message: a.message, value: a.value, threshold: a.threshold, last_seen_at: a.lastSeenAt,
-            resolved_at: a.resolvedAt, routes: JSON.stringify(a.routes),
-          }).where('id', '=', a.id).where('tenant_id', '=', a.tenantId).execute();
-        }
+    forHost(tenantId, hostId, fn) {
+      return db.transaction().execute(async (trx) => {
+        // Two int keys: a space of their own, apart from the one-key locks of migrations. A collision of two hosts'
+        // hashes only makes them take turns.
+        if (conn.dialect === 'postgres') await sql`SELECT pg_advisory_xact_lock(hashtext(${tenantId}), hashtext(${hostId}))`.execute(trx);
+        const host = trx.selectFrom('alerts').selectAll().where('tenant_id', '=', tenantId).where('host_id', '=', hostId);
+        return fn({
+          open: async () => (await host.where('resolved_at', 'is', null).orderBy('id').execute()).map(fromRow),
+          byIds: async (ids) => (ids.length ? (await host.where('id', 'in', ids).orderBy('id').execute()).map(fromRow) : []),
+          async record({ opened, updated }) {
+            // Resolutions first: an incident may open again once the one it follows is resolved.
+            for (const a of updated) {
+              await trx.updateTable('alerts').set({
+                message: a.message, value: a.value, threshold: a.threshold, last_seen_at: a.lastSeenAt,
+                resolved_at: a.resolvedAt, routes: JSON.stringify(a.routes),
+              }).where('id', '=', a.id).where('tenant_id', '=', tenantId).where('host_id', '=', hostId).execute();
+            }
+            const ids: number[] = [];
+            for (const a of opened) {
+              const row = await trx.insertInto('alerts').values({
+                tenant_id: tenantId, host_id: hostId, fingerprint: a.fingerprint, name: a.name, severity: a.severity,
+                message: a.message, labels: JSON.stringify(a.labels), value: a.value, threshold: a.threshold,
+                starts_at: a.startsAt, last_seen_at: a.lastSeenAt, resolved_at: a.resolvedAt, created_at: a.createdAt,
+                routes: JSON.stringify(a.routes),
+              } as Row).returning('id').executeTakeFirstOrThrow();
+              ids.push(Number(row.id));
+            }
+            return ids;
+          },
+        });
       });
     },
     async list(tenantId, q) {

@@ -68,11 +68,11 @@ const AlertSchema = Type.Object({
   resolvedAt: Type.Union([Timestamp, Type.Null()], { description: 'ts of the first later report without it; null while firing.' }),
   routes: Type.Array(Type.Object({
     route: Type.String(),
-    outcome: Type.Union([Type.Literal('delivered'), Type.Literal('failed')]),
+    outcome: Type.Union([Type.Literal('delivered'), Type.Literal('failed'), Type.Literal('sending')], { description: '`sending`: a notification in flight.' }),
     notifiedAt: Timestamp,
     status: Type.Optional(Type.Integer()),
     error: Type.Optional(Type.String()),
-    resolvedOutcome: Type.Optional(Type.Union([Type.Literal('delivered'), Type.Literal('failed')])),
+    resolvedOutcome: Type.Optional(Type.Union([Type.Literal('delivered'), Type.Literal('failed'), Type.Literal('sending')])),
   }), { description: 'The latest notification to each route the alert matched.' }),
 });
 
