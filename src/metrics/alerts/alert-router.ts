@@ -39,7 +39,9 @@ export interface AlertRouter {
   route(ctx: AlertContext, alerts: Alert[]): Promise<AlertResult[]>;
   /**
    * `route` for each report in turn (a bulk body's, in line order), one
-   * answer per report. The open incidents of every host in the batch are read
+   * answer per report. A route whose delivery failed is not called again for
+   * the later reports: their notifications to it are failed results whose
+   * `error` says so, and stay due for the next request. The open incidents of every host in the batch are read
    * at once, for each host's first report. A report without alerts of a host the batch's earlier
    * reports left without any open incident is not looked up again: nothing
    * could resolve, so its answer is empty without a read.
@@ -85,8 +87,9 @@ export function createAlertRouter(routes: AlertRoute[], opts: AlertRouterOptions
   /**
    * Routes one report; `openAfter` counts the host's incidents still open once it is recorded, `sent` says whether
    * it sent notifications (which can take up to the timeout). `read`: the host's open incidents, already asked for.
+   * `failedRoutes`: the routes that failed earlier in the same request, by name, which are not called again.
    */
-  async function routeOne(ctx: AlertContext, alerts: Alert[], read?: Promise<StoredAlert[]>): Promise<{ results: AlertResult[]; openAfter: number; sent: boolean }> {
+  async function routeOne(ctx: AlertContext, alerts: Alert[], read?: Promise<StoredAlert[]>, failedRoutes = new Map<string, Delivery>()): Promise<{ results: AlertResult[]; openAfter: number; sent: boolean }> {
     const now = opts.now();
     // The read without a hold decides whether the report can change anything: most reports of a quiet host cannot.
     const hint = plan(await (read ?? opts.store.firing(ctx.tenantId, ctx.hostId)), ctx, alerts, now, timed, claimLeaseMs);
@@ -109,10 +112,18 @@ export function createAlertRouter(routes: AlertRoute[], opts: AlertRouterOptions
       return held;
     });
     if (!sends.length) return { results: [], openAfter, sent: false };
-    const deliveries = await Promise.all(sends.map((s) => deliver(s.route, JSON.stringify(buildWebhookPayload(s.route.name, ctx, [
-      ...s.firing.map((c) => ({ alert: c.alert, startsAt: c.incident.startsAt })),
-      ...s.ending.map((r) => ({ alert: r.alert, startsAt: r.incident.startsAt, endsAt: r.incident.resolvedAt! })),
-    ])), opts.timeoutMs)));
+    // A route that failed earlier in the request is not called again: a dead receiver costs a bulk body one timeout,
+    // not one per line. Its notifications stay due (failed), so the host's next request tries again.
+    const deliveries = await Promise.all(sends.map(async (s) => {
+      const earlier = failedRoutes.get(s.route.name);
+      if (earlier) return earlier;
+      const delivery = await deliver(s.route, JSON.stringify(buildWebhookPayload(s.route.name, ctx, [
+        ...s.firing.map((c) => ({ alert: c.alert, startsAt: c.incident.startsAt })),
+        ...s.ending.map((r) => ({ alert: r.alert, startsAt: r.incident.startsAt, endsAt: r.incident.resolvedAt! })),
+      ])), opts.timeoutMs);
+      if (delivery.outcome === 'failed') failedRoutes.set(s.route.name, { outcome: 'failed', error: `not sent: this route failed earlier in the request (${delivery.error!})` });
+      return delivery;
+    }));
     // The outcomes go into what is committed now (another report may have refreshed or resolved the incidents
     // meanwhile), for the claims still this report's. A crash before this leaves the claim to expire and be retried.
     await opts.store.forHost(ctx.tenantId, ctx.hostId, async (host) => {
@@ -161,13 +172,14 @@ export function createAlertRouter(routes: AlertRoute[], opts: AlertRouterOptions
         firstReads.set(host, read);
       }
       const clear = new Set<string>();
+      const failedRoutes = new Map<string, Delivery>();
       const answers: AlertResult[][] = [];
       for (const { ctx, alerts } of reports) {
         const host = hostKey(ctx.tenantId, ctx.hostId);
         const read = firstReads.get(host);
         firstReads.delete(host);
         if (!alerts.length && clear.has(host)) { answers.push([]); continue; }
-        const { results, openAfter, sent } = await routeOne(ctx, alerts, read);
+        const { results, openAfter, sent } = await routeOne(ctx, alerts, read, failedRoutes);
         // A report that notified took a round of webhooks (up to the timeout): other requests may have recorded
         // incidents of the hosts still ahead meanwhile, so those read again when their turn comes.
         if (sent) firstReads.clear();
