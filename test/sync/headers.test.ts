@@ -1,5 +1,6 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { connect } from 'node:net';
 import { BACKENDS } from '../helpers/backends.js';
 import { call, type Reply } from '../helpers/http.js';
 import { newBusiness, newUser, startSync, type SyncUnderTest } from '../helpers/sync.js';
@@ -22,6 +23,30 @@ for (const backend of BACKENDS) {
     let s: SyncUnderTest;
     before(async () => { s = await startSync(backend, { userRateLimit: 30, ipRateLimit: 10 }); });
     after(() => s.close());
+
+    test('the change feed\'s 101 Switching Protocols carries the five headers too (run first: the next test spends the per-IP limit)', async () => {
+      const owner = await newUser(s);
+      const biz = await newBusiness(s, owner);
+      const { port } = new URL(s.url);
+      const headers = await new Promise<Map<string, string>>((resolve, reject) => {
+        const socket = connect(Number(port), '127.0.0.1', () => {
+          socket.write(`GET /ws/sync?business_id=${biz.id}&user_id=${owner.id} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${owner.token}\r\n`
+            + 'Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n');
+        });
+        let text = '';
+        socket.on('data', (chunk) => {
+          text += chunk.toString('latin1');
+          const end = text.indexOf('\r\n\r\n');
+          if (end < 0) return;
+          socket.destroy();
+          const [status, ...lines] = text.slice(0, end).split('\r\n');
+          if (!/^HTTP\/1\.1 101 /.test(status!)) { reject(new Error(status)); return; }
+          resolve(new Map(lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()])));
+        });
+        socket.on('error', reject);
+      });
+      for (const [h, v] of Object.entries(REQUIRED)) assert.equal(headers.get(h), v, `101: ${h}`);
+    });
 
     test('every kind of answer carries the five security headers: 200, 201, 204, 400, 401, 403, 404, 409, 413, 415, 429', async () => {
       const owner = await newUser(s);

@@ -4,6 +4,7 @@ import type { App } from '../../core/http/create-app.js';
 import { AppError } from '../../core/errors.js';
 import { hashToken, parseBearer } from '../../core/auth/tokens.js';
 import { closeSocketsGoingAway } from '../../core/http/going-away.js';
+import { SECURITY_HEADERS } from '../../core/http/security-headers.js';
 import type { SyncDeps } from '../deps.js';
 import { authenticateAccessToken, isMember } from '../http/auth-guard.js';
 import { limitIp, limitUser } from '../http/rate-limit.js';
@@ -39,6 +40,10 @@ export function registerFeedRoutes(app: App, deps: SyncDeps, options: FeedOption
 
   void app.register(async (scope) => {
     await scope.register(websocket, { preClose: closeSocketsGoingAway, options: { maxPayload: MAX_CLIENT_PAYLOAD } });
+    // The 101 answer is written by ws, past Fastify's hooks: the specification's headers go on it here.
+    scope.websocketServer.on('headers', (headers: string[]) => {
+      for (const [name, value] of Object.entries(SECURITY_HEADERS)) headers.push(`${name}: ${value}`);
+    });
     const hub = createFeedHub(deps.pubsub, options, scope.log, (businessId, credentials: readonly FeedCredential[]) => reauthorizeFeed(deps, businessId, credentials));
     scope.addHook('onClose', async () => hub.close());
 
