@@ -103,7 +103,9 @@ for (const backend of BACKENDS) {
       assert.ok(r.body.timestamps.length <= 100 && r.body.timestamps.length > 0);
       // ceil(3,600,001 / 100) = 36,001 ms, widened until the epoch-aligned grid fits 100 buckets.
       assert.ok(r.body.bucketMs >= 36_001 && r.body.bucketMs < 36_500, String(r.body.bucketMs));
-      assert.ok(r.body.timestamps.every((t: number) => t % r.body.bucketMs === 0), 'buckets start at multiples of their width');
+      const [first, ...rest] = r.body.timestamps as number[];
+      assert.ok(rest.every((t) => t % r.body.bucketMs === 0), 'buckets start at multiples of their width');
+      assert.equal(first, Math.max(NOW - 3_600_000, Math.floor((NOW - 3_600_000) / r.body.bucketMs) * r.body.bucketMs), 'the first, which starts before from, is stamped from');
     });
 
     test('metrics= keeps the named metrics only, and only the points where one of them has a value', async () => {
@@ -161,6 +163,30 @@ for (const backend of BACKENDS) {
       }
     });
 
+    test('a downsampled answer holds only the range\'s reports, whatever its aligned buckets span (raw, host tier and tenant tiers)', async () => {
+      const c = await m.newTenant();
+      const at = (ts: number, usage: number) => ingest(m.url, c.token, makeReport({ agentId: 'w1', ts, cpu: { usage } }));
+      // 100 % three hours before the range, 0 % inside it (half an hour in), 100 % again just past its end.
+      for (const [ts, usage] of [[T0 - 3 * 3_600_000, 100], [T0 + 1_800_000, 0], [T0 + 1_810_000, 0], [T0 + 3_600_000, 100]] as const) {
+        assert.equal((await at(ts, usage)).status, 200);
+      }
+      const q = `from=${T0 - 1}&to=${T0 + 3_599_999}&points=1&minmax=true`;
+      const check = async (path: string) => {
+        const r = await get(c.token, `${path}?${q}`);
+        assert.equal(r.status, 200, path);
+        assert.deepEqual(r.body.timestamps, [T0 - 1], `${path}: one bucket, stamped from`);
+        assert.deepEqual([r.body.metrics['cpu.usage'], r.body.min['cpu.usage'], r.body.max['cpu.usage']], [[0], [0], [0]], path);
+      };
+      // From the head, then from sealed blocks and rollups (the grid's one bucket spans hours around the range).
+      await check('/api/v1/host/w1');
+      await check('/api/v1/aggregate');
+      await m.deps.store.flush();
+      await check('/api/v1/host/w1');
+      await check('/api/v1/aggregate');
+      const top = await get(c.token, `/api/v1/top?metric=cpu.usage&from=${T0 - 1}&to=${T0 + 3_599_999}`);
+      assert.deepEqual(top.body.map((h: { hostId: string; value: number }) => [h.hostId, h.value]), [['w1', 0]]);
+    });
+
     test('another tenant\'s host answers 404 exactly like a host that does not exist', async () => {
       const other = await get(b.token, '/api/v1/host/h1');
       const none = await get(b.token, '/api/v1/host/zz');
@@ -174,11 +200,11 @@ for (const backend of BACKENDS) {
       const r = await get(a.token, `/api/v1/aggregate?from=${T0}&to=${T0 + 99_999}&points=1`);
       assert.equal(r.status, 200);
       assert.equal(r.body.hosts, 2);
-      // 100 s at one point reads the 1-minute tier: the bucket is 120 s wide, aligned, and covers all of it.
+      // 100 s at one point: one 120 s bucket, aligned; it holds only the range's reports, not those of its last 20 s.
       assert.equal(r.body.bucketMs, 120_000);
       assert.deepEqual(r.body.timestamps, [T0]);
-      // h1's 12 reports there are 0..11 (sum 66), h2's 12 are 50 each: (66 + 600) / 24.
-      assert.deepEqual(r.body.metrics['cpu.usage'], [27.75]);
+      // h1's 10 reports in the range are 0..9 (sum 45), h2's 10 are 50 each: (45 + 500) / 20.
+      assert.deepEqual(r.body.metrics['cpu.usage'], [27.25]);
       // Only h1 has disks: the fleet value is h1's own.
       assert.deepEqual(r.body.metrics['disk./.percent'], [50]);
       const rb = await get(b.token, `/api/v1/aggregate?from=${T0}&to=${T0 + 99_999}&points=1`);

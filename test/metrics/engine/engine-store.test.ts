@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import type { Database } from '../../../src/core/storage/database.js';
 import type { MetricsStore, NewReport, StoredSeries } from '../../../src/metrics/domain/metrics-store.js';
 import { createEngineMetricsStore } from '../../../src/metrics/storage/engine-metrics-store.js';
-import { planGrid, gridEnd } from '../../../src/metrics/storage/engine/query-plan.js';
+import { planGrid } from '../../../src/metrics/storage/engine/query-plan.js';
 import { HeadWindows, scanHead } from '../../../src/metrics/storage/engine/head-windows.js';
 import { findSealable, sealWindow } from '../../../src/metrics/storage/engine/sealer.js';
 import { databaseConn, type SqlConn } from '../../../src/metrics/storage/engine/sql-conn.js';
@@ -78,18 +78,23 @@ function bruteBuckets(samples: Array<{ ts: number; metrics: ReadonlyMap<string, 
   return acc;
 }
 
-function assertMatchesBrute(got: StoredSeries, names: Map<number, string>, samples: Array<{ ts: number; metrics: ReadonlyMap<string, number> }>, label: string): void {
+/**
+ * `samples` must be those of [from, to] (the answer holds no other); buckets are the grid's, aligned to multiples of
+ * their width, and a first bucket starting before `from` is stamped `from`.
+ */
+function assertMatchesBrute(got: StoredSeries, names: Map<number, string>, samples: Array<{ ts: number; metrics: ReadonlyMap<string, number> }>, from: number, label: string): void {
   const width = got.bucketMs!;
-  const start = got.timestamps.length ? Math.min(...got.timestamps) : 0;
-  const count = got.timestamps.length ? (Math.max(...got.timestamps) - start) / width + 1 : 0;
+  const start = Math.floor(from / width) * width;
+  const count = samples.length ? Math.floor((Math.max(...samples.map((s) => s.ts)) - start) / width) + 1 : 0;
   const brute = bruteBuckets(samples, start, width, count);
-  const expectedTimestamps = [...new Set(samples.filter((s) => s.ts >= start && s.ts < start + width * count).map((s) => start + Math.floor((s.ts - start) / width) * width))].sort((a, b) => a - b);
+  const bucketOf = (t: number) => Math.floor((t - start) / width);
+  const expectedTimestamps = [...new Set(samples.map((s) => Math.max(from, start + bucketOf(s.ts) * width)))].sort((a, b) => a - b);
   assert.deepEqual(got.timestamps, expectedTimestamps, `${label}: bucket starts`);
   for (const [id, col] of got.metrics) {
     const name = names.get(id)!;
     const cells = brute.get(name)!;
     got.timestamps.forEach((t, i) => {
-      const c = cells[(t - start) / width]!;
+      const c = cells[bucketOf(t)]!;
       if (!c.n) { assert.equal(col[i], null, `${label} ${name} @${t}`); return; }
       assert.ok(Math.abs(col[i]! - c.sum / c.n) <= 1e-9 * Math.max(1, Math.abs(c.sum / c.n)), `${label} ${name} @${t}: ${col[i]} vs ${c.sum / c.n}`);
       assert.equal(got.min!.get(id)![i], c.min, `${label} ${name} min @${t}`);
@@ -184,11 +189,11 @@ for (const backend of BACKENDS) {
         const grid = planGrid(from, to, points, { minWidth: 1, tiers: [HOST_TIER_MS] });
         assert.equal(got.bucketMs, grid.width);
         if (grid.tier) tiered++;
-        assertMatchesBrute(got, await store.metricNames(tenantA, got.metrics.keys()), samples.filter((s) => s.ts >= grid.start && s.ts < gridEnd(grid)), `host ${hostId} [${from}, ${to}] ${points}`);
+        assertMatchesBrute(got, await store.metricNames(tenantA, got.metrics.keys()), samples.filter((s) => s.ts >= from && s.ts <= to), from, `host ${hostId} [${from}, ${to}] ${points}`);
       }
       const long = (await store.readHostSeries(tenantA, 'h1', { from: T0, to: T0 + HOURS * WINDOW_MS - 1, points: 3, minmax: true }))!;
       assert.equal(long.bucketMs! % HOST_TIER_MS, 0, 'long ranges read the host tier');
-      assertMatchesBrute(long, await store.metricNames(tenantA, long.metrics.keys()), samplesOf(tenantA, 'h1'), 'host tier');
+      assertMatchesBrute(long, await store.metricNames(tenantA, long.metrics.keys()), samplesOf(tenantA, 'h1').filter((s) => s.ts >= T0 && s.ts <= T0 + HOURS * WINDOW_MS - 1), T0, 'host tier');
       assert.ok(tiered > 0, 'some random queries read the host tier');
     });
 
@@ -204,7 +209,7 @@ for (const backend of BACKENDS) {
         tiersSeen.add(grid.tier);
         const got = await store.readAggregate(tenantA, { from, to, points, minmax: true });
         assert.equal(got.bucketMs, grid.width);
-        assertMatchesBrute(got, await store.metricNames(tenantA, got.metrics.keys()), samplesOf(tenantA).filter((s) => s.ts >= grid.start && s.ts < gridEnd(grid)), `aggregate [${from}, ${to}] ${points}`);
+        assertMatchesBrute(got, await store.metricNames(tenantA, got.metrics.keys()), samplesOf(tenantA).filter((s) => s.ts >= from && s.ts <= to), from, `aggregate [${from}, ${to}] ${points}`);
         const hosts = new Set([...truth].filter(([key, rows]) => key.startsWith(`${tenantA}/`) && [...rows.keys()].some((t) => t >= from && t <= to)).map(([key]) => key));
         assert.equal(got.hosts, hosts.size, 'hosts with a report in the range');
       }

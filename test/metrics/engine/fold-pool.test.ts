@@ -125,10 +125,11 @@ test('a block the fold thread cannot decode fails the read; the pool serves the 
 });
 
 test('subgrid: the buckets a span can fall in, at their offset in the whole grid', () => {
-  const grid = { start: 1000, width: 100, count: 50, tier: null };
-  assert.deepEqual(subgrid(grid, 1250, 1600), { grid: { start: 1200, width: 100, count: 4, tier: null }, first: 2 });
-  assert.deepEqual(subgrid(grid, 0, 1150), { grid: { start: 1000, width: 100, count: 2, tier: null }, first: 0 });
-  assert.deepEqual(subgrid(grid, 5500, 9000), { grid: { start: 5500, width: 100, count: 5, tier: null }, first: 45 });
+  const grid = { start: 1000, width: 100, count: 50, tier: null, from: 1010, to: 5990 };
+  const range = { from: 1010, to: 5990 };
+  assert.deepEqual(subgrid(grid, 1250, 1600), { grid: { start: 1200, width: 100, count: 4, tier: null, ...range }, first: 2 });
+  assert.deepEqual(subgrid(grid, 0, 1150), { grid: { start: 1000, width: 100, count: 2, tier: null, ...range }, first: 0 });
+  assert.deepEqual(subgrid(grid, 5500, 9000), { grid: { start: 5500, width: 100, count: 5, tier: null, ...range }, first: 45 });
   assert.equal(subgrid(grid, 9000, 9500).grid.count, 0);
 });
 

@@ -13,6 +13,7 @@ test('the grid is aligned to multiples of its width, covers [from, to], and neve
       assert.ok(g.count <= points && g.count >= 1);
       assert.equal(g.start % g.width, 0);
       assert.ok(g.start <= from && gridEnd(g) > to);
+      assert.ok(g.from === from && g.to === to, 'the grid carries the range its buckets are clipped to');
       assert.ok(g.width >= minWidth && g.width >= Math.ceil((span + 1) / points));
       const asked = Math.max(minWidth, Math.ceil((span + 1) / points));
       const fitting = tiers.filter((t) => t <= asked);
@@ -28,6 +29,6 @@ test('tiers: raw below the finest cell, the coarsest cell that fits the asked re
   assert.equal(planGrid(0, day - 1, 500, { minWidth: 10_000, tiers: [60_000, 3_600_000] }).tier, 60_000);
   assert.equal(planGrid(0, day - 1, 500, { minWidth: 10_000, tiers: [60_000, 3_600_000] }).width, 180_000);
   assert.equal(planGrid(0, 59_999, 1000, { minWidth: 10_000, tiers: [60_000] }).width, 10_000, 'never narrower than minWidth');
-  assert.deepEqual(planGrid(0, 99, 10, { minWidth: 1, tiers: [] }), { start: 0, width: 10, count: 10, tier: null });
-  assert.deepEqual(planGrid(5, 5, 10, { minWidth: 1, tiers: [] }), { start: 5, width: 1, count: 1, tier: null });
+  assert.deepEqual(planGrid(0, 99, 10, { minWidth: 1, tiers: [] }), { start: 0, width: 10, count: 10, tier: null, from: 0, to: 99 });
+  assert.deepEqual(planGrid(5, 5, 10, { minWidth: 1, tiers: [] }), { start: 5, width: 1, count: 1, tier: null, from: 5, to: 5 });
 });

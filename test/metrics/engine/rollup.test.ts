@@ -32,7 +32,8 @@ test('rollup cells hold exactly the sum, count, min and max of their raw values;
     }
     // Stored, then read back into a grid of whole cells (one or two per bucket): each bucket's mean, min and max are its raw values'.
     const bucketWidth = width * cellsPerBucket;
-    const buckets = new Buckets({ start: 0, width: bucketWidth, count: Math.floor(7_200_000 / bucketWidth) + 1, tier: width });
+    const count = Math.floor(7_200_000 / bucketWidth) + 1;
+    const buckets = new Buckets({ start: 0, width: bucketWidth, count, tier: width, from: 0, to: count * bucketWidth - 1 });
     buckets.addRollup(encodeRollup(merged));
     // A bucket's sum is its cells' exact sums added in time order (float additions, as the query does them).
     const byBucket = new Map<number, { sum: number; vals: number[] }>();

@@ -83,14 +83,14 @@ export class Buckets {
 
   /** Rows are in time order, so a bucket is a run of rows: found once per block, then used for every column. */
   private runsOf(ts: Float64Array): Runs {
-    const { start, width } = this.grid;
+    const { start, width, from, to } = this.grid;
     const starts: number[] = [];
     const buckets: number[] = [];
     const rowBucket = new Int32Array(ts.length);
     let prev = -1;
     for (let i = 0; i < ts.length; i++) {
       const t = ts[i]!;
-      const b = t < start || t >= this.end ? -1 : Math.floor((t - start) / width);
+      const b = t < start || t >= this.end || t < from || t > to ? -1 : Math.floor((t - start) / width);
       rowBucket[i] = b;
       if (b !== prev || i === 0) { starts.push(i); buckets.push(b); prev = b; }
     }
@@ -159,7 +159,7 @@ export class Buckets {
   }
 
   addRow(ts: number, ids: ArrayLike<number>, values: ArrayLike<number>): void {
-    if (ts < this.grid.start || ts >= this.end) return;
+    if (ts < this.grid.start || ts >= this.end || ts < this.grid.from || ts > this.grid.to) return;
     const b = Math.floor((ts - this.grid.start) / this.grid.width);
     for (let i = 0; i < ids.length; i++) {
       const a = this.of(ids[i]!);
@@ -176,7 +176,8 @@ export class Buckets {
    * column like a block (visitBlock) and added cell by cell: the grid's width
    * is a multiple of the cell width, so each cell lands in one bucket. No
    * array is allocated per metric or statistic, which on a tenant's day of
-   * minute cells was most of the query's garbage.
+   * minute cells was most of the query's garbage. Only rollups of windows
+   * inside [from, to] come here: a cell cannot be cut at the range's edge.
    */
   addRollup(bytes: Uint8Array): void {
     const { start, width } = this.grid;
@@ -199,7 +200,10 @@ export class Buckets {
     });
   }
 
-  /** Bucket starts and per-metric means (null where a bucket has no value of the metric); empty buckets are left out. */
+  /**
+   * Bucket starts (`from` for a first bucket that starts before it: it holds nothing earlier) and per-metric means
+   * (null where a bucket has no value of the metric); empty buckets are left out.
+   */
   columns(minmax: boolean): SeriesColumns {
     const keep: number[] = [];
     for (let b = 0; b < this.grid.count; b++) {
@@ -212,7 +216,7 @@ export class Buckets {
       for (const [id, a] of present) out.set(id, keep.map((b) => (a.count[b] ? f(a, b) : null)));
       return out;
     };
-    const out: SeriesColumns = { timestamps: keep.map((b) => this.grid.start + b * this.grid.width), metrics: pick((a, b) => tidy(a.sum[b]! / a.count[b]!)) };
+    const out: SeriesColumns = { timestamps: keep.map((b) => Math.max(this.grid.from, this.grid.start + b * this.grid.width)), metrics: pick((a, b) => tidy(a.sum[b]! / a.count[b]!)) };
     if (minmax) {
       out.min = pick((a, b) => a.min[b]!);
       out.max = pick((a, b) => a.max[b]!);

@@ -1,9 +1,12 @@
 /**
  * Query planning: the bucket grid of a downsampled answer and the tier it is
  * read from. Buckets are aligned to epoch multiples of their width (as
- * Prometheus and VictoriaMetrics align steps) and each covers its whole span,
- * so a bucket is made of whole rollup cells and its mean is exact. The
- * coarsest tier that is no coarser than the requested resolution is used.
+ * Prometheus and VictoriaMetrics align steps), so a chart refreshed a moment
+ * later keeps its buckets, and a bucket is made of whole rollup cells. A
+ * bucket holds only the samples of [from, to]: the edge buckets' spans past
+ * the range are left out (the reader folds a window the range only partly
+ * covers from its samples, not from its rollup). The coarsest tier that is no
+ * coarser than the requested resolution is used.
  */
 export interface Grid {
   /** Start of the first bucket (a multiple of width, at or before `from`). */
@@ -12,6 +15,9 @@ export interface Grid {
   count: number;
   /** Cell width of the tier the buckets are read from; null: raw samples. */
   tier: number | null;
+  /** The range asked for: samples outside it are not folded. */
+  from: number;
+  to: number;
 }
 
 export function planGrid(from: number, to: number, points: number, opts: { minWidth: number; tiers: readonly number[] }): Grid {
@@ -24,7 +30,7 @@ export function planGrid(from: number, to: number, points: number, opts: { minWi
     const first = Math.floor(from / width);
     const count = Math.floor(to / width) - first + 1;
     // Alignment can add one bucket past the budget: widen by one unit until it fits.
-    if (count <= points) return { start: first * width, width, count, tier };
+    if (count <= points) return { start: first * width, width, count, tier, from, to };
     width += unit;
   }
 }
@@ -42,5 +48,5 @@ export function gridEnd(g: Grid): number {
 export function subgrid(g: Grid, from: number, end: number): { grid: Grid; first: number } {
   const first = Math.max(0, Math.floor((from - g.start) / g.width));
   const last = Math.max(first, Math.min(g.count, Math.ceil((end - g.start) / g.width)));
-  return { grid: { start: g.start + first * g.width, width: g.width, count: last - first, tier: g.tier }, first };
+  return { grid: { ...g, start: g.start + first * g.width, count: last - first }, first };
 }

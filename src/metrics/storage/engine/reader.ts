@@ -4,7 +4,7 @@ import { decodeBlock, divisorOf, visitBlock } from './block-codec.js';
 import type { SeriesRequest, StoredSeries } from '../../domain/metrics-store.js';
 import { Buckets } from './buckets.js';
 import type { FoldPool } from './fold-pool.js';
-import { gridEnd, planGrid, type Grid } from './query-plan.js';
+import { planGrid, type Grid } from './query-plan.js';
 import type { SqlConn } from './sql-conn.js';
 import { HOST_TIER_MS, TENANT_COARSE_MS, TENANT_FINE_MS, WINDOW_MS, windowOf } from './windows.js';
 
@@ -65,15 +65,22 @@ export async function readHost(conn: SqlConn, hostKey: number, q: SeriesRequest,
 
   const grid = planGrid(q.from, q.to, q.points, { minWidth: 1, tiers: [HOST_TIER_MS] });
   const buckets = new Buckets(grid);
-  const column = grid.tier ? 'rollup' : 'data';
+  // A window's rollup is one cell of the whole window: a window the range only partly covers is read from its samples.
   const rows = await conn.all<{ window_start: number; blob: Uint8Array }>(
-    `SELECT window_start, ${column} AS blob FROM blocks WHERE host_key = ? AND window_start >= ? AND window_start < ? ORDER BY window_start`,
-    [hostKey, windowOf(grid.start), gridEnd(grid)]);
-  if (grid.tier) for (const r of rows) buckets.addRollup(r.blob);
+    grid.tier
+      ? 'SELECT window_start, CASE WHEN window_start >= ? AND window_start <= ? THEN rollup ELSE data END AS blob FROM blocks WHERE host_key = ? AND window_start >= ? AND window_start <= ? ORDER BY window_start'
+      : 'SELECT window_start, data AS blob FROM blocks WHERE host_key = ? AND window_start >= ? AND window_start <= ? ORDER BY window_start',
+    [...(grid.tier ? [q.from, q.to + 1 - WINDOW_MS] : []), hostKey, windowOf(q.from), q.to]);
+  if (grid.tier) for (const r of rows) if (windowInside(Number(r.window_start), q)) buckets.addRollup(r.blob); else buckets.addBlock(r.blob);
   else if (pool) await pool.fold(buckets, rows.map((r) => r.blob), rows.map((r) => Number(r.window_start)));
   else for (const r of rows) buckets.addBlock(r.blob);
-  await addHeadRows(conn, buckets, 'SELECT ts, samples FROM reports WHERE host_key = ? AND ts >= ? AND ts < ?', [hostKey, grid.start, gridEnd(grid)]);
+  await addHeadRows(conn, buckets, 'SELECT ts, samples FROM reports WHERE host_key = ? AND ts >= ? AND ts <= ?', [hostKey, q.from, q.to]);
   return { bucketMs: grid.width, ...buckets.columns(q.minmax) };
+}
+
+/** Whether the range covers all of the window starting at `windowStart` (so its rollup cells may be used whole). */
+function windowInside(windowStart: number, q: Pick<SeriesRequest, 'from' | 'to'>): boolean {
+  return windowStart >= q.from && windowStart + WINDOW_MS - 1 <= q.to;
 }
 
 /** Reports in [from, to]: whole blocks count by their row count, the edge blocks by their timestamps. */
@@ -177,8 +184,10 @@ export async function readAggregate(conn: SqlConn, tenantId: string, q: SeriesRe
   const grid = planGrid(q.from, q.to, q.points, { minWidth: 10_000, tiers: [TENANT_FINE_MS, TENANT_COARSE_MS] });
   await assertAnswerFits(conn, tenantId, grid);
   const buckets = new Buckets(grid);
-  const first = windowOf(grid.start);
-  const end = gridEnd(grid);
+  // Only windows the range overlaps; of those, a rollup is used only for one the range covers whole (a cell cannot be
+  // cut at the range's edge): the edge windows are folded from their hosts' blocks, clipped to the range.
+  const first = windowOf(q.from);
+  const end = q.to + 1;
   const fresh = new Set<number>();
   if (grid.tier) {
     const column = grid.tier === TENANT_COARSE_MS ? 'coarse' : 'fine';
@@ -186,6 +195,7 @@ export async function readAggregate(conn: SqlConn, tenantId: string, q: SeriesRe
       `SELECT window_start, ${column} AS blob FROM tenant_windows
        WHERE tenant_id = ? AND window_start >= ? AND window_start < ? AND rolled_version = version`, [tenantId, first, end]);
     for (const r of rolled) {
+      if (!windowInside(Number(r.window_start), q)) continue;
       buckets.addRollup(r.blob);
       fresh.add(Number(r.window_start));
     }
@@ -217,7 +227,7 @@ export async function readAggregate(conn: SqlConn, tenantId: string, q: SeriesRe
   }
   if (batch.length) await foldBatch();
   await addHeadRows(conn, buckets,
-    'SELECT r.ts, r.samples FROM reports r JOIN hosts h ON h.key = r.host_key WHERE h.tenant_id = ? AND r.ts >= ? AND r.ts < ?', [tenantId, grid.start, end]);
+    'SELECT r.ts, r.samples FROM reports r JOIN hosts h ON h.key = r.host_key WHERE h.tenant_id = ? AND r.ts >= ? AND r.ts <= ?', [tenantId, q.from, q.to]);
   const [counted] = await conn.all<{ n: number | string }>(
     `SELECT COUNT(*) AS n FROM hosts h WHERE h.tenant_id = ? AND (
        EXISTS (SELECT 1 FROM blocks b WHERE b.host_key = h.key AND b.window_start >= ? AND b.window_start < ? AND b.max_ts >= ? AND b.min_ts <= ?)
