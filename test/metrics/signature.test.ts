@@ -2,6 +2,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
 import { BACKENDS } from '../helpers/backends.js';
+import { call } from '../helpers/http.js';
 import { ingest, makeReport, startMetrics, type MetricsHarness } from '../helpers/metrics.js';
 import { verifySignature } from '../../src/metrics/domain/verify-signature.js';
 
@@ -74,6 +75,23 @@ for (const backend of BACKENDS) {
       r = await ingest(signed.url, token, junk, { headers: { 'x-collector-signature': hmac(junk) } });
       assert.equal(r.status, 400);
       assert.equal(r.body.error, 'invalid_request');
+    });
+
+    test('an unsigned request is a 401 before its body is looked at: whatever its type or size, single or bulk', async () => {
+      const cases: Array<[string, { body: string | Buffer; headers: Record<string, string> }]> = [
+        ['/api/v1/ingest', { body: 'hello', headers: { 'content-type': 'text/plain' } }],
+        ['/api/v1/ingest', { body: 'x', headers: {} }],
+        ['/api/v1/ingest', { body: Buffer.alloc(2_000_000, 0x20), headers: { 'content-type': 'application/json' } }],
+        ['/api/v1/ingest/bulk', { body: 'x', headers: { 'content-type': 'text/plain' } }],
+      ];
+      for (const [path, { body, headers }] of cases) {
+        const r = await call(signed.url, 'POST', path, { token, body, headers });
+        assert.equal(r.status, 401, `${path} ${headers['content-type'] ?? 'no type'} ${body.length} bytes`);
+        assert.match(r.body.details, /missing x-collector-signature/);
+      }
+      // Signed, the same bodies get their own answers.
+      const plain = await call(signed.url, 'POST', '/api/v1/ingest', { token, body: 'hello', headers: { 'content-type': 'text/plain', 'x-collector-signature': hmac('hello') } });
+      assert.equal(plain.status, 415);
     });
 
     test('without --secret the header is not required', async () => {

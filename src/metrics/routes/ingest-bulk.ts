@@ -9,6 +9,7 @@ import { clientGone } from '../http/client-gone.js';
 import type { BulkLinePool } from '../http/bulk-line-pool.js';
 import { MAX_BULK_REPORTS } from '../http/bulk-lines.js';
 import { useNdjsonReportParser } from '../http/ndjson-report-parser.js';
+import { requireSignatureHeader } from '../http/signed-json-parser.js';
 import type { MetricsSelfMetrics } from '../self-metrics.js';
 import { AlertResultsSchema } from './ingest.js';
 import { AUTH_ERRORS, BEARER, errorResponses } from './schemas.js';
@@ -45,7 +46,7 @@ export async function registerBulkIngestRoute(
     const items = useNdjsonReportParser(scope, deps.secret, { bulkBodyLimit: deps.bulkBodyLimit, lineLimit: deps.bodyLimit }, deps.bulkLines, deps);
     const compile = validatorCompiler();
     scope.post('/api/v1/ingest/bulk', {
-      onRequest: authenticate(deps.store),
+      onRequest: [authenticate(deps.store), requireSignatureHeader(deps.secret)],
       // The body's lines are read and checked by the parse threads; its schema below documents them for OpenAPI.
       validatorCompiler: (route) => (route.httpPart === 'body' ? () => true : compile(route)),
       bodyLimit: deps.bulkBodyLimit,
