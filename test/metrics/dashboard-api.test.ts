@@ -182,3 +182,27 @@ test('the reads of every host (top, top lists, sparklines) are shed with the ser
   }
   for (const path of ['/api/v1/hosts', '/api/v1/hosts/status', '/api/v1/alerts']) assert.equal((await call(h.url, 'GET', path, { token: tenant.token })).status, 200, path);
 });
+
+test('the host and fleet pages take a slot of the same bounds: a browser refused gets a page that reloads itself, a script the JSON 503', async (t) => {
+  const h = await startMetrics('sqlite', { maxExpensivePerPrincipal: 1 });
+  t.after(() => h.close());
+  const tenant = await h.newTenant('busy');
+  assert.equal((await ingest(h.url, tenant.token, makeReport({ agentId: 'web-1', ts: Date.now() }))).status, 200);
+  // The tenant's one slot is held (an aggregate in progress, say).
+  const release = h.app.shedExpensive!(tenant.tenantId);
+  for (const page of ['/hosts/web-1', '/fleet']) {
+    const browser = await call(h.url, 'GET', page, { token: tenant.token, headers: { accept: HTML_ACCEPT } });
+    assert.equal(browser.status, 503, page);
+    assert.equal(browser.headers.get('retry-after'), '1');
+    assert.match(browser.headers.get('content-type') ?? '', /^text\/html/);
+    assert.match(String(browser.body), /<meta http-equiv="refresh" content="2">/);
+    assert.match(String(browser.body), /The server is busy/);
+    const script = await call(h.url, 'GET', page, { token: tenant.token });
+    assert.deepEqual([script.status, script.body.error], [503, 'unavailable'], page);
+  }
+  // Another tenant is not held back, and a page gives its slot back once its streamed part is written.
+  const other = await h.newTenant('other');
+  assert.equal((await call(h.url, 'GET', '/fleet', { token: other.token, headers: { accept: HTML_ACCEPT } })).status, 200);
+  release();
+  for (let i = 0; i < 3; i++) assert.equal((await call(h.url, 'GET', '/hosts/web-1', { token: tenant.token, headers: { accept: HTML_ACCEPT } })).status, 200, `page ${i}`);
+});

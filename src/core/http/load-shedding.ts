@@ -12,6 +12,14 @@ declare module 'fastify' {
      */
     expensive?: boolean;
   }
+  interface FastifyInstance {
+    /**
+     * A slot of the same bounds for work a handler starts on its own, once it knows its caller (a dashboard page
+     * that authenticates inside its handler and streams a read of whole ranges): throws `unavailable` past them,
+     * returns the release. Absent when the app has no load shedding.
+     */
+    shedExpensive?: (principal: string | undefined) => () => void;
+  }
 }
 
 export interface LoadSheddingOptions {
@@ -125,6 +133,7 @@ export function registerLoadShedding(app: FastifyInstance, opts: LoadSheddingOpt
   let shedder: LoadShedder | undefined;
   app.addHook('onReady', async () => { shedder = createLoadShedder(opts); });
   app.addHook('onClose', async () => shedder?.stop());
+  app.decorate('shedExpensive', (principal: string | undefined) => shedder!.acquire(principal));
   app.addHook('onRoute', (route: RouteOptions) => {
     if (route.config?.expensive !== true) return;
     const handler = route.handler;

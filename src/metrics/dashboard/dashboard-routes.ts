@@ -1,7 +1,7 @@
 import fastifyCookie from '@fastify/cookie';
 import fastifyFormbody from '@fastify/formbody';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { AppError, isAppError } from '../../core/errors.js';
 import type { App } from '../../core/http/create-app.js';
@@ -47,6 +47,10 @@ const errorResponse = (description: string) => ({
   content: { 'application/json': { schema: ErrorSchema } },
 });
 const internalError = errorResponse('Unexpected failure; logged, details never sent.');
+const busy = {
+  description: 'Load shedding (the API\'s expensive-read bounds): a page that reloads itself for a browser, the JSON error otherwise; `Retry-After`.',
+  content: { 'text/html': { schema: Type.String() }, 'application/json': { schema: ErrorSchema } },
+};
 /** Page query parameters; anything unreadable falls back to the default view rather than failing the page. */
 const PageQuery = Type.Object({
   range: Type.Optional(Type.String({ maxLength: 16, description: 'Preset ending now: 15m, 1h (default), 6h, 24h, 7d, 30d.' })),
@@ -113,6 +117,7 @@ export async function registerDashboard(app: App, deps: DashboardDeps): Promise<
           401: errorResponse('Bad bearer token, or no credentials from a non-browser client.'),
           404: htmlResponse('No such host in this tenant (a page for a browser, JSON otherwise).'),
           500: internalError,
+          503: busy,
         },
       },
     }, async (req, reply) => {
@@ -131,14 +136,20 @@ export async function registerDashboard(app: App, deps: DashboardDeps): Promise<
       }
       const range = parseTimeRange(req.query, now);
       const metric = typeof req.query.metric === 'string' && req.query.metric !== '' ? req.query.metric : undefined;
+      const release = expensiveSlot(scope, req, reply, who.tenantId);
+      if (!release) return reply;
       const parts = hostPageParts({ host, range, metric, now, tenantName: who.tenantName, session: who.session });
       // The table of every metric reads the whole range: streamed after the charts' frame.
       return streamPage(reply, parts, async () => {
-        const [summary, alerts] = await Promise.all([
-          readHostSeries(deps.store, who.tenantId, hostId, { from: range.from, to: range.to, points: 1, minmax: true }),
-          deps.alerts.list(who.tenantId, { hostId, from: range.from, to: range.to, limit: PAGE_ALERTS }),
-        ]);
-        return hostPageRest({ host, range, summary, alerts });
+        try {
+          const [summary, alerts] = await Promise.all([
+            readHostSeries(deps.store, who.tenantId, hostId, { from: range.from, to: range.to, points: 1, minmax: true }),
+            deps.alerts.list(who.tenantId, { hostId, from: range.from, to: range.to, limit: PAGE_ALERTS }),
+          ]);
+          return hostPageRest({ host, range, summary, alerts });
+        } finally {
+          release();
+        }
       });
     });
 
@@ -154,6 +165,7 @@ export async function registerDashboard(app: App, deps: DashboardDeps): Promise<
           303: redirectResponse('No credentials from a browser: go to /signin.'),
           401: errorResponse('Bad bearer token, or no credentials from a non-browser client.'),
           500: internalError,
+          503: busy,
         },
       },
     }, async (req, reply) => {
@@ -162,15 +174,21 @@ export async function registerDashboard(app: App, deps: DashboardDeps): Promise<
       const now = sessionDeps.now();
       const range = parseTimeRange(req.query, now);
       const [latest, maxPoints] = await Promise.all([deps.store.latestByHost(who.tenantId), deps.store.aggregatePointsLimit(who.tenantId)]);
+      const release = expensiveSlot(scope, req, reply, who.tenantId);
+      if (!release) return reply;
       const parts = fleetPageParts({ range, now, maxPoints, reportedUntil: reportedUntil(withStatus(latest, now).hosts), tenantName: who.tenantName, session: who.session });
       // The top lists read every host's range (seconds for a month of a large fleet): streamed after the charts' frame.
       return streamPage(reply, parts, async (signal) => {
-        const [top, alerts] = await Promise.all([
-          readTopHostsBy(deps.store, who.tenantId, ['cpu.usage', 'memory.percent', FULLEST_DISK], range, 10, { latest, signal }),
-          deps.alerts.list(who.tenantId, { from: range.from, to: range.to, limit: PAGE_ALERTS }),
-        ]);
-        const ranked = (m: string) => top.ranked.get(m)!;
-        return fleetPageRest({ range, alerts, hosts: top.hosts, top: { cpu: ranked('cpu.usage'), memory: ranked('memory.percent'), disk: ranked(FULLEST_DISK) } });
+        try {
+          const [top, alerts] = await Promise.all([
+            readTopHostsBy(deps.store, who.tenantId, ['cpu.usage', 'memory.percent', FULLEST_DISK], range, 10, { latest, signal }),
+            deps.alerts.list(who.tenantId, { from: range.from, to: range.to, limit: PAGE_ALERTS }),
+          ]);
+          const ranked = (m: string) => top.ranked.get(m)!;
+          return fleetPageRest({ range, alerts, hosts: top.hosts, top: { cpu: ranked('cpu.usage'), memory: ranked('memory.percent'), disk: ranked(FULLEST_DISK) } });
+        } finally {
+          release();
+        }
       });
     });
 
@@ -274,6 +292,26 @@ async function authenticate(req: FastifyRequest, reply: FastifyReply, store: Met
   } catch (e: unknown) {
     reply.header('www-authenticate', 'Bearer realm="metrics"');
     throw e;
+  }
+}
+
+/**
+ * A slot of the load-shedding bounds for a page that reads whole ranges (the API's series, aggregate and top lists
+ * take theirs the same way), taken once the caller is known. Refused, a browser gets a 503 page that reloads itself;
+ * any other client the JSON 503. Undefined when the answer is sent.
+ */
+function expensiveSlot(app: FastifyInstance, req: FastifyRequest, reply: FastifyReply, tenantId: string): (() => void) | undefined {
+  try {
+    return app.shedExpensive?.(tenantId) ?? (() => undefined);
+  } catch (e: unknown) {
+    if (!isAppError(e) || e.code !== 'unavailable' || !acceptsHtml(req)) throw e;
+    const seconds = Number(e.extra?.['retry_after'] ?? 1);
+    void reply.code(503).type(HTML).header('cache-control', 'no-store').header('retry-after', String(seconds)).send(pageLayout({
+      title: 'Busy · Fleet metrics',
+      retrySeconds: seconds + 1,
+      body: html`<section class="empty"><h1>The server is busy</h1><p>This page reloads itself in a moment.</p></section>`,
+    }).value);
+    return undefined;
   }
 }
 

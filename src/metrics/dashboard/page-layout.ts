@@ -17,6 +17,8 @@ export interface LayoutOptions {
    * <noscript>); with JavaScript the page updates itself without reloading.
    */
   refreshSeconds?: number;
+  /** Seconds before the page reloads itself, with or without JavaScript (a page that could not be served yet). */
+  retrySeconds?: number;
   /** Right-hand side of the top bar. */
   headerAside?: HtmlValue;
   /** Which section of the navigation is current; none on the sign-in page. */
@@ -48,7 +50,7 @@ export function pageParts(o: LayoutOptions): { start: SafeHtml; end: SafeHtml } 
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-${o.refreshSeconds ? html`<noscript><meta http-equiv="refresh" content="${o.refreshSeconds}"></noscript>\n` : ''}<title>${o.title}</title>
+${o.refreshSeconds ? html`<noscript><meta http-equiv="refresh" content="${o.refreshSeconds}"></noscript>\n` : ''}${o.retrySeconds ? html`<meta http-equiv="refresh" content="${o.retrySeconds}">\n` : ''}<title>${o.title}</title>
 ${scripted ? html`<link rel="stylesheet" href="${CHART_STYLESHEET_URL}">\n` : ''}<link rel="stylesheet" href="${STYLESHEET_URL}">
 <link rel="icon" href="${FAVICON_URL}" type="image/svg+xml">
 ${o.preload ? html`<link rel="preload" href="${o.preload}" as="fetch" crossorigin>\n` : ''}</head>
