@@ -25,7 +25,7 @@ export interface LockManagerLike { request(name: string, options: { ifAvailable:
  * holds it. Without Web Locks (a page served over plain HTTP from another host than localhost), only clients of
  * this page are kept apart.
  */
-async function holdLock(locks: LockManagerLike, name: string): Promise<() => void> {
+async function holdLock(locks: LockManagerLike, name: string, store: string): Promise<() => void> {
   let release!: () => void;
   const held = new Promise<void>((resolve) => { release = resolve; });
   const granted = await new Promise<boolean>((resolve, reject) => {
@@ -34,7 +34,7 @@ async function holdLock(locks: LockManagerLike, name: string): Promise<() => voi
       return lock === null ? undefined : held;
     }).catch(reject);
   });
-  if (!granted) throw storeInUse(`the IndexedDB store ${name}`);
+  if (!granted) throw storeInUse(`the IndexedDB store ${store}`);
   return release;
 }
 
@@ -102,7 +102,7 @@ export async function createIndexedDbStore(
       if (claimed) throw storeInUse(`the IndexedDB store ${name}`);
       claimed = true;
       try {
-        if (locks) release = await holdLock(locks, `fleetsync-client:${name}`);
+        if (locks) release = await holdLock(locks, `fleetsync-client:${name}`, name);
       } catch (e: unknown) {
         claimed = false;
         throw e;
