@@ -143,9 +143,10 @@ export function startInstance(service: ServiceName, name: string, args: string[]
   });
 }
 
-interface Proxy { url: string; output: string[]; stop(): Promise<void> }
+export interface Proxy { url: string; output: string[]; stop(): Promise<void> }
 
-async function startHaproxy(service: ServiceName, backends: string[]): Promise<Proxy> {
+/** HAProxy on `deploy/haproxy.cfg` with `backends` (host:port) as the instances of `service`. */
+export async function startHaproxy(service: ServiceName, backends: string[]): Promise<Proxy> {
   const bind = await freePort();
   const unused = `127.0.0.1:${await freePort()}`;
   const env: Record<string, string> = {
