@@ -101,7 +101,7 @@ export function createEngineWriter(conn: SqlConn, opts: WriterOptions, onError: 
   const state = newWriterState();
   const sealed = new SealedTimestamps();
   const wallNow = () => Date.now();
-  const deps = { conn, state, limits: opts.limits, sealed, wallNow, syncedByCaller: syncLog !== undefined };
+  const deps = { conn, state, limits: opts.limits, sealed, wallNow, now: opts.now, syncedByCaller: syncLog !== undefined };
   const durable = syncLog ? pipelinedSync(syncLog) : undefined;
   // A failed fsync leaves what the log holds unknown (the kernel may drop the dirty pages and report success
   // later), so after one nothing more is acknowledged: the service must be restarted, as PostgreSQL does.

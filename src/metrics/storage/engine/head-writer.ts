@@ -54,6 +54,8 @@ export interface WriterDeps {
   limits: MetricLimits;
   sealed: SealedTimestamps;
   wallNow: () => number;
+  /** The service clock, which seals judge a window closed by: a report of a window it has ended may meet a seal. */
+  now: () => number;
   /**
    * The append's commit does not wait for the disk itself: the caller makes it durable before it answers
    * (engine-writer.ts: an fsync of SQLite's WAL off the writer thread, so the next batch commits meanwhile).
@@ -113,6 +115,7 @@ async function appendInTransaction(deps: WriterDeps, batch: HeadReport[], after:
   }
   const uncachedKeys = [...hosts.values()].map((h) => h.key).filter((k) => !state.hostMetricIds.has(k));
   for (const [key, set] of await loadHostMetricIds(conn, uncachedKeys)) hostSets.set(key, set);
+  if (conn.dialect === 'postgres') await lockHostsOfEndedWindows(conn, batch, hosts, windowOf(deps.now()));
   // Reports for windows already sealed: their duplicates are looked up in the blocks, all in one query.
   const sealedMeta = await loadSealedMeta(conn, batch.flatMap((r) => {
     const h = hosts.get(`${r.tenantId}\0${r.hostId}`);
@@ -222,6 +225,28 @@ async function appendInTransaction(deps: WriterDeps, batch: HeadReport[], after:
     for (const [key, set] of hostSets) state.hostMetricIds.set(key, set);
   });
   return outcomes;
+}
+
+/**
+ * PostgreSQL: locks the hosts of the batch's reports whose window has ended (one statement; none for a batch of the
+ * open window, nearly every batch). Such a report may meet a seal of its window on another connection or instance.
+ * Under read committed the block lookup that follows would not see a seal committing after it, while the head insert
+ * waits on the seal's delete of the stored row and then succeeds: the re-sent report would be stored twice and
+ * answered as new. FOR SHARE conflicts with the seal's FOR NO KEY UPDATE (which the insert's foreign-key lock does
+ * not): a seal under way is waited for and its block seen by the lookup; a seal starting later skips the host (SKIP
+ * LOCKED) until this commits, and takes it at a later pass. A window is judged ended by its end, not its end plus the
+ * seal's grace, so that instances' clocks may differ by up to the grace. Shared locks never wait on each other; in
+ * key order all the same. Two appends both holding a host and both renaming it deadlock: PostgreSQL undoes one, and
+ * appendWithRetry runs it again.
+ */
+async function lockHostsOfEndedWindows(conn: SqlConn, batch: HeadReport[], hosts: Map<string, CachedHost>, openWindow: number): Promise<void> {
+  let keys: Set<number> | undefined;
+  for (const r of batch) {
+    if (r.ts >= openWindow) continue;
+    const host = hosts.get(`${r.tenantId}\0${r.hostId}`);
+    if (host) (keys ??= new Set()).add(host.key);
+  }
+  if (keys) await conn.all('SELECT key FROM hosts WHERE key = ANY(?::int[]) ORDER BY key FOR SHARE', [[...keys]]);
 }
 
 /** Whether the host already has a report at `ts`, in a sealed block or in the head. */

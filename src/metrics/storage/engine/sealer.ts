@@ -12,7 +12,10 @@ import { HOST_TIER_MS, WINDOW_MS } from './windows.js';
  * read, so a report is always in the head or in a block, never both, never
  * neither. On PostgreSQL an instance seals a host only while it holds that
  * host's row lock (SKIP LOCKED): two instances never seal the same host at
- * once, and the lock does not block ingest (inserts take a weaker lock).
+ * once, and the lock does not block ingest of the open window (inserts take a weaker lock). An append of a report
+ * of an ended window holds its host in a mode that conflicts with it (head-writer.ts, lockHostsOfEndedWindows): it
+ * waits for a seal under way, so that it sees the block and answers a re-sent report as a duplicate, and a seal that
+ * finds the host held skips it until a later pass.
  * The commit does not wait for the disk: it moves reports that are already
  * durable, and a crash can only undo it whole (they are then in the head).
  */
