@@ -4,8 +4,23 @@ import { randomUUID } from 'node:crypto';
 import { BACKENDS } from '../helpers/backends.js';
 import { call } from '../helpers/http.js';
 import { addMember, newBusiness, newUser, startSync } from '../helpers/sync.js';
-import { createMemoryStore, fieldMerge, lastWriterWins, SyncClientError, type ConflictView, type SyncState } from '../../src/client/index.js';
+import { createMemoryStore, fieldMerge, lastWriterWins, SyncClientError, type ConflictView, type SyncClient, type SyncState } from '../../src/client/index.js';
 import { device, Network } from './client-fixtures.js';
+
+/** `a` and `other` start from v1 of a note; `a` syncs an edit, then `other` pushes its own: `other` holds the conflict. */
+async function conflicted(a: SyncClient, other: SyncClient): Promise<{ rec: string; conflict: ConflictView }> {
+  const rec = randomUUID();
+  await a.put('notes', rec, { text: 'v1' });
+  await a.sync();
+  await other.sync();
+  await a.put('notes', rec, { text: 'from a' });
+  await a.sync();
+  await other.put('notes', rec, { text: 'from c' });
+  await other.sync();
+  const [conflict] = await other.conflicts();
+  assert.ok(conflict);
+  return { rec, conflict };
+}
 
 describe('sync client: conflicts', { concurrency: true }, () => {
   for (const backend of BACKENDS) {
@@ -147,16 +162,7 @@ describe('sync client: conflicts', { concurrency: true }, () => {
       t.after(() => Promise.all([a.close(), c.close()]));
       const errors: string[] = [];
       c.on('error', (e) => errors.push(`${e.code}: ${e.message}`));
-      const rec = randomUUID();
-      await a.put('notes', rec, { text: 'v1' });
-      await a.sync();
-      await c.sync();
-      await a.put('notes', rec, { text: 'from a' });
-      await a.sync();
-      await c.put('notes', rec, { text: 'from c' });
-      await c.sync();
-      const [conflict] = await c.conflicts();
-      assert.ok(conflict);
+      const { rec, conflict } = await conflicted(a, c);
       await c.put('notes', rec, { text: 'from c, later' });
       slowPulls = true;
       // A background round (a feed message, a kick) starts, then the app resolves while its pull is slow.
@@ -246,16 +252,7 @@ describe('sync client: conflicts', { concurrency: true }, () => {
       const a = await device(s.url, u, b.id);
       const c = await device(s.url, u, b.id, { fetch: flaky });
       t.after(() => Promise.all([a.close(), c.close()]));
-      const rec = randomUUID();
-      await a.put('notes', rec, { text: 'v1' });
-      await a.sync();
-      await c.sync();
-      await a.put('notes', rec, { text: 'from a' });
-      await a.sync();
-      await c.put('notes', rec, { text: 'from c' });
-      await c.sync();
-      const [conflict] = await c.conflicts();
-      assert.ok(conflict);
+      const { rec, conflict } = await conflicted(a, c);
       await c.put('notes', rec, { text: 'from c, later' });
       pullsFail = true;
       await assert.rejects(c.resolveConflict(conflict.id, 'local'), (e: unknown) => e instanceof SyncClientError && e.code === 'network');
@@ -284,16 +281,7 @@ describe('sync client: conflicts', { concurrency: true }, () => {
       const a = await device(s.url, u, b.id);
       const first = await device(s.url, u, b.id, { store, fetch: flaky });
       t.after(() => a.close());
-      const rec = randomUUID();
-      await a.put('notes', rec, { text: 'v1' });
-      await a.sync();
-      await first.sync();
-      await a.put('notes', rec, { text: 'from a' });
-      await a.sync();
-      await first.put('notes', rec, { text: 'from c' });
-      await first.sync();
-      const [conflict] = await first.conflicts();
-      assert.ok(conflict);
+      const { rec, conflict } = await conflicted(a, first);
       await first.put('notes', rec, { text: 'from c, later' });
       pullsFail = true;
       await assert.rejects(first.resolveConflict(conflict.id, 'local'));
@@ -320,16 +308,7 @@ describe('sync client: conflicts', { concurrency: true }, () => {
       const a = await device(s.url, u, b.id);
       const first = await device(s.url, u, b.id, { store });
       t.after(() => a.close());
-      const rec = randomUUID();
-      await a.put('notes', rec, { text: 'v1' });
-      await a.sync();
-      await first.sync();
-      await a.put('notes', rec, { text: 'from a' });
-      await a.sync();
-      await first.put('notes', rec, { text: 'from c' });
-      await first.sync();
-      const [conflict] = await first.conflicts();
-      assert.ok(conflict);
+      const { rec, conflict } = await conflicted(a, first);
       await first.close();
 
       const offered: number[] = [];
