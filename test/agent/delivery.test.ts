@@ -82,6 +82,8 @@ test('classifies answers: 2xx with one result per line, 413 too large, 5xx/404/4
     { status: 503, body: '{"error":"unavailable","details":"db down"}' },
     { status: 429, headers: { 'retry-after': '3' }, body: '{"error":"rate_limited","retry_after":3}' },
     { status: 408 },
+    // 404 for the bulk endpoint, then for the single one: a wrong base path.
+    { status: 404, body: '{"error":"not_found"}' },
     { status: 404, body: '{"error":"not_found"}' },
     { status: 413, body: '{"error":"payload_too_large","details":"body is over 1048576 bytes"}' },
     { status: 401, body: '{"error":"unauthorized","details":"unknown or revoked token"}' },
@@ -97,7 +99,7 @@ test('classifies answers: 2xx with one result per line, 413 too large, 5xx/404/4
     assert.match((s503 as { reason: string }).reason, /503 unavailable: db down/);
     assert.deepEqual(await postBatch(t, b), { kind: 'retry', status: 429, reason: '429 rate_limited', retryAfterMs: 3000 });
     assert.equal((await postBatch(t, b)).kind, 'retry');
-    assert.equal((await postBatch(t, b)).kind, 'retry', 'a 404 (old service, wrong path) keeps the reports');
+    assert.equal((await postBatch(t, b)).kind, 'retry', 'a 404 for both endpoints (a wrong path) keeps the reports');
     assert.deepEqual(await postBatch(t, b), { kind: 'too_large', status: 413, details: 'body is over 1048576 bytes' });
     assert.deepEqual(await postBatch(t, b), { kind: 'rejected', status: 401, error: 'unauthorized', details: 'unknown or revoked token' });
     assert.deepEqual(await postBatch(t, b), { kind: 'rejected', status: 400, error: 'http_400', details: '<html>bad gateway config</html>' });
@@ -105,6 +107,42 @@ test('classifies answers: 2xx with one result per line, 413 too large, 5xx/404/4
   const down = await postBatch(t, b);
   assert.equal(down.kind, 'retry');
   assert.match((down as { reason: string }).reason, /ECONN(REFUSED|RESET)/);
+});
+
+test('a service without the bulk endpoint (only the specification\'s POST /api/v1/ingest) gets each report on its own, in order, signed; later batches skip the bulk attempt', async () => {
+  const seen: Array<{ url: string; body: string; signature: string | undefined }> = [];
+  let stored = 0;
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks).toString('utf8');
+      seen.push({ url: req.url ?? '', body, signature: req.headers['x-collector-signature'] as string | undefined });
+      if (req.url !== '/api/v1/ingest') { res.writeHead(404).end('{"error":"not_found"}'); return; }
+      const report = JSON.parse(body) as { n: number };
+      if (report.n === 2) { res.writeHead(400).end('{"error":"invalid_request","details":"body/cpu/usage: must be <= 100"}'); return; }
+      const duplicate = report.n === 3;
+      if (!duplicate) stored++;
+      res.writeHead(report.n === 4 ? 202 : 200).end(JSON.stringify({ hostId: 'h', ts: report.n, metrics: 1, duplicate, alertResults: [] }));
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const t = { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, token: 't', secret: 'k', timeoutMs: 2000 };
+  try {
+    const first = await postBatch(t, [1, 2, 3, 4].map((n) => Buffer.from(JSON.stringify({ n }))));
+    assert.deepEqual(first, { kind: 'answered', status: 202, lines: [
+      { status: 'stored', alertResults: [] },
+      { status: 'rejected', error: 'invalid_request', details: 'body/cpu/usage: must be <= 100' },
+      { status: 'duplicate', alertResults: [] },
+      { status: 'stored', alertResults: [] },
+    ] });
+    assert.deepEqual(seen.map((x) => x.url), ['/api/v1/ingest/bulk', '/api/v1/ingest', '/api/v1/ingest', '/api/v1/ingest', '/api/v1/ingest']);
+    for (const x of seen.slice(1)) assert.equal(x.signature, `sha256=${createHmac('sha256', 'k').update(x.body).digest('hex')}`, 'each report signed over its own bytes');
+    assert.equal(stored, 2);
+    const second = await postBatch(t, [Buffer.from('{"n":5}')]);
+    assert.deepEqual(second, { kind: 'answered', status: 200, lines: [{ status: 'stored', alertResults: [] }] });
+    assert.deepEqual(seen.slice(5).map((x) => x.url), ['/api/v1/ingest'], 'no bulk attempt while the service is known to lack it');
+  } finally { await new Promise<void>((r) => server.close(() => r())); }
 });
 
 test('a service that never answers is a retry after the request timeout', async () => {

@@ -1,4 +1,5 @@
 import http from 'node:http';
+import { gunzipSync } from 'node:zlib';
 import type * as HttpsModule from 'node:https';
 import { parseRetryAfter } from './backoff.js';
 import type { EncodedBatch } from './encode-batch.js';
@@ -59,38 +60,114 @@ function httpsClient(): NonNullable<typeof https> {
   return https;
 }
 
-/**
- * POSTs an encoded batch (`encodeBatch`), signed when a secret is set, and
- * classifies the answer. Never throws.
- */
-export async function sendBatch(target: PostTarget, batch: EncodedBatch, signal?: AbortSignal): Promise<BatchOutcome> {
-  const { body } = batch;
-  const url = bulkUrl(target.url);
-  const headers: Record<string, string | number> = {
-    'content-type': 'application/x-ndjson',
-    'content-encoding': 'gzip',
-    'content-length': body.length,
-    authorization: `Bearer ${target.token}`,
-    'user-agent': 'host-agent/0.1',
-  };
-  if (target.secret) headers['x-collector-signature'] = signBody(target.secret, body);
+/** What came back from one POST: an answer (status, Retry-After, body text), or why there was none. */
+type Answer = { status: number; retryAfter: string | undefined; text: string } | { failed: string; status?: number };
+
+/** One POST on the process's keep-alive connection. Never throws. */
+function post(url: URL, headers: Record<string, string | number>, body: Buffer, timeoutMs: number, signal?: AbortSignal): Promise<Answer> {
   const client = url.protocol === 'https:' ? httpsClient() : { module: http, agent: httpAgent };
-  return new Promise<BatchOutcome>((resolve) => {
+  return new Promise<Answer>((resolve) => {
     let settled = false;
-    const done = (o: BatchOutcome) => { if (!settled) { settled = true; resolve(o); } };
+    const done = (a: Answer) => { if (!settled) { settled = true; resolve(a); } };
     const req = client.module.request(url, {
-      method: 'POST', headers, agent: client.agent, timeout: target.timeoutMs, signal,
+      method: 'POST', headers: { ...headers, 'content-length': body.length, 'user-agent': 'host-agent/0.1' }, agent: client.agent, timeout: timeoutMs, signal,
     }, (res) => {
       const chunks: Buffer[] = [];
       let size = 0;
       res.on('data', (c: Buffer) => { size += c.length; if (size <= MAX_RESPONSE_BYTES) chunks.push(c); });
-      res.on('error', (e) => done({ kind: 'retry', status: res.statusCode, reason: e.message }));
-      res.on('end', () => done(classify(res.statusCode ?? 0, res.headers['retry-after'], Buffer.concat(chunks).toString('utf8'), batch.reports)));
+      res.on('error', (e) => done({ failed: e.message, ...(res.statusCode ? { status: res.statusCode } : {}) }));
+      res.on('end', () => done({ status: res.statusCode ?? 0, retryAfter: res.headers['retry-after'], text: Buffer.concat(chunks).toString('utf8') }));
     });
-    req.on('timeout', () => req.destroy(new Error(`no answer within ${target.timeoutMs} ms`)));
-    req.on('error', (e: NodeJS.ErrnoException) => done({ kind: 'retry', reason: e.code ? `${e.code}: ${e.message}` : e.message }));
+    req.on('timeout', () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)));
+    req.on('error', (e: NodeJS.ErrnoException) => done({ failed: e.code ? `${e.code}: ${e.message}` : e.message }));
     req.end(body);
   });
+}
+
+/**
+ * Services known to lack the bulk endpoint, by base URL, with when that was seen: their batches go report by report
+ * to `POST /api/v1/ingest` (the one endpoint the specification defines), and the bulk endpoint is tried again after
+ * BULK_RECHECK_MS (the service may have been upgraded).
+ */
+const singleOnly = new Map<string, number>();
+const BULK_RECHECK_MS = 3_600_000;
+
+/**
+ * POSTs an encoded batch (`encodeBatch`), signed when a secret is set, and
+ * classifies the answer. A service without the bulk endpoint (404) gets the
+ * batch's reports one by one instead. Never throws.
+ */
+export async function sendBatch(target: PostTarget, batch: EncodedBatch, signal?: AbortSignal): Promise<BatchOutcome> {
+  const seen = singleOnly.get(target.url);
+  const tryBulk = seen === undefined || Date.now() - seen >= BULK_RECHECK_MS;
+  if (tryBulk) {
+    const outcome = await sendBulk(target, batch, signal);
+    if (outcome.kind !== 'retry' || outcome.status !== 404) {
+      singleOnly.delete(target.url);
+      return outcome;
+    }
+  }
+  const outcome = await sendOneByOne(target, batch, signal);
+  // A 404 there too is a wrong base path, not a service without the bulk endpoint: the batch waits as before.
+  if (outcome.kind !== 'retry' || outcome.status !== 404) singleOnly.set(target.url, tryBulk ? Date.now() : seen!);
+  return outcome;
+}
+
+async function sendBulk(target: PostTarget, batch: EncodedBatch, signal?: AbortSignal): Promise<BatchOutcome> {
+  const { body } = batch;
+  const headers: Record<string, string | number> = {
+    'content-type': 'application/x-ndjson',
+    'content-encoding': 'gzip',
+    authorization: `Bearer ${target.token}`,
+  };
+  if (target.secret) headers['x-collector-signature'] = signBody(target.secret, body);
+  const answer = await post(bulkUrl(target.url), headers, body, target.timeoutMs, signal);
+  if ('failed' in answer) return { kind: 'retry', ...(answer.status ? { status: answer.status } : {}), reason: answer.failed };
+  return classify(answer.status, answer.retryAfter, answer.text, batch.reports);
+}
+
+export function singleUrl(base: string): URL {
+  return new URL('api/v1/ingest', base.endsWith('/') ? base : `${base}/`);
+}
+
+/**
+ * The batch's reports, in order, each as one `POST /api/v1/ingest`, with one outcome per report as the bulk answer
+ * gives them. A report the service refuses (400, 413, 422) is that report's outcome; anything to retry (no answer,
+ * 5xx, 404, 408, 429) stops the batch there, to be sent again whole: the reports already stored are then answered as
+ * duplicates. A refusal of the request itself (401, 403) refuses the batch, as for a bulk body.
+ */
+async function sendOneByOne(target: PostTarget, batch: EncodedBatch, signal?: AbortSignal): Promise<BatchOutcome> {
+  const url = singleUrl(target.url);
+  const reports = gunzipSync(batch.body).toString('utf8').split('\n').filter((line) => line !== '');
+  const lines: LineOutcome[] = [];
+  let partial = false;
+  for (const report of reports) {
+    const body = Buffer.from(report);
+    const headers: Record<string, string | number> = { 'content-type': 'application/json', authorization: `Bearer ${target.token}` };
+    if (target.secret) headers['x-collector-signature'] = signBody(target.secret, body);
+    const answer = await post(url, headers, body, target.timeoutMs, signal);
+    if ('failed' in answer) return { kind: 'retry', ...(answer.status ? { status: answer.status } : {}), reason: answer.failed };
+    const { status, text } = answer;
+    let json: { duplicate?: unknown; alertResults?: unknown; error?: unknown; details?: unknown } | undefined;
+    try {
+      const parsed: unknown = JSON.parse(text);
+      if (parsed && typeof parsed === 'object') json = parsed;
+    } catch { /* not JSON: classified by status */ }
+    if (status === 200 || status === 202) {
+      if (typeof json?.duplicate !== 'boolean') return { kind: 'retry', status, reason: `${status} answer that is not an ingest result` };
+      partial ||= status === 202;
+      lines.push({ status: json.duplicate ? 'duplicate' : 'stored', alertResults: json.alertResults });
+      continue;
+    }
+    if (status === 400 || status === 413 || status === 422) {
+      lines.push({ status: 'rejected', error: typeof json?.error === 'string' ? json.error : `http_${status}`, details: typeof json?.details === 'string' ? json.details : '' });
+      continue;
+    }
+    const outcome = classify(status, answer.retryAfter, text, 1);
+    // A 413 of a single report was taken above; what is left refuses or retries the batch as a whole.
+    return outcome.kind === 'answered' ? { kind: 'retry', status, reason: `${status} answer to a single report` } : outcome;
+  }
+  return { kind: 'answered', status: partial ? 202 : 200, lines };
 }
 
 function classify(status: number, retryAfter: string | undefined, text: string, sent: number): BatchOutcome {
