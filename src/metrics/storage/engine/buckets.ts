@@ -39,12 +39,17 @@ export interface PartialBuckets {
 export class Buckets {
   private readonly acc = new Map<number, Acc>();
   private readonly end: number;
+  /** The samples folded: those of the asked range inside this grid (a fold thread's grid is a part of the query's). */
+  private readonly lo: number;
+  private readonly hi: number;
   /** Accumulators are views into slabs of several metrics each: a metric costs no allocation of its own. */
   private readonly slabs: Float64Array[] = [];
   private slabUsed = 0;
 
   constructor(readonly grid: Grid) {
     this.end = gridEnd(grid);
+    this.lo = Math.max(grid.start, grid.from);
+    this.hi = Math.min(this.end - 1, grid.to);
   }
 
   private of(id: number): Acc {
@@ -83,14 +88,15 @@ export class Buckets {
 
   /** Rows are in time order, so a bucket is a run of rows: found once per block, then used for every column. */
   private runsOf(ts: Float64Array): Runs {
-    const { start, width, from, to } = this.grid;
+    const { start, width } = this.grid;
+    const { lo, hi } = this;
     const starts: number[] = [];
     const buckets: number[] = [];
     const rowBucket = new Int32Array(ts.length);
     let prev = -1;
     for (let i = 0; i < ts.length; i++) {
       const t = ts[i]!;
-      const b = t < start || t >= this.end || t < from || t > to ? -1 : Math.floor((t - start) / width);
+      const b = t < lo || t > hi ? -1 : Math.floor((t - start) / width);
       rowBucket[i] = b;
       if (b !== prev || i === 0) { starts.push(i); buckets.push(b); prev = b; }
     }
@@ -159,7 +165,7 @@ export class Buckets {
   }
 
   addRow(ts: number, ids: ArrayLike<number>, values: ArrayLike<number>): void {
-    if (ts < this.grid.start || ts >= this.end || ts < this.grid.from || ts > this.grid.to) return;
+    if (ts < this.lo || ts > this.hi) return;
     const b = Math.floor((ts - this.grid.start) / this.grid.width);
     for (let i = 0; i < ids.length; i++) {
       const a = this.of(ids[i]!);

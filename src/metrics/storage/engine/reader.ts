@@ -66,21 +66,27 @@ export async function readHost(conn: SqlConn, hostKey: number, q: SeriesRequest,
   const grid = planGrid(q.from, q.to, q.points, { minWidth: 1, tiers: [HOST_TIER_MS] });
   const buckets = new Buckets(grid);
   // A window's rollup is one cell of the whole window: a window the range only partly covers is read from its samples.
+  const [wholeFrom, wholeTo] = wholeWindows(q);
   const rows = await conn.all<{ window_start: number; blob: Uint8Array }>(
     grid.tier
       ? 'SELECT window_start, CASE WHEN window_start >= ? AND window_start <= ? THEN rollup ELSE data END AS blob FROM blocks WHERE host_key = ? AND window_start >= ? AND window_start <= ? ORDER BY window_start'
       : 'SELECT window_start, data AS blob FROM blocks WHERE host_key = ? AND window_start >= ? AND window_start <= ? ORDER BY window_start',
-    [...(grid.tier ? [q.from, q.to + 1 - WINDOW_MS] : []), hostKey, windowOf(q.from), q.to]);
-  if (grid.tier) for (const r of rows) if (windowInside(Number(r.window_start), q)) buckets.addRollup(r.blob); else buckets.addBlock(r.blob);
-  else if (pool) await pool.fold(buckets, rows.map((r) => r.blob), rows.map((r) => Number(r.window_start)));
+    [...(grid.tier ? [wholeFrom, wholeTo] : []), hostKey, windowOf(q.from), q.to]);
+  if (grid.tier) {
+    for (const r of rows) {
+      const ws = Number(r.window_start);
+      if (ws >= wholeFrom && ws <= wholeTo) buckets.addRollup(r.blob);
+      else buckets.addBlock(r.blob);
+    }
+  } else if (pool) await pool.fold(buckets, rows.map((r) => r.blob), rows.map((r) => Number(r.window_start)));
   else for (const r of rows) buckets.addBlock(r.blob);
   await addHeadRows(conn, buckets, 'SELECT ts, samples FROM reports WHERE host_key = ? AND ts >= ? AND ts <= ?', [hostKey, q.from, q.to]);
   return { bucketMs: grid.width, ...buckets.columns(q.minmax) };
 }
 
-/** Whether the range covers all of the window starting at `windowStart` (so its rollup cells may be used whole). */
-function windowInside(windowStart: number, q: Pick<SeriesRequest, 'from' | 'to'>): boolean {
-  return windowStart >= q.from && windowStart + WINDOW_MS - 1 <= q.to;
+/** The starts of the windows the range covers whole, first and last: their rollup cells may be used uncut. */
+function wholeWindows(q: Pick<SeriesRequest, 'from' | 'to'>): [number, number] {
+  return [q.from, q.to + 1 - WINDOW_MS];
 }
 
 /** Reports in [from, to]: whole blocks count by their row count, the edge blocks by their timestamps. */
@@ -184,8 +190,8 @@ export async function readAggregate(conn: SqlConn, tenantId: string, q: SeriesRe
   const grid = planGrid(q.from, q.to, q.points, { minWidth: 10_000, tiers: [TENANT_FINE_MS, TENANT_COARSE_MS] });
   await assertAnswerFits(conn, tenantId, grid);
   const buckets = new Buckets(grid);
-  // Only windows the range overlaps; of those, a rollup is used only for one the range covers whole (a cell cannot be
-  // cut at the range's edge): the edge windows are folded from their hosts' blocks, clipped to the range.
+  // Only windows the range overlaps; of those, rollups only of the windows it covers whole (a cell cannot be cut at
+  // the range's edge): the edge windows are folded from their hosts' blocks, clipped to the range.
   const first = windowOf(q.from);
   const end = q.to + 1;
   const fresh = new Set<number>();
@@ -193,9 +199,8 @@ export async function readAggregate(conn: SqlConn, tenantId: string, q: SeriesRe
     const column = grid.tier === TENANT_COARSE_MS ? 'coarse' : 'fine';
     const rolled = await conn.all<{ window_start: number; blob: Uint8Array }>(
       `SELECT window_start, ${column} AS blob FROM tenant_windows
-       WHERE tenant_id = ? AND window_start >= ? AND window_start < ? AND rolled_version = version`, [tenantId, first, end]);
+       WHERE tenant_id = ? AND window_start >= ? AND window_start <= ? AND rolled_version = version`, [tenantId, ...wholeWindows(q)]);
     for (const r of rolled) {
-      if (!windowInside(Number(r.window_start), q)) continue;
       buckets.addRollup(r.blob);
       fresh.add(Number(r.window_start));
     }
