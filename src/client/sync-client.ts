@@ -550,7 +550,7 @@ export class SyncClient {
         if (this.hasConflict(e.table, e.uuid) || this.renumbering.has(key)) continue;
         // UTF-8 bytes, as the server's body limit counts them: text of 3-byte characters is 3 times its length.
         const size = UTF8.encode(JSON.stringify(e.data)).length + 200;
-        if (batch.length >= Math.min(this.o.pushBatchSize ?? 500, 1000, this.pushCap) || (batch.length && bytes + size > PUSH_BODY_BUDGET)) break;
+        if (batch.length >= Math.min(this.o.pushBatchSize ?? 500, MAX_PUSH_ITEMS, this.pushCap) || (batch.length && bytes + size > PUSH_BODY_BUDGET)) break;
         bytes += size;
         batch.push(e);
       }

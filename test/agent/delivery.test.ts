@@ -145,6 +145,43 @@ test('a service without the bulk endpoint (only the specification\'s POST /api/v
   } finally { await new Promise<void>((r) => server.close(() => r())); }
 });
 
+test('report by report, a failure to retry stops the batch (sent again whole, the stored part answered duplicate) and a refused token refuses it', async () => {
+  const stored = new Set<number>();
+  let busy = 1;
+  let token = 'good';
+  const urls: string[] = [];
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      urls.push(req.url ?? '');
+      if (req.url !== '/api/v1/ingest') { res.writeHead(404).end('{"error":"not_found"}'); return; }
+      if (req.headers.authorization !== `Bearer ${token}`) { res.writeHead(401).end('{"error":"unauthorized","details":"unknown or revoked token"}'); return; }
+      const { n } = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { n: number };
+      if (n === 2 && busy-- > 0) { res.writeHead(503, { 'retry-after': '2' }).end('{"error":"unavailable","details":"busy"}'); return; }
+      const duplicate = stored.has(n);
+      stored.add(n);
+      res.writeHead(200).end(JSON.stringify({ hostId: 'h', ts: n, metrics: 1, duplicate, alertResults: [] }));
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const reports = [1, 2, 3].map((n) => Buffer.from(JSON.stringify({ n })));
+  try {
+    const first = await postBatch({ url, token: 'good', timeoutMs: 2000 }, reports);
+    assert.deepEqual(first, { kind: 'retry', status: 503, reason: '503 unavailable: busy', retryAfterMs: 2000 });
+    assert.deepEqual([...stored], [1], 'stopped at the report to retry');
+    const again = await postBatch({ url, token: 'good', timeoutMs: 2000 }, reports);
+    assert.deepEqual(again, { kind: 'answered', status: 200, lines: [
+      { status: 'duplicate', alertResults: [] }, { status: 'stored', alertResults: [] }, { status: 'stored', alertResults: [] },
+    ] });
+    token = 'rotated';
+    assert.deepEqual(await postBatch({ url, token: 'good', timeoutMs: 2000 }, reports.slice(0, 1)),
+      { kind: 'rejected', status: 401, error: 'unauthorized', details: 'unknown or revoked token' });
+    assert.equal(urls.filter((u) => u.endsWith('/bulk')).length, 1, 'the bulk endpoint was tried once');
+  } finally { await new Promise<void>((r) => server.close(() => r())); }
+});
+
 test('a service that never answers is a retry after the request timeout', async () => {
   const server = http.createServer(() => { /* never answers */ });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));

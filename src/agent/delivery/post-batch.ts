@@ -36,8 +36,19 @@ export interface PostTarget {
 /** Answers are read up to this size: a 10,000-line answer fits; a larger body is not an answer from our service. */
 const MAX_RESPONSE_BYTES = 16 * 1024 * 1024;
 
-export function bulkUrl(base: string): URL {
-  return new URL('api/v1/ingest/bulk', base.endsWith('/') ? base : `${base}/`);
+/** An endpoint under the service's base URL (which may carry a path of its own, behind a proxy). */
+function serviceUrl(base: string, path: 'api/v1/ingest' | 'api/v1/ingest/bulk'): URL {
+  return new URL(path, base.endsWith('/') ? base : `${base}/`);
+}
+
+/** The answer's body as a JSON object, or undefined (a proxy's HTML error page, say). */
+function jsonObject(text: string): Record<string, unknown> | undefined {
+  try {
+    const parsed: unknown = JSON.parse(text);
+    return parsed && typeof parsed === 'object' ? parsed as Record<string, unknown> : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /**
@@ -121,13 +132,9 @@ async function sendBulk(target: PostTarget, batch: EncodedBatch, signal?: AbortS
     authorization: `Bearer ${target.token}`,
   };
   if (target.secret) headers['x-collector-signature'] = signBody(target.secret, body);
-  const answer = await post(bulkUrl(target.url), headers, body, target.timeoutMs, signal);
+  const answer = await post(serviceUrl(target.url, 'api/v1/ingest/bulk'), headers, body, target.timeoutMs, signal);
   if ('failed' in answer) return { kind: 'retry', ...(answer.status ? { status: answer.status } : {}), reason: answer.failed };
   return classify(answer.status, answer.retryAfter, answer.text, batch.reports);
-}
-
-export function singleUrl(base: string): URL {
-  return new URL('api/v1/ingest', base.endsWith('/') ? base : `${base}/`);
 }
 
 /**
@@ -137,7 +144,7 @@ export function singleUrl(base: string): URL {
  * duplicates. A refusal of the request itself (401, 403) refuses the batch, as for a bulk body.
  */
 async function sendOneByOne(target: PostTarget, batch: EncodedBatch, signal?: AbortSignal): Promise<BatchOutcome> {
-  const url = singleUrl(target.url);
+  const url = serviceUrl(target.url, 'api/v1/ingest');
   const reports = gunzipSync(batch.body).toString('utf8').split('\n').filter((line) => line !== '');
   const lines: LineOutcome[] = [];
   let partial = false;
@@ -148,11 +155,7 @@ async function sendOneByOne(target: PostTarget, batch: EncodedBatch, signal?: Ab
     const answer = await post(url, headers, body, target.timeoutMs, signal);
     if ('failed' in answer) return { kind: 'retry', ...(answer.status ? { status: answer.status } : {}), reason: answer.failed };
     const { status, text } = answer;
-    let json: { duplicate?: unknown; alertResults?: unknown; error?: unknown; details?: unknown } | undefined;
-    try {
-      const parsed: unknown = JSON.parse(text);
-      if (parsed && typeof parsed === 'object') json = parsed;
-    } catch { /* not JSON: classified by status */ }
+    const json = jsonObject(text);
     if (status === 200 || status === 202) {
       if (typeof json?.duplicate !== 'boolean') return { kind: 'retry', status, reason: `${status} answer that is not an ingest result` };
       partial ||= status === 202;
@@ -171,11 +174,7 @@ async function sendOneByOne(target: PostTarget, batch: EncodedBatch, signal?: Ab
 }
 
 function classify(status: number, retryAfter: string | undefined, text: string, sent: number): BatchOutcome {
-  let json: { error?: unknown; details?: unknown; results?: unknown } | undefined;
-  try {
-    const parsed: unknown = JSON.parse(text);
-    if (parsed && typeof parsed === 'object') json = parsed;
-  } catch { /* not JSON (a proxy's HTML error page): its text stands in for details */ }
+  const json = jsonObject(text);
   if (status >= 200 && status < 300) {
     const results = Array.isArray(json?.results) ? (json.results as LineOutcome[]) : undefined;
     // Anything but one outcome per line leaves the batch spooled: removing reports on a guess could lose them.

@@ -3,23 +3,23 @@ import type { App } from '../../core/http/create-app.js';
 import { verifySignature } from '../domain/verify-signature.js';
 import { decodeBody } from './decode-body.js';
 
-const UNSIGNED = 'missing x-collector-signature header (this server requires signed reports)';
-
 /**
  * An onRequest hook: with a secret, a request without a signature is a 401 before its body is read, as the
  * specification says of an unsigned request, rather than the 413 or 415 its body would otherwise earn first.
  */
 export function requireSignatureHeader(secret: string | undefined) {
   return async (request: { headers: Record<string, string | string[] | undefined> }): Promise<void> => {
-    if (secret !== undefined && request.headers['x-collector-signature'] === undefined) throw new AppError('unauthorized', UNSIGNED);
+    if (secret !== undefined && request.headers['x-collector-signature'] === undefined) throw new AppError('unauthorized', 'missing x-collector-signature header (this server requires signed reports)');
   };
 }
 
-/** Checks `x-collector-signature` against the body bytes as sent (compressed when gzipped); throws `unauthorized`. */
+/**
+ * Checks `x-collector-signature` against the body bytes as sent (compressed when gzipped); throws `unauthorized`.
+ * A request without the header never gets here: requireSignatureHeader answered it before its body was read.
+ */
 export function checkSignature(secret: string | undefined, headers: Record<string, string | string[] | undefined>, raw: Buffer): void {
   if (secret === undefined) return;
   const header = headers['x-collector-signature'];
-  if (header === undefined) throw new AppError('unauthorized', UNSIGNED);
   if (typeof header !== 'string' || !verifySignature(secret, raw, header)) {
     throw new AppError('unauthorized', 'x-collector-signature does not match the body');
   }

@@ -23,6 +23,9 @@ const MAX_CLIENT_PAYLOAD = 4096;
 /** Close code for an upgrade that raced past the per-user cap: 1008 "policy violation" (the HTTP check refuses the rest with 429). */
 export const TOO_MANY_FEEDS = 1008;
 
+/** The specification's headers as lines of a raw HTTP answer, made once. */
+const SECURITY_HEADER_LINES = Object.entries(SECURITY_HEADERS).map(([name, value]) => `${name}: ${value}`);
+
 /**
  * `GET /ws/sync?business_id=&user_id=`: the change feed. The upgrade is
  * authorised before it happens, so a refused client gets a plain HTTP error
@@ -41,9 +44,7 @@ export function registerFeedRoutes(app: App, deps: SyncDeps, options: FeedOption
   void app.register(async (scope) => {
     await scope.register(websocket, { preClose: closeSocketsGoingAway, options: { maxPayload: MAX_CLIENT_PAYLOAD } });
     // The 101 answer is written by ws, past Fastify's hooks: the specification's headers go on it here.
-    scope.websocketServer.on('headers', (headers: string[]) => {
-      for (const [name, value] of Object.entries(SECURITY_HEADERS)) headers.push(`${name}: ${value}`);
-    });
+    scope.websocketServer.on('headers', (headers: string[]) => { headers.push(...SECURITY_HEADER_LINES); });
     const hub = createFeedHub(deps.pubsub, options, scope.log, (businessId, credentials: readonly FeedCredential[]) => reauthorizeFeed(deps, businessId, credentials));
     scope.addHook('onClose', async () => hub.close());
 
