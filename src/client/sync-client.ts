@@ -300,7 +300,9 @@ export class SyncClient {
     this.feed?.drop();
   }
 
+  /** Stops syncing and closes the store, giving up its claim; a second call does nothing (the store may have a new owner). */
   async close(): Promise<void> {
+    if (this.closed) return;
     this.stop();
     this.closed = true;
     await this.cycle?.catch(() => undefined);

@@ -23,6 +23,8 @@ test('a second client of one memory store is refused until the first closes; the
   await first.close();
   const next = await open(store);
   assert.equal(next.pendingChanges, 1);
+  await first.close();
+  await assert.rejects(open(store), inUse, 'closing the first client again does not give up the claim its successor holds');
   await next.close();
 });
 
