@@ -1,7 +1,9 @@
 // Why: builders for the client tests: a signed-in SyncClient on a fresh store, pointed at a real server.
 import WebSocket from 'ws';
 import { SyncClient, createMemoryStore, type LocalStore, type SyncClientOptions } from '../../src/client/index.js';
-import type { TestUser } from '../helpers/sync.js';
+import type { TestContext } from 'node:test';
+import type { BackendName } from '../helpers/backends.js';
+import { newBusiness, newUser, startSync, type TestUser } from '../helpers/sync.js';
 
 /** A device: a SyncClient signed in as `user` (by login, so each device has its own session) for `businessId`. */
 export async function device(url: string, user: TestUser, businessId: string, options: Partial<SyncClientOptions> & { store?: LocalStore } = {}): Promise<SyncClient> {
@@ -16,6 +18,23 @@ export async function device(url: string, user: TestUser, businessId: string, op
   });
   if (!client.user) await client.login({ email: user.email, password: user.password });
   return client;
+}
+
+/**
+ * A server on `backend` with one user and a business of theirs, and `open` for a device of that user in that
+ * business; the server and every device are closed after the test.
+ */
+export async function oneBusiness(t: TestContext, backend: BackendName) {
+  const s = await startSync(backend);
+  t.after(() => s.close());
+  const u = await newUser(s);
+  const b = await newBusiness(s, u);
+  const open = async (options: Partial<SyncClientOptions> & { store?: LocalStore } = {}): Promise<SyncClient> => {
+    const client = await device(s.url, u, b.id, options);
+    t.after(() => client.close());
+    return client;
+  };
+  return { s, u, b, open };
 }
 
 /** Resolves when `predicate` holds, checking every 10 ms; fails after `ms`. */

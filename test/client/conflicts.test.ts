@@ -5,7 +5,7 @@ import { BACKENDS } from '../helpers/backends.js';
 import { call } from '../helpers/http.js';
 import { addMember, newBusiness, newUser, startSync } from '../helpers/sync.js';
 import { createMemoryStore, fieldMerge, lastWriterWins, SyncClientError, type ConflictView, type SyncClient, type SyncState } from '../../src/client/index.js';
-import { device, Network } from './client-fixtures.js';
+import { device, Network, oneBusiness } from './client-fixtures.js';
 
 /** `a` and `other` start from v1 of a note; `a` syncs an edit, then `other` pushes its own: `other` holds the conflict. */
 async function conflicted(a: SyncClient, other: SyncClient): Promise<{ rec: string; conflict: ConflictView }> {
@@ -86,13 +86,9 @@ describe('sync client: conflicts', { concurrency: true }, () => {
     });
 
     test(`on ${backend}: resolving remote drops the local side, edits made while conflicted included; both converge on the server's record`, async (t) => {
-      const s = await startSync(backend);
-      t.after(() => s.close());
-      const u = await newUser(s);
-      const b = await newBusiness(s, u);
-      const a = await device(s.url, u, b.id);
-      const c = await device(s.url, u, b.id);
-      t.after(() => Promise.all([a.close(), c.close()]));
+      const { open } = await oneBusiness(t, backend);
+      const a = await open();
+      const c = await open();
       const rec = randomUUID();
       await a.put('notes', rec, { text: 'v1' });
       await a.sync();
@@ -119,13 +115,9 @@ describe('sync client: conflicts', { concurrency: true }, () => {
     });
 
     test(`on ${backend}: an edit made while conflicted is renumbered and pushed after a local resolution`, async (t) => {
-      const s = await startSync(backend);
-      t.after(() => s.close());
-      const u = await newUser(s);
-      const b = await newBusiness(s, u);
-      const a = await device(s.url, u, b.id);
-      const c = await device(s.url, u, b.id);
-      t.after(() => Promise.all([a.close(), c.close()]));
+      const { open } = await oneBusiness(t, backend);
+      const a = await open();
+      const c = await open();
       const rec = randomUUID();
       await a.put('notes', rec, { text: 'v1' });
       await a.sync();
@@ -147,19 +139,15 @@ describe('sync client: conflicts', { concurrency: true }, () => {
     });
 
     test(`on ${backend}: a sync round running while a local resolution waits for its pull does not push the held edit with its old number`, async (t) => {
-      const s = await startSync(backend);
-      t.after(() => s.close());
-      const u = await newUser(s);
-      const b = await newBusiness(s, u);
+      const { open } = await oneBusiness(t, backend);
       let slowPulls = false;
       // An ordinary slow network: each pull takes 150 ms while the resolution runs.
       const slow = async (input: string | URL | Request, init?: RequestInit) => {
         if (slowPulls && String(input).endsWith('/api/sync/pull')) await new Promise((r) => setTimeout(r, 150));
         return fetch(input, init);
       };
-      const a = await device(s.url, u, b.id);
-      const c = await device(s.url, u, b.id, { fetch: slow });
-      t.after(() => Promise.all([a.close(), c.close()]));
+      const a = await open();
+      const c = await open({ fetch: slow });
       const errors: string[] = [];
       c.on('error', (e) => errors.push(`${e.code}: ${e.message}`));
       const { rec, conflict } = await conflicted(a, c);
@@ -179,13 +167,9 @@ describe('sync client: conflicts', { concurrency: true }, () => {
     });
 
     test(`on ${backend}: an edit made while conflicted keeps the conflict's base, so a field merge keeps the other device's change`, async (t) => {
-      const s = await startSync(backend);
-      t.after(() => s.close());
-      const u = await newUser(s);
-      const b = await newBusiness(s, u);
-      const a = await device(s.url, u, b.id);
-      const c = await device(s.url, u, b.id);
-      t.after(() => Promise.all([a.close(), c.close()]));
+      const { open } = await oneBusiness(t, backend);
+      const a = await open();
+      const c = await open();
       const rec = randomUUID();
       await a.put('customers', rec, { name: 'Ann', phone: '111' });
       await a.sync();
@@ -203,19 +187,15 @@ describe('sync client: conflicts', { concurrency: true }, () => {
     });
 
     test(`on ${backend}: every conflict of a push is announced, and one whose automatic resolution failed is offered again next round`, async (t) => {
-      const s = await startSync(backend);
-      t.after(() => s.close());
-      const u = await newUser(s);
-      const b = await newBusiness(s, u);
+      const { open } = await oneBusiness(t, backend);
       let resolvesFail = true;
       const flaky = async (input: string | URL | Request, init?: RequestInit) => {
         if (resolvesFail && /\/api\/sync\/conflicts\/\d+\/resolve$/.test(new URL(String(input)).pathname)) throw new TypeError('fetch failed (offline)');
         return fetch(input, init);
       };
-      const a = await device(s.url, u, b.id);
+      const a = await open();
       const offered: number[] = [];
-      const c = await device(s.url, u, b.id, { fetch: flaky, resolver: (v) => { offered.push(v.id); return 'remote'; } });
-      t.after(() => Promise.all([a.close(), c.close()]));
+      const c = await open({ fetch: flaky, resolver: (v) => { offered.push(v.id); return 'remote'; } });
       const events: number[] = [];
       const errors: string[] = [];
       c.on('conflict', (v) => events.push(v.id));
@@ -240,18 +220,14 @@ describe('sync client: conflicts', { concurrency: true }, () => {
     });
 
     test(`on ${backend}: a local resolution whose pull fails keeps the held edit, renumbered and pushed by the next round`, async (t) => {
-      const s = await startSync(backend);
-      t.after(() => s.close());
-      const u = await newUser(s);
-      const b = await newBusiness(s, u);
+      const { open } = await oneBusiness(t, backend);
       let pullsFail = false;
       const flaky = async (input: string | URL | Request, init?: RequestInit) => {
         if (pullsFail && new URL(String(input)).pathname === '/api/sync/pull') throw new TypeError('fetch failed (offline)');
         return fetch(input, init);
       };
-      const a = await device(s.url, u, b.id);
-      const c = await device(s.url, u, b.id, { fetch: flaky });
-      t.after(() => Promise.all([a.close(), c.close()]));
+      const a = await open();
+      const c = await open({ fetch: flaky });
       const { rec, conflict } = await conflicted(a, c);
       await c.put('notes', rec, { text: 'from c, later' });
       pullsFail = true;
@@ -268,27 +244,22 @@ describe('sync client: conflicts', { concurrency: true }, () => {
     });
 
     test(`on ${backend}: an edit held by a local resolution is renumbered by the next run when this one stopped before its pull`, async (t) => {
-      const s = await startSync(backend);
-      t.after(() => s.close());
-      const u = await newUser(s);
-      const b = await newBusiness(s, u);
+      const { open } = await oneBusiness(t, backend);
       let pullsFail = false;
       const flaky = async (input: string | URL | Request, init?: RequestInit) => {
         if (pullsFail && new URL(String(input)).pathname === '/api/sync/pull') throw new TypeError('fetch failed (offline)');
         return fetch(input, init);
       };
       const store = createMemoryStore();
-      const a = await device(s.url, u, b.id);
-      const first = await device(s.url, u, b.id, { store, fetch: flaky });
-      t.after(() => a.close());
+      const a = await open();
+      const first = await open({ store, fetch: flaky });
       const { rec, conflict } = await conflicted(a, first);
       await first.put('notes', rec, { text: 'from c, later' });
       pullsFail = true;
       await assert.rejects(first.resolveConflict(conflict.id, 'local'));
       await first.close();
 
-      const next = await device(s.url, u, b.id, { store });
-      t.after(() => next.close());
+      const next = await open({ store });
       const errors: string[] = [];
       next.on('error', (e) => errors.push(`${e.code}: ${e.message}`));
       await next.sync();
@@ -300,20 +271,15 @@ describe('sync client: conflicts', { concurrency: true }, () => {
     });
 
     test(`on ${backend}: a conflict left pending by an earlier run is offered to the resolver of the next run in its first round`, async (t) => {
-      const s = await startSync(backend);
-      t.after(() => s.close());
-      const u = await newUser(s);
-      const b = await newBusiness(s, u);
+      const { open } = await oneBusiness(t, backend);
       const store = createMemoryStore();
-      const a = await device(s.url, u, b.id);
-      const first = await device(s.url, u, b.id, { store });
-      t.after(() => a.close());
+      const a = await open();
+      const first = await open({ store });
       const { rec, conflict } = await conflicted(a, first);
       await first.close();
 
       const offered: number[] = [];
-      const next = await device(s.url, u, b.id, { store, resolver: (v) => { offered.push(v.id); return 'remote'; } });
-      t.after(() => next.close());
+      const next = await open({ store, resolver: (v) => { offered.push(v.id); return 'remote'; } });
       assert.deepEqual((await next.conflicts()).map((v) => v.id), [conflict.id], 'the conflict survived the restart');
       await next.sync();
       assert.deepEqual(offered, [conflict.id]);
@@ -322,14 +288,10 @@ describe('sync client: conflicts', { concurrency: true }, () => {
     });
 
     test(`on ${backend}: a resolver callback settles conflicts automatically (field merge, last writer wins)`, async (t) => {
-      const s = await startSync(backend);
-      t.after(() => s.close());
-      const u = await newUser(s);
-      const b = await newBusiness(s, u);
-      const a = await device(s.url, u, b.id);
-      const merger = await device(s.url, u, b.id, { resolver: fieldMerge });
-      const lww = await device(s.url, u, b.id, { resolver: lastWriterWins });
-      t.after(() => Promise.all([a.close(), merger.close(), lww.close()]));
+      const { s, u, b, open } = await oneBusiness(t, backend);
+      const a = await open();
+      const merger = await open({ resolver: fieldMerge });
+      const lww = await open({ resolver: lastWriterWins });
       const r1 = randomUUID();
       const r2 = randomUUID();
       await a.put('customers', r1, { name: 'Ann', phone: '1', city: 'Perth' });

@@ -4,18 +4,14 @@ import { randomUUID } from 'node:crypto';
 import { BACKENDS } from '../helpers/backends.js';
 import { newBusiness, newUser, startSync } from '../helpers/sync.js';
 import type { SyncState } from '../../src/client/index.js';
-import { device, Network, until } from './client-fixtures.js';
+import { device, Network, oneBusiness, until } from './client-fixtures.js';
 
 describe('sync client: live feed', { concurrency: true }, () => {
   for (const backend of BACKENDS) {
     test(`on ${backend}: the feed drops and reconnects during a burst of pushes, and every change is applied exactly once`, async (t) => {
-      const s = await startSync(backend);
-      t.after(() => s.close());
-      const u = await newUser(s);
-      const b = await newBusiness(s, u);
-      const writer = await device(s.url, u, b.id);
-      const watcher = await device(s.url, u, b.id);
-      t.after(() => Promise.all([writer.close(), watcher.close()]));
+      const { open } = await oneBusiness(t, backend);
+      const writer = await open();
+      const watcher = await open();
 
       const applied = new Map<string, number>();
       watcher.on('change', (e) => applied.set(e.uuid, (applied.get(e.uuid) ?? 0) + 1));
@@ -46,13 +42,9 @@ describe('sync client: live feed', { concurrency: true }, () => {
     });
 
     test(`on ${backend}: a started client pushes local writes by itself and hears other devices within moments`, async (t) => {
-      const s = await startSync(backend);
-      t.after(() => s.close());
-      const u = await newUser(s);
-      const b = await newBusiness(s, u);
-      const a = await device(s.url, u, b.id);
-      const c = await device(s.url, u, b.id);
-      t.after(() => Promise.all([a.close(), c.close()]));
+      const { open } = await oneBusiness(t, backend);
+      const a = await open();
+      const c = await open();
       a.start();
       c.start();
       const rec = randomUUID();

@@ -6,7 +6,7 @@ import { newBusiness, newUser, startSync } from '../helpers/sync.js';
 import { call } from '../helpers/http.js';
 import type { SyncClientError} from '../../src/client/index.js';
 import { createMemoryStore, type ChangeApplied } from '../../src/client/index.js';
-import { device, Network } from './client-fixtures.js';
+import { device, Network, oneBusiness } from './client-fixtures.js';
 
 /** A fetch that records the status of every push it carries. */
 function pushStatuses(): { statuses: number[]; fetch: typeof fetch } {
@@ -24,13 +24,9 @@ function pushStatuses(): { statuses: number[]; fetch: typeof fetch } {
 describe('sync client: local writes, push and pull', { concurrency: true }, () => {
   for (const backend of BACKENDS) {
     test(`on ${backend}: writes on one device reach another, deletes as tombstones, versions numbered as the server expects`, async (t) => {
-      const s = await startSync(backend);
-      t.after(() => s.close());
-      const u = await newUser(s);
-      const b = await newBusiness(s, u);
-      const a = await device(s.url, u, b.id);
-      const c = await device(s.url, u, b.id);
-      t.after(() => Promise.all([a.close(), c.close()]));
+      const { s, u, b, open } = await oneBusiness(t, backend);
+      const a = await open();
+      const c = await open();
 
       const r1 = randomUUID();
       const r2 = randomUUID();
@@ -65,13 +61,9 @@ describe('sync client: local writes, push and pull', { concurrency: true }, () =
     });
 
     test(`on ${backend}: the outbox is pushed in batches; a record created and deleted offline never reaches the server`, async (t) => {
-      const s = await startSync(backend);
-      t.after(() => s.close());
-      const u = await newUser(s);
-      const b = await newBusiness(s, u);
+      const { open } = await oneBusiness(t, backend);
       const net = new Network();
-      const a = await device(s.url, u, b.id, { fetch: net.fetch, pushBatchSize: 400 });
-      t.after(() => a.close());
+      const a = await open({ fetch: net.fetch, pushBatchSize: 400 });
       for (let i = 0; i < 1000; i++) await a.put('lines', randomUUID(), { i });
       const gone = randomUUID();
       await a.put('lines', gone, { i: -1 });
@@ -84,13 +76,9 @@ describe('sync client: local writes, push and pull', { concurrency: true }, () =
     });
 
     test(`on ${backend}: pushes are sized in UTF-8 bytes, so text of 3-byte characters never makes a push the server refuses`, async (t) => {
-      const s = await startSync(backend);
-      t.after(() => s.close());
-      const u = await newUser(s);
-      const b = await newBusiness(s, u);
+      const { open } = await oneBusiness(t, backend);
       const { statuses, fetch: recording } = pushStatuses();
-      const a = await device(s.url, u, b.id, { fetch: recording });
-      t.after(() => a.close());
+      const a = await open({ fetch: recording });
       // 21,000 characters of 3 UTF-8 bytes: 63,000 bytes each, under the 64 KiB item limit. Counted in characters, 40
       // of them looked like 0.8 MiB of JSON and went out as 2.5 MB: 413 every time, and every later edit waited.
       const text = '漢'.repeat(21_000);
@@ -127,12 +115,8 @@ describe('sync client: local writes, push and pull', { concurrency: true }, () =
     });
 
     test(`on ${backend}: a pull of many pages applies each change once, in order; a page that fails to apply stops the pull where it was`, async (t) => {
-      const s = await startSync(backend);
-      t.after(() => s.close());
-      const u = await newUser(s);
-      const b = await newBusiness(s, u);
-      const writer = await device(s.url, u, b.id);
-      t.after(() => writer.close());
+      const { open } = await oneBusiness(t, backend);
+      const writer = await open();
       const uuids = Array.from({ length: 10 }, () => randomUUID());
       for (const [i, uuid] of uuids.entries()) await writer.put('customers', uuid, { i });
       await writer.sync();
@@ -147,8 +131,7 @@ describe('sync client: local writes, push and pull', { concurrency: true }, () =
         return write(ops, o);
       };
       const net = new Network();
-      const reader = await device(s.url, u, b.id, { store, fetch: net.fetch, pullPageSize: 3 });
-      t.after(() => reader.close());
+      const reader = await open({ store, fetch: net.fetch, pullPageSize: 3 });
       const seen: number[] = [];
       reader.on('change', (e) => seen.push((e.data as { i: number }).i));
       await assert.rejects(reader.sync(), /disk full/);
@@ -162,14 +145,10 @@ describe('sync client: local writes, push and pull', { concurrency: true }, () =
     });
 
     test(`on ${backend}: an item the server rejects is reported as a typed error and the record shows the server's state again`, async (t) => {
-      const s = await startSync(backend);
-      t.after(() => s.close());
-      const u = await newUser(s);
-      const b = await newBusiness(s, u);
+      const { open } = await oneBusiness(t, backend);
       // Two stores claiming one device id: the second numbers version 1 with other content, which the server rejects.
-      const a = await device(s.url, u, b.id, { instanceId: 'shared-id' });
-      const c = await device(s.url, u, b.id, { instanceId: 'shared-id' });
-      t.after(() => Promise.all([a.close(), c.close()]));
+      const a = await open({ instanceId: 'shared-id' });
+      const c = await open({ instanceId: 'shared-id' });
       const rec = randomUUID();
       await a.put('customers', rec, { name: 'first' });
       await a.sync();
