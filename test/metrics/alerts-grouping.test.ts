@@ -165,6 +165,57 @@ for (const backend of BACKENDS) {
       assert.equal(last.alerts[0]!.labels['host'], 'web-7');
     });
 
+    test('a resolved notification that failed is retried with the host\'s next reports until delivered', async () => {
+      await report('web-8', [cpu]);
+      hooks.plain.answer = 500;
+      let r: Awaited<ReturnType<typeof report>>;
+      let resolvedAt: number;
+      try {
+        r = await report('web-8', []);
+        resolvedAt = ts;
+        assert.equal(r.status, 202);
+        assert.deepEqual(r.body.alertResults, [{ alert: 'HighCpu', route: 'plain', resolved: true, outcome: 'failed', status: 500, error: 'receiver answered HTTP 500' }]);
+        const sent = hooks.plain.received.length;
+        r = await report('web-8', []);
+        assert.equal(r.status, 202, 'still failing: retried');
+        assert.equal(hooks.plain.received.length, sent + 1);
+      } finally {
+        hooks.plain.answer = 200;
+      }
+      r = await report('web-8', []);
+      assert.equal(r.status, 200);
+      assert.deepEqual(r.body.alertResults, [{ alert: 'HighCpu', route: 'plain', resolved: true, outcome: 'delivered', status: 200 }]);
+      const retry = hooks.plain.received.at(-1)!;
+      assert.equal(retry.status, 'resolved');
+      assert.equal(retry.alerts[0]!.endsAt, new Date(resolvedAt).toISOString(), 'endsAt is the resolving report\'s ts');
+      const sent = hooks.plain.received.length;
+      assert.deepEqual((await report('web-8', [])).body.alertResults, [], 'delivered: not sent again');
+      assert.equal(hooks.plain.received.length, sent);
+      const listed = await call(h.url, 'GET', `/api/v1/alerts?host=web-8&from=0&to=${clock}`, { token });
+      assert.deepEqual(listed.body[0].routes.map((x: { resolvedOutcome: string }) => x.resolvedOutcome), ['delivered']);
+    });
+
+    test('a resolved notification is retried for at most the route\'s repeat_interval after its first attempt', async () => {
+      await report('web-9', [cpu]);
+      hooks.plain.answer = 503;
+      try {
+        assert.equal((await report('web-9', [])).status, 202);
+        assert.equal((await report('web-9', [], 3_599_000)).status, 202, 'within the repeat_interval (1h): retried');
+        const sent = hooks.plain.received.length;
+        const r = await report('web-9', [], 1_000);
+        assert.equal(r.status, 200);
+        assert.deepEqual(r.body.alertResults, [], 'an hour after the first attempt: given up');
+        assert.equal(hooks.plain.received.length, sent);
+      } finally {
+        hooks.plain.answer = 200;
+      }
+      const sent = hooks.plain.received.length;
+      assert.deepEqual((await report('web-9', [])).body.alertResults, []);
+      assert.equal(hooks.plain.received.length, sent, 'the receiver is back, but the notification has lapsed');
+      const listed = await call(h.url, 'GET', `/api/v1/alerts?host=web-9&from=0&to=${clock}`, { token });
+      assert.deepEqual(listed.body[0].routes.map((x: { resolvedOutcome: string }) => x.resolvedOutcome), ['failed']);
+    });
+
     test('send_resolved: false sends no resolved notification; a re-sent report routes nothing', async () => {
       const quiet: Alert = { name: 'QuietAlert', severity: 'info' };
       await report('web-3', [quiet]);

@@ -11,7 +11,7 @@ import { openTestMetricsDatabase } from '../helpers/metrics.js';
 function incident(over: Partial<NewAlert> = {}): NewAlert {
   return {
     tenantId: 't-a', hostId: 'web-1', fingerprint: 'f1', name: 'HighCpu', severity: 'critical', message: 'hot', labels: { team: 'ops' },
-    value: 97.5, threshold: 95, startsAt: 1_000, lastSeenAt: 1_000, resolvedAt: null, createdAt: 5_000, routes: {}, ...over,
+    value: 97.5, threshold: 95, startsAt: 1_000, lastSeenAt: 1_000, resolvedAt: null, createdAt: 5_000, routes: {}, resolvePending: false, ...over,
   };
 }
 
@@ -56,6 +56,22 @@ for (const backend of BACKENDS) {
       await record(store, { opened: [], updated: [cpu!, disk!] });
       const after = await store.firing('t-a', 'web-1');
       assert.deepEqual(after.map((a) => [a.name, a.lastSeenAt, a.value, a.routes]), [['HighCpu', 2_000, 99, cpu!.routes]]);
+    });
+
+    test('a resolved incident is read with its host\'s open ones while its resolved notification is pending, in both reads', async () => {
+      await record(store, { opened: [incident({ tenantId: 't-p', hostId: 'web-p', fingerprint: 'p1' }), incident({ tenantId: 't-p', hostId: 'web-p', fingerprint: 'p2' })], updated: [] });
+      const [p1, p2] = await store.firing('t-p', 'web-p');
+      p1!.resolvedAt = 3_000;
+      p1!.resolvePending = true;
+      p2!.resolvedAt = 3_000;
+      await record(store, { opened: [], updated: [p1!, p2!] });
+      const read = await store.firing('t-p', 'web-p');
+      assert.deepEqual(read.map((a) => [a.fingerprint, a.resolvedAt, a.resolvePending]), [['p1', 3_000, true]], 'the pending one only');
+      assert.deepEqual(await store.forHost('t-p', 'web-p', (host) => host.open()), read, 'the same under the host\'s hold');
+      assert.deepEqual(await store.firing('t-a', 'web-p'), [], 'never another tenant\'s');
+      p1!.resolvePending = false;
+      await record(store, { opened: [], updated: [p1!] });
+      assert.deepEqual(await store.firing('t-p', 'web-p'), []);
     });
 
     test('an update names its tenant: another tenant\'s incident id changes nothing', async () => {

@@ -332,7 +332,7 @@ test('a notification claimed by another report is left to it; a claim its instan
   await options.store.forHost(ctx.tenantId, ctx.hostId, (host) => host.record({ opened: [{
     tenantId: ctx.tenantId, hostId: ctx.hostId, fingerprint: incidentFingerprint(cpu), name: cpu.name, severity: cpu.severity, labels: cpu.labels!,
     message: null, value: null, threshold: null, startsAt: ctx.ts, lastSeenAt: ctx.ts, resolvedAt: null, createdAt: now,
-    routes: { pager: { notifiedAt: now, outcome: 'sending' } },
+    routes: { pager: { notifiedAt: now, outcome: 'sending' } }, resolvePending: false,
   }], updated: [] }));
   assert.deepEqual(await router.route({ ...ctx, ts: ctx.ts + 10_000 }, [cpu]), [], 'another report is sending it');
   now += 1000 + 30_000;
@@ -340,6 +340,29 @@ test('a notification claimed by another report is left to it; a claim its instan
   assert.equal(ok.received.length, 1);
   const [incident] = await options.store.firing(ctx.tenantId, ctx.hostId);
   assert.deepEqual(incident!.routes, { pager: { notifiedAt: now, outcome: 'delivered', status: 200, deliveredAt: now } });
+});
+
+test('a resolved notification claimed by an instance that stopped is sent again by a later report once the claim expires', async (t) => {
+  const ok = await receiver((_req, res) => res.writeHead(200).end('ok'));
+  t.after(ok.close);
+  let now = ctx.ts + 60_000;
+  const options = await routerOptions(t, 1000, () => now);
+  const router = createAlertRouter([{ name: 'pager', url: ok.url }], options);
+  await options.store.forHost(ctx.tenantId, ctx.hostId, (host) => host.record({ opened: [{
+    tenantId: ctx.tenantId, hostId: ctx.hostId, fingerprint: incidentFingerprint(cpu), name: cpu.name, severity: cpu.severity, labels: cpu.labels!,
+    message: null, value: null, threshold: null, startsAt: ctx.ts, lastSeenAt: ctx.ts, resolvedAt: ctx.ts + 10_000, createdAt: now,
+    routes: { pager: { notifiedAt: now, outcome: 'delivered', deliveredAt: now, resolved: { at: now, outcome: 'sending' } } }, resolvePending: true,
+  }], updated: [] }));
+  assert.deepEqual(await router.route({ ...ctx, ts: ctx.ts + 20_000 }, []), [], 'the claim is another report\'s while it lasts');
+  assert.equal(ok.received.length, 0);
+  now += 1000 + 30_000;
+  assert.deepEqual(await router.route({ ...ctx, ts: ctx.ts + 30_000 }, []), [{ alert: 'HighCpu', route: 'pager', resolved: true, outcome: 'delivered', status: 200 }]);
+  const payload = ok.received[0]!.body as ReturnType<typeof buildWebhookPayload>;
+  assert.equal(payload.status, 'resolved');
+  assert.equal(payload.alerts[0]!.endsAt, new Date(ctx.ts + 10_000).toISOString(), 'ends when the resolving report said, not at the retry');
+  assert.deepEqual(await options.store.firing(ctx.tenantId, ctx.hostId), [], 'delivered: no longer read with the host\'s reports');
+  assert.deepEqual(await router.route({ ...ctx, ts: ctx.ts + 40_000 }, []), []);
+  assert.equal(ok.received.length, 1, 'sent once');
 });
 
 test('routeAll: a failed read fails the body with its error; the reads asked for ahead of the other hosts leave no unhandled rejection', async (t) => {

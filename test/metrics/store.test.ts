@@ -205,7 +205,7 @@ for (const backend of BACKENDS) {
       const alerts = createAlertStore(database.db.withTables<AlertTables>(), databaseConn(database));
       const incident = (name: string, lastSeenAt: number, resolvedAt: number | null) => ({
         tenantId: t.tenantId, hostId: 'live', fingerprint: name, name, severity: 'warning' as const, message: null, labels: {}, value: null,
-        threshold: null, startsAt: now - 35 * day, lastSeenAt, resolvedAt, createdAt: now - 35 * day, routes: {},
+        threshold: null, startsAt: now - 35 * day, lastSeenAt, resolvedAt, createdAt: now - 35 * day, routes: {}, resolvePending: false,
       });
       await alerts.forHost(t.tenantId, 'live', (host) => host.record({ opened: [incident('ended', now - 33 * day, now - 32 * day), incident('firing', now - 29 * day, null)], updated: [] }));
       const result = await new Promise<unknown>((resolve) => {

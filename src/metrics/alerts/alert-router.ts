@@ -28,7 +28,8 @@ export interface AlertRouter {
    * Records the alerts one stored report of a host carries (none resolves
    * every incident of that host) and sends the notifications that are due:
    * first notifications (after the route's group_wait), repeats (after its
-   * repeat_interval), retries of failed ones, and resolved notifications.
+   * repeat_interval), retries of failed ones, and resolved notifications (retried too while they fail, for up to
+   * the route's repeat_interval).
    * Resolves with one result per (alert, route) notified now: the report's
    * alerts in alert order then route order, then resolved alerts. An alert
    * already notified within repeat_interval, or whose notification a
@@ -100,13 +101,24 @@ export function createAlertRouter(routes: AlertRoute[], opts: AlertRouterOptions
       const held = plan(await host.open(), ctx, alerts, now, timed, claimLeaseMs);
       for (const s of held.sends) {
         for (const c of s.firing) c.incident.routes[s.route.name] = claimed(c.incident.routes[s.route.name], now);
-        for (const r of s.ending) r.incident.routes[s.route.name]!.resolved = { at: now, outcome: 'sending' };
+        for (const r of s.ending) {
+          const state = r.incident.routes[s.route.name]!;
+          state.resolved = { at: now, since: state.resolved ? state.resolved.since ?? state.resolved.at : now, outcome: 'sending' };
+          // Claimed: should this instance stop before recording the outcome, a later report finds it and sends again.
+          r.incident.resolvePending = true;
+        }
       }
+      for (const p of held.lapsed) p.incident.resolvePending = false;
       const claimedKnown = new Set(held.sends.flatMap((s) => s.firing.filter((c) => !c.isNew)));
+      const claimedPending = new Set(held.sends.flatMap((s) => s.ending.filter((r) => r.pending)));
       const opened = held.current.filter((c) => c.isNew);
       const ids = await host.record({
         opened: opened.map((c) => c.incident),
-        updated: [...held.current.filter((c) => !c.isNew && (c.refreshed || claimedKnown.has(c))).map((c) => c.incident), ...held.resolved.map((r) => r.incident)],
+        updated: [
+          ...held.current.filter((c) => !c.isNew && (c.refreshed || claimedKnown.has(c))).map((c) => c.incident),
+          ...held.resolved.map((r) => r.incident),
+          ...[...new Set([...claimedPending, ...held.lapsed])].map((p) => p.incident),
+        ],
       });
       opened.forEach((c, i) => { c.incident.id = ids[i]!; });
       return held;
@@ -142,17 +154,20 @@ export function createAlertRouter(routes: AlertRoute[], opts: AlertRouterOptions
           const incident = fresh.get(r.incident.id);
           const state = incident?.routes[s.route.name];
           if (!incident || !state || state.resolved?.outcome !== 'sending' || state.resolved.at !== now) continue;
-          state.resolved = { at: now, ...deliveries[i]! };
+          state.resolved = { at: now, since: state.resolved.since ?? now, ...deliveries[i]! };
           updated.add(incident);
         }
       });
+      for (const incident of updated) if (incident.resolvedAt !== null) incident.resolvePending = resolvePending(incident, timed, now);
       await host.record({ opened: [], updated: [...updated] });
     });
     const results: AlertResult[] = [];
     for (const c of current) {
       sends.forEach((s, i) => { if (s.firing.includes(c)) results.push({ alert: c.alert.name, route: s.route.name, ...deliveries[i]! }); });
     }
-    for (const r of resolved) {
+    // Then the resolved notifications: this report's, and earlier reports' sent again.
+    const retried = [...new Set(sends.flatMap((s) => s.ending.filter((r) => r.pending)))];
+    for (const r of [...resolved, ...retried]) {
       sends.forEach((s, i) => { if (s.ending.includes(r)) results.push({ alert: r.alert.name, route: s.route.name, resolved: true, ...deliveries[i]! }); });
     }
     return { results, openAfter, sent: true };
@@ -198,6 +213,8 @@ interface Tracked {
   isNew: boolean;
   /** A known incident this report is the newest of: its last seen, value and message change. */
   refreshed: boolean;
+  /** Resolved by an earlier report, its resolved notification still to be delivered to some route. */
+  pending?: true;
 }
 
 /** One POST to one route: the group's firing alerts (when anything is due) and the alerts just resolved. */
@@ -210,25 +227,37 @@ interface Send {
 interface Plan {
   current: Tracked[];
   resolved: Tracked[];
+  /** Resolve-pending incidents no route will send again (delivered meanwhile, or past their retries): no longer pending. */
+  lapsed: Tracked[];
   openAfter: number;
   sends: Send[];
   /** Whether recording the report changes anything. */
   changed: boolean;
 }
 
-/** What one report does to the host's open incidents, and which notifications are due. Changes only `firing`'s objects. */
+/**
+ * What one report does to the host's open incidents, and which notifications are due (resolved ones still pending
+ * from earlier reports included). Changes only `firing`'s objects.
+ */
 function plan(firing: StoredAlert[], ctx: AlertContext, alerts: Alert[], now: number, timed: Array<{ route: AlertRoute; timing: RouteTiming }>, claimLeaseMs: number): Plan {
-  const { current, resolved, openAfter } = reconcile(firing, ctx, alerts, now);
+  const { current, resolved, openAfter } = reconcile(firing.filter((i) => i.resolvedAt === null), ctx, alerts, now);
+  const pending: Tracked[] = firing.filter((i) => i.resolvedAt !== null)
+    .map((incident) => ({ incident, alert: storedAsAlert(incident), isNew: false, refreshed: false, pending: true }));
   const sends = timed.map(({ route, timing }) => {
     const firing = current.filter((c) => routeMatches(route, c.alert));
     const due = firing.some((c) => isDue(c.incident.routes[route.name], c.incident.createdAt, timing, now, claimLeaseMs));
-    const ending = timing.sendResolved ? resolved.filter((r) => heardOf(r.incident.routes[route.name]) && routeMatches(route, r.alert)) : [];
+    const ending = timing.sendResolved ? [
+      ...resolved.filter((r) => heardOf(r.incident.routes[route.name]) && routeMatches(route, r.alert)),
+      ...pending.filter((p) => resolveDue(p.incident.routes[route.name], timing, now, claimLeaseMs)),
+    ] : [];
     // A resolved notification carries the group's still-firing alerts too: a receiver that keys on groupKey would
     // otherwise read status "resolved" and close a page that still fires.
     return { route, firing: due || ending.length ? firing : [], ending };
   }).filter((s) => s.firing.length || s.ending.length);
-  const changed = sends.length > 0 || resolved.length > 0 || current.some((c) => c.isNew || c.refreshed);
-  return { current, resolved, openAfter, sends, changed };
+  const sent = new Set(sends.flatMap((s) => s.ending));
+  const lapsed = pending.filter((p) => !sent.has(p) && !resolvePending(p.incident, timed, now));
+  const changed = sends.length > 0 || resolved.length > 0 || lapsed.length > 0 || current.some((c) => c.isNew || c.refreshed);
+  return { current, resolved, lapsed, openAfter, sends, changed };
 }
 
 /**
@@ -254,7 +283,7 @@ function reconcile(firing: StoredAlert[], ctx: AlertContext, alerts: Alert[], no
     } else {
       const incident: StoredAlert = {
         id: 0, tenantId: ctx.tenantId, hostId: ctx.hostId, fingerprint, name: alert.name, severity: alert.severity,
-        labels: alert.labels ?? {}, ...fields, startsAt: ctx.ts, lastSeenAt: ctx.ts, resolvedAt: null, createdAt: now, routes: {},
+        labels: alert.labels ?? {}, ...fields, startsAt: ctx.ts, lastSeenAt: ctx.ts, resolvedAt: null, createdAt: now, routes: {}, resolvePending: false,
       };
       current.push({ alert, incident, isNew: true, refreshed: false });
     }
@@ -288,6 +317,24 @@ function lastDelivered(state: RouteNotification | undefined): number | undefined
  */
 function heardOf(state: RouteNotification | undefined): boolean {
   return lastDelivered(state) !== undefined || state?.outcome === 'sending';
+}
+
+/**
+ * Whether a resolved notification attempted before is due again on the route: it failed, or its claim expired (the
+ * instance sending it stopped), and its first attempt is less than the route's repeat_interval old.
+ */
+function resolveDue(state: RouteNotification | undefined, timing: RouteTiming, now: number, claimLeaseMs: number): boolean {
+  const r = state?.resolved;
+  if (!r || r.outcome === 'delivered' || now - (r.since ?? r.at) >= timing.repeatIntervalMs) return false;
+  return r.outcome === 'failed' || now - r.at >= claimLeaseMs;
+}
+
+/** Whether a resolved incident still has a resolved notification to deliver: one in flight, or one to retry. */
+function resolvePending(incident: StoredAlert, timed: Array<{ route: AlertRoute; timing: RouteTiming }>, now: number): boolean {
+  return timed.some(({ route, timing }) => {
+    const r = incident.routes[route.name]?.resolved;
+    return timing.sendResolved && r !== undefined && r.outcome !== 'delivered' && now - (r.since ?? r.at) < timing.repeatIntervalMs;
+  });
 }
 
 /** A firing notification this report is about to send: no other report sends it until the claim expires. */

@@ -2,7 +2,10 @@ import { sql, type Kysely } from 'kysely';
 import type { SqlConn } from '../storage/engine/sql-conn.js';
 import type { Severity } from './alert.js';
 
-/** The table behind `AlertStore`, created by migration 0004_alerts (one open incident per fingerprint since 0008_alerts_open_unique). */
+/**
+ * The table behind `AlertStore`, created by migration 0004_alerts (one open incident per fingerprint since
+ * 0008_alerts_open_unique; `resolve_pending` since 0009_alerts_resolve_pending).
+ */
 export type AlertTables = {
   alerts: {
     id: number;
@@ -20,6 +23,7 @@ export type AlertTables = {
     resolved_at: number | null;
     created_at: number;
     routes: string;
+    resolve_pending: number;
   };
 };
 
@@ -37,8 +41,11 @@ export interface RouteNotification {
    * before it was kept; there `outcome: 'delivered'` says the same.
    */
   deliveredAt?: number;
-  /** Set once the resolved notification was attempted (whatever its outcome). */
-  resolved?: { at: number; outcome: 'delivered' | 'failed' | 'sending'; status?: number; error?: string };
+  /**
+   * Set once the resolved notification was attempted (whatever its outcome): `at` the last attempt, `since` the
+   * first (absent: the same), from which its retries are bounded.
+   */
+  resolved?: { at: number; since?: number; outcome: 'delivered' | 'failed' | 'sending'; status?: number; error?: string };
 }
 
 /**
@@ -65,6 +72,8 @@ export interface StoredAlert {
   createdAt: number;
   /** Route name -> notification state; routes that never matched are absent. */
   routes: Record<string, RouteNotification>;
+  /** Resolved, and a route's resolved notification is still to be delivered (failed, or claimed and in flight). */
+  resolvePending: boolean;
 }
 
 export type NewAlert = Omit<StoredAlert, 'id'>;
@@ -79,7 +88,7 @@ export interface AlertQuery {
 
 /** One host's incidents while `AlertStore.forHost` holds the host: reads see what is committed, writes commit together. */
 export interface HostAlerts {
-  /** The host's incidents that are not resolved, oldest first. */
+  /** The host's incidents that are not resolved, and the resolved ones whose resolved notification is pending; oldest first. */
   open(): Promise<StoredAlert[]>;
   /** The host's incidents with these ids, open or resolved. */
   byIds(ids: number[]): Promise<StoredAlert[]>;
@@ -93,7 +102,10 @@ export interface HostAlerts {
 
 /** Stored alerts, in domain terms. One implementation serves SQLite and PostgreSQL: the SQL is identical but for the hold. */
 export interface AlertStore {
-  /** The host's incidents that are not resolved, oldest first, as committed when the read ran; holds nothing. */
+  /**
+   * The host's incidents that are not resolved, and the resolved ones whose resolved notification is pending, oldest
+   * first, as committed when the read ran; holds nothing.
+   */
   firing(tenantId: string, hostId: string): Promise<StoredAlert[]>;
   /**
    * Runs `fn` in one transaction holding the host against every other `forHost` of it, on any instance
@@ -136,20 +148,31 @@ function fromRow(r: Row): StoredAlert {
     resolvedAt: r.resolved_at === null ? null : Number(r.resolved_at),
     createdAt: Number(r.created_at),
     routes: JSON.parse(r.routes) as Record<string, RouteNotification>,
+    resolvePending: Number(r.resolve_pending) === 1,
   };
 }
 
 /** Most hosts one statement reads the open incidents of (the rest of a larger batch takes another). */
 export const FIRING_BATCH = 256;
 
-/** The open incidents of a list of hosts: pairs as one JSON array (SQLite) or two arrays (PostgreSQL), so the text is fixed. */
+/**
+ * The open and resolve-pending incidents of a list of hosts: pairs as one JSON array (SQLite) or two arrays
+ * (PostgreSQL), so the text is fixed. Two branches, each with the predicate of its partial index (the hosts
+ * are passed once per branch).
+ */
 const FIRING_SQL = {
   sqlite: `SELECT a.* FROM json_each(?) AS h JOIN alerts AS a
-    ON a.tenant_id = json_extract(h.value, '$[0]') AND a.host_id = json_extract(h.value, '$[1]') AND a.resolved_at IS NULL
-    ORDER BY a.id`,
+      ON a.tenant_id = json_extract(h.value, '$[0]') AND a.host_id = json_extract(h.value, '$[1]') AND a.resolved_at IS NULL
+    UNION ALL
+    SELECT a.* FROM json_each(?) AS h JOIN alerts AS a
+      ON a.tenant_id = json_extract(h.value, '$[0]') AND a.host_id = json_extract(h.value, '$[1]') AND a.resolve_pending = 1
+    ORDER BY id`,
   postgres: `SELECT a.* FROM unnest(?::text[], ?::text[]) AS h(tenant_id, host_id) JOIN alerts AS a
-    ON a.tenant_id = h.tenant_id AND a.host_id = h.host_id AND a.resolved_at IS NULL
-    ORDER BY a.id`,
+      ON a.tenant_id = h.tenant_id AND a.host_id = h.host_id AND a.resolved_at IS NULL
+    UNION ALL
+    SELECT a.* FROM unnest(?::text[], ?::text[]) AS h(tenant_id, host_id) JOIN alerts AS a
+      ON a.tenant_id = h.tenant_id AND a.host_id = h.host_id AND a.resolve_pending = 1
+    ORDER BY id`,
 };
 
 interface FiringWaiter {
@@ -166,9 +189,15 @@ interface FiringWaiter {
  */
 function coalescedFiring(conn: SqlConn): AlertStore['firing'] {
   let waiting: Map<string, { tenantId: string; hostId: string; waiters: FiringWaiter[] }> | undefined;
-  const read = (hosts: Array<{ tenantId: string; hostId: string }>): Promise<Row[]> => conn.dialect === 'sqlite'
-    ? conn.all<Row>(FIRING_SQL.sqlite, [JSON.stringify(hosts.map((h) => [h.tenantId, h.hostId]))])
-    : conn.all<Row>(FIRING_SQL.postgres, [hosts.map((h) => h.tenantId), hosts.map((h) => h.hostId)]);
+  const read = (hosts: Array<{ tenantId: string; hostId: string }>): Promise<Row[]> => {
+    if (conn.dialect === 'sqlite') {
+      const pairs = JSON.stringify(hosts.map((h) => [h.tenantId, h.hostId]));
+      return conn.all<Row>(FIRING_SQL.sqlite, [pairs, pairs]);
+    }
+    const tenants = hosts.map((h) => h.tenantId);
+    const ids = hosts.map((h) => h.hostId);
+    return conn.all<Row>(FIRING_SQL.postgres, [tenants, ids, tenants, ids]);
+  };
   const flush = (batch: NonNullable<typeof waiting>) => {
     const hosts = [...batch.values()];
     for (let i = 0; i < hosts.length; i += FIRING_BATCH) {
@@ -217,14 +246,14 @@ export function createAlertStore(db: Kysely<AlertTables>, conn: SqlConn): AlertS
         if (conn.dialect === 'postgres') await sql`SELECT pg_advisory_xact_lock(hashtext(${tenantId}), hashtext(${hostId}))`.execute(trx);
         const host = trx.selectFrom('alerts').selectAll().where('tenant_id', '=', tenantId).where('host_id', '=', hostId);
         return fn({
-          open: async () => (await host.where('resolved_at', 'is', null).orderBy('id').execute()).map(fromRow),
+          open: async () => (await host.where((eb) => eb.or([eb('resolved_at', 'is', null), eb('resolve_pending', '=', 1)])).orderBy('id').execute()).map(fromRow),
           byIds: async (ids) => (ids.length ? (await host.where('id', 'in', ids).orderBy('id').execute()).map(fromRow) : []),
           async record({ opened, updated }) {
             // Resolutions first: an incident may open again once the one it follows is resolved.
             for (const a of updated) {
               await trx.updateTable('alerts').set({
                 message: a.message, value: a.value, threshold: a.threshold, last_seen_at: a.lastSeenAt,
-                resolved_at: a.resolvedAt, routes: JSON.stringify(a.routes),
+                resolved_at: a.resolvedAt, routes: JSON.stringify(a.routes), resolve_pending: a.resolvePending ? 1 : 0,
               }).where('id', '=', a.id).where('tenant_id', '=', tenantId).where('host_id', '=', hostId).execute();
             }
             const ids: number[] = [];
@@ -233,7 +262,7 @@ export function createAlertStore(db: Kysely<AlertTables>, conn: SqlConn): AlertS
                 tenant_id: tenantId, host_id: hostId, fingerprint: a.fingerprint, name: a.name, severity: a.severity,
                 message: a.message, labels: JSON.stringify(a.labels), value: a.value, threshold: a.threshold,
                 starts_at: a.startsAt, last_seen_at: a.lastSeenAt, resolved_at: a.resolvedAt, created_at: a.createdAt,
-                routes: JSON.stringify(a.routes),
+                routes: JSON.stringify(a.routes), resolve_pending: a.resolvePending ? 1 : 0,
               } as Row).returning('id').executeTakeFirstOrThrow();
               ids.push(Number(row.id));
             }

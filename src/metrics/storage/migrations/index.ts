@@ -7,6 +7,7 @@ import { metrics0005 } from './0005_blocks.js';
 import { metrics0006 } from './0006_head_rowid.js';
 import { metrics0007 } from './0007_tenant_windows_unrolled.js';
 import { metrics0008 } from './0008_alerts_open_unique.js';
+import { metrics0009 } from './0009_alerts_resolve_pending.js';
 
 /**
  * The metrics service's migrations, in the order they apply. Each entry gives
@@ -20,6 +21,7 @@ const MIGRATIONS: Array<[name: string, perDialect: Record<DialectName, Migration
   ['0006_head_rowid', metrics0006],
   ['0007_tenant_windows_unrolled', metrics0007],
   ['0008_alerts_open_unique', metrics0008],
+  ['0009_alerts_resolve_pending', metrics0009],
 ];
 
 export function metricsMigrations(dialect: DialectName): Record<string, Migration> {
