@@ -1,11 +1,15 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
 import WebSocket from 'ws';
 import { call } from '../helpers/http.js';
 import { validAbn } from '../helpers/sync.js';
 import { change, device } from '../sync/push-client.js';
-import { METRICS_TOKEN, TOPOLOGY_SKIP, callFrom, promSample, scrape, startTopology, type Topology } from '../helpers/topology.js';
+import { METRICS_TOKEN, TOPOLOGY_SKIP, callFrom, promSample, scrape, startInstance, startTopology, type Topology } from '../helpers/topology.js';
 
 /**
  * Two sync-service processes on one PostgreSQL schema and one Redis prefix,
@@ -231,6 +235,34 @@ describe('sync service: two instances behind HAProxy', { skip: TOPOLOGY_SKIP }, 
       for (const s of secrets) assert.ok(!line.includes(s), `a secret reached the log: ${line}`);
     }
     assert.ok(withBusiness > 0, 'completed requests name their user and business');
+  });
+
+  test('SIGTERM with a feed client that never answers the close: the instance still exits 0, the other feeds get 1001', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'scale-sync-frozen-'));
+    const instance = await startInstance('sync', 'sync-frozen', [...topo.sharedArgs, '--port', '0', '--data-dir', dir]);
+    let frozen: net.Socket | undefined;
+    try {
+      const owner = await newUser();
+      const businessId = await newBusiness(owner);
+      const feed = await openFeed(instance.url, owner, businessId);
+      // Completes the upgrade, then never reads nor answers anything: a frozen app, or a peer gone without a FIN.
+      const u = new URL(instance.url);
+      frozen = net.connect(Number(u.port), u.hostname);
+      await new Promise((resolve) => frozen!.once('connect', resolve));
+      frozen.write(`GET /ws/sync?business_id=${businessId}&user_id=${owner.id} HTTP/1.1\r\nHost: ${u.host}\r\nUpgrade: websocket\r\n`
+        + `Connection: Upgrade\r\nSec-WebSocket-Key: ${randomBytes(16).toString('base64')}\r\nSec-WebSocket-Version: 13\r\n`
+        + `Authorization: Bearer ${owner.token}\r\n\r\n`);
+      const status = await new Promise<string>((resolve) => frozen!.once('data', (d: Buffer) => resolve(d.toString('latin1').split('\r\n')[0]!)));
+      assert.equal(status, 'HTTP/1.1 101 Switching Protocols');
+      frozen.pause();
+      while (promSample(await scrape(instance.url), 'sync_feed_connections') !== 2) await new Promise((r) => setTimeout(r, 20));
+      assert.equal(await instance.kill('SIGTERM'), 0, instance.logs.filter((l) => /shut|timed out/.test(l)).join('\n'));
+      assert.equal(await feed.closed, 1001);
+    } finally {
+      frozen?.destroy();
+      await instance.kill('SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   test('SIGTERM during load: feeds get 1001, the instance exits cleanly, and no acknowledged write is lost', async () => {

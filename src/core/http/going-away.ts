@@ -5,16 +5,30 @@ import type { WebSocketServer } from 'ws';
 export const GOING_AWAY = 1001;
 
 /**
- * `preClose` for @fastify/websocket (`register(websocket, { preClose: closeSocketsGoingAway })`):
+ * How long a closing socket may take to answer the close before it is cut: 2 s, or a quarter of the shutdown bound if
+ * that is shorter, so a client that never answers (a frozen app, a dead peer) cannot hold the exit past the bound.
+ */
+export function goingAwayGraceMs(shutdownTimeoutMs: number): number {
+  return Math.min(2_000, shutdownTimeoutMs / 4);
+}
+
+/**
+ * `preClose` for @fastify/websocket (`register(websocket, { preClose: closeSocketsGoingAway(graceMs) })`):
  * on shutdown, close every open socket with 1001 so clients reconnect elsewhere
  * at once, instead of the plugin's default close without a code. Fastify runs
  * it when `app.close()` starts; in-flight HTTP requests still finish, and new
- * upgrades are answered 503 while the instance closes.
+ * upgrades are answered 503 while the instance closes. Sockets whose client has
+ * not completed the close after `graceMs` are destroyed: the HTTP server's close
+ * waits for every upgraded socket, and ws would wait 30 s for the answer.
  */
-export function closeSocketsGoingAway(this: FastifyInstance, done: () => void): void {
-  const server = (this as FastifyInstance & { websocketServer?: WebSocketServer }).websocketServer;
-  if (!server) return done();
-  for (const client of server.clients) client.close(GOING_AWAY, 'server shutting down');
-  server.close();
-  done();
+export function closeSocketsGoingAway(graceMs: number) {
+  return function preClose(this: FastifyInstance, done: () => void): void {
+    const server = (this as FastifyInstance & { websocketServer?: WebSocketServer }).websocketServer;
+    if (!server) return done();
+    for (const client of server.clients) client.close(GOING_AWAY, 'server shutting down');
+    server.close();
+    // Unreferenced: when every socket has closed nothing is left to cut, and the timer must not hold the process.
+    setTimeout(() => { for (const client of server.clients) client.terminate(); }, graceMs).unref();
+    done();
+  };
 }

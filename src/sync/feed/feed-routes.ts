@@ -3,7 +3,7 @@ import { Type, type Static } from 'typebox';
 import type { App } from '../../core/http/create-app.js';
 import { AppError } from '../../core/errors.js';
 import { hashToken, parseBearer } from '../../core/auth/tokens.js';
-import { closeSocketsGoingAway } from '../../core/http/going-away.js';
+import { closeSocketsGoingAway, goingAwayGraceMs } from '../../core/http/going-away.js';
 import { SECURITY_HEADERS } from '../../core/http/security-headers.js';
 import type { SyncDeps } from '../deps.js';
 import { authenticateAccessToken, isMember } from '../http/auth-guard.js';
@@ -42,7 +42,7 @@ export function registerFeedRoutes(app: App, deps: SyncDeps, options: FeedOption
   const openByUser = new Map<string, number>();
 
   void app.register(async (scope) => {
-    await scope.register(websocket, { preClose: closeSocketsGoingAway, options: { maxPayload: MAX_CLIENT_PAYLOAD } });
+    await scope.register(websocket, { preClose: closeSocketsGoingAway(goingAwayGraceMs(deps.config.shutdownTimeoutMs)), options: { maxPayload: MAX_CLIENT_PAYLOAD } });
     // The 101 answer is written by ws, past Fastify's hooks: the specification's headers go on it here.
     scope.websocketServer.on('headers', (headers: string[]) => { headers.push(...SECURITY_HEADER_LINES); });
     const hub = createFeedHub(deps.pubsub, options, scope.log, (businessId, credentials: readonly FeedCredential[]) => reauthorizeFeed(deps, businessId, credentials));
