@@ -91,7 +91,7 @@ test('over HTTP: no credentials needed, the JSON error shape on 503', async (t) 
   assert.equal(r.body.error, 'unavailable');
 });
 
-test('once the instance is closing, a request on an open keep-alive connection gets a JSON 503 with the security headers', async () => {
+test('once the instance is closing, a request on an open keep-alive connection gets a JSON 503 with Retry-After and the security headers', async () => {
   const { app } = build({});
   // Holds the close in its preClose phase (where, for example, feed sockets are being closed): the listener is still open.
   let release!: () => void;
@@ -116,7 +116,8 @@ test('once the instance is closing, a request on an open keep-alive connection g
   await closing;
   socket.destroy();
   assert.match(received, /^HTTP\/1\.1 503/);
-  assert.match(received, /\{"error":"unavailable","details":"the server is shutting down; retry"\}/);
+  assert.match(received, /\{"error":"unavailable","details":"the server is shutting down; retry","retry_after":2\}/);
+  assert.match(received, /retry-after: 2\r\n/i);
   assert.match(received, /connection: close/i);
   for (const [h, v] of Object.entries(SECURITY_HEADERS)) assert.ok(received.toLowerCase().includes(`${h}: ${v}`.toLowerCase()), h);
 });

@@ -169,11 +169,11 @@ describe('Redis rate limiter specifics', { skip: !REDIS_UP }, () => {
     assert.ok((await redis.pttl(`${prefix}rl:stuck`)) > 0);
   });
 
-  test('when Redis is unreachable a hit fails as unavailable (503), never allowed', async () => {
+  test('when Redis is unreachable a hit fails as unavailable (503) with retry_after, never allowed', async () => {
     const redis = new Redis('redis://127.0.0.1:1', { lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null });
     redis.on('error', () => undefined);
     const limiter = createRedisRateLimiter(redis, testPrefix());
-    await assert.rejects(limiter.hit('k', 1, 1000), (e: unknown) => isAppError(e) && e.code === 'unavailable' && e.status === 503);
+    await assert.rejects(limiter.hit('k', 1, 1000), (e: unknown) => isAppError(e) && e.code === 'unavailable' && e.status === 503 && e.extra?.['retry_after'] === 5);
     redis.disconnect();
   });
 

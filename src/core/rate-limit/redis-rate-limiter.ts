@@ -87,11 +87,14 @@ export function createRedisRateLimiter(redis: Redis, keyPrefix: string): RateLim
   };
 }
 
+/** `Retry-After` of the 503 while Redis is unreachable: long enough for a restart or fail-over, not to hammer it meanwhile. */
+export const REDIS_OUTAGE_RETRY_AFTER_S = 5;
+
 /** A Redis outage must not become a 500 nor let requests through unchecked: it is a 503. */
 async function unavailableOnError<T>(op: () => Promise<T>): Promise<T> {
   try {
     return await op();
   } catch {
-    throw new AppError('unavailable', 'rate limiting is temporarily unavailable');
+    throw new AppError('unavailable', 'rate limiting is temporarily unavailable; retry', { retry_after: REDIS_OUTAGE_RETRY_AFTER_S });
   }
 }
