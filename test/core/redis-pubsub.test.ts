@@ -5,7 +5,7 @@ import { createMemoryPubSub } from '../../src/core/pubsub/memory-pubsub.js';
 import { createRedisPubSub } from '../../src/core/pubsub/redis-pubsub.js';
 import { connectRedis } from '../../src/core/redis/connect-redis.js';
 import type { PubSub } from '../../src/core/pubsub/pubsub.js';
-import { REDIS_UP, TEST_REDIS_URL, testPrefix } from '../helpers/redis.js';
+import { REDIS_UP, TEST_REDIS_URL, redisOutageProxy, testPrefix } from '../helpers/redis.js';
 
 interface Impl {
   name: string;
@@ -149,6 +149,27 @@ describe('Redis pub/sub specifics', { skip: !REDIS_UP }, () => {
       await Promise.race([box.until(1), sleep(50)]);
     }
     assert.equal(box.got[0], 'after reconnect');
+  });
+
+  test('a channel left while Redis is down is not subscribed again once Redis is back', async (t) => {
+    const prefix = testPrefix();
+    const outage = await redisOutageProxy();
+    const direct = await connectRedis(TEST_REDIS_URL, 'test-numsub');
+    const viaProxy = await connectRedis(outage.url, 'test-outage');
+    const ps = await createRedisPubSub(viaProxy, prefix);
+    t.after(async () => { await ps.close(); viaProxy.disconnect(); direct.disconnect(); await outage.close(); });
+    const subscribers = async (channel: string) => (await direct.pubsub('NUMSUB', prefix + channel))[1];
+    const leave = await ps.subscribe('left', () => undefined);
+    assert.equal(await subscribers('left'), 1);
+    await outage.down();
+    await leave();
+    await outage.up();
+    // Each subscribe settles only once Redis answered it on the reconnected connection: the second is sent after
+    // everything the reconnect sent (ioredis's re-SUBSCRIBEs and what follows them), so Redis has handled those.
+    await ps.subscribe('after-1', () => undefined);
+    await ps.subscribe('after-2', () => undefined);
+    assert.equal(await subscribers('after-2'), 1);
+    assert.equal(await subscribers('left'), 0);
   });
 
   test('a non-JSON message on the channel is ignored, later ones still arrive', async (t) => {

@@ -22,6 +22,17 @@ export async function createRedisPubSub(redis: Redis, channelPrefix: string): Pr
   subscriber.on('error', () => undefined);
   await subscriber.connect();
   const channels = new Map<string, Channel>();
+  // Channels whose UNSUBSCRIBE failed (Redis down): ioredis still counts them as subscribed and restores them on
+  // reconnect, so they are unsubscribed again once the connection is ready, unless a listener came back meanwhile.
+  const stale = new Set<string>();
+  const unsubscribe = (full: string): Promise<void> => subscriber.unsubscribe(full).then(
+    () => { stale.delete(full); },
+    () => { if (!channels.has(full)) stale.add(full); },
+  );
+  // 'ready' is emitted after ioredis has sent its re-SUBSCRIBEs, so these UNSUBSCRIBEs reach Redis after them.
+  subscriber.on('ready', () => {
+    for (const full of stale) if (!channels.has(full)) void unsubscribe(full);
+  });
 
   subscriber.on('message', (fullChannel: string, raw: string) => {
     const channel = channels.get(fullChannel);
@@ -43,6 +54,7 @@ export async function createRedisPubSub(redis: Redis, channelPrefix: string): Pr
       const full = channelPrefix + channel;
       let entry = channels.get(full);
       if (!entry) {
+        stale.delete(full);
         entry = { handlers: new Set(), subscribed: subscriber.subscribe(full) };
         channels.set(full, entry);
       }
@@ -58,11 +70,12 @@ export async function createRedisPubSub(redis: Redis, channelPrefix: string): Pr
         const current = channels.get(full);
         if (current !== entry || !entry.handlers.delete(onMessage) || entry.handlers.size) return;
         channels.delete(full);
-        await subscriber.unsubscribe(full).catch(() => undefined);
+        await unsubscribe(full);
       };
     },
     async close() {
       channels.clear();
+      stale.clear();
       subscriber.disconnect();
     },
   };
