@@ -54,7 +54,7 @@ export const syncOptions = {
   }),
   attachmentDir: opt.optionalString({
     flag: 'attachment-dir', env: 'SYNC_ATTACHMENT_DIR',
-    doc: 'Directory holding attachment files (default: <data-dir>/attachments).',
+    doc: 'Directory holding attachment files; with several instances, one directory they all share. Default: with DATABASE_URL none (the bytes are stored in PostgreSQL), else <data-dir>/attachments.',
   }),
   feedHeartbeatMs: opt.int({
     flag: 'feed-heartbeat-ms', env: 'SYNC_FEED_HEARTBEAT_MS', default: 30_000, min: 100, max: 600_000,

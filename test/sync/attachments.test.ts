@@ -230,5 +230,20 @@ for (const backend of BACKENDS) {
       assert.equal((await call(s.url, 'GET', `/api/sync/attachment/${up.body.uuid}`)).status, 401);
       assert.equal((await call(s.url, 'GET', '/api/sync/attachments?record_type=invoice', { token: ownerA.token, headers: { 'x-business-id': a } })).status, 400);
     });
+
+    test('a listed attachment whose bytes are not in this instance\'s store is a 500 internal; the log names the likely cause', async () => {
+      const { u, businessId } = await member();
+      const up = await upload(u.token, businessId, [...fields(randomUUID()), { name: 'file', filename: 'scan.pdf', content: 'elsewhere' }]);
+      assert.equal(up.status, 201, up.text);
+      // As when another instance stored it in its own, unshared --attachment-dir.
+      rmSync(path.join(dir, up.body.stored_name));
+      const r = await call(s.url, 'GET', `/api/sync/attachment/${up.body.uuid}`, { token: u.token });
+      assert.equal(r.status, 500);
+      assert.deepEqual(r.body, { error: 'internal', details: 'an unexpected error occurred; it has been logged' });
+      const logged = s.logs.find((l) => l.includes(up.body.uuid) && l.includes('"level":50'));
+      assert.ok(logged, 'the failure is logged as an error with the attachment');
+      assert.match(logged, /not in the attachment store/);
+      assert.match(logged, /--attachment-dir.*shared by every instance/);
+    });
   });
 }

@@ -69,7 +69,12 @@ export async function openAttachment(
   const row = await deps.attachments.find(uuid.toLowerCase());
   if (!row || !(await canRead(row.business_id))) throw new AppError('not_found', 'no such attachment');
   const blob = await deps.blobs.get(row.stored_name);
-  if (!blob) throw new AppError('internal', `attachment ${row.uuid} has no stored content`);
+  // The row is committed only after its bytes are durable, so a missing blob is a store this instance does not share.
+  if (!blob) {
+    throw new AppError('internal', `attachment ${row.uuid} is recorded but its bytes (blob ${row.stored_name}) are not in the attachment store: `
+      + 'most likely the instances run with --attachment-dir set to directories that are not one directory shared by every instance '
+      + '(leave it unset with DATABASE_URL to keep the bytes in PostgreSQL), or the file was removed');
+  }
   return { attachment: toAttachment(row), stream: blob.stream, size: blob.size };
 }
 
