@@ -7,13 +7,16 @@ export interface ConflictView {
   id: number;
   table: string;
   uuid: string;
-  /** What this device pushed (null: it deleted the record). */
+  /**
+   * This device's latest state of the record (null: it deleted it): what it pushed, or the edits it made since, which
+   * wait for the resolution and which every choice but `remote` and `skip` keeps.
+   */
   local: RecordData | null;
   /** What the server held when the conflict arose (null: deleted there). */
   remote: RecordData | null;
   /** The server state this device's edits started from, when known (null for a record created here or unknown). */
   base: RecordData | null;
-  /** Device clock of this device's last edit of the record (epoch ms). */
+  /** Device clock of this device's latest edit of the record (epoch ms): the one `local` shows. */
   localEditedAt: number;
   /** Server time of the remote change, when this device has pulled it (epoch ms). */
   remoteAt: number | undefined;
@@ -48,15 +51,19 @@ export const lastWriterWins: ConflictResolver = (c) => (c.remoteAt !== undefined
 export const fieldMerge: ConflictResolver = (c) => {
   if (c.remote === null) return 'remote';
   if (c.local === null) return 'local';
-  const base = c.base ?? {};
-  const merged: RecordData = { ...c.remote };
-  for (const key of new Set([...Object.keys(c.local), ...Object.keys(base)])) {
-    if (sameJson(c.local[key], base[key])) continue;
-    if (key in c.local) merged[key] = c.local[key];
-    else delete merged[key];
-  }
-  return { merged };
+  return { merged: applyFieldChanges(c.remote, c.base ?? {}, c.local) };
 };
+
+/** `onto` with every field that differs between `from` and `to` set as in `to` (removed where `to` lacks it). */
+export function applyFieldChanges(onto: RecordData, from: RecordData, to: RecordData): RecordData {
+  const out: RecordData = { ...onto };
+  for (const key of new Set([...Object.keys(from), ...Object.keys(to)])) {
+    if (sameJson(from[key], to[key])) continue;
+    if (key in to) out[key] = to[key];
+    else delete out[key];
+  }
+  return out;
+}
 
 /** Structural equality of JSON values (object key order ignored). */
 export function sameJson(a: unknown, b: unknown): boolean {

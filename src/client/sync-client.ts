@@ -1,7 +1,7 @@
 // Why: the offline-first engine: local writes go to a durable outbox numbered as the server expects, and push, pull, feed and conflicts keep the local store converging with the server.
 import { AttachmentClient, type AttachmentOptions } from './attachments.js';
 import { backoffDelay, type BackoffOptions } from './backoff.js';
-import { sameJson, type ConflictChoice, type ConflictResolver, type ConflictView } from './conflict-resolvers.js';
+import { applyFieldChanges, sameJson, type ConflictChoice, type ConflictResolver, type ConflictView } from './conflict-resolvers.js';
 import { SyncClientError, isTransient } from './errors.js';
 import { Emitter } from './events.js';
 import { FeedConnection, type FeedSocketConstructor } from './feed.js';
@@ -61,6 +61,12 @@ const MAX_PUSH_ITEMS = 1000;
 /** Measures a push's items in UTF-8 bytes, as the server counts its body limit. */
 const UTF8 = new TextEncoder();
 
+/**
+ * Why a record's edits are held after a resolution: the server applied this device's side (`local`, the change at
+ * server version `applied`, when known), or kept its own and this device puts an edit on top (`server`).
+ */
+type Hold = { side: 'local'; applied: number | null } | { side: 'server' };
+
 const META = { instance: 'instance_id', business: 'business_id', cursor: 'cursor', session: 'session', seq: 'next_seq', renumbering: 'renumbering' } as const;
 
 /**
@@ -76,10 +82,10 @@ export class SyncClient {
   private outbox = new Map<string, OutboxEntry>();
   private conflictsByKey = new Map<string, LocalConflict>();
   /**
-   * Records whose edits wait, after a `local` resolution, to be numbered above the resolution's version
-   * (renumberResolved). Stored, so a run that stops before its pull leaves them held for the next one.
+   * Records whose edits wait, after a resolution, to be numbered above the resolution's version (renumberResolved),
+   * by record key. Stored, so a run that stops before its pull leaves them held for the next one.
    */
-  private readonly renumbering = new Set<string>();
+  private readonly renumbering = new Map<string, Hold>();
   /** Conflicts the resolver has still to settle (its resolution failed, or the run stopped first), by id. */
   private readonly unsettled = new Set<number>();
   private cursor = 0;
@@ -146,7 +152,11 @@ export class SyncClient {
     client.session.restore(((await store.get('meta', META.session)) as SavedSession | undefined) ?? null);
     client.cursor = ((await store.get('meta', META.cursor)) as number | undefined) ?? 0;
     client.nextSeq = ((await store.get('meta', META.seq)) as number | undefined) ?? 1;
-    for (const key of ((await store.get('meta', META.renumbering)) as string[] | undefined) ?? []) client.renumbering.add(key);
+    // A key alone was stored by an older client, for a `local` resolution.
+    for (const held of ((await store.get('meta', META.renumbering)) as (string | [string, Hold])[] | undefined) ?? []) {
+      if (typeof held === 'string') client.renumbering.set(held, { side: 'local', applied: null });
+      else client.renumbering.set(held[0], held[1]);
+    }
     for (const e of await store.list('outbox')) client.outbox.set(outboxKey(e.seq), e);
     for (const c of await store.list('conflicts')) {
       client.conflictsByKey.set(conflictKey(c.conflict.id), c);
@@ -320,11 +330,23 @@ export class SyncClient {
    * Resolves a conflict of this device. `local` applies this device's side on
    * the server, `remote` and `skip` keep the server's side (and drop this
    * device's edits of the record made since), `{ merged }` keeps the server's
-   * side and pushes the merged record on top of it.
+   * side and pushes the merged record on top of it. The choice covers the
+   * local state as it is when called; edits made while the resolution is on
+   * its way are kept (see `settle`).
    */
   async resolveConflict(id: number, choice: ConflictChoice): Promise<void> {
     const held = this.conflictsByKey.get(conflictKey(id));
     if (!held) throw new SyncClientError('not_found', `no pending conflict ${id} on this device`);
+    await this.settle(held, choice, this.latestLocal(held));
+  }
+
+  /**
+   * Resolves `held` by `choice`, made on seeing `seen` as the local side. Edits made after that (while a resolver
+   * or the app decided, or the resolution was on its way) are not dropped by a choice that did not see them: their
+   * field changes since `seen` are applied on top of the outcome and pushed as a new edit.
+   */
+  private async settle(held: LocalConflict, choice: ConflictChoice, seen: RecordData | null): Promise<void> {
+    const id = held.conflict.id;
     const resolution: Resolution = typeof choice === 'string' ? choice : 'remote';
     let outcome: Conflict;
     try {
@@ -338,67 +360,107 @@ export class SyncClient {
       outcome = found;
     }
     const { table_name: table, record_uuid: uuid } = held.conflict;
+    const key = recordKey(table, uuid);
     const localWins = outcome.resolution === 'local';
-    let reverted: ChangeApplied | undefined;
+    let shown: ChangeApplied | undefined;
     await this.locked(async () => {
+      if (!this.conflictsByKey.has(conflictKey(id))) return;
       const ops: StoreOp[] = [{ op: 'delete', collection: 'conflicts', key: conflictKey(id) }];
+      const current = this.latestLocal(held);
       this.conflictsByKey.delete(conflictKey(id));
-      // Edits made here since the conflict stay held until they are numbered above the resolution's version: a
-      // sync round pushing them meanwhile, with their old numbers, had them refused and lost.
       if (localWins) {
-        this.renumbering.add(recordKey(table, uuid));
+        // Edits made here since the conflict stay held until they are numbered above the resolution's version: a
+        // sync round pushing them meanwhile, with their old numbers, had them refused and lost.
+        this.renumbering.set(key, { side: 'local', applied: outcome.applied_version });
         ops.push({ op: 'put', collection: 'meta', key: META.renumbering, value: [...this.renumbering] });
+        await this.store.write(ops);
+        return;
       }
-      if (!localWins) {
-        // The server keeps its side: edits made here since are dropped and the record shows the server's state.
-        for (const e of this.entriesOf(table, uuid)) {
-          ops.push({ op: 'delete', collection: 'outbox', key: outboxKey(e.seq) });
-          this.outbox.delete(outboxKey(e.seq));
-        }
-        const rec = await this.store.get('records', recordKey(table, uuid));
-        if (rec) {
-          rec.data = rec.remote.data;
-          rec.version = rec.remote.version;
-          rec.base = null;
-          ops.push({ op: 'put', collection: 'records', key: recordKey(table, uuid), value: rec });
-          reverted = { table, uuid, data: rec.data, version: rec.version, origin: 'revert' };
-        }
+      // The server keeps its side: the record's queued edits go, and it shows the server's state, or what goes on top.
+      for (const e of this.entriesOf(table, uuid)) {
+        ops.push({ op: 'delete', collection: 'outbox', key: outboxKey(e.seq) });
+        this.outbox.delete(outboxKey(e.seq));
+      }
+      const rec = await this.store.get('records', key);
+      const next = typeof choice === 'object' ? choice.merged : JSON.parse(held.conflict.remote_data) as RecordData | null;
+      const unseen = !sameJson(current, seen);
+      const onTop = unseen ? (current === null || seen === null || next === null ? current : applyFieldChanges(next, seen, current)) : next;
+      if (rec) {
+        rec.data = rec.remote.data;
+        rec.version = rec.remote.version;
+        rec.base = null;
+      }
+      if (rec && (unseen || typeof choice === 'object') && !sameJson(onTop, rec.remote.data)) {
+        // Queued now, in the lock, so an edit made from here on builds on it; held (like a `local` resolution's edits)
+        // until a pull has brought the server's latest version to number it from.
+        const entry: OutboxEntry = {
+          seq: this.nextSeq++, table, uuid, version: rec.version + 1, operation: onTop === null ? 'delete' : 'update', data: onTop, sent: false, editedAt: Date.now(),
+        };
+        this.outbox.set(outboxKey(entry.seq), entry);
+        // The server side the edit was made on: if the server has moved on by the time it is numbered, it is moved too.
+        rec.base = JSON.parse(held.conflict.remote_data) as RecordData | null;
+        rec.data = onTop;
+        rec.version = entry.version;
+        this.renumbering.set(key, { side: 'server' });
+        ops.push({ op: 'put', collection: 'outbox', key: outboxKey(entry.seq), value: entry }, { op: 'put', collection: 'meta', key: META.seq, value: this.nextSeq },
+          { op: 'put', collection: 'meta', key: META.renumbering, value: [...this.renumbering] });
+      }
+      if (rec) {
+        ops.push({ op: 'put', collection: 'records', key, value: rec });
+        shown = { table, uuid, data: rec.data, version: rec.version, origin: 'revert' };
       }
       await this.store.write(ops);
     });
-    if (reverted) this.emitter.emit('change', reverted);
+    if (shown) this.emitter.emit('change', shown);
     // The pull brings the resolution's change (for `local`) and the server's latest record version to number from.
     // Should it fail, the held edits are renumbered after the next round's pull instead.
     await this.pullAll();
     await this.renumberResolved();
-    if (typeof choice === 'object') await this.put(table, uuid, choice.merged);
     if (this.started) this.kick();
   }
 
+  /** This device's latest state of a conflicted record: its newest held edit, or else what it pushed. */
+  private latestLocal(held: LocalConflict): RecordData | null {
+    const latest = this.entriesOf(held.conflict.table_name, held.conflict.record_uuid).at(-1);
+    // The text `null` for a delete (a conflict stored by an older client holds JSON null, which parses the same).
+    return latest ? latest.data : JSON.parse(held.conflict.local_data) as RecordData | null;
+  }
+
   /**
-   * Numbers the edits held since a conflict this device resolved `local` (never sent) above the record's version on
-   * the server, as the last pull left it, then lets them go.
+   * Numbers the edits held since a resolution (never sent) above the record's version on the server, as the last pull
+   * left it, then lets them go. An edit put on the server's side (a merge, or edits the choice did not see) made on an
+   * older server state than the pull brought is moved onto the newer one: only its own field changes are kept.
    */
   private async renumberResolved(): Promise<void> {
     if (!this.renumbering.size) return;
+    const events: ChangeApplied[] = [];
     await this.locked(async () => {
       const ops: StoreOp[] = [];
-      for (const key of this.renumbering) {
+      for (const [key, hold] of this.renumbering) {
         const rec = await this.store.get('records', key);
         if (!rec) continue;
         const held = this.entriesOf(rec.table, rec.uuid).filter((e) => !e.sent);
+        const moved = hold.side === 'server' && !sameJson(rec.base, rec.remote.data);
         for (const e of held) {
+          if (moved && e.data && rec.base && rec.remote.data) e.data = applyFieldChanges(rec.remote.data, rec.base, e.data);
           e.version = rec.remote.version + 1;
           if (e.operation === 'create') e.operation = 'update';
           rec.version = e.version;
           ops.push({ op: 'put', collection: 'outbox', key: outboxKey(e.seq), value: e });
         }
-        if (held.length) ops.push({ op: 'put', collection: 'records', key, value: rec });
+        if (!held.length) continue;
+        if (moved) {
+          rec.base = rec.remote.data;
+          if (!sameJson(rec.data, held.at(-1)!.data)) events.push({ table: rec.table, uuid: rec.uuid, data: held.at(-1)!.data, version: rec.version, origin: 'remote' });
+          rec.data = held.at(-1)!.data;
+        }
+        ops.push({ op: 'put', collection: 'records', key, value: rec });
       }
       ops.push({ op: 'delete', collection: 'meta', key: META.renumbering });
       await this.store.write(ops);
       this.renumbering.clear();
     });
+    for (const e of events) this.emitter.emit('change', e);
   }
 
   // ---- internals: local writes --------------------------------------------------------------
@@ -665,8 +727,9 @@ export class SyncClient {
       const held = this.conflictsByKey.get(conflictKey(id));
       if (!held) { this.unsettled.delete(id); continue; }
       try {
-        const choice = await resolver(await this.view(held));
-        if (choice !== undefined) await this.resolveConflict(id, choice);
+        const view = await this.view(held);
+        const choice = await resolver(view);
+        if (choice !== undefined) await this.settle(held, choice, view.local);
         this.unsettled.delete(id);
       } catch (e: unknown) {
         this.emitter.emit('error', e instanceof SyncClientError ? e : new SyncClientError('internal', e instanceof Error ? e.message : String(e), { cause: e }));
@@ -681,12 +744,12 @@ export class SyncClient {
       id: c.conflict.id,
       table: c.conflict.table_name,
       uuid: c.conflict.record_uuid,
-      // A pushed delete (or a record deleted on the server) is null, not JSON text.
-      // The text `null` for a delete (a conflict stored by an older client holds JSON null, which parses the same).
-      local: JSON.parse(c.conflict.local_data) as RecordData | null,
+      // Edits made while the push was out or the conflict waited are part of this device's side: a resolver that
+      // saw only the pushed state would settle for, and drop, an older edit than the user's latest.
+      local: this.latestLocal(c),
       remote: JSON.parse(c.conflict.remote_data) as RecordData | null,
       base: rec?.base ?? null,
-      localEditedAt: c.entry.editedAt,
+      localEditedAt: this.entriesOf(c.conflict.table_name, c.conflict.record_uuid).at(-1)?.editedAt ?? c.entry.editedAt,
       remoteAt: remoteKnown ? Date.parse(rec.remote.at) : undefined,
       conflict: c.conflict,
     };

@@ -183,7 +183,8 @@ describe('sync client: conflicts', { concurrency: true }, () => {
       await c.put('customers', rec, { name: 'Bob', phone: '111', note: 'x' });
       const [after] = await c.conflicts();
       assert.deepEqual(after!.base, { name: 'Ann', phone: '111' }, 'the base is still what this device started from');
-      assert.deepEqual(fieldMerge(after!), { merged: { name: 'Bob', phone: '222' } }, 'the other device\'s phone is kept');
+      assert.deepEqual(after!.local, { name: 'Bob', phone: '111', note: 'x' }, 'the local side is the latest edit');
+      assert.deepEqual(fieldMerge(after!), { merged: { name: 'Bob', phone: '222', note: 'x' } }, 'the other device\'s phone is kept, and so is the later edit');
     });
 
     test(`on ${backend}: every conflict of a push is announced, and one whose automatic resolution failed is offered again next round`, async (t) => {
@@ -285,6 +286,73 @@ describe('sync client: conflicts', { concurrency: true }, () => {
       assert.deepEqual(offered, [conflict.id]);
       assert.deepEqual(await next.conflicts(), []);
       assert.deepEqual(await next.get('notes', rec), { text: 'from a' });
+    });
+
+    test(`on ${backend}: an edit made while the conflicting push is out is shown to the resolver and kept (field merge, last writer wins)`, async (t) => {
+      const { open } = await oneBusiness(t, backend);
+      for (const resolver of [fieldMerge, lastWriterWins]) {
+        // The push waits at a gate, so the user's edit lands while it is out, as on a slow network.
+        let gate: Promise<void> | null = null;
+        let pushOut = () => {};
+        const gated = async (input: string | URL | Request, init?: RequestInit) => {
+          if (gate && new URL(String(input)).pathname === '/api/sync/push') { pushOut(); await gate; }
+          return fetch(input, init);
+        };
+        const a = await open();
+        const c = await open({ resolver, fetch: gated });
+        const offered: ConflictView[] = [];
+        c.on('conflict', (v) => offered.push(v));
+        const rec = randomUUID();
+        await a.put('customers', rec, { name: 'Ann', phone: '111', email: 'ann@x' });
+        await a.sync();
+        await c.sync();
+        await a.put('customers', rec, { name: 'Ann', phone: '222', email: 'ann@x' });
+        await a.sync();
+        await c.put('customers', rec, { name: 'Bob', phone: '111', email: 'ann@x' });
+        let release = () => {};
+        gate = new Promise((r) => { release = r; });
+        const out = new Promise<void>((r) => { pushOut = r; });
+        const round = c.sync();
+        await out;
+        await c.put('customers', rec, { name: 'Bob', phone: '111', email: 'bob@x' });
+        gate = null;
+        release();
+        await round;
+        await c.sync();
+        await a.sync();
+        assert.deepEqual(offered[0]?.local, { name: 'Bob', phone: '111', email: 'bob@x' }, 'the resolver sees the latest local state');
+        const expected = resolver === fieldMerge ? { name: 'Bob', phone: '222', email: 'bob@x' } : { name: 'Bob', phone: '111', email: 'bob@x' };
+        assert.deepEqual(await c.get('customers', rec), expected);
+        assert.deepEqual(await a.get('customers', rec), expected);
+        assert.equal(c.pendingChanges, 0);
+      }
+    });
+
+    test(`on ${backend}: an edit made while a conflict waits for a failed automatic resolution is merged, not dropped`, async (t) => {
+      const { open } = await oneBusiness(t, backend);
+      let resolvesFail = true;
+      const flaky = async (input: string | URL | Request, init?: RequestInit) => {
+        if (resolvesFail && /\/resolve$/.test(new URL(String(input)).pathname)) throw new TypeError('fetch failed (offline)');
+        return fetch(input, init);
+      };
+      const a = await open();
+      const c = await open({ resolver: fieldMerge, fetch: flaky });
+      const rec = randomUUID();
+      await a.put('customers', rec, { name: 'Ann', phone: '111', email: 'ann@x' });
+      await a.sync();
+      await c.sync();
+      await a.put('customers', rec, { name: 'Ann', phone: '222', email: 'ann@x' });
+      await a.sync();
+      await c.put('customers', rec, { name: 'Bob', phone: '111', email: 'ann@x' });
+      await c.sync();
+      assert.equal((await c.conflicts()).length, 1);
+      await c.put('customers', rec, { name: 'Bob', phone: '111', email: 'bob@x' });
+      resolvesFail = false;
+      await c.sync();
+      await a.sync();
+      assert.deepEqual(await c.get('customers', rec), { name: 'Bob', phone: '222', email: 'bob@x' });
+      assert.deepEqual(await a.get('customers', rec), { name: 'Bob', phone: '222', email: 'bob@x' });
+      assert.equal(c.pendingChanges, 0);
     });
 
     test(`on ${backend}: a resolver callback settles conflicts automatically (field merge, last writer wins)`, async (t) => {
