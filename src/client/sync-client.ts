@@ -8,6 +8,8 @@ import { FeedConnection, type FeedSocketConstructor } from './feed.js';
 import { conflictKey, outboxKey, recordKey, type LocalConflict, type LocalRecord, type LocalStore, type OutboxEntry, type RecordData, type StoreOp } from './local-store.js';
 import { Session, type SavedSession, type SessionOptions } from './session.js';
 import { createTransport, type TransportOptions } from './transport.js';
+import { PUSH_LIMITS } from '../sync/changes/change-limits.js';
+import { MAX_JSON_DEPTH, jsonValueProblem } from '../sync/http/json-value.js';
 import type { Business, Change, Conflict, FeedMessage, PullResult, PushResult, Resolution, SyncStatus, User } from './wire.js';
 
 export type SyncState = 'offline' | 'syncing' | 'up-to-date';
@@ -145,6 +147,11 @@ export class SyncClient {
     let instanceId = (await store.get('meta', META.instance)) as string | undefined;
     if (o.instanceId && o.instanceId !== instanceId) instanceId = o.instanceId;
     instanceId ??= `dev-${randomId()}`;
+    // Checked here: a push the server refuses for them would be taken for one refusing its items (pushOnce).
+    if (!PUSH_LIMITS.instanceIdPattern.test(instanceId)) throw new SyncClientError('invalid_request', `instanceId: "${instanceId}" is not 1-128 of A-Z a-z 0-9 . _ : -`);
+    if (o.branch !== undefined && (!o.branch || o.branch.length > PUSH_LIMITS.maxBranchLength || /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/u.test(o.branch))) {
+      throw new SyncClientError('invalid_request', 'branch: 1-128 characters, no control or invisible format characters or line separators');
+    }
     ops.push({ op: 'put', collection: 'meta', key: META.instance, value: instanceId });
     if (businessId && !storedBusiness) ops.push({ op: 'put', collection: 'meta', key: META.business, value: businessId });
     await store.write(ops);
@@ -347,6 +354,7 @@ export class SyncClient {
    */
   private async settle(held: LocalConflict, choice: ConflictChoice, seen: RecordData | null): Promise<void> {
     const id = held.conflict.id;
+    if (typeof choice === 'object') checkData(choice.merged);
     const resolution: Resolution = typeof choice === 'string' ? choice : 'remote';
     let outcome: Conflict;
     try {
@@ -466,8 +474,9 @@ export class SyncClient {
   // ---- internals: local writes --------------------------------------------------------------
 
   private async write(table: string, uuid: string, data: RecordData | null): Promise<void> {
-    if (!/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(table)) throw new SyncClientError('invalid_request', `table_name: "${table}" is not an identifier`);
+    if (!PUSH_LIMITS.tableNamePattern.test(table)) throw new SyncClientError('invalid_request', `table_name: "${table}" is not an identifier`);
     if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(uuid)) throw new SyncClientError('invalid_request', `record_uuid: "${uuid}" is not a UUID`);
+    checkData(data);
     await this.locked(async () => {
       const key = recordKey(table, uuid);
       const rec: LocalRecord = (await this.store.get('records', key))
@@ -631,13 +640,18 @@ export class SyncClient {
     try {
       res = await this.pushRequest(changes, tombstones);
     } catch (e: unknown) {
-      // Larger than the server takes (a body limit below the default, say): the next try sends half as many. Each item
-      // is applied once however the retries group them, so a part of a sent batch is as safe to send as the whole.
-      if (e instanceof SyncClientError && e.code === 'payload_too_large' && batch.length > 1) {
+      // Refused as a whole: larger than the server takes (a body limit below the default, say), or an item its parser
+      // refuses (queued by a client that did not check it). The next try sends half as many, until the item at fault is
+      // alone, which is then rejected like any item the server refuses, so the rest flows. Each item is applied once
+      // however the retries group them, so a part of a sent batch is as safe to send as the whole.
+      if (!(e instanceof SyncClientError && (e.code === 'payload_too_large' || e.code === 'invalid_request') && e.status !== undefined)) throw e;
+      if (batch.length > 1) {
         this.pushCap = Math.max(1, Math.floor(batch.length / 2));
         return true;
       }
-      throw e;
+      const rejection = { kind: changes.length ? 'change' : 'tombstone', index: 0, reason: `${e.code}: ${e.details ?? e.message}` } as const;
+      await this.settlePush(batch, changes, tombstones, { accepted: 0, rejected: 1, server_version: 0, conflicts: [], rejections: [rejection] });
+      return true;
     }
     this.pushCap = Math.min(2 * this.pushCap, MAX_PUSH_ITEMS);
     const result = (await res.json()) as PushResult;
@@ -814,6 +828,20 @@ export class SyncClient {
     this.mutex = run.then(() => undefined, () => undefined);
     return run;
   }
+}
+
+/**
+ * Refuses, before it is queued, data the server would refuse: larger than its item limit, or what its JSON parser
+ * refuses (a lone surrogate, a non-finite number, deeper nesting than it takes). Queued, it could only be dropped later.
+ */
+function checkData(data: RecordData | null): void {
+  if (data === null) return;
+  if (UTF8.encode(JSON.stringify(data)).length > PUSH_LIMITS.maxDataBytes) {
+    throw new SyncClientError('payload_too_large', `data: larger than the server's ${PUSH_LIMITS.maxDataBytes} bytes of JSON per record`);
+  }
+  // A record's data sits 3 levels down in a push body: the body, its changes array, the change.
+  const problem = jsonValueProblem(data, MAX_JSON_DEPTH - 3);
+  if (problem) throw new SyncClientError('invalid_request', problem.replace(/^body: /, 'data: '));
 }
 
 function changeEvent(c: Change, data: RecordData | null): ChangeApplied {

@@ -114,6 +114,37 @@ describe('sync client: local writes, push and pull', { concurrency: true }, () =
       assert.deepEqual(await c.get('notes', later), { text: 'a small edit made after them' });
     });
 
+    test(`on ${backend}: data the server would refuse is refused by put with a typed error, and a queued item it refuses as a whole is rejected so the rest flows`, async (t) => {
+      const { open } = await oneBusiness(t, backend);
+      const store = createMemoryStore();
+      // Items an older client queued unchecked: over the 1 MiB body limit (413), and a lone surrogate (400).
+      const bad = [{ text: 'x'.repeat(1100 * 1024) }, { text: 'a\ud800b' }];
+      const ops = bad.flatMap((data, i) => {
+        const uuid = randomUUID();
+        return [
+          { op: 'put', collection: 'outbox', key: String(i + 1).padStart(16, '0'), value: { seq: i + 1, table: 'notes', uuid, version: 1, operation: 'create', data, sent: false, editedAt: 0 } },
+          { op: 'put', collection: 'records', key: `notes\u0000${uuid}`, value: { table: 'notes', uuid, data, version: 1, remote: { data: null, version: 0, instanceId: '', at: '' }, base: null } },
+        ] as const;
+      });
+      await store.write([...ops, { op: 'put', collection: 'meta', key: 'next_seq', value: 3 }]);
+      const a = await open({ store });
+      const errors: SyncClientError[] = [];
+      a.on('error', (e) => errors.push(e));
+      const deep: Record<string, unknown> = {};
+      let at = deep;
+      for (let i = 0; i < 70; i++) at = (at['n'] = {}) as Record<string, unknown>;
+      for (const [data, code] of [[{ text: 'x'.repeat(70 * 1024) }, 'payload_too_large'], [{ text: 'a\udc00' }, 'invalid_request'], [deep, 'invalid_request']] as const) {
+        await assert.rejects(a.put('notes', randomUUID(), data), (e: unknown) => e instanceof Error && (e as SyncClientError).code === code);
+      }
+      const good = [randomUUID(), randomUUID(), randomUUID()];
+      for (const uuid of good) await a.put('notes', uuid, { text: 'fine' });
+      await a.sync();
+      assert.equal(a.pendingChanges, 0, 'nothing is stuck');
+      assert.deepEqual(errors.map((e) => [e.code, /payload_too_large|invalid_request/.test(e.details ?? '')]), [['rejected', true], ['rejected', true]]);
+      assert.equal((await a.status()).server_version, 3);
+      assert.deepEqual((await a.list('notes')).map((r) => r.uuid).sort(), [...good].sort(), 'the refused records show the server\'s state again: none');
+    });
+
     test(`on ${backend}: a pull of many pages applies each change once, in order; a page that fails to apply stops the pull where it was`, async (t) => {
       const { open } = await oneBusiness(t, backend);
       const writer = await open();
