@@ -441,6 +441,15 @@ export class SyncClient {
    */
   private async renumberResolved(): Promise<void> {
     if (!this.renumbering.size) return;
+    // A `local` resolution's own change, read from the server's log: held edits are numbered above it, not above what
+    // the pull brought since, so an edit another device made meanwhile meets them as a conflict instead of being overwritten.
+    const resolutions = new Map<string, Change>();
+    for (const [key, hold] of this.renumbering) {
+      if (hold.side !== 'local' || hold.applied === null || ![...this.outbox.values()].some((e) => !e.sent && recordKey(e.table, e.uuid) === key)) continue;
+      const page = (await (await this.businessRequest('POST', '/api/sync/pull', { json: { since_version: hold.applied - 1, limit: 1 } })).json()) as PullResult;
+      const change = page.changes[0];
+      if (change && change.version === hold.applied && recordKey(change.table_name, change.record_uuid) === key) resolutions.set(key, change);
+    }
     const events: ChangeApplied[] = [];
     await this.locked(async () => {
       const ops: StoreOp[] = [];
@@ -449,9 +458,11 @@ export class SyncClient {
         if (!rec) continue;
         const held = this.entriesOf(rec.table, rec.uuid).filter((e) => !e.sent);
         const moved = hold.side === 'server' && !sameJson(rec.base, rec.remote.data);
+        const resolution = resolutions.get(key);
+        if (resolution) rec.base = resolution.operation === 'delete' ? null : resolution.data;
         for (const e of held) {
           if (moved && e.data && rec.base && rec.remote.data) e.data = applyFieldChanges(rec.remote.data, rec.base, e.data);
-          e.version = rec.remote.version + 1;
+          e.version = (resolution?.record_version ?? rec.remote.version) + 1;
           if (e.operation === 'create') e.operation = 'update';
           rec.version = e.version;
           ops.push({ op: 'put', collection: 'outbox', key: outboxKey(e.seq), value: e });

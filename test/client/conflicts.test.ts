@@ -244,6 +244,31 @@ describe('sync client: conflicts', { concurrency: true }, () => {
       assert.deepEqual(await c.conflicts(), []);
     });
 
+    test(`on ${backend}: a held edit numbered after a local resolution meets another device's later edit as a conflict, not overwriting it`, async (t) => {
+      const { open } = await oneBusiness(t, backend);
+      let pullsFail = false;
+      const flaky = async (input: string | URL | Request, init?: RequestInit) => {
+        if (pullsFail && new URL(String(input)).pathname === '/api/sync/pull') throw new TypeError('fetch failed (offline)');
+        return fetch(input, init);
+      };
+      const a = await open();
+      const c = await open({ fetch: flaky });
+      const { rec, conflict } = await conflicted(a, c);
+      await c.put('notes', rec, { text: 'from c, later' });
+      pullsFail = true;
+      await assert.rejects(c.resolveConflict(conflict.id, 'local'));
+      await a.sync();
+      assert.deepEqual(await a.get('notes', rec), { text: 'from c' });
+      await a.put('notes', rec, { text: 'a, after seeing c win' });
+      await a.sync();
+      pullsFail = false;
+      await c.sync();
+      const [again] = await c.conflicts();
+      assert.ok(again, 'the held edit conflicts with the edit a made on top of the resolution');
+      assert.deepEqual(again.remote, { text: 'a, after seeing c win' });
+      assert.deepEqual(again.local, { text: 'from c, later' });
+    });
+
     test(`on ${backend}: an edit held by a local resolution is renumbered by the next run when this one stopped before its pull`, async (t) => {
       const { open } = await oneBusiness(t, backend);
       let pullsFail = false;
