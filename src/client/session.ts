@@ -33,6 +33,8 @@ interface BusinessToken { token: string; expiresAt: number }
 export class Session {
   private saved: SavedSession | null = null;
   private refreshing: Promise<void> | null = null;
+  /** The last session ended by a refused refresh: calls fail with `session_expired` (as documented) until a sign-in. */
+  private expired = false;
   private readonly businessTokens = new Map<string, BusinessToken>();
   private readonly businessTokenRequests = new Map<string, Promise<BusinessToken>>();
   private readonly skew: number;
@@ -134,7 +136,7 @@ export class Session {
 
   /** The user access token, refreshed first when it expires within the skew. */
   async userToken(): Promise<string> {
-    if (!this.saved) throw new SyncClientError('not_signed_in', 'sign in first (register or login)');
+    if (!this.saved) throw this.signedOut();
     if (this.saved.expiresAt - this.skew <= this.now()) await this.refresh();
     return this.saved!.token;
   }
@@ -147,7 +149,7 @@ export class Session {
 
   private async exchange(): Promise<void> {
     const saved = this.saved;
-    if (!saved) throw new SyncClientError('not_signed_in', 'sign in first (register or login)');
+    if (!saved) throw this.signedOut();
     let body: RefreshReply;
     try {
       const res = await this.transport.request('POST', '/api/auth/refresh', { json: { refresh_token: saved.refreshToken } });
@@ -163,7 +165,14 @@ export class Session {
     this.set({ user: saved.user, token: body.token, refreshToken: body.refresh_token, expiresAt: Date.parse(body.expires_at) });
   }
 
+  private signedOut(): SyncClientError {
+    return this.expired
+      ? new SyncClientError('session_expired', 'the session has expired or was revoked; sign in again')
+      : new SyncClientError('not_signed_in', 'sign in first (register or login)');
+  }
+
   private adopt(body: SessionReply): User {
+    this.expired = false;
     this.businessTokens.clear();
     this.set({ user: body.user, token: body.token, refreshToken: body.refresh_token, expiresAt: Date.parse(body.expires_at) });
     return body.user;
@@ -176,6 +185,7 @@ export class Session {
 
   private end(expired: boolean): void {
     this.saved = null;
+    this.expired = expired;
     this.businessTokens.clear();
     this.options.onChange?.(null);
     if (expired) this.options.onSessionExpired?.();

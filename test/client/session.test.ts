@@ -69,8 +69,9 @@ describe('sync client: sessions, limits and errors', { concurrency: true }, () =
       for (const r of results) {
         assert.equal(r.status, 'rejected');
         assert.ok(r.reason instanceof SyncClientError);
-        assert.ok(['session_expired', 'not_signed_in'].includes(r.reason.code), r.reason.code);
+        assert.equal(r.reason.code, 'session_expired');
       }
+      await assert.rejects(a.sync(), (e: unknown) => e instanceof SyncClientError && e.code === 'session_expired', 'and so does a later call');
       assert.equal(expired, 1);
       assert.equal(signalled, 1, 'the onSessionExpired option is called too');
       assert.equal(net.count('/api/auth/refresh'), 1);
