@@ -161,6 +161,40 @@ for (const backend of BACKENDS) {
       assert.equal((await store.appendReport(report(t.tenantId, 'h2', 1, names('y', 25)))).status, 'stored');
     });
 
+    test('two stores on one database (two instances) each taking a report that fits the name limits alone but not together: one is refused', async () => {
+      const second = await openTestMetricsDatabase(storage);
+      const other = openStore(second);
+      const names = (prefix: string, n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`${prefix}.${i}`, i]));
+      try {
+        for (let round = 0; round < 8; round++) {
+          const t = await newTenant(store);
+          // Per host: h holds 30 names (limit 40); each report adds 6.
+          await store.appendReport(report(t.tenantId, 'h', 1, names('a', 30)));
+          await other.appendReport(report(t.tenantId, 'h', 2, names('a', 30)));
+          const perHost = await Promise.all([
+            store.appendReport(report(t.tenantId, 'h', 3, { ...names('a', 30), ...names('b', 6) })),
+            other.appendReport(report(t.tenantId, 'h', 4, { ...names('a', 30), ...names('c', 6) })),
+          ]);
+          assert.deepEqual(perHost.map((o) => o.status).sort(), ['limit_exceeded', 'stored'], `round ${round}, per host`);
+          // Per tenant: 54 names (limit 60); each report, of a new host, brings 4 new ones.
+          await store.appendReport(report(t.tenantId, 'g', 1, names('d', 18)));
+          await other.appendReport(report(t.tenantId, 'g', 2, names('d', 18)));
+          const perTenant = await Promise.all([
+            store.appendReport(report(t.tenantId, 'x', 1, names('e', 4))),
+            other.appendReport(report(t.tenantId, 'y', 1, names('f', 4))),
+          ]);
+          assert.deepEqual(perTenant.map((o) => o.status).sort(), ['limit_exceeded', 'stored'], `round ${round}, per tenant`);
+          const held = await database.db.selectFrom('metric_names').select((eb) => eb.fn.countAll<number | string>().as('n')).where('tenant_id', '=', t.tenantId).executeTakeFirstOrThrow();
+          assert.equal(Number(held.n), 58, `round ${round}, tenant names`);
+          const series = await store.readHostSeries(t.tenantId, 'h', { from: 0, to: 10, points: 100, minmax: false });
+          assert.equal(series!.metrics.size, 36, `round ${round}, host names`);
+        }
+      } finally {
+        await other.close();
+        await second.close();
+      }
+    });
+
     test('the aggregate point budget is the answer bound over the tenant\'s names, and readAggregate keeps to it', async () => {
       const t = await newTenant(store);
       assert.equal(await store.aggregatePointsLimit(t.tenantId), 2_000_000, 'no names yet');

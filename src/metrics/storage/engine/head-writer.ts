@@ -17,7 +17,8 @@ import { windowOf } from './windows.js';
  *
  * Caches are per instance and only ever lag the database (names and hosts are
  * never renamed; retention deletes hosts, which is handled on the foreign-key
- * error): a limit is always judged on a fresh read.
+ * error): a limit is always judged on a fresh read, on PostgreSQL one taken
+ * under a lock on the tenant's (host's) names (lockNames).
  */
 /**
  * A report as the writer stores it: its metric names and their values,
@@ -109,10 +110,20 @@ async function appendInTransaction(deps: WriterDeps, batch: HeadReport[], after:
   const ids = new Map<string, Map<string, number>>();
   const hosts = new Map<string, CachedHost>();
   const hostSets = new Map<number, Set<number>>();
-  for (const [tenantId, reports] of byTenant) {
-    ids.set(tenantId, await loadNameIds(conn, state, tenantId, reports));
+  // Tenant locks first, in tenant order, then host locks in (tenant, host) order: two appends never wait in a cycle.
+  for (const tenantId of [...byTenant.keys()].sort(cmp)) {
+    const reports = byTenant.get(tenantId)!;
+    const { ids: tenantIds, missing } = await loadNameIds(conn, state, tenantId, reports);
+    if (missing.length && conn.dialect === 'postgres') {
+      await lockNames(conn, `tenant\n${tenantId}`);
+      // Names another append registered while this one waited: known now, and counted.
+      await lookUpNames(conn, tenantId, missing, tenantIds);
+    }
+    ids.set(tenantId, tenantIds);
     for (const [hostId, host] of await loadHosts(conn, state, tenantId, reports)) hosts.set(`${tenantId}\0${hostId}`, host);
   }
+  /** PostgreSQL: the hosts whose names this transaction holds the lock of. */
+  const lockedHosts = new Set<string>();
   const uncachedKeys = [...hosts.values()].map((h) => h.key).filter((k) => !state.hostMetricIds.has(k));
   for (const [key, set] of await loadHostMetricIds(conn, uncachedKeys)) hostSets.set(key, set);
   if (conn.dialect === 'postgres') await lockHostsOfEndedWindows(conn, batch, hosts, windowOf(deps.now()));
@@ -167,7 +178,14 @@ async function appendInTransaction(deps: WriterDeps, batch: HeadReport[], after:
     }
     let newForHost: string[] = [];
     if (fresh) {
-      if (host && !hostSets.has(host.key)) {
+      if (conn.dialect === 'postgres') {
+        if (!lockedHosts.has(hostMapKey)) {
+          lockedHosts.add(hostMapKey);
+          await lockNames(conn, `host\n${report.tenantId}\n${report.hostId}`);
+        }
+        // Read under the lock: every name another append gave the host is committed and seen (and this batch's own).
+        hostIds = await loadNamesOfHost(conn, report.tenantId, report.hostId);
+      } else if (host && !hostSets.has(host.key)) {
         // The cache may lag another instance's writes: judge the limit on a fresh read.
         hostIds = (await loadHostMetricIds(conn, [host.key])).get(host.key);
       }
@@ -268,22 +286,47 @@ function groupByTenant(batch: HeadReport[]): Map<string, HeadReport[]> {
   return out;
 }
 
-/** The tenant's ids of every name the batch uses: the cache, then one query for what it lacks. */
-async function loadNameIds(conn: SqlConn, state: WriterState, tenantId: string, reports: HeadReport[]): Promise<Map<string, number>> {
+/**
+ * The tenant's ids of every name the batch uses: the cache, then one query for what it lacks; `missing`: the names
+ * the tenant does not have (yet).
+ */
+async function loadNameIds(conn: SqlConn, state: WriterState, tenantId: string, reports: HeadReport[]): Promise<{ ids: Map<string, number>; missing: string[] }> {
   const cached = state.nameIds.get(tenantId) ?? new Map<string, number>();
   const wanted = new Set<string>();
   // Reports of one shape share their names array: each list is looked at once.
   for (const names of new Set(reports.map((r) => r.names))) for (const n of names) if (!cached.has(n)) wanted.add(n);
   // Every name known: the cache itself serves the batch (nothing will be added to it). Otherwise a copy, which the
   // batch fills and which replaces the cache only once the batch commits.
-  if (!wanted.size) return cached;
+  if (!wanted.size) return { ids: cached, missing: [] };
   const out = new Map(cached);
-  for (const chunk of chunks([...wanted])) {
+  await lookUpNames(conn, tenantId, [...wanted], out);
+  return { ids: out, missing: [...wanted].filter((n) => !out.has(n)) };
+}
+
+async function lookUpNames(conn: SqlConn, tenantId: string, names: string[], into: Map<string, number>): Promise<void> {
+  for (const chunk of chunks(names)) {
     const found = await conn.all<{ id: number; name: string }>(
       `SELECT id, name FROM metric_names WHERE tenant_id = ? AND name IN (${chunk.map(() => '?').join(',')})`, [tenantId, ...chunk]);
-    for (const f of found) out.set(f.name, f.id);
+    for (const f of found) into.set(f.name, f.id);
   }
-  return out;
+}
+
+/**
+ * PostgreSQL: serialises, across connections and instances, the appends that give a tenant (or a host) names it does
+ * not have, until this transaction ends. Under read committed a count cannot see another append's uncommitted names,
+ * so two appends each judging the limit alone would together pass it. Taken only by a report that brings new names,
+ * which after a host's first minutes is almost never. One-key space (the alert store's host locks use two keys); a
+ * collision of two hashes only makes them take turns.
+ */
+async function lockNames(conn: SqlConn, what: string): Promise<void> {
+  await conn.all('SELECT pg_advisory_xact_lock(hashtextextended(?, 0))', [`metric-names\n${what}`]);
+}
+
+/** The host's metric ids, by its id (the host may have been created since the batch looked it up). */
+async function loadNamesOfHost(conn: SqlConn, tenantId: string, hostId: string): Promise<Set<number>> {
+  const rows = await conn.all<{ metric_id: number }>(
+    'SELECT n.metric_id FROM host_metric_names n JOIN hosts h ON h.key = n.host_key WHERE h.tenant_id = ? AND h.host_id = ?', [tenantId, hostId]);
+  return new Set(rows.map((r) => r.metric_id));
 }
 
 async function loadHosts(conn: SqlConn, state: WriterState, tenantId: string, reports: HeadReport[]): Promise<Map<string, CachedHost>> {
