@@ -1,6 +1,6 @@
 import { AppError } from '../../../core/errors.js';
 import type { AppendOutcome, MetricLimits } from '../../domain/metrics-store.js';
-import { appendBatch, newWriterState, type HeadReport } from './head-writer.js';
+import { appendBatch, forgetGoneHosts, newWriterState, type HeadReport, type WriterState } from './head-writer.js';
 import { SealedTimestamps } from './sealed-timestamps.js';
 import { createSealDeferral, type SealDeferralSettings } from './seal-deferral.js';
 import { scanHead } from './head-windows.js';
@@ -312,7 +312,7 @@ export function createEngineWriter(conn: SqlConn, opts: WriterOptions, onError: 
         scheduleDrain();
       });
     },
-    deleteBefore: (cutoff) => serial(() => deleteBefore(conn, cutoff)),
+    deleteBefore: (cutoff) => serial(() => deleteBefore(conn, state, cutoff)),
     async flush() {
       await passing;
       await sealPass(true);
@@ -340,7 +340,17 @@ export const RETENTION_SQL = {
   tenantWindows: 'DELETE FROM tenant_windows WHERE tenant_id IN (SELECT id FROM tenants) AND window_start <= ?',
 } as const;
 
-async function deleteBefore(conn: SqlConn, cutoff: number): Promise<{ reports: number; hosts: number }> {
+/**
+ * Retention (EngineWriter.deleteBefore), then the writer's caches let go of every host no longer in the database,
+ * whichever instance's sweep removed it.
+ */
+export async function deleteBefore(conn: SqlConn, state: WriterState, cutoff: number): Promise<{ reports: number; hosts: number }> {
+  const removed = await deleteExpired(conn, cutoff);
+  await forgetGoneHosts(conn, state);
+  return removed;
+}
+
+async function deleteExpired(conn: SqlConn, cutoff: number): Promise<{ reports: number; hosts: number }> {
   // Whole windows only: a block (and a tenant rollup) goes once its whole window is before the cutoff.
   const lastExpiredWindow = cutoff - WINDOW_MS;
   return conn.transaction(async (tx) => {

@@ -17,7 +17,7 @@ import { windowOf } from './windows.js';
  *
  * Caches are per instance and only ever lag the database (names and hosts are
  * never renamed; retention deletes hosts, which is handled on the foreign-key
- * error): a limit is always judged on a fresh read, on PostgreSQL one taken
+ * error and forgotten after each sweep): a limit is always judged on a fresh read, on PostgreSQL one taken
  * under a lock on the tenant's (host's) names (lockNames).
  */
 /**
@@ -47,6 +47,29 @@ interface CachedHost {
 
 export function newWriterState(): WriterState {
   return { nameIds: new Map(), hosts: new Map(), hostMetricIds: new Map(), lastAppend: new Map(), appendGap: new Map(), headWindows: new HeadWindows() };
+}
+
+/**
+ * Drops the caches' entries of hosts no longer in the database: retention removed them (this instance's sweep or
+ * another's). Without it the caches grew by about 1 KB for every host ever seen, hosts that came and went (autoscaled
+ * machines) included. The sweep calls it: one look at the cached keys an hour, none per report.
+ */
+export async function forgetGoneHosts(conn: SqlConn, state: WriterState): Promise<void> {
+  const cached = new Set(state.lastAppend.keys());
+  for (const h of state.hosts.values()) cached.add(h.key);
+  for (const key of state.hostMetricIds.keys()) cached.add(key);
+  const gone = new Set(cached);
+  for (const chunk of chunks([...cached])) {
+    const kept = await conn.all<{ key: number }>(`SELECT key FROM hosts WHERE key IN (${chunk.map(() => '?').join(',')})`, chunk);
+    for (const r of kept) gone.delete(Number(r.key));
+  }
+  if (!gone.size) return;
+  for (const [k, h] of state.hosts) if (gone.has(h.key)) state.hosts.delete(k);
+  for (const key of gone) {
+    state.hostMetricIds.delete(key);
+    state.lastAppend.delete(key);
+    state.appendGap.delete(key);
+  }
 }
 
 export interface WriterDeps {
