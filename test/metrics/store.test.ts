@@ -219,6 +219,25 @@ for (const backend of BACKENDS) {
       ]);
     });
 
+    test('hostname and platform are the newest report\'s: an older report arriving later leaves them, in the head, once sealed, or in one batch', async () => {
+      const t = await newTenant(store);
+      const named = (ts: number, hostname: string, platform = 'linux') => ({ ...report(t.tenantId, 'n', ts), hostname, platform });
+      const shown = async () => (await store.latestByHost(t.tenantId, 'n')).map((h) => [h.hostname, h.platform]);
+      for (let i = 0; i < 10; i++) assert.deepEqual(await store.appendReport(named(1_000 + i * 60_000, 'web-new')), { status: 'stored' });
+      // From before the machine was renamed, as a spooled backlog sends it.
+      assert.deepEqual(await store.appendReport(named(1_000 + 4.5 * 60_000, 'web-old', 'windows')), { status: 'stored' });
+      assert.deepEqual(await shown(), [['web-new', 'linux']], 'in the head');
+      await store.flush();
+      assert.deepEqual(await store.appendReport(named(1_000 + 5.5 * 60_000, 'web-old', 'windows')), { status: 'stored' });
+      assert.deepEqual(await shown(), [['web-new', 'linux']], 'once sealed');
+      // One batch: its newest report keeps the name (which it does not change), its older one does not take it.
+      assert.deepEqual(await store.appendReports([named(20 * 60_000, 'web-new'), named(15 * 60_000, 'web-old')]), [{ status: 'stored' }, { status: 'stored' }]);
+      assert.deepEqual(await shown(), [['web-new', 'linux']], 'in one batch');
+      // A newer report renames.
+      assert.deepEqual(await store.appendReport(named(21 * 60_000, 'web-next')), { status: 'stored' });
+      assert.deepEqual(await shown(), [['web-next', 'linux']]);
+    });
+
     test('latestByHost: the fullest disk, and the gap between the two latest reports as the interval', async () => {
       const t = await newTenant(store);
       await store.appendReport(report(t.tenantId, 'h', 10_000, { 'disk./.percent': 30, 'disk./data.percent': 70 }));

@@ -160,8 +160,9 @@ async function appendInTransaction(deps: WriterDeps, batch: HeadReport[], after:
   const rows: Array<{ index: number; hostKey: number; report: HeadReport; samples: Uint8Array }> = [];
   const tenantCounts = new Map<string, number>();
   // Hosts and names are created in one order on every instance (tenant, host), so two instances creating the
-  // same new hosts never wait on each other in a cycle (a deadlock PostgreSQL would break after a second).
-  const order = [...batch.keys()].sort((a, b) => cmp(batch[a]!.tenantId, batch[b]!.tenantId) || cmp(batch[a]!.hostId, batch[b]!.hostId) || a - b);
+  // same new hosts never wait on each other in a cycle (a deadlock PostgreSQL would break after a second). A host's
+  // reports go oldest first, so the newest that renames it renames it last.
+  const order = [...batch.keys()].sort((a, b) => cmp(batch[a]!.tenantId, batch[b]!.tenantId) || cmp(batch[a]!.hostId, batch[b]!.hostId) || batch[a]!.ts - batch[b]!.ts || a - b);
   for (const index of order) {
     const report = batch[index]!;
     const seenKey = `${report.tenantId}\0${report.hostId}\0${report.ts}`;
@@ -227,8 +228,7 @@ async function appendInTransaction(deps: WriterDeps, batch: HeadReport[], after:
     if (!host) {
       host = await insertHost(conn, report);
       hosts.set(hostMapKey, host);
-    } else if (renames) {
-      await renameHost(conn, host.key, report);
+    } else if (renames && await renameHost(conn, host.key, report)) {
       host = { ...host, hostname: report.hostname, platform: report.platform };
       hosts.set(hostMapKey, host);
     }
@@ -402,9 +402,17 @@ async function insertHost(conn: SqlConn, r: HeadReport): Promise<CachedHost> {
   return row!;
 }
 
-/** A new hostname or platform: kept from the newest report that carried one (last_ts is that report's ts). */
-async function renameHost(conn: SqlConn, key: number, r: HeadReport): Promise<void> {
-  await conn.run('UPDATE hosts SET hostname = ?, platform = ?, last_ts = ? WHERE key = ? AND last_ts <= ?', [r.hostname, r.platform, r.ts, key, r.ts]);
+/**
+ * A new hostname or platform, unless the host has a newer report (in the head or a block: an ordinary report does not
+ * move last_ts, which is the ts of the report that set them). Whether it renamed. Only a report whose names differ
+ * from the cached ones runs it, so the look for a newer report costs nothing per ordinary report.
+ */
+async function renameHost(conn: SqlConn, key: number, r: HeadReport): Promise<boolean> {
+  return (await conn.run(
+    `UPDATE hosts SET hostname = ?, platform = ?, last_ts = ? WHERE key = ? AND last_ts <= ?
+       AND NOT EXISTS (SELECT 1 FROM reports WHERE host_key = ? AND ts > ?)
+       AND NOT EXISTS (SELECT 1 FROM blocks WHERE host_key = ? AND window_start >= ? AND max_ts > ?)`,
+    [r.hostname, r.platform, r.ts, key, r.ts, key, r.ts, key, windowOf(r.ts), r.ts])) > 0;
 }
 
 async function insertHostMetrics(conn: SqlConn, hostKey: number, ids: number[]): Promise<void> {
