@@ -377,6 +377,34 @@ for (const backend of BACKENDS) {
       }
     });
 
+    test('the aggregate counts the hosts with a report in the range, in the head or sealed: not a host whose block only spans it', async () => {
+      // One fold thread: a window's blocks are folded partly on a thread, partly here (fold-pool.ts).
+      const folding = createEngineMetricsStore(database, { limits: LIMITS, now: Date.now, foldThreads: 1 });
+      try {
+        const t = await newTenant(folding);
+        const hour = 3_600_000;
+        const w = 20 * hour;
+        const min = 60_000;
+        // gap-* report at :00 and :50, busy-* at :25, all in one window.
+        const reports = [0, 1, 2, 3].flatMap((i) => [report(t.tenantId, `gap-${i}`, w + i), report(t.tenantId, `gap-${i}`, w + 50 * min + i), report(t.tenantId, `busy-${i}`, w + 25 * min + i)]);
+        reports.push(report(t.tenantId, 'late', w + 40 * min), report(t.tenantId, 'late', w + 3 * hour));
+        assert.ok((await folding.appendReports(reports)).every((o) => o.status === 'stored'));
+        const hosts = async () => {
+          const out: number[] = [];
+          for (const [a, b] of [[20, 30], [45, 55], [20, 120], [5, 45]] as const) {
+            out.push((await folding.readAggregate(t.tenantId, { from: w + a * min, to: w + b * min, points: 10, minmax: false })).hosts);
+          }
+          return out;
+        };
+        const expected = [4, 4, 9, 5];
+        assert.deepEqual(await hosts(), expected, 'in the head');
+        await folding.flush();
+        assert.deepEqual(await hosts(), expected, 'sealed');
+      } finally {
+        await folding.close();
+      }
+    });
+
     test('an aggregate answer past the bound of metrics x buckets is refused up front (limit_exceeded), a smaller budget is served', async () => {
       const t = await newTenant(store);
       const wide = createEngineMetricsStore(database, { limits: { perHost: 1000, perTenant: 1000 }, now: Date.now });

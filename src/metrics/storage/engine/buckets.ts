@@ -76,14 +76,16 @@ export class Buckets {
 
   /**
    * A sealed block's bytes, decoded and folded column by column (visitBlock):
-   * no column array is kept, and none is allocated per block.
+   * no column array is kept, and none is allocated per block. Whether one of
+   * its reports is in the range folded (a block only spanning it may hold none).
    */
-  addBlock(bytes: Uint8Array): void {
+  addBlock(bytes: Uint8Array): boolean {
     let runs: Runs | undefined;
     visitBlock(bytes, (ts) => { runs = this.runsOf(ts); }, (id, values, exponent, rows) => {
       if (rows) this.foldSparse(id, runs!, values, divisorOf(exponent), rows);
       else this.fold(id, runs!, values, divisorOf(exponent));
     });
+    return runs !== undefined && runs.buckets.some((b) => b >= 0);
   }
 
   /** Rows are in time order, so a bucket is a run of rows: found once per block, then used for every column. */

@@ -12,8 +12,11 @@ import { WINDOW_MS } from './windows.js';
  * pool is not waited for: the query folds its blocks itself.
  */
 export interface FoldPool {
-  /** Folds `blocks` (sealed blocks of the windows starting at `windowStarts`, in order) into `buckets`. */
-  fold(buckets: Buckets, blocks: Uint8Array[], windowStarts: number[]): Promise<void>;
+  /**
+   * Folds `blocks` (sealed blocks of the windows starting at `windowStarts`, in order) into `buckets`; per block,
+   * whether one of its reports is in the range (Buckets.addBlock).
+   */
+  fold(buckets: Buckets, blocks: Uint8Array[], windowStarts: number[]): Promise<boolean[]>;
   /** Parts folded by the threads so far (what the tests check the pool by). */
   readonly foldedApart: number;
   close(): Promise<void>;
@@ -33,11 +36,14 @@ export function defaultFoldThreads(): number {
   return Math.max(0, Math.min(4, os.availableParallelism() - 1));
 }
 
-type FoldThread = RequestThread<FoldRequest, PartialBuckets>;
+/** A part folded by a thread, and per block of it whether one of its reports is in the range. */
+export type FoldResult = PartialBuckets & { inRange: boolean[] };
+
+type FoldThread = RequestThread<FoldRequest, FoldResult>;
 
 export function createFoldPool(threads: number): FoldPool {
   // Started on first use: a service that never answers a long query keeps no fold thread.
-  const slots = createThreadSlots<FoldRequest, PartialBuckets>(import.meta.url, 'fold-worker', threads);
+  const slots = createThreadSlots<FoldRequest, FoldResult>(import.meta.url, 'fold-worker', threads);
   let foldedApart = 0;
   let closed = false;
 
@@ -51,7 +57,7 @@ export function createFoldPool(threads: number): FoldPool {
     return out;
   }
 
-  function send(t: FoldThread, grid: Grid, first: number, blocks: Uint8Array[]): Promise<PartialBuckets> {
+  function send(t: FoldThread, grid: Grid, first: number, blocks: Uint8Array[]): Promise<FoldResult> {
     foldedApart++;
     return t.send({ grid, first, blocks });
   }
@@ -62,7 +68,7 @@ export function createFoldPool(threads: number): FoldPool {
       const idle = blocks.length >= MIN_BLOCKS_TO_SPLIT ? idleThreads() : [];
       const parts = Math.max(1, Math.min(idle.length + 1, Math.floor(blocks.length / (MIN_BLOCKS_TO_SPLIT / 2))));
       const per = Math.ceil(blocks.length / parts);
-      const apart: Array<Promise<PartialBuckets>> = [];
+      const apart: Array<Promise<FoldResult>> = [];
       for (let p = 1; p < parts; p++) {
         const from = p * per;
         const to = Math.min(blocks.length, from + per);
@@ -72,11 +78,14 @@ export function createFoldPool(threads: number): FoldPool {
       }
       // This thread folds the first part meanwhile; a failed part fails the read (as a failed decode here would).
       const settled = Promise.allSettled(apart);
-      for (let i = 0, end = apart.length ? per : blocks.length; i < end; i++) buckets.addBlock(blocks[i]!);
+      const inRange: boolean[] = [];
+      for (let i = 0, end = apart.length ? per : blocks.length; i < end; i++) inRange.push(buckets.addBlock(blocks[i]!));
       for (const r of await settled) {
         if (r.status === 'rejected') throw r.reason;
         buckets.merge(r.value);
+        inRange.push(...r.value.inRange);
       }
+      return inRange;
     },
     async close() {
       closed = true;

@@ -211,21 +211,32 @@ export async function readAggregate(conn: SqlConn, tenantId: string, q: SeriesRe
   // Windows read a few at a time: memory holds about FOLD_BATCH_BYTES of blocks, however long the range.
   let batch: Uint8Array[] = [];
   let starts: number[] = [];
+  /** Per block of the batch, its host when its span only overlaps the range (it may hold no report inside it). */
+  let edgeHosts: Array<number | undefined> = [];
   let bytes = 0;
+  /** Per window, the hosts whose block there spans into the range without a report inside it: not counted in `hosts`. */
+  const emptyEdges = new Map<number, number[]>();
   const foldBatch = async () => {
-    if (pool) await pool.fold(buckets, batch, starts);
-    else for (const b of batch) buckets.addBlock(b);
+    const inRange = pool ? await pool.fold(buckets, batch, starts) : batch.map((b) => buckets.addBlock(b));
+    edgeHosts.forEach((hostKey, i) => {
+      if (hostKey === undefined || inRange[i]) return;
+      const list = emptyEdges.get(starts[i]!);
+      if (list) list.push(hostKey);
+      else emptyEdges.set(starts[i]!, [hostKey]);
+    });
     batch = [];
     starts = [];
+    edgeHosts = [];
     bytes = 0;
   };
   for (const { window_start } of windows) {
     if (fresh.has(Number(window_start))) continue;
-    const blocks = await conn.all<{ data: Uint8Array }>(
-      'SELECT b.data FROM blocks b JOIN hosts h ON h.key = b.host_key WHERE h.tenant_id = ? AND b.window_start = ?', [tenantId, window_start]);
+    const blocks = await conn.all<{ host_key: number; min_ts: number; max_ts: number; data: Uint8Array }>(
+      'SELECT b.host_key, b.min_ts, b.max_ts, b.data FROM blocks b JOIN hosts h ON h.key = b.host_key WHERE h.tenant_id = ? AND b.window_start = ?', [tenantId, window_start]);
     for (const b of blocks) {
       batch.push(b.data);
       starts.push(Number(window_start));
+      edgeHosts.push(Number(b.min_ts) < q.from || Number(b.max_ts) > q.to ? Number(b.host_key) : undefined);
       bytes += b.data.byteLength;
     }
     if (bytes >= FOLD_BATCH_BYTES) await foldBatch();
@@ -233,12 +244,24 @@ export async function readAggregate(conn: SqlConn, tenantId: string, q: SeriesRe
   if (batch.length) await foldBatch();
   await addHeadRows(conn, buckets,
     'SELECT r.ts, r.samples FROM reports r JOIN hosts h ON h.key = r.host_key WHERE h.tenant_id = ? AND r.ts >= ? AND r.ts <= ?', [tenantId, q.from, q.to]);
+  return { bucketMs: grid.width, hosts: await countHosts(conn, tenantId, q, emptyEdges), ...buckets.columns(q.minmax) };
+}
+
+/**
+ * Hosts with a report in [from, to]: a head row, or a block whose span overlaps the range, but not the blocks the fold
+ * found without a report inside it (`emptyEdges`, per window: only a range's two edge windows can have such blocks,
+ * and only a host with a gap around the edge, so the list is nearly always empty).
+ */
+async function countHosts(conn: SqlConn, tenantId: string, q: SeriesRequest, emptyEdges: Map<number, number[]>): Promise<number> {
+  const inKeys = conn.dialect === 'postgres' ? 'b.host_key = ANY(?::int[])' : 'b.host_key IN (SELECT value FROM json_each(?))';
+  const skip = [...emptyEdges.keys()].map(() => ` AND NOT (b.window_start = ? AND ${inKeys})`).join('');
+  const skipped = [...emptyEdges].flatMap(([windowStart, keys]) => [windowStart, conn.dialect === 'postgres' ? keys : JSON.stringify(keys)]);
   const [counted] = await conn.all<{ n: number | string }>(
     `SELECT COUNT(*) AS n FROM hosts h WHERE h.tenant_id = ? AND (
-       EXISTS (SELECT 1 FROM blocks b WHERE b.host_key = h.key AND b.window_start >= ? AND b.window_start < ? AND b.max_ts >= ? AND b.min_ts <= ?)
+       EXISTS (SELECT 1 FROM blocks b WHERE b.host_key = h.key AND b.window_start >= ? AND b.window_start < ? AND b.max_ts >= ? AND b.min_ts <= ?${skip})
        OR EXISTS (SELECT 1 FROM reports r WHERE r.host_key = h.key AND r.ts >= ? AND r.ts <= ?))`,
-    [tenantId, windowOf(q.from), q.to + 1, q.from, q.to, q.from, q.to]);
-  return { bucketMs: grid.width, hosts: Number(counted?.n ?? 0), ...buckets.columns(q.minmax) };
+    [tenantId, windowOf(q.from), q.to + 1, q.from, q.to, ...skipped, q.from, q.to]);
+  return Number(counted?.n ?? 0);
 }
 
 async function tenantNameCount(conn: SqlConn, tenantId: string): Promise<number> {
