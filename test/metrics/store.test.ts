@@ -150,6 +150,15 @@ for (const backend of BACKENDS) {
       assert.deepEqual(await store.appendReport(report(t.tenantId, 'h', 4, names(40, 'a'))), { status: 'limit_exceeded', details: 'the report would take host h to 50 distinct metric names; the limit is 40' });
     });
 
+    test('a report a limit refused stores nothing: a later one of the same host and ts in its batch is stored, not a duplicate', async () => {
+      const t = await newTenant(store);
+      const names = (n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`m.${i}`, i]));
+      assert.deepEqual((await store.appendReports([report(t.tenantId, 'd', 1, names(41)), report(t.tenantId, 'd', 1, names(2))])).map((o) => o.status),
+        ['limit_exceeded', 'stored']);
+      assert.deepEqual((await collect(store, t.tenantId, 'd', 0, 10)).map((r) => [r.ts, [...r.values].sort()]), [[1, [0, 1]]]);
+      assert.deepEqual(await store.appendReport(report(t.tenantId, 'd', 1, names(2))), { status: 'duplicate' });
+    });
+
     test('past the per-tenant name limit a report is refused and no name is added', async () => {
       const t = await newTenant(store);
       const names = (prefix: string, n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`${prefix}.${i}`, i]));

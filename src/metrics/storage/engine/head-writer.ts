@@ -166,8 +166,8 @@ async function appendInTransaction(deps: WriterDeps, batch: HeadReport[], after:
   for (const index of order) {
     const report = batch[index]!;
     const seenKey = `${report.tenantId}\0${report.hostId}\0${report.ts}`;
+    // An earlier report of the batch at this (host, ts) that will be stored (one a limit refused stores nothing).
     if (seen.has(seenKey)) { outcomes[index] = { status: 'duplicate' }; continue; }
-    seen.add(seenKey);
     const tenantIds = ids.get(report.tenantId)!;
     const hostMapKey = `${report.tenantId}\0${report.hostId}`;
     let host = hosts.get(hostMapKey);
@@ -220,6 +220,7 @@ async function appendInTransaction(deps: WriterDeps, batch: HeadReport[], after:
         continue;
       }
     }
+    seen.add(seenKey);
     if (unknown) {
       await insertNames(conn, report.tenantId, unknown, tenantIds);
       tenantCounts.set(report.tenantId, tenantCounts.get(report.tenantId)! + unknown.length);
