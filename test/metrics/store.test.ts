@@ -414,6 +414,29 @@ for (const backend of BACKENDS) {
       }
     });
 
+    test('a fleet bucket whose values add up past the float64 range both ways has no mean, read raw or from the tenant rollup', async () => {
+      const t = await newTenant(store);
+      const hour = 3_600_000;
+      const w = 30 * hour;
+      const min = 60_000;
+      // In one hour: a at +1.7e308 twice, b at -1.7e308 twice (minute cells of +Infinity and -Infinity), c at 5.
+      const reports = [
+        report(t.tenantId, 'a', w + min, { 'net.z': 1.7e308 }), report(t.tenantId, 'a', w + min + 10_000, { 'net.z': 1.7e308 }),
+        report(t.tenantId, 'b', w + 10 * min, { 'net.z': -1.7e308 }), report(t.tenantId, 'b', w + 10 * min + 10_000, { 'net.z': -1.7e308 }),
+        report(t.tenantId, 'c', w + 20 * min, { 'net.z': 5 }),
+      ];
+      assert.ok((await store.appendReports(reports)).every((o) => o.status === 'stored'));
+      // As the answer's JSON has it: a mean that is no finite number is null.
+      const hourly = async () => {
+        const fleet = await store.readAggregate(t.tenantId, { from: w, to: w + hour - 1, points: 1, minmax: true });
+        return JSON.parse(JSON.stringify({ mean: [...fleet.metrics.values()], min: [...fleet.min!.values()], max: [...fleet.max!.values()] })) as unknown;
+      };
+      const expected = { mean: [[null]], min: [[-1.7e308]], max: [[1.7e308]] };
+      assert.deepEqual(await hourly(), expected, 'raw, from the head');
+      await store.flush();
+      assert.deepEqual(await hourly(), expected, 'from the tenant rollup');
+    });
+
     test('an aggregate answer past the bound of metrics x buckets is refused up front (limit_exceeded), a smaller budget is served', async () => {
       const t = await newTenant(store);
       const wide = createEngineMetricsStore(database, { limits: { perHost: 1000, perTenant: 1000 }, now: Date.now });

@@ -197,7 +197,12 @@ function rollupBlock(r: Rollup): BlockData {
   for (const [id, s] of r.metrics) {
     // Cells without a value of this metric are absent (NaN), so the count column needs no zeros.
     const count = s.count.map((x) => (x ? x : Number.NaN));
-    columns.set(id * ROLLUP_STATS + SUM, s.sum);
+    // A sum past the float64 range both ways (+Infinity + -Infinity) is NaN, which the block would store as no sum
+    // beside the cell's count: a mean of 0 once read. Stored as Infinity, it stays an overflowed sum (no mean, as
+    // from raw values) through every later addition, whichever sign it meets.
+    const overflowed = s.sum.some((x, k) => x !== x && s.count[k]! > 0);
+    const sum = overflowed ? s.sum.map((x, k) => (x !== x && s.count[k]! > 0 ? Number.POSITIVE_INFINITY : x)) : s.sum;
+    columns.set(id * ROLLUP_STATS + SUM, sum);
     columns.set(id * ROLLUP_STATS + COUNT, count);
     columns.set(id * ROLLUP_STATS + MIN, s.min);
     columns.set(id * ROLLUP_STATS + MAX, s.max);
