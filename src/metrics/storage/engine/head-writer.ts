@@ -17,8 +17,9 @@ import { windowOf } from './windows.js';
  *
  * Caches are per instance and only ever lag the database (names and hosts are
  * never renamed; retention deletes hosts, which is handled on the foreign-key
- * error and forgotten after each sweep): a limit is always judged on a fresh read, on PostgreSQL one taken
- * under a lock on the tenant's (host's) names (lockNames).
+ * error and forgotten after each sweep): a limit is always judged on a fresh
+ * read, on PostgreSQL one taken under a lock on the tenant's (host's) names
+ * (lockNames).
  */
 /**
  * A report as the writer stores it: its metric names and their values,
