@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import net from 'node:net';
 import { Redis } from 'ioredis';
 import { TEST_REDIS_URL, required } from './backends.js';
 import { skipUnless } from './missing-tool.js';
+import { outageProxy, type Outage } from './outage-proxy.js';
 
 /**
  * Redis for tests: reachable at TEST_REDIS_URL or skipped, except under
@@ -50,50 +50,10 @@ export async function deletePrefix(redis: Redis, prefix: string): Promise<void> 
   } while (cursor !== '0');
 }
 
-export interface RedisOutage {
-  /** A Redis URL that reaches TEST_REDIS_URL through the proxy. */
-  url: string;
-  /** Redis goes away for this proxy's clients: open connections are cut, new ones refused. */
-  down(): Promise<void>;
-  /** Redis is reachable again. */
-  up(): Promise<void>;
-  close(): Promise<void>;
-}
-
 /**
  * A TCP proxy in front of the test Redis that a test can take down and bring back: a Redis outage as its clients
  * see it, without stopping the Redis every other test shares.
  */
-export async function redisOutageProxy(): Promise<RedisOutage> {
-  const target = new URL(TEST_REDIS_URL);
-  const sockets = new Set<net.Socket>();
-  let server: net.Server | undefined;
-  let port = 0;
-  const listen = async () => {
-    const s = net.createServer((client) => {
-      const upstream = net.connect(Number(target.port || 6379), target.hostname);
-      for (const sock of [client, upstream]) {
-        sockets.add(sock);
-        sock.on('close', () => sockets.delete(sock));
-        sock.on('error', () => undefined);
-      }
-      client.pipe(upstream).pipe(client);
-      client.on('close', () => upstream.destroy());
-      upstream.on('close', () => client.destroy());
-    });
-    await new Promise<void>((resolve) => s.listen(port, '127.0.0.1', resolve));
-    port = (s.address() as net.AddressInfo).port;
-    server = s;
-  };
-  const down = async () => {
-    const s = server;
-    server = undefined;
-    for (const sock of sockets) sock.destroy();
-    if (s) await new Promise((resolve) => s.close(resolve));
-  };
-  await listen();
-  const u = new URL(TEST_REDIS_URL);
-  u.hostname = '127.0.0.1';
-  u.port = String(port);
-  return { url: u.toString(), down, up: listen, close: down };
+export function redisOutageProxy(): Promise<Outage> {
+  return outageProxy(TEST_REDIS_URL, 6379);
 }

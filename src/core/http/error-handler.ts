@@ -1,6 +1,10 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { ERROR_STATUS, isAppError, type ErrorCode } from '../errors.js';
+import { databaseUnavailable } from '../storage/unavailable.js';
 import { describeValidationError } from './validation.js';
+
+/** `Retry-After` of the 503 a request gets while the database is unreachable: a restart or fail-over, retried soon. */
+export const DATABASE_RETRY_AFTER_S = 2;
 
 const CODE_BY_STATUS = new Map<number, ErrorCode>(
   (Object.entries(ERROR_STATUS) as [ErrorCode, number][]).map(([code, status]) => [status, code]),
@@ -15,7 +19,8 @@ export interface ErrorBody {
 /**
  * Maps any thrown value to a status and the JSON error body. A 500's details never leave the process, an `internal`
  * AppError's included: its message is for the log (which row, which file is missing). A 503 `unavailable` keeps its
- * details, written for the client (shutting down, retry).
+ * details, written for the client (shutting down, retry). A database that cannot be reached (databaseUnavailable) is
+ * a 503 too, with Retry-After: the request was fine, and the same one may succeed on a retry.
  */
 export function toErrorResponse(err: unknown): { status: number; body: ErrorBody; headers?: Record<string, string> } {
   if (isAppError(err) && err.code !== 'internal') {
@@ -31,6 +36,13 @@ export function toErrorResponse(err: unknown): { status: number; body: ErrorBody
   if (status >= 400 && status < 500) {
     const code = CODE_BY_STATUS.get(status) ?? 'invalid_request';
     return { status: CODE_BY_STATUS.has(status) ? status : 400, body: { error: code, details: clientMessage(fe) } };
+  }
+  if (databaseUnavailable(err)) {
+    return {
+      status: 503,
+      body: { error: 'unavailable', details: 'the database is unreachable; retry', retry_after: DATABASE_RETRY_AFTER_S },
+      headers: { 'retry-after': String(DATABASE_RETRY_AFTER_S) },
+    };
   }
   return { status: 500, body: { error: 'internal', details: 'an unexpected error occurred; it has been logged' } };
 }

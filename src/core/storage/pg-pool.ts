@@ -8,6 +8,9 @@ export function assertSchemaName(schema: string): void {
   if (!SCHEMA_NAME.test(schema)) throw new Error(`invalid PostgreSQL schema name "${schema}"`);
 }
 
+/** How long a request waits for a PostgreSQL connection, a new one or a free one of the pool. */
+export const CONNECT_TIMEOUT_MS = 10_000;
+
 /**
  * A pool on `schema` (search_path), with bigint columns read as numbers and marked statements run as named ones.
  * A connection the server closes (a restart, a failover, `pg_terminate_backend`, `idle_session_timeout`) is an
@@ -20,6 +23,9 @@ export function createPgPool(url: string, schema: string, max: number): pg.Pool 
   const pool = new pg.Pool({
     connectionString: url,
     max,
+    // A connection the pool cannot open (or hand out) within this fails its request as unreachable (a 503), rather
+    // than holding it for the OS's TCP timeout, minutes against an address that drops packets.
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
     options: `-c search_path=${schema}`,
     types: { getTypeParser: ((oid: number, format?: 'text' | 'binary') => (oid === 20 ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format as 'text'))) as typeof pg.types.getTypeParser },
   });
