@@ -163,7 +163,8 @@ export function loadConfig<S extends OptionsSpec>(
       out[key] = o.parse(raw);
     } catch (e: unknown) {
       const msg = e instanceof Error ? e.message : String(e);
-      problems.push(`--${o.flag} / ${o.env}: ${o.secret ? 'invalid value' : msg}`);
+      // A secret's value is never echoed, nor is why it was refused (the reason can hint at it); an empty one has nothing to hide.
+      problems.push(`--${o.flag} / ${o.env}: ${o.secret && raw !== '' ? 'invalid value' : msg}`);
     }
   }
   if (problems.length) throw new ConfigError(problems);

@@ -8,10 +8,18 @@ import { ConfigError, httpOptions, loadConfig, opsOptions, opt, type ConfigOf } 
 export const metricsOptions = {
   ...httpOptions('METRICS', 8080),
   ...opsOptions('METRICS'),
-  secret: opt.optionalString({
-    flag: 'secret', env: 'METRICS_SECRET', secret: true,
-    doc: 'HMAC-SHA256 key for ingest signatures; when set, POST /api/v1/ingest needs a valid x-collector-signature header.',
-  }),
+  secret: {
+    ...opt.optionalString({
+      flag: 'secret', env: 'METRICS_SECRET', secret: true,
+      doc: 'HMAC-SHA256 key for ingest signatures (at least 16 characters); when set, both ingest endpoints need a valid x-collector-signature header.',
+    }),
+    // Given but empty (METRICS_SECRET=$(cat a-missing-file)) would quietly accept unsigned reports: refused at start.
+    parse: (r: string) => {
+      if (r === '') throw new Error('is empty: unset it to accept unsigned reports');
+      if (r.length < 16) throw new Error('must be at least 16 characters');
+      return r;
+    },
+  },
   bulkBodyLimit: opt.int({
     flag: 'bulk-body-limit', env: 'METRICS_BULK_BODY_LIMIT', default: 32 * 1_048_576, min: 1024,
     doc: 'Largest POST /api/v1/ingest/bulk body in bytes, both as sent and once decompressed (a gzip body inflating past it is refused with 413).',

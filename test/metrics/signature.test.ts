@@ -5,6 +5,8 @@ import { BACKENDS } from '../helpers/backends.js';
 import { call } from '../helpers/http.js';
 import { ingest, makeReport, startMetrics, type MetricsHarness } from '../helpers/metrics.js';
 import { verifySignature } from '../../src/metrics/domain/verify-signature.js';
+import { ConfigError } from '../../src/core/config.js';
+import { loadMetricsConfig } from '../../src/metrics/config.js';
 
 const SECRET = 'collector-secret-for-tests';
 const hmac = (body: string, key = SECRET) => createHmac('sha256', key).update(body).digest('hex');
@@ -21,6 +23,15 @@ test('verifySignature accepts hex in either case with an optional sha256= prefix
   assert.equal(verifySignature(SECRET, body, `sha1=${sig}`), false);
   assert.equal(verifySignature(SECRET, body, Buffer.from(createHmac('sha256', SECRET).update(body).digest()).toString('base64')), false);
   assert.equal(verifySignature('other', body, sig), false);
+});
+
+test('--secret / METRICS_SECRET given but empty, or shorter than 16 characters, stops the start; unset, reports go unsigned', () => {
+  const refused = (argv: string[], env: Record<string, string>, why: RegExp) => assert.throws(() => loadMetricsConfig(argv, env), (e: unknown) => e instanceof ConfigError && why.test(e.message));
+  refused(['--secret', ''], {}, /secret.*empty/);
+  refused([], { METRICS_SECRET: '' }, /secret.*empty/);
+  refused(['--secret', 'short-secret'], {}, /--secret \/ METRICS_SECRET: invalid value/);
+  assert.equal(loadMetricsConfig(['--secret', SECRET], {}).secret, SECRET);
+  assert.equal(loadMetricsConfig([], {}).secret, undefined);
 });
 
 for (const backend of BACKENDS) {
