@@ -24,28 +24,49 @@ for (const backend of BACKENDS) {
     before(async () => { s = await startSync(backend, { userRateLimit: 30, ipRateLimit: 10 }); });
     after(() => s.close());
 
+    /** A handshake written by hand (no client library normalises it): the answer's status line, headers and body. */
+    function handshake(path: string, token: string, lines: string): Promise<{ status: string; headers: Map<string, string>; body: string }> {
+      const { port } = new URL(s.url);
+      return new Promise((resolve, reject) => {
+        const socket = connect(Number(port), '127.0.0.1', () => {
+          socket.write(`GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${token}\r\nConnection: Upgrade\r\n${lines}\r\n`);
+        });
+        let text = '';
+        const done = () => {
+          const end = text.indexOf('\r\n\r\n');
+          const [status = '', ...head] = text.slice(0, end < 0 ? text.length : end).split('\r\n');
+          resolve({ status, headers: new Map(head.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()])), body: end < 0 ? '' : text.slice(end + 4) });
+        };
+        socket.on('data', (chunk) => {
+          text += chunk.toString('latin1');
+          // A 101 stays open: its header section is the whole answer.
+          if (/^HTTP\/1\.1 101 /.test(text) && text.includes('\r\n\r\n')) { socket.destroy(); done(); }
+        });
+        socket.on('end', done);
+        socket.on('error', reject);
+      });
+    }
+
     test('the change feed\'s 101 Switching Protocols carries the five headers too (run first: the next test spends the per-IP limit)', async () => {
       const owner = await newUser(s);
       const biz = await newBusiness(s, owner);
-      const { port } = new URL(s.url);
-      const headers = await new Promise<Map<string, string>>((resolve, reject) => {
-        const socket = connect(Number(port), '127.0.0.1', () => {
-          socket.write(`GET /ws/sync?business_id=${biz.id}&user_id=${owner.id} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${owner.token}\r\n`
-            + 'Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n');
-        });
-        let text = '';
-        socket.on('data', (chunk) => {
-          text += chunk.toString('latin1');
-          const end = text.indexOf('\r\n\r\n');
-          if (end < 0) return;
-          socket.destroy();
-          const [status, ...lines] = text.slice(0, end).split('\r\n');
-          if (!/^HTTP\/1\.1 101 /.test(status!)) { reject(new Error(status)); return; }
-          resolve(new Map(lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()])));
-        });
-        socket.on('error', reject);
-      });
-      for (const [h, v] of Object.entries(REQUIRED)) assert.equal(headers.get(h), v, `101: ${h}`);
+      const r = await handshake(`/ws/sync?business_id=${biz.id}&user_id=${owner.id}`, owner.token,
+        'Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n');
+      assert.match(r.status, /^HTTP\/1\.1 101 /);
+      for (const [h, v] of Object.entries(REQUIRED)) assert.equal(r.headers.get(h), v, `101: ${h}`);
+    });
+
+    test('a handshake the WebSocket layer refuses (no key, another Upgrade) is a JSON 400 with the five headers, not a bare text/html one', async () => {
+      const owner = await newUser(s);
+      const biz = await newBusiness(s, owner);
+      const path = `/ws/sync?business_id=${biz.id}&user_id=${owner.id}`;
+      for (const lines of ['Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\n', 'Upgrade: h2c\r\n']) {
+        const r = await handshake(path, owner.token, lines);
+        assert.match(r.status, /^HTTP\/1\.1 400 /, lines);
+        assert.equal(r.headers.get('content-type'), 'application/json; charset=utf-8');
+        assert.equal(JSON.parse(r.body).error, 'invalid_request');
+        for (const [h, v] of Object.entries(REQUIRED)) assert.equal(r.headers.get(h), v, `${lines}: ${h}`);
+      }
     });
 
     test('every kind of answer carries the five security headers: 200, 201, 204, 400, 401, 403, 404, 409, 413, 415, 429', async () => {

@@ -1,4 +1,5 @@
 import websocket from '@fastify/websocket';
+import type { Duplex } from 'node:stream';
 import { Type, type Static } from 'typebox';
 import type { App } from '../../core/http/create-app.js';
 import { AppError } from '../../core/errors.js';
@@ -45,6 +46,9 @@ export function registerFeedRoutes(app: App, deps: SyncDeps, options: FeedOption
     await scope.register(websocket, { preClose: closeSocketsGoingAway(goingAwayGraceMs(deps.config.shutdownTimeoutMs)), options: { maxPayload: MAX_CLIENT_PAYLOAD } });
     // The 101 answer is written by ws, past Fastify's hooks: the specification's headers go on it here.
     scope.websocketServer.on('headers', (headers: string[]) => { headers.push(...SECURITY_HEADER_LINES); });
+    // A handshake ws refuses (no or a malformed Sec-WebSocket-Key, another version or Upgrade) after our checks passed:
+    // the JSON error and headers of every other answer, not ws's own text/html 400 without them.
+    scope.websocketServer.on('wsClientError', (err: Error, socket: Duplex) => refuseHandshake(socket, err.message));
     const hub = createFeedHub(deps.pubsub, options, scope.log, (businessId, credentials: readonly FeedCredential[]) => reauthorizeFeed(deps, businessId, credentials));
     scope.addHook('onClose', async () => hub.close());
 
@@ -109,6 +113,16 @@ export function registerFeedRoutes(app: App, deps: SyncDeps, options: FeedOption
       }
     });
   });
+}
+
+/** Answers a refused handshake on its raw socket as the error handler answers a 400, then closes it. */
+function refuseHandshake(socket: Duplex, message: string): void {
+  if (!socket.writable) return void socket.destroy();
+  const body = JSON.stringify({ error: 'invalid_request', details: `WebSocket handshake: ${message}` });
+  socket.end([
+    'HTTP/1.1 400 Bad Request', 'Connection: close', 'Content-Type: application/json; charset=utf-8', `Content-Length: ${Buffer.byteLength(body)}`,
+    ...SECURITY_HEADER_LINES, '', body,
+  ].join('\r\n'));
 }
 
 /** Whether a browser's Origin is this service's own (scheme aside: TLS may end at a proxy). */
