@@ -45,6 +45,11 @@ export const metricsOptions = {
     flag: 'max-metrics-per-tenant', env: 'METRICS_MAX_METRICS_PER_TENANT', default: 20_000, min: 1,
     doc: 'Distinct metric names across all hosts of one tenant; a report that would exceed it is rejected with 422.',
   }),
+  maxHostsPerTenant: opt.int({
+    // Far above a real tenant's fleet, and what bounds the host list (GET /, /api/v1/hosts/status), which is never shed.
+    flag: 'max-hosts-per-tenant', env: 'METRICS_MAX_HOSTS_PER_TENANT', default: 10_000, min: 1,
+    doc: 'Hosts one tenant may have at once; a report of a new host that would exceed it is rejected with 422 (hosts removed by retention free their places).',
+  }),
   retentionDays: opt.int({
     flag: 'retention-days', env: 'METRICS_RETENTION_DAYS', default: 30, min: 1, max: 36_500,
     doc: 'Reports older than this are deleted by the background sweep (and refused at ingest), with alert incidents that ended before it.',

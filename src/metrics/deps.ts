@@ -59,9 +59,9 @@ export async function createMetricsDeps(config: MetricsConfig, overrides: { now?
  * failures of the storage engine (a seal pass) go to stderr as one JSON line:
  * they are retried on the next pass and never lose a report.
  */
-export function createMetricsStore(database: Database<MetricsTables>, config: Pick<MetricsConfig, 'maxMetricsPerHost' | 'maxMetricsPerTenant'>, now: () => number = Date.now): MetricsStore {
+export function createMetricsStore(database: Database<MetricsTables>, config: Pick<MetricsConfig, 'maxMetricsPerHost' | 'maxMetricsPerTenant' | 'maxHostsPerTenant'>, now: () => number = Date.now): MetricsStore {
   return createEngineMetricsStore(database, {
-    limits: { perHost: config.maxMetricsPerHost, perTenant: config.maxMetricsPerTenant },
+    limits: { perHost: config.maxMetricsPerHost, perTenant: config.maxMetricsPerTenant, hostsPerTenant: config.maxHostsPerTenant },
     now,
     onError: (e) => process.stderr.write(JSON.stringify({ level: 50, time: Date.now(), msg: 'storage engine background work failed', err: e instanceof Error ? e.message : String(e) }) + '\n'),
   });

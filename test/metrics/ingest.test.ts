@@ -36,7 +36,7 @@ for (const backend of BACKENDS) {
         { name: 'pager', match: { severity: ['critical'] }, url: failing.url },
         { name: 'chat', url: ok.url },
       ] }));
-      m = await startMetrics(backend, { now: () => NOW, bodyLimit: 64 * 1024, maxMetricsPerHost: 40, maxMetricsPerTenant: 60, alertRoutes: routesFile });
+      m = await startMetrics(backend, { now: () => NOW, bodyLimit: 64 * 1024, maxMetricsPerHost: 40, maxMetricsPerTenant: 60, maxHostsPerTenant: 4, alertRoutes: routesFile });
       after(() => s.cleanup());
       token = (await m.newTenant()).token;
     });
@@ -148,6 +148,21 @@ for (const backend of BACKENDS) {
       assert.equal(r.status, 422);
       assert.match(r.body.details, /tenant to 64 distinct metric names; the limit is 60/);
       assert.deepEqual((await call(m.url, 'GET', '/api/v1/hosts', { token: t.token })).body, ['h1']);
+    });
+
+    test('422 for a report of a new host past the per-tenant host limit, sent alone or as a bulk line; known hosts go on', async () => {
+      const t = await m.newTenant();
+      for (const h of ['h1', 'h2', 'h3', 'h4']) assert.equal((await ingest(m.url, t.token, makeReport({ agentId: h, ts: NOW }))).status, 200);
+      const details = 'the report\'s new host h5 would take the tenant to 5 hosts; the limit is 4';
+      const r = await ingest(m.url, t.token, makeReport({ agentId: 'h5', ts: NOW }));
+      assert.equal(r.status, 422);
+      assert.deepEqual(r.body, { error: 'limit_exceeded', details });
+      const body = [makeReport({ agentId: 'h5', ts: NOW }), makeReport({ agentId: 'h1', ts: NOW - 1000 })].map((x) => JSON.stringify(x)).join('\n');
+      const b = await call(m.url, 'POST', '/api/v1/ingest/bulk', { token: t.token, body, headers: { 'content-type': 'application/x-ndjson' } });
+      assert.equal(b.status, 200, b.text);
+      assert.deepEqual(b.body.results.map((x: { status: string; error?: string; details?: string }) => [x.status, x.error, x.details]),
+        [['rejected', 'limit_exceeded', details], ['stored', undefined, undefined]]);
+      assert.deepEqual((await call(m.url, 'GET', '/api/v1/hosts', { token: t.token })).body, ['h1', 'h2', 'h3', 'h4']);
     });
 
     test('401 JSON for a missing, malformed, unknown or revoked token, before the body is read', async () => {

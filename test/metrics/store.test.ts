@@ -11,7 +11,7 @@ import { BACKENDS, freshStorage, type TestStorage } from '../helpers/backends.js
 import { newTenant, openTestMetricsDatabase } from '../helpers/metrics.js';
 import { ReportMetrics } from '../../src/metrics/domain/report-shapes.js';
 
-const LIMITS = { perHost: 40, perTenant: 60 };
+const LIMITS = { perHost: 40, perTenant: 60, hostsPerTenant: 20 };
 
 function report(tenantId: string, hostId: string, ts: number, metrics: Record<string, number> = { 'cpu.usage': ts % 100, 'memory.percent': 50 }): NewReport {
   return { tenantId, hostId, hostname: `${hostId}.example`, platform: 'linux', ts, metrics: ReportMetrics.of(Object.entries(metrics)) };
@@ -197,6 +197,48 @@ for (const backend of BACKENDS) {
           assert.equal(Number(held.n), 58, `round ${round}, tenant names`);
           const series = await store.readHostSeries(t.tenantId, 'h', { from: 0, to: 10, points: 100, minmax: false });
           assert.equal(series!.metrics.size, 36, `round ${round}, host names`);
+        }
+      } finally {
+        await other.close();
+        await second.close();
+      }
+    });
+
+    test('past the host limit a report of a new host is refused and stores nothing, alone or in a batch; known hosts go on; retention frees places', async () => {
+      const t = await newTenant(store);
+      const refusal = (host: string, count: number) => ({ status: 'limit_exceeded', details: `the report's new host ${host} would take the tenant to ${count} hosts; the limit is 20` });
+      // h0 holds only an old report, which the sweep below removes; h1..h19 and the batch's 21st host are new.
+      const batch = [report(t.tenantId, 'h0', 1_000), ...Array.from({ length: 19 }, (_, i) => report(t.tenantId, `h${i + 1}`, 5_000)),
+        report(t.tenantId, 'over', 5_000, { 'over.only': 1 }), report(t.tenantId, 'h1', 6_000)];
+      const outcomes = await store.appendReports(batch);
+      assert.deepEqual(outcomes.slice(0, 20).map((o) => o.status), Array(20).fill('stored'));
+      assert.deepEqual(outcomes.slice(20), [refusal('over', 21), { status: 'stored' }]);
+      assert.equal(await store.hostExists(t.tenantId, 'over'), false);
+      const names = await database.db.selectFrom('metric_names').select('name').where('tenant_id', '=', t.tenantId).execute();
+      assert.deepEqual(names.map((n) => n.name).sort(), ['cpu.usage', 'memory.percent'], 'the refused report added no name');
+      assert.deepEqual(await store.appendReport(report(t.tenantId, 'single', 7_000)), refusal('single', 21));
+      assert.deepEqual(await store.appendReport(report(t.tenantId, 'h19', 7_000)), { status: 'stored' });
+      assert.equal((await store.listHosts(t.tenantId)).length, 20);
+      await store.deleteBefore(2_000);
+      assert.equal(await store.hostExists(t.tenantId, 'h0'), false);
+      assert.deepEqual(await store.appendReports([report(t.tenantId, 'n1', 8_000), report(t.tenantId, 'n2', 8_000)]), [{ status: 'stored' }, refusal('n2', 21)]);
+      assert.deepEqual(await store.appendReport(report(t.tenantId, 'h0', 8_000)), refusal('h0', 21));
+    });
+
+    test('new hosts sent at once, to one store or two on one database (two instances), never take a tenant past the host limit', async () => {
+      const second = await openTestMetricsDatabase(storage);
+      const other = openStore(second);
+      try {
+        for (let round = 0; round < 8; round++) {
+          const t = await newTenant(store);
+          // 17 hosts (limit 20): six new ones arrive at once, three on each store, for three places.
+          await store.appendReports(Array.from({ length: 17 }, (_, i) => report(t.tenantId, `h${i}`, 1)));
+          const outcomes = await Promise.all([
+            ...['a', 'b', 'c'].map((h) => store.appendReport(report(t.tenantId, h, 2))),
+            ...['x', 'y', 'z'].map((h) => other.appendReport(report(t.tenantId, h, 2))),
+          ]);
+          assert.deepEqual(outcomes.map((o) => o.status).sort(), [...Array(3).fill('limit_exceeded'), ...Array(3).fill('stored')], `round ${round}`);
+          assert.equal((await store.listHosts(t.tenantId)).length, 20, `round ${round}`);
         }
       } finally {
         await other.close();

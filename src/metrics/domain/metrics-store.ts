@@ -24,8 +24,10 @@ export interface MetricsStore {
    * so a resolved `stored` is durable. Same (tenant, host, ts) again resolves
    * `duplicate` and changes nothing. A report that would take its host past
    * `limits.perHost` or its tenant past `limits.perTenant` distinct metric
-   * names resolves `limit_exceeded` and stores nothing; the others in the
-   * same batch are unaffected. When `signal` aborts (the client went away)
+   * names, or whose host is new and would take its tenant past
+   * `limits.hostsPerTenant` hosts, resolves `limit_exceeded` and stores
+   * nothing; the others in the same batch are unaffected. Concurrent appends,
+   * on one store or several over one database, never pass a limit together. When `signal` aborts (the client went away)
    * while the report still waits for its commit, it is withdrawn: nothing is
    * stored and the promise rejects; once its commit has begun, it completes.
    */
@@ -145,6 +147,10 @@ export interface HostLatest {
 }
 
 export interface MetricLimits {
+  /** Distinct metric names one host may ever report. */
   perHost: number;
+  /** Distinct metric names across the tenant's hosts. */
   perTenant: number;
+  /** Hosts a tenant may have at once (retention's removals free places); absent, no bound. */
+  hostsPerTenant?: number;
 }

@@ -54,7 +54,7 @@ export async function registerIngestRoute(app: App, deps: IngestDeps & { secret:
             unauthorized: 'Bad bearer token, or signature missing or mismatched while the server has a secret.',
             payload_too_large: 'Body over the configured limit (1 MiB by default), as sent or once decompressed.',
             unsupported_media_type: 'Content-Type is not application/json, or Content-Encoding is neither gzip nor identity.',
-            limit_exceeded: 'The report would take its host or tenant past the distinct metric name limit; nothing was stored.',
+            limit_exceeded: 'The report would take its host or tenant past the distinct metric name limit, or (a new host) its tenant past the host limit; nothing was stored.',
             internal: AUTH_ERRORS.internal,
             unavailable: 'The server is shutting down; retry.',
           }),

@@ -18,8 +18,8 @@ import { windowOf } from './windows.js';
  * Caches are per instance and only ever lag the database (names and hosts are
  * never renamed; retention deletes hosts, which is handled on the foreign-key
  * error and forgotten after each sweep): a limit is always judged on a fresh
- * read, on PostgreSQL one taken under a lock on the tenant's (host's) names
- * (lockNames).
+ * read, on PostgreSQL one taken under a lock on the tenant's names and hosts
+ * (or the host's names: lockNames).
  */
 /**
  * A report as the writer stores it: its metric names and their values,
@@ -138,13 +138,15 @@ async function appendInTransaction(deps: WriterDeps, batch: HeadReport[], after:
   for (const tenantId of [...byTenant.keys()].sort(cmp)) {
     const reports = byTenant.get(tenantId)!;
     const { ids: tenantIds, missing } = await loadNameIds(conn, state, tenantId, reports);
-    if (missing.length && conn.dialect === 'postgres') {
+    const { found, missing: newHosts } = await loadHosts(conn, state, tenantId, reports);
+    if ((missing.length || newHosts.length) && conn.dialect === 'postgres') {
       await lockNames(conn, `tenant\n${tenantId}`);
-      // Names another append registered while this one waited: known now, and counted.
-      await lookUpNames(conn, tenantId, missing, tenantIds);
+      // Names and hosts another append created while this one waited: known now, and counted.
+      if (missing.length) await lookUpNames(conn, tenantId, missing, tenantIds);
+      if (newHosts.length) await lookUpHosts(conn, tenantId, newHosts, found);
     }
     ids.set(tenantId, tenantIds);
-    for (const [hostId, host] of await loadHosts(conn, state, tenantId, reports)) hosts.set(`${tenantId}\0${hostId}`, host);
+    for (const [hostId, host] of found) hosts.set(`${tenantId}\0${hostId}`, host);
   }
   /** PostgreSQL: the hosts whose names this transaction holds the lock of. */
   const lockedHosts = new Set<string>();
@@ -160,6 +162,8 @@ async function appendInTransaction(deps: WriterDeps, batch: HeadReport[], after:
   const seen = new Set<string>();
   const rows: Array<{ index: number; hostKey: number; report: HeadReport; samples: Uint8Array }> = [];
   const tenantCounts = new Map<string, number>();
+  /** Hosts per tenant, read when a report of a new host is first judged, then kept up to date by the batch. */
+  const hostCounts = new Map<string, number>();
   // Hosts and names are created in one order on every instance (tenant, host), so two instances creating the
   // same new hosts never wait on each other in a cycle (a deadlock PostgreSQL would break after a second). A host's
   // reports go oldest first, so the newest that renames it renames it last.
@@ -191,6 +195,15 @@ async function appendInTransaction(deps: WriterDeps, batch: HeadReport[], after:
     if (host && (unknown || fresh || renames) && await storedAlready(deps, sealedMeta, host.key, report.ts)) {
       outcomes[index] = { status: 'duplicate' };
       continue;
+    }
+    // Only a report of a new host counts the tenant's hosts (under the tenant's lock on PostgreSQL, taken above).
+    if (!host && limits.hostsPerTenant !== undefined) {
+      const count = hostCounts.get(report.tenantId) ?? await countTenantHosts(conn, report.tenantId);
+      hostCounts.set(report.tenantId, count);
+      if (count + 1 > limits.hostsPerTenant) {
+        outcomes[index] = { status: 'limit_exceeded', details: `the report's new host ${report.hostId} would take the tenant to ${count + 1} hosts; the limit is ${limits.hostsPerTenant}` };
+        continue;
+      }
     }
     if (unknown) {
       const count = tenantCounts.get(report.tenantId) ?? await countTenantNames(conn, report.tenantId);
@@ -230,6 +243,8 @@ async function appendInTransaction(deps: WriterDeps, batch: HeadReport[], after:
     if (!host) {
       host = await insertHost(conn, report);
       hosts.set(hostMapKey, host);
+      const count = hostCounts.get(report.tenantId);
+      if (count !== undefined) hostCounts.set(report.tenantId, count + 1);
     } else if (renames && await renameHost(conn, host.key, report)) {
       host = { ...host, hostname: report.hostname, platform: report.platform };
       hosts.set(hostMapKey, host);
@@ -337,10 +352,10 @@ async function lookUpNames(conn: SqlConn, tenantId: string, names: string[], int
 }
 
 /**
- * PostgreSQL: serialises, across connections and instances, the appends that give a tenant (or a host) names it does
- * not have, until this transaction ends. Under read committed a count cannot see another append's uncommitted names,
- * so two appends each judging the limit alone would together pass it. Taken only by a report that brings new names,
- * which after a host's first minutes is almost never. One-key space (the alert store's host locks use two keys); a
+ * PostgreSQL: serialises, across connections and instances, the appends that give a tenant names or hosts (or a host
+ * names) it does not have, until this transaction ends. Under read committed a count cannot see another append's
+ * uncommitted names or hosts, so two appends each judging the limit alone would together pass it. Taken only by a
+ * report that brings new names or a new host, which after a host's first minutes is almost never. One-key space (the alert store's host locks use two keys); a
  * collision of two hashes only makes them take turns.
  */
 async function lockNames(conn: SqlConn, what: string): Promise<void> {
@@ -354,20 +369,25 @@ async function loadNamesOfHost(conn: SqlConn, tenantId: string, hostId: string):
   return new Set(rows.map((r) => r.metric_id));
 }
 
-async function loadHosts(conn: SqlConn, state: WriterState, tenantId: string, reports: HeadReport[]): Promise<Map<string, CachedHost>> {
-  const out = new Map<string, CachedHost>();
+/** The batch's hosts of a tenant, by host id: the cache, then one query for what it lacks; `missing`: the new ones. */
+async function loadHosts(conn: SqlConn, state: WriterState, tenantId: string, reports: HeadReport[]): Promise<{ found: Map<string, CachedHost>; missing: string[] }> {
+  const found = new Map<string, CachedHost>();
   const wanted = new Set<string>();
   for (const r of reports) {
     const cached = state.hosts.get(`${tenantId}\0${r.hostId}`);
-    if (cached) out.set(r.hostId, cached);
+    if (cached) found.set(r.hostId, cached);
     else wanted.add(r.hostId);
   }
-  for (const chunk of chunks([...wanted])) {
-    const found = await conn.all<{ key: number; host_id: string; hostname: string; platform: string }>(
+  await lookUpHosts(conn, tenantId, [...wanted], found);
+  return { found, missing: [...wanted].filter((h) => !found.has(h)) };
+}
+
+async function lookUpHosts(conn: SqlConn, tenantId: string, hostIds: string[], into: Map<string, CachedHost>): Promise<void> {
+  for (const chunk of chunks(hostIds)) {
+    const rows = await conn.all<{ key: number; host_id: string; hostname: string; platform: string }>(
       `SELECT key, host_id, hostname, platform FROM hosts WHERE tenant_id = ? AND host_id IN (${chunk.map(() => '?').join(',')})`, [tenantId, ...chunk]);
-    for (const f of found) out.set(f.host_id, { key: f.key, hostname: f.hostname, platform: f.platform });
+    for (const f of rows) into.set(f.host_id, { key: f.key, hostname: f.hostname, platform: f.platform });
   }
-  return out;
 }
 
 async function loadHostMetricIds(conn: SqlConn, keys: number[]): Promise<Map<number, Set<number>>> {
@@ -378,6 +398,11 @@ async function loadHostMetricIds(conn: SqlConn, keys: number[]): Promise<Map<num
     for (const r of rows) out.get(r.host_key)!.add(r.metric_id);
   }
   return out;
+}
+
+async function countTenantHosts(conn: SqlConn, tenantId: string): Promise<number> {
+  const [r] = await conn.all<{ n: number | string }>('SELECT COUNT(*) AS n FROM hosts WHERE tenant_id = ?', [tenantId]);
+  return Number(r?.n ?? 0);
 }
 
 async function countTenantNames(conn: SqlConn, tenantId: string): Promise<number> {
