@@ -65,7 +65,8 @@ const UTF8 = new TextEncoder();
 
 /**
  * Why a record's edits are held after a resolution: the server applied this device's side (`local`, the change at
- * server version `applied`, when known), or kept its own and this device puts an edit on top (`server`).
+ * server version `applied`, when known; null also when the server no longer had the conflict and this device queued
+ * its side again), or kept its own and this device puts an edit on top (`server`).
  */
 type Hold = { side: 'local'; applied: number | null } | { side: 'server' };
 
@@ -356,20 +357,22 @@ export class SyncClient {
     const id = held.conflict.id;
     if (typeof choice === 'object') checkData(choice.merged);
     const resolution: Resolution = typeof choice === 'string' ? choice : 'remote';
-    let outcome: Conflict;
+    // What the server recorded; null when it no longer has the conflict (resolved elsewhere, then removed by its
+    // retention cleanup): the choice is then applied on this device alone, or the conflict could never be settled.
+    let outcome: Conflict | null;
     try {
       outcome = await (await this.businessRequest('POST', `/api/sync/conflicts/${id}/resolve`, { json: { resolution } })).json() as Conflict;
     } catch (e: unknown) {
+      if (!(e instanceof SyncClientError && (e.code === 'conflict' || e.code === 'not_found'))) throw e;
       // Resolved already (by another device, or by this one when the answer was lost): follow what the server decided.
-      if (!(e instanceof SyncClientError && e.code === 'conflict')) throw e;
-      const listed = await (await this.businessRequest('GET', `/api/sync/conflicts?status=all&after_id=${id - 1}&limit=1`)).json() as Conflict[];
-      const found = listed.find((c) => c.id === id);
-      if (!found) throw e;
-      outcome = found;
+      const listed = e.code === 'conflict'
+        ? await (await this.businessRequest('GET', `/api/sync/conflicts?status=all&after_id=${id - 1}&limit=1`)).json() as Conflict[]
+        : [];
+      outcome = listed.find((c) => c.id === id) ?? null;
     }
     const { table_name: table, record_uuid: uuid } = held.conflict;
     const key = recordKey(table, uuid);
-    const localWins = outcome.resolution === 'local';
+    const localWins = outcome ? outcome.resolution === 'local' : choice === 'local';
     let shown: ChangeApplied | undefined;
     await this.locked(async () => {
       if (!this.conflictsByKey.has(conflictKey(id))) return;
@@ -377,9 +380,21 @@ export class SyncClient {
       const current = this.latestLocal(held);
       this.conflictsByKey.delete(conflictKey(id));
       if (localWins) {
+        const rec = outcome ? undefined : await this.store.get('records', key);
+        if (rec && !this.entriesOf(table, uuid).length) {
+          // The server never applied this side: it goes again as a new edit, numbered (below) above the server's
+          // latest version, so it meets the server's current state as any push does.
+          const entry: OutboxEntry = {
+            seq: this.nextSeq++, table, uuid, version: rec.version + 1, operation: current === null ? 'delete' : 'update', data: current, sent: false, editedAt: Date.now(),
+          };
+          this.outbox.set(outboxKey(entry.seq), entry);
+          rec.version = entry.version;
+          ops.push({ op: 'put', collection: 'outbox', key: outboxKey(entry.seq), value: entry }, { op: 'put', collection: 'meta', key: META.seq, value: this.nextSeq },
+            { op: 'put', collection: 'records', key, value: rec });
+        }
         // Edits made here since the conflict stay held until they are numbered above the resolution's version: a
         // sync round pushing them meanwhile, with their old numbers, had them refused and lost.
-        this.renumbering.set(key, { side: 'local', applied: outcome.applied_version });
+        this.renumbering.set(key, { side: 'local', applied: outcome?.applied_version ?? null });
         ops.push({ op: 'put', collection: 'meta', key: META.renumbering, value: [...this.renumbering] });
         await this.store.write(ops);
         return;

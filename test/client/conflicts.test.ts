@@ -5,6 +5,8 @@ import { BACKENDS } from '../helpers/backends.js';
 import { call } from '../helpers/http.js';
 import { addMember, newBusiness, newUser, startSync } from '../helpers/sync.js';
 import { createMemoryStore, fieldMerge, lastWriterWins, SyncClientError, type ConflictView, type SyncClient, type SyncState } from '../../src/client/index.js';
+import { runExpiryCleanup } from '../../src/core/storage/expiry-cleanup.js';
+import { syncExpiryRules } from '../../src/sync/storage/expiry-rules.js';
 import { device, Network, oneBusiness } from './client-fixtures.js';
 
 /** `a` and `other` start from v1 of a note; `a` syncs an edit, then `other` pushes its own: `other` holds the conflict. */
@@ -111,6 +113,33 @@ describe('sync client: conflicts', { concurrency: true }, () => {
       await a.sync();
       assert.deepEqual(await c.get('notes', rec), { text: 'from a' });
       assert.deepEqual(await a.get('notes', rec), { text: 'from a' });
+      assert.equal(c.pendingChanges, 0);
+    });
+
+    test(`on ${backend}: a conflict the server no longer has (resolved elsewhere, then removed by its cleanup) is settled by the choice on this device`, async (t) => {
+      const { s, u, b, open } = await oneBusiness(t, backend);
+      const a = await open();
+      const c = await open();
+      const kept = await conflicted(a, c);
+      const { rec } = await conflicted(a, c);
+      const dropped = { rec, conflict: (await c.conflicts()).find((v) => v.uuid === rec)! };
+      for (const { conflict } of [kept, dropped]) {
+        const r = await call(s.url, 'POST', `/api/sync/conflicts/${conflict.id}/resolve`, { token: u.token, headers: { 'x-business-id': b.id }, json: { resolution: 'remote' } });
+        assert.equal(r.status, 200);
+      }
+      const rules = syncExpiryRules(s.deps.config).filter((r) => r.name === 'resolved_conflicts');
+      assert.deepEqual(await runExpiryCleanup(s.deps.database, rules, Date.now() + 31 * 86_400_000), { resolved_conflicts: 2 });
+      await c.put('notes', kept.rec, { text: 'from c, later' });
+
+      await c.resolveConflict(kept.conflict.id, 'local');
+      await c.resolveConflict(dropped.conflict.id, 'remote');
+      assert.deepEqual(await c.conflicts(), []);
+      await c.sync();
+      await a.sync();
+      assert.deepEqual(await a.get('notes', kept.rec), { text: 'from c, later' }, 'local: the device\'s side is pushed again');
+      assert.deepEqual(await c.get('notes', kept.rec), { text: 'from c, later' });
+      assert.deepEqual(await c.get('notes', dropped.rec), { text: 'from a' }, 'remote: the device shows the server\'s side');
+      assert.deepEqual(await a.get('notes', dropped.rec), { text: 'from a' });
       assert.equal(c.pendingChanges, 0);
     });
 
