@@ -9,9 +9,10 @@ import type { ErrorCode } from '../core/errors.js';
  * - `session_expired`: refresh failed, the user must sign in again;
  * - `not_signed_in`: a call that needs a session was made without one;
  * - `rejected`: the server rejected a pushed item (stale or invalid), `details` says why;
- * - `integrity`: downloaded bytes do not match the attachment's size or SHA-256.
+ * - `integrity`: downloaded bytes do not match the attachment's size or SHA-256;
+ * - `closed`: the client was closed (`close()`): the call was cut short by it, or made after it.
  */
-export type SyncErrorCode = ErrorCode | 'network' | 'session_expired' | 'not_signed_in' | 'rejected' | 'integrity' | 'store_in_use';
+export type SyncErrorCode = ErrorCode | 'network' | 'session_expired' | 'not_signed_in' | 'rejected' | 'integrity' | 'store_in_use' | 'closed';
 
 export class SyncClientError extends Error {
   readonly code: SyncErrorCode;

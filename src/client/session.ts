@@ -141,6 +141,11 @@ export class Session {
     return this.saved!.token;
   }
 
+  /** Resolves once no refresh is in flight (the client's close waits for one: its answer holds the only valid refresh token). */
+  settled(): Promise<void> {
+    return this.refreshing?.then(() => undefined, () => undefined) ?? Promise.resolve();
+  }
+
   /** Exchanges the refresh token; concurrent callers share one exchange. */
   refresh(): Promise<void> {
     this.refreshing ??= this.exchange().finally(() => { this.refreshing = null; });
@@ -152,7 +157,7 @@ export class Session {
     if (!saved) throw this.signedOut();
     let body: RefreshReply;
     try {
-      const res = await this.transport.request('POST', '/api/auth/refresh', { json: { refresh_token: saved.refreshToken } });
+      const res = await this.transport.request('POST', '/api/auth/refresh', { json: { refresh_token: saved.refreshToken }, finishOnClose: true });
       body = (await res.json()) as RefreshReply;
     } catch (e: unknown) {
       // Only a refusal ends the session; being offline does not.

@@ -104,9 +104,11 @@ export class SyncClient {
   private kickTimer: ReturnType<typeof setTimeout> | null = null;
   private state: SyncState = 'offline';
   private closed = false;
+  /** Aborted by close(): requests and waits in progress (a 429's retry_after) end at once with `closed`. */
+  private readonly closing = new AbortController();
 
   private constructor(private readonly o: SyncClientOptions, readonly instanceId: string, private readonly store: LocalStore) {
-    const transport = createTransport(o);
+    const transport = createTransport(o, this.closing.signal);
     this.session = new Session(transport, {
       ...o,
       onChange: (s) => {
@@ -229,7 +231,7 @@ export class SyncClient {
 
   /** The server's view of the business: server version and pending conflicts. */
   async status(): Promise<SyncStatus> {
-    return (await this.businessRequest('GET', '/api/sync/status')).json() as Promise<SyncStatus>;
+    return this.businessCall<SyncStatus>('GET', '/api/sync/status');
   }
 
   // ---- local data ---------------------------------------------------------------------------
@@ -265,9 +267,11 @@ export class SyncClient {
   /**
    * One sync round: pull until up to date, push the outbox in batches, pull
    * again. Rejects on failure (the outbox is kept, a later round retries the
-   * same items). A call during a round waits for a round that starts after it.
+   * same items). A call during a round waits for a round that starts after it. Once the client is closed (also for a
+   * call that was waiting), rejects with `closed`.
    */
   sync(): Promise<void> {
+    if (this.closed) return Promise.reject(new SyncClientError('closed', 'sync: the client was closed'));
     if (!this.cycle) {
       this.cycle = this.runCycle().finally(() => { this.cycle = null; });
       return this.cycle;
@@ -318,12 +322,17 @@ export class SyncClient {
     this.feed?.drop();
   }
 
-  /** Stops syncing and closes the store, giving up its claim; a second call does nothing (the store may have a new owner). */
+  /**
+   * Stops syncing and closes the store, giving up its claim; a second call does nothing (the store may have a new
+   * owner). A round in progress, and calls waiting on the server (a 429's wait included), end at once with `closed`,
+   * as does a `sync()` waiting for its turn; a refresh already sent is let finish, so its new tokens are kept.
+   */
   async close(): Promise<void> {
     if (this.closed) return;
     this.stop();
     this.closed = true;
-    await this.cycle?.catch(() => undefined);
+    this.closing.abort();
+    await Promise.all([this.cycle, this.queued, this.session.settled()].map((p) => p?.catch(() => undefined)));
     await this.locked(async () => this.store.close());
   }
 
@@ -361,12 +370,12 @@ export class SyncClient {
     // retention cleanup): the choice is then applied on this device alone, or the conflict could never be settled.
     let outcome: Conflict | null;
     try {
-      outcome = await (await this.businessRequest('POST', `/api/sync/conflicts/${id}/resolve`, { json: { resolution } })).json() as Conflict;
+      outcome = await this.businessCall<Conflict>('POST', `/api/sync/conflicts/${id}/resolve`, { json: { resolution } });
     } catch (e: unknown) {
       if (!(e instanceof SyncClientError && (e.code === 'conflict' || e.code === 'not_found'))) throw e;
       // Resolved already (by another device, or by this one when the answer was lost): follow what the server decided.
       const listed = e.code === 'conflict'
-        ? await (await this.businessRequest('GET', `/api/sync/conflicts?status=all&after_id=${id - 1}&limit=1`)).json() as Conflict[]
+        ? await this.businessCall<Conflict[]>('GET', `/api/sync/conflicts?status=all&after_id=${id - 1}&limit=1`)
         : [];
       outcome = listed.find((c) => c.id === id) ?? null;
     }
@@ -461,7 +470,7 @@ export class SyncClient {
     const resolutions = new Map<string, Change>();
     for (const [key, hold] of this.renumbering) {
       if (hold.side !== 'local' || hold.applied === null || ![...this.outbox.values()].some((e) => !e.sent && recordKey(e.table, e.uuid) === key)) continue;
-      const page = (await (await this.businessRequest('POST', '/api/sync/pull', { json: { since_version: hold.applied - 1, limit: 1 } })).json()) as PullResult;
+      const page = await this.businessCall<PullResult>('POST', '/api/sync/pull', { json: { since_version: hold.applied - 1, limit: 1 } });
       const change = page.changes[0];
       if (change && change.version === hold.applied && recordKey(change.table_name, change.record_uuid) === key) resolutions.set(key, change);
     }
@@ -581,10 +590,7 @@ export class SyncClient {
   }
 
   private async pullAll(): Promise<void> {
-    const fetchPage = async (since: number) => {
-      const res = await this.businessRequest('POST', '/api/sync/pull', { json: { since_version: since, limit: this.o.pullPageSize ?? 1000 } });
-      return (await res.json()) as PullResult;
-    };
+    const fetchPage = (since: number) => this.businessCall<PullResult>('POST', '/api/sync/pull', { json: { since_version: since, limit: this.o.pullPageSize ?? 1000 } });
     let next = fetchPage(this.cursor);
     for (;;) {
       const page = await next;
@@ -662,9 +668,9 @@ export class SyncClient {
 
     const changes = batch.filter((e) => e.operation !== 'delete');
     const tombstones = batch.filter((e) => e.operation === 'delete');
-    let res: Response;
+    let result: PushResult;
     try {
-      res = await this.pushRequest(changes, tombstones);
+      result = await this.pushRequest(changes, tombstones);
     } catch (e: unknown) {
       // Refused as a whole: larger than the server takes (a body limit below the default, say), or an item its parser
       // refuses (queued by a client that did not check it). The next try sends half as many, until the item at fault is
@@ -680,14 +686,13 @@ export class SyncClient {
       return true;
     }
     this.pushCap = Math.min(2 * this.pushCap, MAX_PUSH_ITEMS);
-    const result = (await res.json()) as PushResult;
     const newConflicts = await this.settlePush(batch, changes, tombstones, result);
     await this.offerConflicts(newConflicts);
     return true;
   }
 
-  private pushRequest(changes: OutboxEntry[], tombstones: OutboxEntry[]): Promise<Response> {
-    return this.businessRequest('POST', '/api/sync/push', {
+  private pushRequest(changes: OutboxEntry[], tombstones: OutboxEntry[]): Promise<PushResult> {
+    return this.businessCall<PushResult>('POST', '/api/sync/push', {
       json: {
         business_id: this.requireBusiness(),
         instance_id: this.instanceId,
@@ -772,6 +777,7 @@ export class SyncClient {
         if (choice !== undefined) await this.settle(held, choice, view.local);
         this.unsettled.delete(id);
       } catch (e: unknown) {
+        if (this.closed) throw e;
         this.emitter.emit('error', e instanceof SyncClientError ? e : new SyncClientError('internal', e instanceof Error ? e.message : String(e), { cause: e }));
       }
     }
@@ -812,6 +818,8 @@ export class SyncClient {
 
   private onBackgroundError(e: unknown): void {
     const error = e instanceof SyncClientError ? e : new SyncClientError('internal', e instanceof Error ? e.message : String(e), { cause: e });
+    // A round cut short by close(): the app asked for it.
+    if (error.code === 'closed') return;
     this.emitter.emit('error', error);
     if (error.code === 'session_expired' || error.code === 'not_signed_in' || !this.started) return;
     this.setState('offline');
@@ -843,9 +851,19 @@ export class SyncClient {
     return this.o.businessId;
   }
 
-  /** Every sync call is safe to repeat: push retries are recognised by the server, the others only read or are checked (resolve answers 409). */
-  private businessRequest(method: string, path: string, options: { json?: unknown } = {}): Promise<Response> {
-    return this.session.businessRequest(this.requireBusiness(), method, path, { ...options, idempotent: true });
+  /**
+   * Sends a sync call and reads its JSON answer. Every sync call is safe to repeat: push retries are recognised by the
+   * server, the others only read or are checked (resolve answers 409).
+   */
+  private async businessCall<T>(method: string, path: string, options: { json?: unknown } = {}): Promise<T> {
+    const res = await this.session.businessRequest(this.requireBusiness(), method, path, { ...options, idempotent: true });
+    try {
+      return (await res.json()) as T;
+    } catch (e: unknown) {
+      // close() cuts short an answer being read as well as a request.
+      if (this.closed) throw new SyncClientError('closed', `${method} ${path}: the client was closed`, { cause: e });
+      throw e;
+    }
   }
 
   /** Runs store read-modify-writes one at a time (the engine's only lock; network calls happen outside it). */

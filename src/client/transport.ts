@@ -1,4 +1,4 @@
-// Why: every HTTP call of the client goes through one place that turns answers into typed errors and waits out 429s.
+// Why: every HTTP call of the client goes through one place that turns answers into typed errors, waits out 429s and is cut short by the client's close.
 import { SyncClientError, type SyncErrorCode } from './errors.js';
 
 export interface TransportOptions {
@@ -12,6 +12,12 @@ export interface TransportOptions {
   maxRateLimitRetries?: number;
   /** A 429 asking to wait longer than this many seconds is thrown instead of waited (default 120). */
   maxRetryAfterSeconds?: number;
+  /**
+   * A request whose answer has not begun within this many milliseconds fails with `network` (default 60000; 0: no
+   * limit), so a connection that went silent cannot hold up syncing for good. Uploads are not limited: sending their
+   * body takes as long as its size needs.
+   */
+  requestTimeoutMs?: number;
 }
 
 /** What `fetch` accepts as a body (named here: the project compiles without the DOM library). */
@@ -28,6 +34,11 @@ export interface RequestOptions {
   /** Extra fetch options (e.g. `duplex` for streamed bodies). */
   init?: Record<string, unknown>;
   /**
+   * Not cut short by the client's close once sent: its answer must not be lost (a refresh: the server spends the
+   * refresh token as it answers). It is still not sent, nor its 429 waited out, once the client is closed.
+   */
+  finishOnClose?: boolean;
+  /**
    * Safe to send again: a request that got no answer is sent again at once, up
    * to twice (a pooled keep-alive connection the server had just closed fails
    * without the server ever seeing the request, and after a quiet spell the pool
@@ -38,24 +49,45 @@ export interface RequestOptions {
 
 export interface Transport {
   readonly baseUrl: string;
-  /** Sends a request; resolves with a 2xx response, or throws `SyncClientError` (429s are waited out first). */
+  /**
+   * Sends a request; resolves with a 2xx response, or throws `SyncClientError` (429s are waited out first; `closed`
+   * once the client is closed, also for a request or a wait in progress).
+   */
   request(method: string, path: string, options?: RequestOptions): Promise<Response>;
+  /** Waits `ms`; rejects with `closed` at once when the client is closed. */
   sleep(ms: number): Promise<void>;
 }
 
 /** Resends of an idempotent request that got no answer. */
 const IDEMPOTENT_RESENDS = 2;
 
-const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+/** Failures of requests that timed out: not resent at once (the resends are for connections that fail before sending). */
+const timedOut = new WeakSet<SyncClientError>();
 
-export function createTransport(o: TransportOptions): Transport {
+/** `closing`: aborted by the client's close; every request and wait then rejects with `closed`. */
+export function createTransport(o: TransportOptions, closing?: AbortSignal): Transport {
   const baseUrl = o.baseUrl.replace(/\/+$/, '');
   const doFetch = o.fetch ?? ((input: string, init?: RequestInit) => globalThis.fetch(input, init));
-  const sleep = o.sleep ?? defaultSleep;
   const maxRetries = o.maxRateLimitRetries ?? 5;
   const maxWait = o.maxRetryAfterSeconds ?? 120;
+  const timeoutMs = o.requestTimeoutMs ?? 60_000;
+  const closed = (what: string) => new SyncClientError('closed', `${what}: the client was closed`);
+
+  /** Waits `ms` (with `o.sleep` when given), or until the client is closed; the timer is cleared so it keeps no process alive. */
+  function sleep(ms: number, what = 'wait'): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      if (closing?.aborted) { reject(closed(what)); return; }
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const onClose = () => { clearTimeout(timer); reject(closed(what)); };
+      const done = () => { closing?.removeEventListener('abort', onClose); resolve(); };
+      closing?.addEventListener('abort', onClose, { once: true });
+      if (o.sleep) o.sleep(ms).then(done, reject);
+      else timer = setTimeout(done, ms);
+    });
+  }
 
   async function once(method: string, path: string, r: RequestOptions): Promise<Response> {
+    if (closing?.aborted) throw closed(`${method} ${path}`);
     const headers: Record<string, string> = { ...r.headers };
     if (r.token) headers['authorization'] = `Bearer ${r.token}`;
     let body: RequestBody | undefined;
@@ -65,17 +97,28 @@ export function createTransport(o: TransportOptions): Transport {
     } else if (r.body) {
       body = r.body();
     }
+    const timeout = new AbortController();
+    const timer = timeoutMs > 0 && !r.body ? setTimeout(() => timeout.abort(), timeoutMs) : undefined;
+    const signals = [r.signal, r.finishOnClose ? undefined : closing, timeout.signal].filter((x): x is AbortSignal => x !== undefined);
     try {
-      return await doFetch(baseUrl + path, { method, headers, body, signal: r.signal, ...r.init } as RequestInit);
+      return await doFetch(baseUrl + path, { method, headers, body, signal: AbortSignal.any(signals), ...r.init } as RequestInit);
     } catch (e: unknown) {
       if (r.signal?.aborted) throw e;
+      if (closing?.aborted && !r.finishOnClose) throw closed(`${method} ${path}`);
+      if (timeout.signal.aborted) {
+        const error = new SyncClientError('network', `${method} ${path}: no answer within ${timeoutMs} ms`, { cause: e });
+        timedOut.add(error);
+        throw error;
+      }
       throw new SyncClientError('network', `${method} ${path}: no answer from the sync service`, { cause: e });
+    } finally {
+      clearTimeout(timer);
     }
   }
 
   return {
     baseUrl,
-    sleep,
+    sleep: (ms) => sleep(ms),
     async request(method, path, r = {}) {
       for (let attempt = 0; ; attempt++) {
         let res: Response;
@@ -84,14 +127,14 @@ export function createTransport(o: TransportOptions): Transport {
             res = await once(method, path, r);
             break;
           } catch (e: unknown) {
-            if (!(r.idempotent && e instanceof SyncClientError && e.code === 'network' && resend < IDEMPOTENT_RESENDS)) throw e;
+            if (!(r.idempotent && e instanceof SyncClientError && e.code === 'network' && !timedOut.has(e) && resend < IDEMPOTENT_RESENDS)) throw e;
           }
         }
         if (res.ok) return res;
         const error = await errorOf(res, method, path);
         // Waiting the time the server names is the contract of 429; hammering would only extend the limit.
         if (error.code === 'rate_limited' && attempt < maxRetries && error.retryAfter !== undefined && error.retryAfter <= maxWait) {
-          await sleep(error.retryAfter * 1000);
+          await sleep(error.retryAfter * 1000, `${method} ${path}`);
           continue;
         }
         throw error;

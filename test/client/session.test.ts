@@ -93,6 +93,34 @@ describe('sync client: sessions, limits and errors', { concurrency: true }, () =
       assert.ok(waits[0]! > 0 && waits[0]! <= 60_000, String(waits[0]));
     });
 
+    test(`on ${backend}: close() cuts short a round waiting out a 429: the round rejects with closed and close() does not wait`, async (t) => {
+      const s = await startSync(backend, { userRateLimit: 6 });
+      t.after(() => s.close());
+      const u = await newUser(s);
+      const b = await newBusiness(s, u);
+      const order: string[] = [];
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      t.after(() => clearTimeout(timer));
+      let waiting!: () => void;
+      const waited = new Promise<void>((resolve) => { waiting = resolve; });
+      // The wait ends well after close() would if it cut the wait short; a close() that waited resolves after 'wait over'.
+      const a = await device(s.url, u, b.id, {
+        sleep: (ms) => new Promise<void>((resolve) => {
+          waiting();
+          timer = setTimeout(() => { order.push('wait over'); s.clock.advance(ms); resolve(); }, 10_000);
+        }),
+      });
+      t.after(() => a.close());
+      let closing = false;
+      const rounds = (async () => { while (!closing) await a.sync(); })();
+      await waited;
+      closing = true;
+      await a.close();
+      order.push('closed');
+      await assert.rejects(rounds, (e: unknown) => e instanceof SyncClientError && e.code === 'closed');
+      assert.deepEqual(order, ['closed']);
+    });
+
     test(`on ${backend}: errors are typed with the server's code and status`, async (t) => {
       const s = await startSync(backend);
       t.after(() => s.close());

@@ -4,8 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { BACKENDS } from '../helpers/backends.js';
 import { newBusiness, newUser, startSync } from '../helpers/sync.js';
 import { call } from '../helpers/http.js';
-import type { SyncClientError} from '../../src/client/index.js';
-import { createMemoryStore, type ChangeApplied } from '../../src/client/index.js';
+import { createMemoryStore, SyncClientError, type ChangeApplied } from '../../src/client/index.js';
 import { device, Network, oneBusiness } from './client-fixtures.js';
 
 /** A fetch that records the status of every push it carries. */
@@ -173,6 +172,35 @@ describe('sync client: local writes, push and pull', { concurrency: true }, () =
       assert.deepEqual(seen, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9], 'every change once, in version order');
       assert.equal(reader.pulledVersion, 10);
       assert.deepEqual((await reader.list('customers')).map((r) => r.uuid).sort(), [...uuids].sort());
+    });
+
+    test(`on ${backend}: a sync() queued behind a round when close() is called rejects with closed, and the closed client neither sends nor writes again`, async (t) => {
+      const { open } = await oneBusiness(t, backend);
+      const net = new Network();
+      const base = createMemoryStore();
+      let closed = false;
+      const late: string[] = [];
+      const store = {
+        ...base,
+        write: async (...args: Parameters<typeof base.write>) => { if (closed) late.push('write'); return base.write(...args); },
+        close: async () => { closed = true; return base.close(); },
+      };
+      const c = await open({ fetch: net.fetch, store });
+      await c.sync();
+      await c.put('customers', randomUUID(), { name: 'a' });
+      const running = c.sync();
+      const queued = c.sync();
+      running.catch(() => undefined);
+      queued.catch(() => undefined);
+      await c.close();
+      const sent = net.calls.length;
+      // The store has a new owner now: the closed client must leave it alone.
+      const next = await open({ store: base });
+      await Promise.allSettled([running, queued]);
+      await next.sync();
+      await assert.rejects(queued, (e: unknown) => e instanceof SyncClientError && e.code === 'closed');
+      assert.deepEqual(net.calls.slice(sent), []);
+      assert.deepEqual(late, []);
     });
 
     test(`on ${backend}: an item the server rejects is reported as a typed error and the record shows the server's state again`, async (t) => {

@@ -30,3 +30,46 @@ test('a request safe to repeat that got no answer is sent again, up to twice; ot
   await assert.rejects(t1.request('POST', '/api/auth/refresh', { json: {} }), (e: unknown) => e instanceof SyncClientError && e.code === 'network');
   assert.equal(once.calls(), 1, 'a refresh is never sent twice');
 });
+
+/** A fetch that never answers: only an abort of its signal ends it. */
+function silent() {
+  let calls = 0;
+  const fetch = ((_input: string, init?: RequestInit) => {
+    calls++;
+    return new Promise<Response>((_resolve, reject) => init?.signal?.addEventListener('abort', () => reject(init.signal!.reason)));
+  }) as unknown as typeof globalThis.fetch;
+  return { fetch, calls: () => calls };
+}
+
+test('a request with no answer within requestTimeoutMs fails with a network error, and is not resent at once', { timeout: 10_000 }, async () => {
+  const stalled = silent();
+  const t = createTransport({ baseUrl: 'http://sync.invalid', fetch: stalled.fetch, requestTimeoutMs: 20 });
+  await assert.rejects(t.request('POST', '/api/sync/pull', { json: {}, idempotent: true }), (e: unknown) => e instanceof SyncClientError && e.code === 'network');
+  assert.equal(stalled.calls(), 1);
+});
+
+test('closing cuts short a request in flight and a 429 wait with closed, leaving no timer behind', { timeout: 10_000 }, async () => {
+  const timers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+  const before = timers();
+  const closing = new AbortController();
+  const stalled = silent();
+  const t = createTransport({ baseUrl: 'http://sync.invalid', fetch: stalled.fetch }, closing.signal);
+  const inFlight = t.request('POST', '/api/sync/pull', { json: {}, idempotent: true });
+
+  let limited = 0;
+  const rateLimited = createTransport({
+    baseUrl: 'http://sync.invalid',
+    fetch: (async () => { limited++; return new Response(JSON.stringify({ error: 'rate_limited', retry_after: 60 }), { status: 429 }); }) as unknown as typeof fetch,
+    requestTimeoutMs: 0,
+  }, closing.signal);
+  const waiting = rateLimited.request('GET', '/api/sync/status');
+  while (limited === 0) await new Promise((r) => setImmediate(r));
+  closing.abort();
+  const isClosed = (e: unknown) => e instanceof SyncClientError && e.code === 'closed';
+  await assert.rejects(inFlight, isClosed);
+  await assert.rejects(waiting, isClosed);
+  await assert.rejects(t.request('GET', '/api/sync/status'), isClosed);
+  assert.equal(limited, 1);
+  assert.equal(stalled.calls(), 1, 'nothing is sent once closed');
+  assert.equal(timers(), before, 'the timers of the wait and of the request\'s time limit are cleared');
+});
