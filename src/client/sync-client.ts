@@ -97,6 +97,8 @@ export class SyncClient {
   private nextSeq = 1;
   private cycle: Promise<void> | null = null;
   private queued: Promise<void> | null = null;
+  /** A background trigger came during a round: one more round follows it, unless the client is stopped first. */
+  private kickAfter = false;
   private feed: FeedConnection | null = null;
   private started = false;
   private retryAttempt = 0;
@@ -273,7 +275,13 @@ export class SyncClient {
   sync(): Promise<void> {
     if (this.closed) return Promise.reject(new SyncClientError('closed', 'sync: the client was closed'));
     if (!this.cycle) {
-      this.cycle = this.runCycle().finally(() => { this.cycle = null; });
+      this.cycle = this.runCycle().finally(() => {
+        this.cycle = null;
+        if (this.kickAfter) {
+          this.kickAfter = false;
+          this.kick();
+        }
+      });
       return this.cycle;
     }
     this.queued ??= this.cycle.catch(() => undefined).then(() => {
@@ -315,6 +323,7 @@ export class SyncClient {
     this.feed = null;
     for (const t of [this.retryTimer, this.kickTimer]) if (t) clearTimeout(t);
     this.retryTimer = this.kickTimer = null;
+    this.kickAfter = false;
   }
 
   /** Drops the feed socket as a network failure would; it reconnects and catches up. */
@@ -808,6 +817,11 @@ export class SyncClient {
     if (!this.started || this.kickTimer) return;
     this.kickTimer = setTimeout(() => {
       this.kickTimer = null;
+      // Not queued as a sync() call: stop() must be able to call it off.
+      if (this.cycle) {
+        this.kickAfter = true;
+        return;
+      }
       this.sync().catch((e: unknown) => this.onBackgroundError(e));
     }, 0);
   }

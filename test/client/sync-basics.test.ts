@@ -4,8 +4,8 @@ import { randomUUID } from 'node:crypto';
 import { BACKENDS } from '../helpers/backends.js';
 import { newBusiness, newUser, startSync } from '../helpers/sync.js';
 import { call } from '../helpers/http.js';
-import { createMemoryStore, SyncClientError, type ChangeApplied } from '../../src/client/index.js';
-import { device, Network, oneBusiness } from './client-fixtures.js';
+import { createMemoryStore, SyncClientError, type ChangeApplied, type SyncState } from '../../src/client/index.js';
+import { device, Network, oneBusiness, until } from './client-fixtures.js';
 
 /** A fetch that records the status of every push it carries. */
 function pushStatuses(): { statuses: number[]; fetch: typeof fetch } {
@@ -201,6 +201,33 @@ describe('sync client: local writes, push and pull', { concurrency: true }, () =
       await assert.rejects(queued, (e: unknown) => e instanceof SyncClientError && e.code === 'closed');
       assert.deepEqual(net.calls.slice(sent), []);
       assert.deepEqual(late, []);
+    });
+
+    test(`on ${backend}: after stop(), a background trigger that came during a round starts no further round`, async (t) => {
+      const { open } = await oneBusiness(t, backend);
+      let hold: Promise<void> | null = null;
+      const c = await open({
+        fetch: async (input, init) => {
+          if (hold && new URL(String(input instanceof Request ? input.url : input)).pathname === '/api/sync/pull') await hold;
+          return fetch(input, init);
+        },
+      });
+      c.start();
+      await until(() => c.syncState === 'up-to-date', 10_000, 'the first round');
+      let release!: () => void;
+      hold = new Promise((resolve) => { release = resolve; });
+      const states: SyncState[] = [];
+      c.on('state', (st) => states.push(st));
+      await c.put('customers', randomUUID(), { name: 'a' });
+      await until(() => states.includes('syncing'), 10_000, 'a round for the write');
+      // A second write during the round: its trigger fires (a 0 ms timer) while the round waits for its pull.
+      await c.put('customers', randomUUID(), { name: 'b' });
+      await new Promise((r) => setTimeout(r, 5));
+      c.stop();
+      hold = null;
+      release();
+      await until(() => states.at(-1) !== 'syncing', 10_000, 'the round to end');
+      assert.deepEqual(states, ['syncing', 'up-to-date']);
     });
 
     test(`on ${backend}: an item the server rejects is reported as a typed error and the record shows the server's state again`, async (t) => {
