@@ -79,10 +79,10 @@ export function createTransport(o: TransportOptions, closing?: AbortSignal): Tra
       if (closing?.aborted) { reject(closed(what)); return; }
       let timer: ReturnType<typeof setTimeout> | undefined;
       const onClose = () => { clearTimeout(timer); reject(closed(what)); };
-      const done = () => { closing?.removeEventListener('abort', onClose); resolve(); };
+      const forget = () => closing?.removeEventListener('abort', onClose);
       closing?.addEventListener('abort', onClose, { once: true });
-      if (o.sleep) o.sleep(ms).then(done, reject);
-      else timer = setTimeout(done, ms);
+      if (o.sleep) o.sleep(ms).then(() => { forget(); resolve(); }, (e: unknown) => { forget(); reject(e); });
+      else timer = setTimeout(() => { forget(); resolve(); }, ms);
     });
   }
 
