@@ -97,15 +97,23 @@ export function createTransport(o: TransportOptions, closing?: AbortSignal): Tra
     } else if (r.body) {
       body = r.body();
     }
-    const timeout = new AbortController();
-    const timer = timeoutMs > 0 && !r.body ? setTimeout(() => timeout.abort(), timeoutMs) : undefined;
-    const signals = [r.signal, r.finishOnClose ? undefined : closing, timeout.signal].filter((x): x is AbortSignal => x !== undefined);
+    // One signal for the caller's, the client's close and the time limit, combined by hand: AbortSignal.any is newer
+    // than the runtimes the client supports (Node 20.3, Safari 17.4).
+    const request = new AbortController();
+    const abort = () => request.abort();
+    const linked = [r.signal, r.finishOnClose ? undefined : closing].filter((x): x is AbortSignal => x !== undefined);
+    for (const signal of linked) {
+      if (signal.aborted) request.abort();
+      else signal.addEventListener('abort', abort, { once: true });
+    }
+    let late = false;
+    const timer = timeoutMs > 0 && !r.body ? setTimeout(() => { late = true; request.abort(); }, timeoutMs) : undefined;
     try {
-      return await doFetch(baseUrl + path, { method, headers, body, signal: AbortSignal.any(signals), ...r.init } as RequestInit);
+      return await doFetch(baseUrl + path, { method, headers, body, signal: request.signal, ...r.init } as RequestInit);
     } catch (e: unknown) {
       if (r.signal?.aborted) throw e;
       if (closing?.aborted && !r.finishOnClose) throw closed(`${method} ${path}`);
-      if (timeout.signal.aborted) {
+      if (late) {
         const error = new SyncClientError('network', `${method} ${path}: no answer within ${timeoutMs} ms`, { cause: e });
         timedOut.add(error);
         throw error;
@@ -113,6 +121,7 @@ export function createTransport(o: TransportOptions, closing?: AbortSignal): Tra
       throw new SyncClientError('network', `${method} ${path}: no answer from the sync service`, { cause: e });
     } finally {
       clearTimeout(timer);
+      for (const signal of linked) signal.removeEventListener('abort', abort);
     }
   }
 
