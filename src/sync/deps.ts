@@ -113,7 +113,7 @@ export async function createSyncDeps(config: SyncConfig, options: SyncDepsOption
   return {
     config,
     database,
-    accounts: createKyselyAccountStore(database.db),
+    accounts: createKyselyAccountStore(database.db, database.dialect),
     businesses: createKyselyBusinessStore(database.db, database.dialect),
     changes,
     attachments: createKyselyAttachmentStore(database.db),

@@ -106,7 +106,7 @@ for (const f of SYNC_STORE_FACTORIES) {
       const b = await session(accounts, u, now);
       const bHash = hash();
       await accounts.saveAccessToken(bHash, { userId: u.id, businessId: randomUUID(), familyId: a.familyId, expiresAt: now + 1000 }, now);
-      await accounts.revokeFamily(a.familyId);
+      await accounts.revokeFamily(u.id, a.familyId);
       assert.equal(await accounts.findAccessGrant(a.accessHash, now), undefined);
       assert.equal(await accounts.findAccessGrant(bHash, now), undefined);
       assert.ok(await accounts.findAccessGrant(b.accessHash, now));

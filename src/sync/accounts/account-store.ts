@@ -53,8 +53,13 @@ export interface AccountStore {
   findUserById(id: string): Promise<User | undefined>;
   /** Stores a new access + refresh token pair and drops the user's expired tokens, so token tables stay bounded. */
   issueSession(issue: SessionIssue): Promise<void>;
-  /** Stores a single access token (business-scoped tokens). */
-  saveAccessToken(tokenHash: string, grant: AccessGrant, now: number): Promise<void>;
+  /**
+   * Stores a single access token (business-scoped tokens). One that joins a
+   * family is stored only if the family still has an unexpired access token
+   * (it was not revoked since the caller's token was checked), atomically with
+   * respect to `revokeFamily` and rotation: false, and nothing stored, when it has none.
+   */
+  saveAccessToken(tokenHash: string, grant: AccessGrant, now: number): Promise<boolean>;
   /** The grant of an unexpired access token; undefined when unknown, expired or revoked. */
   findAccessGrant(tokenHash: string, now: number): Promise<AccessGrant | undefined>;
   /** The grants of those of `tokenHashes` that are unexpired, by hash (the feed re-checks all sockets of a business at once). */
@@ -63,9 +68,12 @@ export interface AccountStore {
    * Exchanges a refresh token, atomically: marks the presented token used and
    * stores the next pair in the same family. A token that was already used is
    * evidence of theft, so its whole family (refresh and access tokens) is revoked.
-   * A token past its own expiry or past its session's absolute end is invalid.
+   * A token past its own expiry or past its session's absolute end is invalid,
+   * and so is one whose family a concurrent revocation has just deleted.
+   * Rotations and revocations of one user's families take turns, so a
+   * revocation never misses the token a concurrent rotation adds.
    */
   rotateRefreshToken(presentedHash: string, next: Omit<SessionIssue, 'userId' | 'familyId'>): Promise<RotateOutcome>;
-  /** Deletes every refresh and access token of the family. */
-  revokeFamily(familyId: string): Promise<void>;
+  /** Deletes every refresh and access token of the family (of `userId`), including any a concurrent rotation or `saveAccessToken` adds. */
+  revokeFamily(userId: string, familyId: string): Promise<void>;
 }

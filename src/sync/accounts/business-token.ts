@@ -1,3 +1,4 @@
+import { AppError } from '../../core/errors.js';
 import { generateToken, hashToken } from '../../core/auth/tokens.js';
 import type { BusinessesContext } from '../businesses/businesses-context.js';
 import { getBusiness } from '../businesses/businesses.js';
@@ -7,8 +8,9 @@ import { TOKEN_PREFIX } from './sessions.js';
 /**
  * A business-scoped access token for a member (404 unknown business, 403 not a
  * member). It joins the caller's refresh family, so ending or revoking that
- * session revokes it too. It has no refresh token of its own: the client asks
- * for a new one with its (refreshed) user token.
+ * session revokes it too, even one ending while it is issued (401 then). It
+ * has no refresh token of its own: the client asks for a new one with its
+ * (refreshed) user token.
  */
 export async function issueBusinessToken(
   ctx: AccountsContext & BusinessesContext,
@@ -19,6 +21,8 @@ export async function issueBusinessToken(
   const now = ctx.now();
   const token = generateToken(TOKEN_PREFIX.business);
   const expiresAt = now + ctx.config.accessTokenTtlSeconds * 1000;
-  await ctx.accounts.saveAccessToken(hashToken(token), { userId: caller.userId, businessId, familyId: caller.familyId, expiresAt }, now);
+  if (!(await ctx.accounts.saveAccessToken(hashToken(token), { userId: caller.userId, businessId, familyId: caller.familyId, expiresAt }, now))) {
+    throw new AppError('unauthorized', 'the access token is invalid, expired or revoked');
+  }
   return { token, expiresAt };
 }

@@ -1,11 +1,21 @@
 import type { Kysely, Selectable } from 'kysely';
 import { chunks } from '../../core/storage/chunks.js';
+import type { DialectName } from '../../core/storage/database.js';
 import { prepared } from '../../core/storage/prepared.js';
 import type { AccessGrant, AccountStore, RotateOutcome, User } from './account-store.js';
 import type { AccountTables, UsersTable } from './tables.js';
 
-/** One implementation for both dialects: every statement here is portable SQL. */
-export function createKyselyAccountStore(db: Kysely<AccountTables>): AccountStore {
+/**
+ * Portable SQL except one lock: on PostgreSQL, whatever writes or deletes the
+ * tokens of a refresh family first locks its user's row (SQLite transactions
+ * are already serialized by its single writer). Under READ COMMITTED each
+ * statement sees what committed before it started, so a revocation that waited
+ * for that lock also deletes the token a concurrent rotation or business-token
+ * issue has just added, and one that comes after a revocation finds the family
+ * gone instead of adding to it. FOR NO KEY UPDATE (not FOR UPDATE) leaves the
+ * foreign-key checks of token inserts, such as logins, free.
+ */
+export function createKyselyAccountStore(db: Kysely<AccountTables>, dialect: DialectName): AccountStore {
   const toUser = (r: Selectable<UsersTable>): User => ({ id: r.id, email: r.email, name: r.name, passwordHash: r.password_hash, createdAt: Number(r.created_at) });
 
   // Every authenticated request runs this lookup: prepared once per connection on PostgreSQL.
@@ -13,9 +23,21 @@ export function createKyselyAccountStore(db: Kysely<AccountTables>): AccountStor
     .where('token_hash', '=', tokenHash).where('expires_at', '>', now);
   prepared(grantQuery('', 0).compile().sql);
 
-  async function revokeFamilyIn(trx: Kysely<AccountTables>, familyId: string): Promise<void> {
-    await trx.deleteFrom('refresh_tokens').where('family_id', '=', familyId).execute();
+  /** Exclusive for rotations and revocations; shared for business-token issues, which only need no revocation meanwhile. */
+  async function lockUser(trx: Kysely<AccountTables>, userId: string, mode: 'exclusive' | 'shared'): Promise<void> {
+    if (dialect !== 'postgres') return;
+    const q = trx.selectFrom('users').select('id').where('id', '=', userId);
+    await (mode === 'exclusive' ? q.forNoKeyUpdate() : q.forShare()).execute();
+  }
+
+  /**
+   * Under the user's lock. Access tokens first, as issueSession deletes expired ones, so the two never wait on each
+   * other in a cycle. The number of refresh tokens deleted (0: the family was already gone).
+   */
+  async function revokeFamilyIn(trx: Kysely<AccountTables>, familyId: string): Promise<number> {
     await trx.deleteFrom('access_tokens').where('family_id', '=', familyId).execute();
+    const r = await trx.deleteFrom('refresh_tokens').where('family_id', '=', familyId).executeTakeFirst();
+    return Number(r.numDeletedRows);
   }
 
   return {
@@ -50,10 +72,23 @@ export function createKyselyAccountStore(db: Kysely<AccountTables>): AccountStor
     },
 
     async saveAccessToken(tokenHash, grant, now) {
-      await db.insertInto('access_tokens').values({
+      const row = {
         token_hash: tokenHash, user_id: grant.userId, business_id: grant.businessId ?? null,
         family_id: grant.familyId ?? null, expires_at: grant.expiresAt, created_at: now,
-      }).execute();
+      };
+      const familyId = grant.familyId;
+      if (familyId === undefined) {
+        await db.insertInto('access_tokens').values(row).execute();
+        return true;
+      }
+      return db.transaction().execute(async (trx) => {
+        await lockUser(trx, grant.userId, 'shared');
+        const alive = await trx.selectFrom('access_tokens').select('token_hash')
+          .where('family_id', '=', familyId).where('expires_at', '>', now).limit(1).executeTakeFirst();
+        if (!alive) return false;
+        await trx.insertInto('access_tokens').values(row).execute();
+        return true;
+      });
     },
 
     async findAccessGrant(tokenHash, now): Promise<AccessGrant | undefined> {
@@ -74,15 +109,21 @@ export function createKyselyAccountStore(db: Kysely<AccountTables>): AccountStor
 
     async rotateRefreshToken(presentedHash, next): Promise<RotateOutcome> {
       return db.transaction().execute(async (trx): Promise<RotateOutcome> => {
-        const row = await trx.selectFrom('refresh_tokens').select(['family_id', 'user_id', 'expires_at', 'used_at', 'session_expires_at'])
-          .where('token_hash', '=', presentedHash).executeTakeFirst();
+        // The user's lock comes with the token in one statement. The token's columns may predate the lock's holder
+        // (only the locked row is re-read after a wait), which is why the conditional UPDATE below decides.
+        let presented = trx.selectFrom('refresh_tokens as r').innerJoin('users as u', 'u.id', 'r.user_id')
+          .select(['r.family_id', 'r.user_id', 'r.expires_at', 'r.session_expires_at'])
+          .where('r.token_hash', '=', presentedHash);
+        if (dialect === 'postgres') presented = presented.forNoKeyUpdate('u');
+        const row = await presented.executeTakeFirst();
         const sessionEnd = row?.session_expires_at == null ? next.sessionExpiresAt : Number(row.session_expires_at);
         if (!row || Number(row.expires_at) <= next.now || sessionEnd <= next.now) return { outcome: 'invalid' };
         // The conditional UPDATE is the arbiter: of two concurrent exchanges of one token exactly one marks it.
         const marked = await trx.updateTable('refresh_tokens').set({ used_at: next.now })
           .where('token_hash', '=', presentedHash).where('used_at', 'is', null).executeTakeFirst();
         if (Number(marked.numUpdatedRows) !== 1) {
-          await revokeFamilyIn(trx, row.family_id);
+          // Nothing left to delete: a revocation that held the lock first has already removed the family, this token included.
+          if ((await revokeFamilyIn(trx, row.family_id)) === 0) return { outcome: 'invalid' };
           return { outcome: 'reused', userId: row.user_id };
         }
         await trx.insertInto('refresh_tokens').values({
@@ -94,8 +135,11 @@ export function createKyselyAccountStore(db: Kysely<AccountTables>): AccountStor
       });
     },
 
-    async revokeFamily(familyId) {
-      await db.transaction().execute((trx) => revokeFamilyIn(trx, familyId));
+    async revokeFamily(userId, familyId) {
+      await db.transaction().execute(async (trx) => {
+        await lockUser(trx, userId, 'exclusive');
+        await revokeFamilyIn(trx, familyId);
+      });
     },
   };
 }

@@ -59,6 +59,6 @@ export async function refreshSession(ctx: AccountsContext, refreshToken: string,
 }
 
 /** Revokes the session (refresh family) the caller's token belongs to: its refresh token and every access token issued from it. */
-export async function endSession(ctx: AccountsContext, familyId: string): Promise<void> {
-  await ctx.accounts.revokeFamily(familyId);
+export async function endSession(ctx: AccountsContext, userId: string, familyId: string): Promise<void> {
+  await ctx.accounts.revokeFamily(userId, familyId);
 }

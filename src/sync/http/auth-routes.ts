@@ -97,7 +97,7 @@ export function registerAuthRoutes(app: App, deps: SyncDeps): void {
     },
   }, async (req, reply) => {
     if (req.caller.familyId) {
-      await endSession(deps, req.caller.familyId);
+      await endSession(deps, req.caller.userId, req.caller.familyId);
       // The session's feed connections, on every instance, are closed now rather than at the next heartbeat.
       await announceUserAccessChange(deps, req.log, req.caller.userId);
     }
