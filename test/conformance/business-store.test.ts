@@ -41,10 +41,27 @@ for (const f of SYNC_STORE_FACTORIES) {
       const owner = await newUser('Owner');
       const m = await newUser('Member');
       const b = await newBusiness(owner);
-      assert.equal(await deps.businesses.addMember(b.id, m.id, 'member', Date.now() + 10), true);
-      assert.equal(await deps.businesses.addMember(b.id, m.id, 'owner', Date.now() + 20), false);
+      assert.equal(await deps.businesses.addMember(b.id, m.id, 'member', Date.now() + 10, owner.id), 'added');
+      assert.equal(await deps.businesses.addMember(b.id, m.id, 'owner', Date.now() + 20, owner.id), 'already_member');
       assert.equal(await deps.businesses.roleOf(b.id, m.id), 'member');
       assert.deepEqual((await deps.businesses.listMembers(b.id)).map((x) => [x.userId, x.role, x.name]), [[owner.id, 'owner', 'Owner'], [m.id, 'member', 'Member']]);
+    });
+
+    test('only an owner adds (not_owner for a member or a stranger) and only an owner or the member themselves removes (not_allowed)', async () => {
+      const owner = await newUser();
+      const m = await newUser();
+      const other = await newUser();
+      const stranger = await newUser();
+      const b = await newBusiness(owner);
+      await deps.businesses.addMember(b.id, m.id, 'member', Date.now(), owner.id);
+      await deps.businesses.addMember(b.id, other.id, 'member', Date.now(), owner.id);
+      assert.equal(await deps.businesses.addMember(b.id, stranger.id, 'owner', Date.now(), m.id), 'not_owner');
+      assert.equal(await deps.businesses.addMember(b.id, stranger.id, 'owner', Date.now(), stranger.id), 'not_owner');
+      assert.equal(await deps.businesses.roleOf(b.id, stranger.id), undefined);
+      assert.equal(await deps.businesses.removeMember(b.id, other.id, m.id), 'not_allowed');
+      assert.equal(await deps.businesses.removeMember(b.id, other.id, stranger.id), 'not_allowed');
+      assert.equal(await deps.businesses.removeMember(b.id, m.id, m.id), 'removed', 'a member leaves');
+      assert.deepEqual((await deps.businesses.listMembers(b.id)).map((x) => x.userId), [owner.id, other.id]);
     });
 
     test('access tells an unknown business from a known one, and a member\'s role from a stranger in one answer', async () => {
@@ -53,7 +70,7 @@ for (const f of SYNC_STORE_FACTORIES) {
       const stranger = await newUser();
       const b = await newBusiness(owner);
       const other = await newBusiness(stranger);
-      await deps.businesses.addMember(b.id, m.id, 'member', Date.now());
+      await deps.businesses.addMember(b.id, m.id, 'member', Date.now(), owner.id);
       assert.deepEqual(await deps.businesses.access(b.id, owner.id), { exists: true, role: 'owner' });
       assert.deepEqual(await deps.businesses.access(b.id, m.id), { exists: true, role: 'member' });
       assert.deepEqual(await deps.businesses.access(b.id, stranger.id), { exists: true, role: undefined });
@@ -67,7 +84,7 @@ for (const f of SYNC_STORE_FACTORIES) {
       const outsider = await newUser();
       const b = await newBusiness(owner);
       const other = await newBusiness(outsider);
-      await deps.businesses.addMember(b.id, m.id, 'member', Date.now());
+      await deps.businesses.addMember(b.id, m.id, 'member', Date.now(), owner.id);
       assert.deepEqual(await deps.businesses.membersAmong(b.id, [owner.id, m.id, outsider.id, randomUUID()]), new Set([owner.id, m.id]));
       assert.deepEqual(await deps.businesses.membersAmong(other.id, [owner.id, m.id]), new Set());
       assert.deepEqual(await deps.businesses.membersAmong(b.id, []), new Set());
@@ -78,12 +95,12 @@ for (const f of SYNC_STORE_FACTORIES) {
       const c = await newUser();
       const m = await newUser();
       const b = await newBusiness(a);
-      await deps.businesses.addMember(b.id, m.id, 'member', Date.now());
-      assert.equal(await deps.businesses.removeMember(b.id, m.id), 'removed');
-      assert.equal(await deps.businesses.removeMember(b.id, m.id), 'not_member');
-      assert.equal(await deps.businesses.removeMember(b.id, a.id), 'last_owner');
-      await deps.businesses.addMember(b.id, c.id, 'owner', Date.now());
-      const outcomes = await Promise.all([deps.businesses.removeMember(b.id, a.id), deps.businesses.removeMember(b.id, c.id)]);
+      await deps.businesses.addMember(b.id, m.id, 'member', Date.now(), a.id);
+      assert.equal(await deps.businesses.removeMember(b.id, m.id, a.id), 'removed');
+      assert.equal(await deps.businesses.removeMember(b.id, m.id, a.id), 'not_member');
+      assert.equal(await deps.businesses.removeMember(b.id, a.id, a.id), 'last_owner');
+      await deps.businesses.addMember(b.id, c.id, 'owner', Date.now(), a.id);
+      const outcomes = await Promise.all([deps.businesses.removeMember(b.id, a.id, c.id), deps.businesses.removeMember(b.id, c.id, a.id)]);
       assert.deepEqual(outcomes.sort(), ['last_owner', 'removed']);
       assert.equal((await deps.businesses.listMembers(b.id)).length, 1);
     });

@@ -3,8 +3,31 @@ import assert from 'node:assert/strict';
 import { BACKENDS } from '../helpers/backends.js';
 import { call } from '../helpers/http.js';
 import { addMember, businessToken, newBusiness, newUser, startSync, type SyncUnderTest } from '../helpers/sync.js';
+import { isAppError } from '../../src/core/errors.js';
+import type { BusinessStore } from '../../src/sync/businesses/business-store.js';
+import * as members from '../../src/sync/businesses/members.js';
+import { createKyselyBusinessStore } from '../../src/sync/businesses/kysely-business-store.js';
+import { holdAfter } from '../helpers/pg-hold.js';
 
 const UNKNOWN = '00000000-0000-4000-8000-000000000000';
+
+/**
+ * The business store, with `method` held after the caller's ownership was checked and before the store writes,
+ * until `release`: a removal of the caller is then run in between every time, not by chance.
+ */
+function holding(store: BusinessStore, method: 'addMember' | 'removeMember') {
+  let reached!: () => void;
+  let release!: () => void;
+  const atGate = new Promise<void>((r) => { reached = r; });
+  const released = new Promise<void>((r) => { release = r; });
+  const held: BusinessStore = {
+    ...store,
+    [method]: async (...args: unknown[]) => { reached(); await released; return (store[method] as (...a: unknown[]) => Promise<unknown>)(...args); },
+  };
+  return { store: held, atGate, release };
+}
+
+const forbidden = (e: unknown) => isAppError(e) && e.code === 'forbidden';
 
 for (const backend of BACKENDS) {
   describe(`sync business members on ${backend}`, () => {
@@ -72,6 +95,39 @@ for (const backend of BACKENDS) {
       assert.equal(list.body.length, 2);
     });
 
+    test('an owner removed while adding someone (ownership checked, nothing written yet) adds nobody: 403', async () => {
+      const a = await newUser(s);
+      const b = await newUser(s);
+      const accomplice = await newUser(s);
+      const biz = await newBusiness(s, a);
+      await addMember(s, a, biz.id, b, 'owner');
+      const h = holding(s.deps.businesses, 'addMember');
+      const adding = members.addMember({ ...s.deps, businesses: h.store }, b.id, biz.id, { email: accomplice.email, role: 'owner' });
+      await h.atGate;
+      assert.equal((await call(s.url, 'DELETE', `/api/business/${biz.id}/members/${b.id}`, { token: a.token })).status, 204);
+      h.release();
+      await assert.rejects(adding, forbidden);
+      const list = await call(s.url, 'GET', `/api/business/${biz.id}/members`, { token: a.token });
+      assert.deepEqual(list.body.map((m: { user_id: string }) => m.user_id), [a.id]);
+    });
+
+    test('an owner removed while removing someone else (checked, nothing written yet) removes nobody: 403', async () => {
+      const a = await newUser(s);
+      const b = await newUser(s);
+      const c = await newUser(s);
+      const biz = await newBusiness(s, a);
+      await addMember(s, a, biz.id, b, 'owner');
+      await addMember(s, a, biz.id, c);
+      const h = holding(s.deps.businesses, 'removeMember');
+      const removing = members.removeMember({ ...s.deps, businesses: h.store }, b.id, biz.id, c.id);
+      await h.atGate;
+      assert.equal((await call(s.url, 'DELETE', `/api/business/${biz.id}/members/${b.id}`, { token: a.token })).status, 204);
+      h.release();
+      await assert.rejects(removing, forbidden);
+      const list = await call(s.url, 'GET', `/api/business/${biz.id}/members`, { token: a.token });
+      assert.deepEqual(list.body.map((m: { user_id: string }) => m.user_id), [a.id, c.id]);
+    });
+
     test('an owner removes a member (204); the removed user loses access at once, business token included', async () => {
       const owner = await newUser(s);
       const m = await newUser(s);
@@ -129,6 +185,33 @@ for (const backend of BACKENDS) {
       assert.equal((await call(s.url, 'DELETE', `/api/business/${biz.id}/members/${m1.id}`, { token: m1.token })).status, 204);
       assert.equal((await call(s.url, 'DELETE', `/api/business/${biz.id}/members/not-a-uuid`, { token: owner.token })).status, 400);
       assert.equal((await call(s.url, 'DELETE', `/api/business/${UNKNOWN}/members/${m2.id}`, { token: owner.token })).status, 404);
+    });
+  });
+}
+
+for (const backend of BACKENDS.filter((b) => b === 'postgres')) {
+  describe(`sync business members, one change at a time per business, on ${backend}`, () => {
+    let s: SyncUnderTest;
+    before(async () => { s = await startSync(backend); });
+    after(() => s.close());
+
+    test('removing an owner whose add is in progress (role read, not committed) waits for it: the add came first', async () => {
+      const a = await newUser(s);
+      const b = await newUser(s);
+      const newcomer = await newUser(s);
+      const biz = await newBusiness(s, a);
+      await addMember(s, a, biz.id, b, 'owner');
+      const held = await holdAfter(s.deps.database, { after: 'select', table: 'memberships' },
+        () => call(s.url, 'DELETE', `/api/business/${biz.id}/members/${b.id}`, { token: a.token }));
+      try {
+        const store = createKyselyBusinessStore(held.db, 'postgres');
+        assert.equal(await store.addMember(biz.id, newcomer.id, 'member', Date.now(), b.id), 'added');
+        const removal = await held.outcome();
+        assert.ok(removal.waitedOn, 'the removal did not wait for the add in progress');
+        assert.equal(removal.answer.status, 204);
+      } finally {
+        await held.close();
+      }
     });
   });
 }

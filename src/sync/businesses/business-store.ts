@@ -17,7 +17,8 @@ export interface Member {
   addedAt: number;
 }
 
-export type RemoveOutcome = 'removed' | 'not_member' | 'last_owner';
+export type AddOutcome = 'added' | 'already_member' | 'not_owner';
+export type RemoveOutcome = 'removed' | 'not_member' | 'last_owner' | 'not_allowed';
 
 /** Persistence of businesses and who belongs to them. */
 export interface BusinessStore {
@@ -34,11 +35,19 @@ export interface BusinessStore {
   membersAmong(businessId: string, userIds: readonly string[]): Promise<Set<string>>;
   /** Members in the order they joined. */
   listMembers(businessId: string): Promise<Member[]>;
-  /** Adds a membership; false when the user is already a member. */
-  addMember(businessId: string, userId: string, role: Role, now: number): Promise<boolean>;
   /**
-   * Removes a membership unless it is the business's last owner. Serialized per
-   * business, so two owners removing each other at once cannot leave none.
+   * Adds a membership if `addedBy` is an owner of the business when it is
+   * written (`not_owner` otherwise); `already_member` when the user is one.
+   * Serialized per business with `removeMember`, so an owner whose removal
+   * has committed can add nobody.
    */
-  removeMember(businessId: string, userId: string): Promise<RemoveOutcome>;
+  addMember(businessId: string, userId: string, role: Role, now: number, addedBy: string): Promise<AddOutcome>;
+  /**
+   * Removes a membership unless it is the business's last owner, if
+   * `removedBy` is an owner or the member themselves when it is written
+   * (`not_allowed` otherwise; `not_member` and `last_owner` are answered
+   * first). Serialized per business, so two owners removing each other at once
+   * cannot leave none, and a removed owner removes nobody.
+   */
+  removeMember(businessId: string, userId: string, removedBy: string): Promise<RemoveOutcome>;
 }

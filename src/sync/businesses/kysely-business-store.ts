@@ -3,7 +3,7 @@ import { prepared } from '../../core/storage/prepared.js';
 import type { Kysely, Selectable } from 'kysely';
 import type { DialectName } from '../../core/storage/database.js';
 import type { AccountTables } from '../accounts/tables.js';
-import type { Business, BusinessStore, RemoveOutcome } from './business-store.js';
+import type { AddOutcome, Business, BusinessStore, RemoveOutcome } from './business-store.js';
 import type { BusinessTables, BusinessesTable } from './tables.js';
 
 type Tables = BusinessTables & Pick<AccountTables, 'users'>;
@@ -11,9 +11,11 @@ type Tables = BusinessTables & Pick<AccountTables, 'users'>;
 const toBusiness = (r: Selectable<BusinessesTable>): Business => ({ id: r.id, name: r.name, abn: r.abn, createdBy: r.created_by, createdAt: Number(r.created_at) });
 
 /**
- * Portable SQL except one lock: on PostgreSQL the business row is locked
- * (SELECT ... FOR UPDATE) before counting owners; SQLite transactions are
- * already serialized by its single writer.
+ * Portable SQL except one lock: on PostgreSQL a membership change locks the
+ * business row (SELECT ... FOR UPDATE) before it reads the roles it depends on
+ * (the caller's, the owners'), so under READ COMMITTED those reads see every
+ * change that took the lock before; SQLite transactions are already
+ * serialized by its single writer.
  */
 export function createKyselyBusinessStore(db: Kysely<Tables>, dialect: DialectName): BusinessStore {
   const accessQuery = (businessId: string, userId: string) => db.selectFrom('businesses as b')
@@ -22,6 +24,15 @@ export function createKyselyBusinessStore(db: Kysely<Tables>, dialect: DialectNa
     .where('b.id', '=', businessId);
   // Every business-scoped request runs it: prepared once per connection on PostgreSQL.
   prepared(accessQuery('', '').compile().sql);
+
+  async function lockBusiness(trx: Kysely<Tables>, businessId: string): Promise<void> {
+    if (dialect === 'postgres') await trx.selectFrom('businesses').select('id').where('id', '=', businessId).forUpdate().execute();
+  }
+
+  async function roleIn(trx: Kysely<Tables>, businessId: string, userId: string) {
+    return (await trx.selectFrom('memberships').select('role').where('business_id', '=', businessId).where('user_id', '=', userId).executeTakeFirst())?.role;
+  }
+
   return {
     async createBusiness(b) {
       await db.transaction().execute(async (trx) => {
@@ -45,9 +56,8 @@ export function createKyselyBusinessStore(db: Kysely<Tables>, dialect: DialectNa
       return rows.map((r) => ({ ...toBusiness(r), role: r.role }));
     },
 
-    async roleOf(businessId, userId) {
-      const r = await db.selectFrom('memberships').select('role').where('business_id', '=', businessId).where('user_id', '=', userId).executeTakeFirst();
-      return r?.role;
+    roleOf(businessId, userId) {
+      return roleIn(db, businessId, userId);
     },
 
     async access(businessId, userId) {
@@ -74,26 +84,29 @@ export function createKyselyBusinessStore(db: Kysely<Tables>, dialect: DialectNa
       return rows.map((r) => ({ userId: r.id, email: r.email, name: r.name, role: r.role, addedAt: Number(r.created_at) }));
     },
 
-    async addMember(businessId, userId, role, now) {
-      const r = await db.insertInto('memberships')
-        .values({ business_id: businessId, user_id: userId, role, created_at: now })
-        .onConflict((oc) => oc.columns(['business_id', 'user_id']).doNothing())
-        .executeTakeFirst();
-      return Number(r.numInsertedOrUpdatedRows ?? 0) === 1;
+    async addMember(businessId, userId, role, now, addedBy) {
+      return db.transaction().execute(async (trx): Promise<AddOutcome> => {
+        await lockBusiness(trx, businessId);
+        if ((await roleIn(trx, businessId, addedBy)) !== 'owner') return 'not_owner';
+        const r = await trx.insertInto('memberships')
+          .values({ business_id: businessId, user_id: userId, role, created_at: now })
+          .onConflict((oc) => oc.columns(['business_id', 'user_id']).doNothing())
+          .executeTakeFirst();
+        return Number(r.numInsertedOrUpdatedRows ?? 0) === 1 ? 'added' : 'already_member';
+      });
     },
 
-    async removeMember(businessId, userId) {
+    async removeMember(businessId, userId, removedBy) {
       return db.transaction().execute(async (trx): Promise<RemoveOutcome> => {
-        if (dialect === 'postgres') {
-          await trx.selectFrom('businesses').select('id').where('id', '=', businessId).forUpdate().execute();
-        }
-        const target = await trx.selectFrom('memberships').select('role').where('business_id', '=', businessId).where('user_id', '=', userId).executeTakeFirst();
-        if (!target) return 'not_member';
-        if (target.role === 'owner') {
+        await lockBusiness(trx, businessId);
+        const targetRole = await roleIn(trx, businessId, userId);
+        if (!targetRole) return 'not_member';
+        if (targetRole === 'owner') {
           const owners = await trx.selectFrom('memberships').select((eb) => eb.fn.countAll<number>().as('n'))
             .where('business_id', '=', businessId).where('role', '=', 'owner').executeTakeFirstOrThrow();
           if (Number(owners.n) <= 1) return 'last_owner';
         }
+        if (removedBy !== userId && (await roleIn(trx, businessId, removedBy)) !== 'owner') return 'not_allowed';
         await trx.deleteFrom('memberships').where('business_id', '=', businessId).where('user_id', '=', userId).execute();
         return 'removed';
       });
