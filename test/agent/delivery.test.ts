@@ -182,6 +182,21 @@ test('report by report, a failure to retry stops the batch (sent again whole, th
   } finally { await new Promise<void>((r) => server.close(() => r())); }
 });
 
+test('a redirect (an http URL behind a balancer that sends it to https) keeps the backlog spooled and says where it points', async () => {
+  const r = await receiver([{ status: 301, headers: { location: 'https://metrics.example.com/api/v1/ingest/bulk' } }]);
+  const cap = captureLog();
+  const spool = await Spool.open({ dir: dir(), maxBytes: 1e6, maxAgeMs: 1e9, log: cap.log });
+  for (let i = 1; i <= 3; i++) await spool.append(Buffer.from(JSON.stringify({ n: i })), Date.now());
+  const summary = await drainSpool({ spool, log: cap.log, ...FAST, send: (b, s) => sendBatch({ url: r.url, token: 't', timeoutMs: 2000 }, b, s) });
+  await r.close();
+  assert.deepEqual(summary.rejected, []);
+  assert.equal(summary.spooled, 3);
+  assert.equal(spool.counters.rejected, 0);
+  const [warning] = cap.find('metrics service unavailable, reports stay spooled');
+  assert.equal(warning?.status, 301);
+  assert.match(String(warning?.reason), /301 redirect to https:\/\/metrics\.example\.com\/api\/v1\/ingest\/bulk/);
+});
+
 test('a service that never answers is a retry after the request timeout', async () => {
   const server = http.createServer(() => { /* never answers */ });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));

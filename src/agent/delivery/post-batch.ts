@@ -21,7 +21,7 @@ export type BatchOutcome =
   | { kind: 'too_large'; status: 413; details: string }
   /** A 4xx other than 404/408/413/429 for the whole body: sending it again cannot succeed (bad token, bad signature). */
   | { kind: 'rejected'; status: number; error: string; details: string }
-  /** Unreachable, timed out, 5xx, 404, 408 or 429, or an answer that is not the bulk contract: try again later. */
+  /** Unreachable, timed out, 5xx, 3xx, 404, 408 or 429, or an answer that is not the bulk contract: try again later. */
   | { kind: 'retry'; status?: number; reason: string; retryAfterMs?: number };
 
 export interface PostTarget {
@@ -72,7 +72,7 @@ function httpsClient(): NonNullable<typeof https> {
 }
 
 /** What came back from one POST: an answer (status, Retry-After, body text), or why there was none. */
-type Answer = { status: number; retryAfter: string | undefined; text: string } | { failed: string; status?: number };
+type Answer = { status: number; retryAfter: string | undefined; location: string | undefined; text: string } | { failed: string; status?: number };
 
 /** One POST on the process's keep-alive connection. Never throws. */
 function post(url: URL, headers: Record<string, string | number>, body: Buffer, timeoutMs: number, signal?: AbortSignal): Promise<Answer> {
@@ -87,7 +87,7 @@ function post(url: URL, headers: Record<string, string | number>, body: Buffer, 
       let size = 0;
       res.on('data', (c: Buffer) => { size += c.length; if (size <= MAX_RESPONSE_BYTES) chunks.push(c); });
       res.on('error', (e) => done({ failed: e.message, ...(res.statusCode ? { status: res.statusCode } : {}) }));
-      res.on('end', () => done({ status: res.statusCode ?? 0, retryAfter: res.headers['retry-after'], text: Buffer.concat(chunks).toString('utf8') }));
+      res.on('end', () => done({ status: res.statusCode ?? 0, retryAfter: res.headers['retry-after'], location: res.headers.location, text: Buffer.concat(chunks).toString('utf8') }));
     });
     req.on('timeout', () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)));
     req.on('error', (e: NodeJS.ErrnoException) => done({ failed: e.code ? `${e.code}: ${e.message}` : e.message }));
@@ -134,13 +134,13 @@ async function sendBulk(target: PostTarget, batch: EncodedBatch, signal?: AbortS
   if (target.secret) headers['x-collector-signature'] = signBody(target.secret, body);
   const answer = await post(serviceUrl(target.url, 'api/v1/ingest/bulk'), headers, body, target.timeoutMs, signal);
   if ('failed' in answer) return { kind: 'retry', ...(answer.status ? { status: answer.status } : {}), reason: answer.failed };
-  return classify(answer.status, answer.retryAfter, answer.text, batch.reports);
+  return classify(answer, batch.reports);
 }
 
 /**
  * The batch's reports, in order, each as one `POST /api/v1/ingest`, with one outcome per report as the bulk answer
  * gives them. A report the service refuses (400, 413, 422) is that report's outcome; anything to retry (no answer,
- * 5xx, 404, 408, 429) stops the batch there, to be sent again whole: the reports already stored are then answered as
+ * 5xx, 3xx, 404, 408, 429) stops the batch there, to be sent again whole: the reports already stored are then answered as
  * duplicates. A refusal of the request itself (401, 403) refuses the batch, as for a bulk body.
  */
 async function sendOneByOne(target: PostTarget, batch: EncodedBatch, signal?: AbortSignal): Promise<BatchOutcome> {
@@ -166,14 +166,14 @@ async function sendOneByOne(target: PostTarget, batch: EncodedBatch, signal?: Ab
       lines.push({ status: 'rejected', error: typeof json?.error === 'string' ? json.error : `http_${status}`, details: typeof json?.details === 'string' ? json.details : '' });
       continue;
     }
-    const outcome = classify(status, answer.retryAfter, text, 1);
+    const outcome = classify(answer, 1);
     // A 413 of a single report was taken above; what is left refuses or retries the batch as a whole.
     return outcome.kind === 'answered' ? { kind: 'retry', status, reason: `${status} answer to a single report` } : outcome;
   }
   return { kind: 'answered', status: partial ? 202 : 200, lines };
 }
 
-function classify(status: number, retryAfter: string | undefined, text: string, sent: number): BatchOutcome {
+function classify({ status, retryAfter, location, text }: Extract<Answer, { status: number; text: string }>, sent: number): BatchOutcome {
   const json = jsonObject(text);
   if (status >= 200 && status < 300) {
     const results = Array.isArray(json?.results) ? (json.results as LineOutcome[]) : undefined;
@@ -183,6 +183,11 @@ function classify(status: number, retryAfter: string | undefined, text: string, 
     }
     return { kind: 'answered', status, lines: results };
   }
+  // A redirect (an http URL behind a balancer that sends it to https, a moved service) is a misconfigured --url: a POST
+  // of telemetry is not followed blindly, and the reports wait, with backoff, for the URL to be fixed.
+  if (status >= 300 && status < 400) {
+    return { kind: 'retry', status, reason: `${status} redirect to ${location ?? '(no Location)'}: the agent does not follow redirects; set --url to the service's address` };
+  }
   const error = typeof json?.error === 'string' ? json.error : `http_${status}`;
   const details = typeof json?.details === 'string' ? json.details : json ? '' : text.slice(0, 500);
   // 404: a service without the bulk endpoint or a wrong base path; waiting keeps the reports for when it is fixed.
@@ -190,6 +195,5 @@ function classify(status: number, retryAfter: string | undefined, text: string, 
     return { kind: 'retry', status, reason: `${status} ${error}${details ? `: ${details}` : ''}`, retryAfterMs: parseRetryAfter(retryAfter, Date.now()) };
   }
   if (status === 413) return { kind: 'too_large', status, details };
-  // 3xx lands here too: a redirect on a POST of telemetry is a misconfigured URL, not something to follow blindly.
   return { kind: 'rejected', status, error, details };
 }
