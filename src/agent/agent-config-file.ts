@@ -55,8 +55,11 @@ export function parseAgentConfigFile(value: unknown, origin = 'config'): AgentCo
   if (value['services'] !== undefined) {
     if (!Array.isArray(value['services']) || value['services'].length > 64) problems.push('/services must be an array of at most 64 unit names');
     else for (const s of value['services'] as unknown[]) {
-      if (typeof s === 'string' && isValidUnitName(s)) services.push(s);
-      else problems.push(`/services: ${JSON.stringify(s)} is not a systemd unit name`);
+      // A unit named twice would put its metric in every report twice, which the service refuses.
+      if (typeof s === 'string' && isValidUnitName(s)) {
+        if (services.includes(s)) problems.push(`/services: ${JSON.stringify(s)} is named twice`);
+        else services.push(s);
+      } else problems.push(`/services: ${JSON.stringify(s)} is not a systemd unit name`);
     }
   }
   const alerts: AlertRule[] = [];

@@ -1,5 +1,16 @@
 import { ConfigError, loadConfig, opt, type ConfigOf } from '../core/config.js';
 import { LOG_LEVELS } from './logger.js';
+import { agentIdProblem, hostnameProblem } from './report-identity.js';
+
+/** An optional text option the service must accept in every report: refused at start, not report by report. */
+function checked(problem: (value: string) => string | undefined) {
+  return (r: string) => {
+    if (r === '') return undefined;
+    const why = problem(r);
+    if (why) throw new Error(why);
+    return r;
+  };
+}
 
 /** Every option of `host-agent`: flag, environment variable, default. Read once by `loadAgentOptions`. */
 export const agentOptions = {
@@ -11,8 +22,8 @@ export const agentOptions = {
   spoolMaxBytes: opt.int({ flag: 'spool-max-bytes', env: 'HOST_AGENT_SPOOL_MAX_BYTES', default: 512 * 1024 * 1024, min: 64 * 1024, doc: 'Bound on each spool\'s total size (512 MiB holds the 7 days of --spool-max-age-ms at 10 s for reports up to 8 KiB); past it the oldest reports are dropped (and counted).' }),
   spoolMaxAgeMs: opt.int({ flag: 'spool-max-age-ms', env: 'HOST_AGENT_SPOOL_MAX_AGE_MS', default: 7 * 24 * 3_600_000, min: 1_000, doc: 'Spooled reports older than this are dropped (and counted).' }),
   config: opt.optionalString({ flag: 'config', env: 'HOST_AGENT_CONFIG', doc: 'JSON file: systemd units to watch ("services") and local threshold alert rules ("alerts").' }),
-  hostname: opt.optionalString({ flag: 'hostname', env: 'HOST_AGENT_HOSTNAME', doc: 'Hostname to report instead of the system\'s.' }),
-  agentId: opt.optionalString({ flag: 'agent-id', env: 'HOST_AGENT_ID', doc: 'Agent identifier; by default derived from the machine id (the same for every agent on the machine), else a random UUID kept in the state directory.' }),
+  hostname: { ...opt.optionalString({ flag: 'hostname', env: 'HOST_AGENT_HOSTNAME', doc: 'Hostname to report instead of the system\'s (1-255 characters, no control or invisible ones).' }), parse: checked(hostnameProblem) },
+  agentId: { ...opt.optionalString({ flag: 'agent-id', env: 'HOST_AGENT_ID', doc: 'Agent identifier (1-128 of A-Z a-z 0-9 . _ : @ -, starting with a letter or digit); by default derived from the machine id (the same for every agent on the machine), else a random UUID kept in the state directory.' }), parse: checked(agentIdProblem) },
   machineIdFile: opt.string({ flag: 'machine-id-file', env: 'HOST_AGENT_MACHINE_ID_FILE', default: '/etc/machine-id', doc: 'machine-id(5) file the agent id is derived from (in a container: the host\'s, mounted read-only).' }),
   procRoot: opt.string({ flag: 'proc-root', env: 'HOST_AGENT_PROC_ROOT', default: '/proc', doc: 'Where the host\'s /proc is mounted (container mode: e.g. /host/proc).' }),
   sysRoot: opt.string({ flag: 'sys-root', env: 'HOST_AGENT_SYS_ROOT', default: '/sys', doc: 'Where the host\'s /sys is mounted (container mode: e.g. /host/sys).' }),

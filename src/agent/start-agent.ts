@@ -12,6 +12,7 @@ import { drainSpool, startDeliveryLoop, type DeliveryOptions, type DrainSummary 
 import { sendBatch } from './delivery/post-batch.js';
 import { Spool } from './delivery/spool.js';
 import { jsonLogger, type Logger } from './logger.js';
+import { agentIdProblem, hostnameProblem, reportableHostname } from './report-identity.js';
 
 /** Options of an embedded or CLI agent: the CLI options, plus what a host program may substitute. */
 export type AgentConfig = Partial<AgentOptions> & Pick<AgentOptions, 'url' | 'token'> & {
@@ -54,6 +55,10 @@ interface Prepared {
 async function prepare(config: AgentConfig): Promise<Prepared> {
   const c = { ...DEFAULTS, ...stripUndefined(config) };
   const log = config.log ?? jsonLogger(config.logLevel ?? 'info');
+  // The CLI checks these with its options; an embedded agent's are checked here, before anything is spooled.
+  const idProblem = config.agentId === undefined ? undefined : agentIdProblem(config.agentId);
+  const nameProblem = config.hostname === undefined ? undefined : hostnameProblem(config.hostname);
+  if (idProblem || nameProblem) throw new Error([idProblem && `agentId ${idProblem}`, nameProblem && `hostname ${nameProblem}`].filter(Boolean).join('; '));
   const file = config.rules ?? (config.config ? await loadAgentConfigFile(config.config) : { services: [], alerts: [] });
   const rules = compileRules(file.alerts);
   const spoolDir = await destinationSpoolDir(c.spoolDir, c.url, c.token);
@@ -62,7 +67,7 @@ async function prepare(config: AgentConfig): Promise<Prepared> {
   const agentId = config.agentId ?? (await machineAgentId(c.machineIdFile, c.spoolDir));
   const collector = createCollector({
     source: config.source ?? linuxHostSource({ procRoot: c.procRoot, sysRoot: c.sysRoot, rootFs: c.rootFs, serviceTimeoutMs: c.serviceTimeoutMs }),
-    agentId, hostname: config.hostname ?? os.hostname(), services: file.services, perCoreCpuModes: c.perCoreCpuModes, log,
+    agentId, hostname: config.hostname ?? systemHostname(log), services: file.services, perCoreCpuModes: c.perCoreCpuModes, log,
   });
   const build = reportBuilder(collector, rules);
   const report = async (now: number) => Buffer.from(JSON.stringify(await build(now)));
@@ -81,6 +86,14 @@ async function prepare(config: AgentConfig): Promise<Prepared> {
 async function warnAboutUnaddressedReports(stateDir: string, log: Logger): Promise<void> {
   const left = (await readdir(stateDir)).filter((n) => /^r-\d+-\d+\.json$/.test(n)).length;
   if (left) log.warn('reports spooled by an older agent for an unknown destination are left unsent', { dir: stateDir, reports: left });
+}
+
+/** The system's hostname, made acceptable to the service if it is not (and the operator told: --hostname sets one). */
+function systemHostname(log: Logger): string {
+  const system = os.hostname();
+  const hostname = reportableHostname(system);
+  if (hostname !== system) log.warn('the system hostname is not one the metrics service accepts; reporting it cleaned up (--hostname sets one)', { system, hostname });
+  return hostname;
 }
 
 function stripUndefined<T extends object>(o: T): T {

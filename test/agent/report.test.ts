@@ -14,7 +14,9 @@ import { ConfigError } from '../../src/core/config.js';
 import { ALERT_LIMITS, SEVERITIES } from '../../src/metrics/alerts/alert.js';
 import { AGENT_ALERT_LIMITS, AGENT_SEVERITIES } from '../../src/agent/alerts/alert-limits.js';
 import { ReportSchema } from '../../src/metrics/domain/report-schema.js';
-import { captureLog } from './agent-harness.js';
+import { reportableHostname } from '../../src/agent/report-identity.js';
+import { startAgent } from '../../src/agent/start-agent.js';
+import { captureLog, tempDir } from './agent-harness.js';
 import { FIXTURES } from './fixtures.js';
 
 /** A host made of fixture files: the second /proc/stat and /proc/net/dev reading differs from the first. */
@@ -99,6 +101,7 @@ test('the config file is validated: unknown keys, rules without exactly one thre
   assert.throws(() => parseAgentConfigFile({ alerts: [{ name: 'x', metric: 'cpu.usage', above: 1, below: 2, severity: 'warning' }] }), /exactly one/);
   assert.throws(() => parseAgentConfigFile({ alerts: [{ name: 'x', metric: 'cpu.usage', above: 1, severity: 'page-me' }] }), /severity/);
   assert.throws(() => parseAgentConfigFile({ services: ['nginx; rm -rf /'] }), /not a systemd unit name/);
+  assert.throws(() => parseAgentConfigFile({ services: ['cron.service', 'cron.service'] }), /"cron.service" is named twice/);
   assert.deepEqual(parseAgentConfigFile({}), { services: [], alerts: [] });
 });
 
@@ -122,4 +125,37 @@ test('options: url and token required, every problem listed, secrets never echoe
   assert.equal(o.intervalMs, 10_000);
   assert.equal(o.token, 'hunter2');
   assert.throws(() => loadAgentOptions(['--url', 'http://m', '--retry-base-ms', '5000', '--retry-max-ms', '10'], { HOST_AGENT_TOKEN: 't' }), /retry-base-ms/);
+});
+
+test('an agent id or hostname the service would refuse in every report stops the start, every problem listed', () => {
+  for (const [flag, value] of [['--agent-id', 'web 1'], ['--agent-id', 'hôte-1'], ['--agent-id', 'a/b'], ['--agent-id', '..x'], ['--hostname', 'h'.repeat(256)], ['--hostname', 'web\u202e1']] as const) {
+    assert.throws(() => loadAgentOptions(['--url', 'http://m', '--token', 't', flag, value], {}), (e: unknown) => e instanceof ConfigError && e.problems.length === 1 && e.problems[0]!.startsWith(flag), `${flag} ${value}`);
+  }
+  try {
+    loadAgentOptions(['--url', 'http://m', '--token', 't', '--agent-id', 'a/b', '--hostname', 'h'.repeat(300)], {});
+    assert.fail('expected ConfigError');
+  } catch (e) {
+    assert.ok(e instanceof ConfigError);
+    assert.deepEqual(e.problems.map((p) => p.split(':')[0]), ['--hostname / HOST_AGENT_HOSTNAME', '--agent-id / HOST_AGENT_ID']);
+  }
+  const o = loadAgentOptions(['--url', 'http://m', '--token', 't', '--agent-id', 'web-1.example:a@b_c', '--hostname', `hôte ${'h'.repeat(250)}`], {});
+  assert.equal(o.agentId, 'web-1.example:a@b_c');
+  assert.equal([...o.hostname!].length, 255);
+});
+
+test('an embedded agent given an agent id or hostname the service would refuse does not start', async () => {
+  const spoolDir = tempDir();
+  const start = async (extra: { agentId?: string; hostname?: string }) => {
+    const agent = await startAgent({ url: 'http://127.0.0.1:9', token: 't', spoolDir, log: captureLog().log, ...extra });
+    await agent.stop();
+  };
+  await assert.rejects(start({ agentId: 'web 1' }), /agentId "web 1" is not an agent id/);
+  await assert.rejects(start({ hostname: '' }), /hostname must be 1-255 characters/);
+});
+
+test('a system hostname the service would refuse is cleaned up rather than stopping the agent', () => {
+  assert.equal(reportableHostname('web-1'), 'web-1');
+  assert.equal(reportableHostname('we\u0007b\u200b-1'), 'web-1');
+  assert.equal(reportableHostname('h'.repeat(300)), 'h'.repeat(255));
+  assert.equal(reportableHostname('\u0000'), 'localhost');
 });
