@@ -2,6 +2,7 @@
 import { ConfigError, helpText } from '../core/config.js';
 import { EXIT_USAGE, usageError } from '../core/cli/cli-error.js';
 import { exitWithParent } from '../core/cli/exit-with-parent.js';
+import { loadAgentConfigFile, type AgentConfigFile } from './agent-config-file.js';
 import { agentOptions, loadAgentOptions } from './agent-options.js';
 import { jsonLogger } from './logger.js';
 import { runOnce, startAgent } from './start-agent.js';
@@ -27,11 +28,19 @@ async function main(): Promise<number | undefined> {
     }
     throw e;
   }
+  let rules: AgentConfigFile | undefined;
+  try {
+    rules = options.config === undefined ? undefined : await loadAgentConfigFile(options.config);
+  } catch (e: unknown) {
+    // Its file is one of the options: a bad one is a usage error like a bad flag.
+    console.error(usageError(PROGRAM, [`--config / HOST_AGENT_CONFIG: ${e instanceof Error ? e.message : String(e)}`]));
+    return EXIT_USAGE;
+  }
   // Before anything slow: a launcher that dies during our start must still take us with it.
   exitWithParent();
   const log = jsonLogger(options.logLevel);
   if (options.once) {
-    const r = await runOnce({ ...options, log });
+    const r = await runOnce({ ...options, rules, log });
     const reports = (n: number) => `${n} report${n === 1 ? '' : 's'}`;
     if (r.rejected.length) {
       const first = r.rejected[0]!;
@@ -46,7 +55,7 @@ async function main(): Promise<number | undefined> {
     return 0;
   }
 
-  const agent = await startAgent({ ...options, log });
+  const agent = await startAgent({ ...options, rules, log });
   const shutdown = (signal: string) => {
     log.info('signal received, stopping', { signal });
     agent.stop().then(() => process.exit(0), (e: unknown) => {

@@ -112,3 +112,20 @@ test('--once: one line and exit 0 when delivered, exit 1 naming the refusal, exi
   assert.equal(usage.code, 2);
   assert.equal(usage.stderr, 'host-agent: unknown option --bogus; --interval-ms / HOST_AGENT_INTERVAL_MS: "soon" is not an integer (see host-agent --help)\n');
 });
+
+test('a bad --config file, --agent-id or --hostname is a usage error: exit 2 in the one CLI style, nothing spooled', async () => {
+  const { stateDir, machineIdFile } = machine();
+  const common = ['--once', '--url', 'http://127.0.0.1:9', '--token', 't', '--spool-dir', stateDir, '--machine-id-file', machineIdFile];
+  const config = path.join(dir(), 'config.json');
+  writeFileSync(config, '{"services":["cron.service","cron.service"]}');
+  const twice = await cli([...common, '--config', config]);
+  assert.equal(twice.code, 2);
+  assert.equal(twice.stderr, `host-agent: --config / HOST_AGENT_CONFIG: ${config}: /services: "cron.service" is named twice (see host-agent --help)\n`);
+  const missing = await cli([...common, '--config', `${config}.gone`]);
+  assert.equal(missing.code, 2);
+  assert.match(missing.stderr, /^host-agent: --config \/ HOST_AGENT_CONFIG: .*config\.json\.gone: ENOENT.* \(see host-agent --help\)\n$/);
+  const id = await cli([...common, '--agent-id', 'web 1']);
+  assert.equal(id.code, 2);
+  assert.match(id.stderr, /^host-agent: --agent-id \/ HOST_AGENT_ID: "web 1" is not an agent id: .* \(see host-agent --help\)\n$/);
+  assert.equal(existsSync(stateDir), false, 'nothing spooled');
+});
