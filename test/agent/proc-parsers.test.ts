@@ -4,7 +4,7 @@ import { parseLoadavg } from '../../src/agent/collect/parse-loadavg.js';
 import { parseMeminfo } from '../../src/agent/collect/parse-meminfo.js';
 import { parseNetDev } from '../../src/agent/collect/parse-net-dev.js';
 import { cpuUsage, parseProcStat } from '../../src/agent/collect/parse-proc-stat.js';
-import { networkReport } from '../../src/agent/collect/network-rates.js';
+import { isReportedInterface, networkReport } from '../../src/agent/collect/network-rates.js';
 import { diskUsage } from '../../src/agent/collect/disk-usage.js';
 import { fixture } from './fixtures.js';
 
@@ -81,6 +81,17 @@ test('network report: loopback and veth skipped, per-second rates, no rate acros
   assert.equal(r['wlan0']!.txBytesPerSec, 50);
   assert.equal(r['eth1']!.rxBytesPerSec, 0, 'eth1 appeared in the second sample');
   assert.equal(r['eth1']!.rxBytes, 42);
+});
+
+test('interfaces made per container, compose network, pod or VM are left out; stable uplinks, bridges, bonds, VLANs and tunnels are reported', () => {
+  const ephemeral = ['veth1a2b3c4', 'br-0123456789ab', 'br-fedcba987654', 'tap100i0', 'tapa1b2c3d4-e5', 'vnet12', 'fwbr100i0', 'fwln100i0', 'fwpr100p0', 'cali1234567890a', 'lxc0a1b2c3d4e5f', 'lxc_health'];
+  const stable = ['eth0', 'ens3', 'enp0s31f6', 'wlan0', 'bond0', 'eth0.100', 'br0', 'br-lan', 'docker0', 'cni0', 'flannel.1', 'virbr0', 'virbr0-nic', 'lxcbr0', 'lxdbr0', 'wg0', 'tun0', 'cilium_host'];
+  assert.deepEqual(ephemeral.filter(isReportedInterface), []);
+  assert.deepEqual(stable.filter(isReportedInterface), stable);
+  // A CI runner's compose networks: each run brings new names, none of which reaches the report.
+  const netDev = (names: string[]) => parseNetDev(['Inter-|   Receive', ' face |bytes', ...names.map((n) => ` ${n}: 1000 10 0 0 0 0 0 0 2000 20 0 0 0 0 0 0`)].join('\n'));
+  const run = (k: number) => netDev(['lo', 'eth0', ...Array.from({ length: 8 }, (_, i) => `br-${(k * 100 + i).toString(16).padStart(12, '0')}`)]);
+  assert.deepEqual(Object.keys(networkReport(run(1), run(2), 10)), ['eth0']);
 });
 
 test('disk usage in bytes; percent as df computes it, counting the root reserve as unavailable', () => {

@@ -10,12 +10,20 @@ export interface InterfaceReport extends InterfaceCounters {
 }
 
 /**
- * Loopback carries no host traffic, and veth pairs come and go with every
- * container: reporting them would churn through the service's bound on metric
- * names per host without telling anything the bridge/uplink does not.
+ * Interfaces made and removed with a container, a compose network, a pod or a
+ * VM, each under a new name: veth pairs, Docker's per-network bridges
+ * (`br-<12 hex>`), VM taps (`tap*`, libvirt's `vnet<n>`, Proxmox's per-VM
+ * `fwbr`/`fwln`/`fwpr`), Calico's `cali*` and Cilium's `lxc<hex>` endpoints.
+ * The service keeps at most --max-metrics-per-host names a host ever sent (12
+ * per interface), so reporting them would lock a busy host out of the service
+ * within days, while their traffic also crosses a stable uplink or bridge
+ * (`eth0`, `docker0`, `cni0`, `virbr0`), which is reported.
  */
+const EPHEMERAL = /^(?:veth|br-[0-9a-f]{12}$|tap|vnet\d|fw(?:br|ln|pr)\d|cali|lxc(?!br)[0-9a-f_])/;
+
+/** Loopback carries no host traffic; the ephemeral families above would churn through the names bound. */
 export function isReportedInterface(name: string): boolean {
-  return name !== 'lo' && !name.startsWith('veth');
+  return name !== 'lo' && !EPHEMERAL.test(name);
 }
 
 function rate(prev: number | undefined, next: number, seconds: number): number {
