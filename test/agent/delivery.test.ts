@@ -207,6 +207,24 @@ test('a service that never answers is a retry after the request timeout', async 
   } finally { server.closeAllConnections(); server.close(); }
 });
 
+test('an answer trickling in byte by byte is cut at the request timeout and retried, though no gap between bytes reaches it', async () => {
+  const server = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      // A space every 20 ms for 3 s, then a valid answer: only a bound on the whole exchange cuts it before the end.
+      const drip = setInterval(() => res.write(' '), 20);
+      const end = setTimeout(() => { clearInterval(drip); res.end('{"results":[{"line":1,"status":"stored"}]}'); }, 3000);
+      res.on('close', () => { clearInterval(drip); clearTimeout(end); });
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  try {
+    const out = await postBatch({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, token: 't', timeoutMs: 300 }, [Buffer.from('{}')]);
+    assert.deepEqual(out, { kind: 'retry', reason: 'no answer within 300 ms' });
+  } finally { server.closeAllConnections(); server.close(); }
+});
+
 test('delivery keeps the head batch through 503 and 429 (honouring Retry-After), then sends everything in order', async () => {
   const r = await receiver([{ status: 503 }, { status: 429, headers: { 'retry-after': '0' } }, { status: 200 }]);
   const cap = captureLog();

@@ -74,14 +74,18 @@ function httpsClient(): NonNullable<typeof https> {
 /** What came back from one POST: an answer (status, Retry-After, body text), or why there was none. */
 type Answer = { status: number; retryAfter: string | undefined; location: string | undefined; text: string } | { failed: string; status?: number };
 
-/** One POST on the process's keep-alive connection. Never throws. */
+/**
+ * One POST on the process's keep-alive connection. Never throws. `timeoutMs` bounds the whole exchange, connection to
+ * the answer's last byte: a socket idle timeout alone is reset by every byte, so an answer trickling in would hold
+ * delivery up for ever.
+ */
 function post(url: URL, headers: Record<string, string | number>, body: Buffer, timeoutMs: number, signal?: AbortSignal): Promise<Answer> {
   const client = url.protocol === 'https:' ? httpsClient() : { module: http, agent: httpAgent };
   return new Promise<Answer>((resolve) => {
     let settled = false;
-    const done = (a: Answer) => { if (!settled) { settled = true; resolve(a); } };
+    const done = (a: Answer) => { if (!settled) { settled = true; clearTimeout(deadline); resolve(a); } };
     const req = client.module.request(url, {
-      method: 'POST', headers: { ...headers, 'content-length': body.length, 'user-agent': 'host-agent/0.1' }, agent: client.agent, timeout: timeoutMs, signal,
+      method: 'POST', headers: { ...headers, 'content-length': body.length, 'user-agent': 'host-agent/0.1' }, agent: client.agent, signal,
     }, (res) => {
       const chunks: Buffer[] = [];
       let size = 0;
@@ -89,7 +93,10 @@ function post(url: URL, headers: Record<string, string | number>, body: Buffer, 
       res.on('error', (e) => done({ failed: e.message, ...(res.statusCode ? { status: res.statusCode } : {}) }));
       res.on('end', () => done({ status: res.statusCode ?? 0, retryAfter: res.headers['retry-after'], location: res.headers.location, text: Buffer.concat(chunks).toString('utf8') }));
     });
-    req.on('timeout', () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)));
+    const deadline = setTimeout(() => {
+      done({ failed: `no answer within ${timeoutMs} ms` });
+      req.destroy();
+    }, timeoutMs);
     req.on('error', (e: NodeJS.ErrnoException) => done({ failed: e.code ? `${e.code}: ${e.message}` : e.message }));
     req.end(body);
   });
