@@ -238,6 +238,19 @@ test('delivery keeps the head batch through 503 and 429 (honouring Retry-After),
   assert.equal(cap.find('metrics service reachable again, sending spooled reports').length, 1);
 });
 
+test('a Retry-After of 0 or a date already past waits the normal backoff; a longer one is honoured', async () => {
+  const past = new Date(Date.now() - 30_000).toUTCString();
+  const r = await receiver([{ status: 503, headers: { 'retry-after': '0' } }, { status: 503, headers: { 'retry-after': past } }, { status: 429, headers: { 'retry-after': '3' } }]);
+  const cap = captureLog();
+  const spool = await Spool.open({ dir: dir(), maxBytes: 1e6, maxAgeMs: 1e9, log: cap.log });
+  await spool.append(Buffer.from('{"n":1}'), Date.now());
+  // Each drain makes one attempt (its first failure, logged with the wait); random 0.5 of a 1 s ceiling is 500 ms.
+  const opts = { spool, log: cap.log, ...FAST, retryBaseMs: 1000, retryMaxMs: 60_000, random: () => 0.5, send: (b: EncodedBatch, s: AbortSignal) => sendBatch({ url: r.url, token: 't', timeoutMs: 2000 }, b, s) };
+  for (let i = 0; i < 3; i++) await drainSpool(opts);
+  await r.close();
+  assert.deepEqual(cap.find('metrics service unavailable, reports stay spooled').map((l) => [l.status, l.retryInMs]), [[503, 500], [503, 500], [429, 3000]]);
+});
+
 test('a backlog goes in batches of at most batchMaxReports and batchMaxBytes, oldest first, each report once', async () => {
   const r = await receiver([{ status: 200 }]);
   const cap = captureLog();

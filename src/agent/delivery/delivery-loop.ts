@@ -109,7 +109,9 @@ function attempter(opts: DeliveryOptions, summary: DrainSummary): Attempter {
       summary.retryReason = outcome.reason;
       if (stopping()) return 0;
       failures++;
-      const delay = outcome.retryAfterMs ?? backoffDelay(failures, opts.retryBaseMs, opts.retryMaxMs, opts.random);
+      // The service's Retry-After only lengthens the wait: `0`, or a date already past on a skewed clock, must not
+      // turn the backoff into a retry every millisecond.
+      const delay = Math.max(outcome.retryAfterMs ?? 0, backoffDelay(failures, opts.retryBaseMs, opts.retryMaxMs, opts.random));
       // The first failure and then every tenth: a long outage must not flood the journal.
       if (failures === 1 || failures % 10 === 0) {
         log.warn('metrics service unavailable, reports stay spooled', { reason: outcome.reason, status: outcome.status, attempt: failures, retryInMs: delay, spooled: spool.length });
@@ -183,7 +185,7 @@ export async function drainSpool(opts: DeliveryOptions): Promise<DrainSummary> {
  * again after a lost answer comes back `duplicate`, so each report is stored
  * exactly once), or refused for good (logged with the service's `details`
  * and counted). Anything else keeps the batch at the head and waits with
- * exponential backoff and full jitter, or the service's Retry-After. Runs
+ * exponential backoff and full jitter, or the service's Retry-After if longer. Runs
  * apart from collection, which only appends to the spool.
  */
 export function startDeliveryLoop(opts: DeliveryOptions): DeliveryLoop {
