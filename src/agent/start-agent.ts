@@ -7,7 +7,7 @@ import { compileRules } from './alerts/threshold-alerts.js';
 import { reportBuilder } from './build-report.js';
 import { createCollector, type Collector } from './collect/collector.js';
 import { linuxHostSource, type HostSource } from './collect/host-source.js';
-import { destinationSpoolDir } from './delivery/destination.js';
+import { destinationSpoolDir, otherSpoolDirs } from './delivery/destination.js';
 import { drainSpool, startDeliveryLoop, type DeliveryOptions, type DrainSummary } from './delivery/delivery-loop.js';
 import { sendBatch } from './delivery/post-batch.js';
 import { Spool } from './delivery/spool.js';
@@ -63,6 +63,7 @@ async function prepare(config: AgentConfig): Promise<Prepared> {
   const rules = compileRules(file.alerts);
   const spoolDir = await destinationSpoolDir(c.spoolDir, c.url, c.token);
   await warnAboutUnaddressedReports(c.spoolDir, log);
+  await pruneOtherSpools(c.spoolDir, spoolDir, c.spoolMaxAgeMs, log);
   const spool = await Spool.open({ dir: spoolDir, maxBytes: c.spoolMaxBytes, maxAgeMs: c.spoolMaxAgeMs, log });
   const agentId = config.agentId ?? (await machineAgentId(c.machineIdFile, c.spoolDir));
   const collector = createCollector({
@@ -86,6 +87,21 @@ async function prepare(config: AgentConfig): Promise<Prepared> {
 async function warnAboutUnaddressedReports(stateDir: string, log: Logger): Promise<void> {
   const left = (await readdir(stateDir)).filter((n) => /^r-\d+-\d+\.json$/.test(n)).length;
   if (left) log.warn('reports spooled by an older agent for an unknown destination are left unsent', { dir: stateDir, reports: left });
+}
+
+/**
+ * Nothing sends another destination's reports (they may belong to another service or tenant), so a spool left by an
+ * old URL or token would keep them for ever: each start removes those past the age bound, as its own spool does.
+ */
+async function pruneOtherSpools(stateDir: string, current: string, maxAgeMs: number, log: Logger): Promise<void> {
+  for (const dir of await otherSpoolDirs(stateDir, current)) {
+    try {
+      const dropped = await Spool.pruneAged(dir, maxAgeMs, Date.now());
+      if (dropped) log.warn('dropped reports past the age bound from the spool of a destination no longer used', { dir, dropped, maxAgeMs });
+    } catch (e: unknown) {
+      log.warn('could not prune the spool of another destination', { dir, error: String(e) });
+    }
+  }
 }
 
 /** The system's hostname, made acceptable to the service if it is not (and the operator told: --hostname sets one). */

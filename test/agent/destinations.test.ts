@@ -68,6 +68,22 @@ test('two destinations sharing a machine and a state directory: each report reac
   assert.ok(!readFileSync(path.join(stateDir, unreachable, 'destination.json'), 'utf8').includes('"x"'), 'the token is not written down');
 });
 
+test('a spool left by a destination no longer used loses its reports past --spool-max-age-ms at the next start, counted; the newer ones stay', async () => {
+  const { stateDir, machineIdFile } = machine();
+  const old = await runOnce({ url: 'http://127.0.0.1:9', token: 'old-token', spoolDir: stateDir, machineIdFile, log: captureLog().log, ...FAST }, 50);
+  assert.equal(old.spooled, 1);
+  const [oldSpool] = readdirSync(stateDir).filter((n) => n.startsWith('spool-')).map((n) => path.join(stateDir, n));
+  const fresh = readdirSync(oldSpool!).filter((n) => n.startsWith('r-'));
+  // Two reports from eight days ago, as a week-long outage before the token was rotated leaves them.
+  const aged = Date.now() - 8 * 24 * 3_600_000;
+  for (const seq of [1, 2]) writeFileSync(path.join(oldSpool!, `r-${String(seq).padStart(16, '0')}-${aged + seq}.json`), '{}');
+  const cap = captureLog();
+  await runOnce({ url: 'http://127.0.0.1:9', token: 'new-token', spoolDir: stateDir, machineIdFile, log: cap.log, ...FAST }, 50);
+  assert.deepEqual(readdirSync(oldSpool!).filter((n) => n.startsWith('r-')), fresh, 'only the aged reports went');
+  assert.deepEqual(JSON.parse(readFileSync(path.join(oldSpool!, 'counters.json'), 'utf8')), { dropped: 2, rejected: 0 });
+  assert.deepEqual(cap.find('dropped reports past the age bound from the spool of a destination no longer used').map((l) => [l.dir, l.dropped]), [[oldSpool, 2]]);
+});
+
 test('reports an older agent left in the state directory, for no known destination, are never sent, and the operator is told', async () => {
   const { stateDir, machineIdFile } = machine();
   const m = await service();

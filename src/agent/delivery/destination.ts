@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
 /**
@@ -24,4 +24,10 @@ export async function destinationSpoolDir(stateDir: string, url: string, token: 
   const want = `${JSON.stringify({ url })}\n`;
   if ((await readFile(label, 'utf8').catch(() => '')) !== want) await writeFile(label, want, { mode: 0o600 });
   return dir;
+}
+
+/** The other destinations' spools in `stateDir`: those of a URL or token no longer used, or of another agent sharing it. */
+export async function otherSpoolDirs(stateDir: string, current: string): Promise<string[]> {
+  const entries = await readdir(stateDir, { withFileTypes: true });
+  return entries.filter((e) => e.isDirectory() && /^spool-[0-9a-f]{24}$/.test(e.name)).map((e) => path.join(stateDir, e.name)).filter((d) => d !== current);
 }

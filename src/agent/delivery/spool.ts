@@ -63,6 +63,12 @@ async function writeDurably(file: string, data: Buffer | string): Promise<void> 
   await rename(tmp, file);
 }
 
+/** A spool's `counters.json`; throws when it is missing (ENOENT) or unreadable. */
+async function readCounters(dir: string): Promise<SpoolCounters> {
+  const raw = JSON.parse(await readFile(path.join(dir, COUNTERS), 'utf8')) as Partial<SpoolCounters>;
+  return { dropped: Number(raw.dropped) || 0, rejected: Number(raw.rejected) || 0 };
+}
+
 async function unlinkIfPresent(file: string): Promise<void> {
   try {
     await unlink(file);
@@ -100,8 +106,7 @@ export class Spool {
     await mkdir(opts.dir, { recursive: true, mode: 0o700 });
     let counters: SpoolCounters = { dropped: 0, rejected: 0 };
     try {
-      const raw = JSON.parse(await readFile(path.join(opts.dir, COUNTERS), 'utf8')) as Partial<SpoolCounters>;
-      counters = { dropped: Number(raw.dropped) || 0, rejected: Number(raw.rejected) || 0 };
+      counters = await readCounters(opts.dir);
     } catch (e: unknown) {
       if ((e as NodeJS.ErrnoException).code !== 'ENOENT') opts.log.warn('spool counters unreadable, starting from zero', { error: String(e) });
     }
@@ -120,6 +125,28 @@ export class Spool {
     if (spool.entries.length) opts.log.info('resuming spooled reports', { count: spool.entries.length, bytes: spool.totalBytes });
     await spool.enforceBounds();
     return spool;
+  }
+
+  /**
+   * Removes the reports past `maxAgeMs` from a spool no agent of this destination may ever open again (its URL or
+   * token changed), without indexing it or touching anything else in it (another agent may be using it): they are
+   * counted as dropped in its `counters.json`. Returns how many went.
+   */
+  static async pruneAged(dir: string, maxAgeMs: number, now: number): Promise<number> {
+    const oldest = now - maxAgeMs;
+    let pruned = 0;
+    for (const name of await readdir(dir)) {
+      const m = NAME.exec(name);
+      if (!m || Number(m[2]) >= oldest) continue;
+      await unlinkIfPresent(path.join(dir, name));
+      pruned++;
+    }
+    if (pruned) {
+      const counters = await readCounters(dir).catch((): SpoolCounters => ({ dropped: 0, rejected: 0 }));
+      counters.dropped += pruned;
+      await writeDurably(path.join(dir, COUNTERS), JSON.stringify(counters));
+    }
+    return pruned;
   }
 
   get length(): number { return this.entries.length; }
