@@ -1,6 +1,6 @@
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Spool, type SpoolEntry } from '../../src/agent/delivery/spool.js';
 import { captureLog, tempDir } from './agent-harness.js';
@@ -76,4 +76,21 @@ test('only names the spool writes are indexed (the path is derived from seq and 
   await s.removeMany([s.peek()!], 'delivered');
   await s.settled();
   assert.deepEqual(readdirSync(d).sort(), ['r-0000000000000001-01000.json']);
+});
+
+test('counters saved twice at once (both loops counting) both land, the last value on disk, no temporary file left', async () => {
+  const d = dir();
+  const s = await Spool.open({ dir: d, maxBytes: 40, maxAgeMs: 1e9, log: captureLog().log, now: () => 10 });
+  for (let i = 1; i <= 4; i++) await s.append(Buffer.from('report-10'), i);
+  for (let round = 0; round < 20; round++) {
+    const [first, second] = s.peekBatch(2, 1e9);
+    // Two counts saved in the same tick (the delivery loop rejecting, the collection loop's bound dropping), and
+    // two reports appended to keep the spool full.
+    await Promise.all([s.removeMany([first!], 'rejected'), s.removeMany([second!], 'rejected')]);
+    await s.append(Buffer.from('report-10'), 10);
+    await s.append(Buffer.from('report-10'), 10);
+  }
+  assert.deepEqual(s.counters, { dropped: 0, rejected: 40 });
+  assert.deepEqual(JSON.parse(readFileSync(path.join(d, 'counters.json'), 'utf8')), s.counters);
+  assert.deepEqual(readdirSync(d).filter((n) => n.endsWith('.tmp')), []);
 });

@@ -51,8 +51,11 @@ const READ_CHUNK = 64;
  */
 const UNLINK_CONCURRENCY = 4;
 
+/** Makes each temporary file's name unique, so two writes of one file (in this process or another) never share one. */
+let tmpSeq = 0;
+
 async function writeDurably(file: string, data: Buffer | string): Promise<void> {
-  const tmp = `${file}.tmp`;
+  const tmp = `${file}.${process.pid}-${++tmpSeq}.tmp`;
   const fh = await open(tmp, 'w', 0o600);
   try {
     await fh.writeFile(data);
@@ -95,6 +98,8 @@ export class Spool {
   private totalBytes = 0;
   /** Unlinks of removed reports still running (`removeMany`), in order. */
   private unlinking: Promise<void> = Promise.resolve();
+  /** The last `counters.json` write: the collection and delivery loops both count, and writes must land in order. */
+  private savingCounters: Promise<void> = Promise.resolve();
   private nextSeq = 1;
   private readonly now: () => number;
   private constructor(private readonly opts: SpoolOptions, readonly counters: SpoolCounters) {
@@ -296,7 +301,10 @@ export class Spool {
     return path.join(this.opts.dir, `r-${String(entry.seq).padStart(16, '0')}-${entry.ts}.json`);
   }
 
-  private async saveCounters(): Promise<void> {
-    await writeDurably(path.join(this.opts.dir, COUNTERS), JSON.stringify(this.counters));
+  /** Writes the counters as they are when its turn comes, after any write still running, so the last one wins. */
+  private saveCounters(): Promise<void> {
+    const save = this.savingCounters.then(() => writeDurably(path.join(this.opts.dir, COUNTERS), JSON.stringify(this.counters)));
+    this.savingCounters = save.catch(() => undefined);
+    return save;
   }
 }
