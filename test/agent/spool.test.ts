@@ -1,6 +1,6 @@
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Spool, type SpoolEntry } from '../../src/agent/delivery/spool.js';
 import { captureLog, tempDir } from './agent-harness.js';
@@ -93,4 +93,15 @@ test('counters saved twice at once (both loops counting) both land, the last val
   assert.deepEqual(s.counters, { dropped: 0, rejected: 40 });
   assert.deepEqual(JSON.parse(readFileSync(path.join(d, 'counters.json'), 'utf8')), s.counters);
   assert.deepEqual(readdirSync(d).filter((n) => n.endsWith('.tmp')), []);
+});
+
+test('a report whose write fails (a full disk, say) leaves no temporary file behind; the spool goes on', async () => {
+  const d = dir();
+  const s = await Spool.open({ dir: d, maxBytes: 1e6, maxAgeMs: 1e9, log: captureLog().log, now: () => 10 });
+  // A non-empty directory where the report's file goes makes the write's last step (the rename) fail.
+  mkdirSync(path.join(d, 'r-0000000000000001-5.json', 'x'), { recursive: true });
+  await assert.rejects(s.append(Buffer.from('lost'), 5));
+  assert.deepEqual(readdirSync(d).filter((n) => n.endsWith('.tmp')), []);
+  await s.append(Buffer.from('next'), 6);
+  assert.equal(await body(s, s.peek()!), 'next');
 });

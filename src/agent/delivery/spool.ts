@@ -56,14 +56,21 @@ let tmpSeq = 0;
 
 async function writeDurably(file: string, data: Buffer | string): Promise<void> {
   const tmp = `${file}.${process.pid}-${++tmpSeq}.tmp`;
-  const fh = await open(tmp, 'w', 0o600);
   try {
-    await fh.writeFile(data);
-    await fh.sync();
-  } finally {
-    await fh.close();
+    const fh = await open(tmp, 'w', 0o600);
+    try {
+      await fh.writeFile(data);
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+    await rename(tmp, file);
+  } catch (e: unknown) {
+    // A full disk fails every interval's write: each must not leave its temporary file behind until a restart. The
+    // write's own error is the one to report, not the unlink's.
+    await unlink(tmp).catch(() => undefined);
+    throw e;
   }
-  await rename(tmp, file);
 }
 
 /** A spool's `counters.json`; throws when it is missing (ENOENT) or unreadable. */
