@@ -23,6 +23,12 @@ test('CPU usage is the busy share of the ticks between two samples, overall and 
   assert.deepEqual(u.perCore, [0, 50]);
 });
 
+test('per-core usage is keyed by the kernel\'s CPU number: with a CPU offline the later ones keep their index, the offline one reads 0', () => {
+  const stat = (busy: number[], idle: number) => parseProcStat(['cpu  0 0 0 0 0 0 0 0', ...[0, 2, 3].map((id, i) => `cpu${id} ${busy[i]} 0 0 ${idle} 0 0 0 0`)].join('\n'));
+  // CPU 1 offline; CPU 0 busy 1000 of 2000 ticks, CPU 2 idle, CPU 3 busy 500 of 1500.
+  assert.deepEqual(cpuUsage(stat([0, 0, 0], 1000), stat([1000, 0, 500], 2000)).perCore, [50, 0, 0, 33.33]);
+});
+
 test('CPU usage is 0, not NaN or negative, when no time elapsed or counters went backwards', () => {
   const a = parseProcStat(fixture('proc-stat-a.txt'));
   const b = parseProcStat(fixture('proc-stat-b.txt'));

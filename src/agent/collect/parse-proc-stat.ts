@@ -73,13 +73,18 @@ export function cpuPercent(prev: CpuTimes, next: CpuTimes): number {
   return round2(Math.min(100, Math.max(0, (100 * (total - idle)) / total)));
 }
 
-/** Overall and per-core busy percentages; per-core only for CPUs present in both samples, ordered by CPU number. */
+/**
+ * Overall and per-core busy percentages. `perCore[n]` is CPU n (the `cpuN` of /proc/stat), never the n-th line: with
+ * a CPU offline the ones after it keep their metric names. The report's array cannot skip an index, so a CPU without
+ * two readings (offline, or just brought online) below the highest one with them reads 0: it ran nothing here.
+ */
 export function cpuUsage(prev: ProcStat, next: ProcStat): { usage: number; perCore: number[] } {
-  const perCore: number[] = [];
-  for (const id of [...next.cores.keys()].sort((a, b) => a - b)) {
+  const both = [...next.cores.keys()].filter((id) => prev.cores.has(id));
+  const perCore = Array.from({ length: both.length ? Math.max(...both) + 1 : 0 }, (_, id) => {
     const before = prev.cores.get(id);
-    if (before) perCore.push(cpuPercent(before, next.cores.get(id)!));
-  }
+    const after = next.cores.get(id);
+    return before && after ? cpuPercent(before, after) : 0;
+  });
   return { usage: cpuPercent(prev.overall, next.overall), perCore };
 }
 
