@@ -225,6 +225,7 @@ export class SyncClient {
 
   /** Binds a store opened without a business to one (once). */
   async useBusiness(businessId: string): Promise<void> {
+    this.assertOpen('useBusiness');
     const id = businessId.toLowerCase();
     if (this.o.businessId && this.o.businessId !== id) throw new SyncClientError('invalid_request', `this store holds business ${this.o.businessId}`);
     this.o.businessId = id;
@@ -239,12 +240,14 @@ export class SyncClient {
   // ---- local data ---------------------------------------------------------------------------
 
   async get(table: string, uuid: string): Promise<RecordData | null> {
+    this.assertOpen('get');
     const r = await this.store.get('records', recordKey(table, uuid.toLowerCase()));
     return r?.data ?? null;
   }
 
   /** Live (not deleted) records of a table, by uuid. */
   async list(table: string): Promise<{ uuid: string; data: RecordData; version: number }[]> {
+    this.assertOpen('list');
     const rows = await this.store.list('records', `${table}\u0000`);
     return rows.filter((r) => r.data !== null).map((r) => ({ uuid: r.uuid, data: r.data!, version: r.version }));
   }
@@ -361,6 +364,7 @@ export class SyncClient {
    * its way are kept (see `settle`).
    */
   async resolveConflict(id: number, choice: ConflictChoice): Promise<void> {
+    this.assertOpen('resolveConflict');
     const held = this.conflictsByKey.get(conflictKey(id));
     if (!held) throw new SyncClientError('not_found', `no pending conflict ${id} on this device`);
     await this.settle(held, choice, this.latestLocal(held));
@@ -518,6 +522,8 @@ export class SyncClient {
   // ---- internals: local writes --------------------------------------------------------------
 
   private async write(table: string, uuid: string, data: RecordData | null): Promise<void> {
+    // The store may belong to another client by now: a write of this one would land unnumbered in its outbox.
+    this.assertOpen(data === null ? 'delete' : 'put');
     if (!PUSH_LIMITS.tableNamePattern.test(table)) throw new SyncClientError('invalid_request', `table_name: "${table}" is not an identifier`);
     if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(uuid)) throw new SyncClientError('invalid_request', `record_uuid: "${uuid}" is not a UUID`);
     checkData(data);
@@ -881,6 +887,11 @@ export class SyncClient {
   }
 
   /** Runs store read-modify-writes one at a time (the engine's only lock; network calls happen outside it). */
+  /** Once closed, the client never touches its store again: calls that would reject with `closed`. */
+  private assertOpen(call: string): void {
+    if (this.closed) throw new SyncClientError('closed', `${call}: the client was closed`);
+  }
+
   private locked<T>(fn: () => Promise<T>): Promise<T> {
     const run = this.mutex.then(fn);
     this.mutex = run.then(() => undefined, () => undefined);

@@ -201,6 +201,15 @@ describe('sync client: local writes, push and pull', { concurrency: true }, () =
       await assert.rejects(queued, (e: unknown) => e instanceof SyncClientError && e.code === 'closed');
       assert.deepEqual(net.calls.slice(sent), []);
       assert.deepEqual(late, []);
+      // Nor do its local calls: a put would land in the new owner's store under a sequence number it also hands out.
+      const isClosed = (e: unknown) => e instanceof SyncClientError && e.code === 'closed';
+      await assert.rejects(c.put('customers', randomUUID(), { name: 'late' }), isClosed);
+      await assert.rejects(c.delete('customers', randomUUID()), isClosed);
+      await assert.rejects(c.get('customers', randomUUID()), isClosed);
+      await assert.rejects(c.list('customers'), isClosed);
+      assert.deepEqual(late, []);
+      assert.equal(next.pendingChanges, 0);
+      await next.close();
     });
 
     test(`on ${backend}: after stop(), a background trigger that came during a round starts no further round`, async (t) => {
