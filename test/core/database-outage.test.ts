@@ -1,22 +1,34 @@
 // Why: while the database cannot be reached, both services answer 503 with Retry-After (not 500), lose nothing, and recover on their own.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { databaseUnavailable } from '../../src/core/storage/unavailable.js';
+import { toErrorResponse } from '../../src/core/http/error-handler.js';
+import { databaseFailure } from '../../src/core/storage/unavailable.js';
 import { BACKENDS, TEST_DATABASE_URL } from '../helpers/backends.js';
 import { call } from '../helpers/http.js';
 import { ingest, makeReport, startMetrics } from '../helpers/metrics.js';
 import { outageProxy } from '../helpers/outage-proxy.js';
 import { newUser, startSync } from '../helpers/sync.js';
 
-test('databaseUnavailable: connection failures and a server going away, never a request\'s own error', () => {
+test('databaseFailure: unreachable (nothing happened) apart from lost under a query (a write may have committed); never a request\'s own error', () => {
   const coded = (code: string, message = 'x') => Object.assign(new Error(message), { code });
-  for (const e of [coded('ECONNREFUSED'), coded('ECONNRESET'), coded('ETIMEDOUT'), coded('57P01'), coded('57P03'), coded('08006'), coded('53300'), coded('SQLITE_BUSY'),
-    new Error('Connection terminated unexpectedly'), new Error('timeout exceeded when trying to connect')]) {
-    assert.equal(databaseUnavailable(e), true, String((e as { code?: string }).code ?? e.message));
+  for (const e of [coded('ECONNREFUSED'), coded('ENOTFOUND'), coded('57P03'), coded('53300'), coded('08001'), coded('SQLITE_BUSY'),
+    new Error('timeout exceeded when trying to connect')]) {
+    assert.equal(databaseFailure(e), 'unreachable', String((e as { code?: string }).code ?? e.message));
+  }
+  for (const e of [coded('ECONNRESET'), coded('57P01'), coded('08006'), new Error('Connection terminated unexpectedly'), new Error('Client has encountered a connection error and is not queryable')]) {
+    assert.equal(databaseFailure(e), 'lost', String((e as { code?: string }).code ?? e.message));
   }
   for (const e of [coded('23505'), coded('22P02'), coded('SQLITE_CONSTRAINT'), new TypeError('x is undefined'), new Error('connection string invalid'), 'ECONNREFUSED', null]) {
-    assert.equal(databaseUnavailable(e), false, String(e));
+    assert.equal(databaseFailure(e), undefined, String(e));
   }
+});
+
+test('a connection lost under a read or a repeatable write is a 503 to retry; under another write its outcome is unknown: 500', () => {
+  const lost = new Error('Connection terminated unexpectedly');
+  assert.equal(toErrorResponse(lost, true).status, 503);
+  assert.equal(toErrorResponse(lost, true).headers?.['retry-after'], '2');
+  assert.equal(toErrorResponse(lost, false).status, 500, 'a retry could apply the write twice');
+  assert.equal(toErrorResponse(Object.assign(new Error('refused'), { code: 'ECONNREFUSED' }), false).status, 503, 'never reached: nothing happened');
 });
 
 describe('PostgreSQL unreachable', { skip: !BACKENDS.includes('postgres') && 'PostgreSQL is not reachable' }, () => {

@@ -1,7 +1,18 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { ERROR_STATUS, isAppError, type ErrorCode } from '../errors.js';
-import { databaseUnavailable } from '../storage/unavailable.js';
+import { databaseFailure } from '../storage/unavailable.js';
 import { describeValidationError } from './validation.js';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /**
+     * `true` marks a write the service recognises when it comes twice (ingest's duplicates, a push's per-instance
+     * idempotency, a pull that only reads): a database connection lost under it is a 503 to retry, as under a read.
+     * The same routes HAProxy may send again (deploy/haproxy.cfg).
+     */
+    repeatable?: boolean;
+  }
+}
 
 /** `Retry-After` of the 503 a request gets while the database is unreachable: a restart or fail-over, retried soon. */
 export const DATABASE_RETRY_AFTER_S = 2;
@@ -19,10 +30,12 @@ export interface ErrorBody {
 /**
  * Maps any thrown value to a status and the JSON error body. A 500's details never leave the process, an `internal`
  * AppError's included: its message is for the log (which row, which file is missing). A 503 `unavailable` keeps its
- * details, written for the client (shutting down, retry). A database that cannot be reached (databaseUnavailable) is
- * a 503 too, with Retry-After: the request was fine, and the same one may succeed on a retry.
+ * details, written for the client (shutting down, retry). A database that cannot be reached is a 503 too, with
+ * Retry-After: nothing of the request happened, and the same one may succeed on a retry. So is one whose connection
+ * broke under a read or a repeatable write (`safe`); under another write the outcome is unknown (its commit may have
+ * landed), which is the 500 it always was, not an invitation to send it again.
  */
-export function toErrorResponse(err: unknown): { status: number; body: ErrorBody; headers?: Record<string, string> } {
+export function toErrorResponse(err: unknown, safe = false): { status: number; body: ErrorBody; headers?: Record<string, string> } {
   if (isAppError(err) && err.code !== 'internal') {
     const body: ErrorBody = { error: err.code, ...(err.details ? { details: err.details } : {}), ...err.extra };
     const headers = typeof err.extra?.['retry_after'] === 'number' ? { 'retry-after': String(err.extra['retry_after']) } : undefined;
@@ -37,7 +50,8 @@ export function toErrorResponse(err: unknown): { status: number; body: ErrorBody
     const code = CODE_BY_STATUS.get(status) ?? 'invalid_request';
     return { status: CODE_BY_STATUS.has(status) ? status : 400, body: { error: code, details: clientMessage(fe) } };
   }
-  if (databaseUnavailable(err)) {
+  const failure = databaseFailure(err);
+  if (failure === 'unreachable' || (failure === 'lost' && safe)) {
     return {
       status: 503,
       body: { error: 'unavailable', details: 'the database is unreachable; retry', retry_after: DATABASE_RETRY_AFTER_S },
@@ -54,7 +68,7 @@ function clientMessage(fe: Partial<FastifyError>): string {
 }
 
 export function errorHandler(err: unknown, req: FastifyRequest, reply: FastifyReply): void {
-  const { status, body, headers } = toErrorResponse(err);
+  const { status, body, headers } = toErrorResponse(err, req.method === 'GET' || req.method === 'HEAD' || req.routeOptions.config?.repeatable === true);
   if (status >= 500) req.log.error({ err }, 'request failed');
   else req.log.warn({ status, error: body.error, details: body.details }, 'request rejected');
   if (headers) reply.headers(headers);

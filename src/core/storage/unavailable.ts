@@ -1,24 +1,39 @@
 // Why: a database that cannot be reached is a 503 the client may retry, not a 500; the drivers say so in several ways.
 
-/** Socket-level failures to reach or keep a connection (Node system error codes, as pg passes them on). */
-const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH']);
-
 /**
- * PostgreSQL SQLSTATEs of a server that is going away or not taking connections: class 08 (connection exception),
- * 57P01-57P03 (admin or crash shutdown, cannot connect now), 53300 (too many connections).
+ * How a database failure left a request: `unreachable`, the database was never reached (nothing of the request
+ * happened); `lost`, the connection broke while the request ran (a write may or may not have committed).
  */
-const PG_STATES = /^(08...|57P0[123]|53300)$/;
+export type DatabaseFailure = 'unreachable' | 'lost';
 
-/** pg's own messages for a connection lost or never made (they carry no code). */
-const PG_MESSAGES = /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error)/;
+/** Failing to open a connection, or the server refusing one (Node system error codes and SQLSTATEs). */
+const UNREACHABLE_CODES = new Set([
+  'ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH',
+  // 08001/08004: cannot establish / rejected; 57P03: cannot connect now (starting up); 53300: too many connections.
+  '08001', '08004', '57P03', '53300',
+  // Another process holds SQLite's write lock past the busy timeout: the statement did not run.
+  'SQLITE_BUSY',
+]);
 
-/**
- * Whether `err` says the database is unreachable or refusing work for now (PostgreSQL down, restarting, out of
- * connections; SQLite locked past its busy timeout by another process), rather than that the request was wrong.
- */
-export function databaseUnavailable(err: unknown): boolean {
-  if (!err || typeof err !== 'object') return false;
+/** A connection that broke under a query: the socket, or the server shutting down or crashing (class 08, 57P01, 57P02). */
+const LOST = { codes: new Set(['ECONNRESET', 'EPIPE', 'ETIMEDOUT']), states: /^(08...|57P0[12])$/ };
+
+/** pg's own messages (they carry no code): a pool that could not connect in time; a connection that went away. */
+const PG_UNREACHABLE = /^timeout exceeded when trying to connect/;
+// "Not queryable" is also what the ROLLBACK after a lost COMMIT meets, and that error is the one the caller sees.
+const PG_LOST = /^(Connection terminated|Client has encountered a connection error)/;
+
+/** Whether `err` is the database being unreachable or going away rather than the request being wrong, and how. */
+export function databaseFailure(err: unknown): DatabaseFailure | undefined {
+  if (!err || typeof err !== 'object') return undefined;
   const { code, message } = err as { code?: unknown; message?: unknown };
-  if (typeof code === 'string' && (NETWORK_CODES.has(code) || PG_STATES.test(code) || code === 'SQLITE_BUSY')) return true;
-  return typeof message === 'string' && PG_MESSAGES.test(message);
+  if (typeof code === 'string') {
+    if (UNREACHABLE_CODES.has(code)) return 'unreachable';
+    if (LOST.codes.has(code) || LOST.states.test(code)) return 'lost';
+  }
+  if (typeof message === 'string') {
+    if (PG_UNREACHABLE.test(message)) return 'unreachable';
+    if (PG_LOST.test(message)) return 'lost';
+  }
+  return undefined;
 }

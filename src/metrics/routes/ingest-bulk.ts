@@ -46,6 +46,7 @@ export async function registerBulkIngestRoute(
     const items = useNdjsonReportParser(scope, deps.secret, { bulkBodyLimit: deps.bulkBodyLimit, lineLimit: deps.bodyLimit }, deps.bulkLines, deps);
     const compile = validatorCompiler();
     scope.post('/api/v1/ingest/bulk', {
+      config: { repeatable: true },
       onRequest: [authenticate(deps.store), requireSignatureHeader(deps.secret)],
       // The body's lines are read and checked by the parse threads; its schema below documents them for OpenAPI.
       validatorCompiler: (route) => (route.httpPart === 'body' ? () => true : compile(route)),

@@ -38,6 +38,7 @@ export async function registerIngestRoute(app: App, deps: IngestDeps & { secret:
     const scope = plugin.withTypeProvider<TypeBoxTypeProvider>();
     useSignedJsonParser(scope, deps.secret, deps.bodyLimit);
     scope.post('/api/v1/ingest', {
+      config: { repeatable: true },
       onRequest: [authenticate(deps.store), requireSignatureHeader(deps.secret)],
       schema: {
         summary: 'Submit one agent report',

@@ -29,7 +29,7 @@ export function registerChangeRoutes(app: App, deps: SyncDeps): void {
 
   app.post('/api/sync/push', {
     onRequest: auth,
-    config: { expensive: true },
+    config: { expensive: true, repeatable: true },
     schema: {
       tags: ['sync'], summary: 'Apply changes and tombstones in one transaction', security: BearerSecurity,
       description: 'Invalid items are counted in `rejected` and explained in `rejections`; conflicting items are stored as pending conflicts and listed. 200 whenever the request itself is valid.',
@@ -53,7 +53,7 @@ export function registerChangeRoutes(app: App, deps: SyncDeps): void {
 
   app.post('/api/sync/pull', {
     onRequest: auth,
-    config: { expensive: true },
+    config: { expensive: true, repeatable: true },
     schema: {
       tags: ['sync'], summary: 'Changes after since_version, one page at a time, in version order', security: BearerSecurity,
       headers: BusinessHeaderSchema, body: PullBodySchema,
