@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { escapeHtml, html } from '../../src/metrics/dashboard/html-template.js';
 import { formatAbsolute, formatPercent, formatRelative } from '../../src/metrics/dashboard/format.js';
-import { parseHostListQuery, renderDashboard, sortAndFilter, type DashboardView } from '../../src/metrics/dashboard/dashboard-page.js';
+import { ROWS_PER_PIECE, dashboardPieces, parseHostListQuery, renderDashboard, sortAndFilter, type DashboardView } from '../../src/metrics/dashboard/dashboard-page.js';
 import { parseTimeRange, rangeQuery, seriesUrl, seriesWindow } from '../../src/metrics/dashboard/time-range.js';
 import { hostStatus, reportedUntil, withStatus, type HostWithStatus } from '../../src/metrics/domain/host-status.js';
 import type { HostLatest } from '../../src/metrics/domain/metrics-store.js';
@@ -24,6 +24,25 @@ function render(hosts: HostLatest[], over: Partial<DashboardView> = {}): string 
     range: parseTimeRange({}, NOW), list: parseHostListQuery({}), ...over,
   });
 }
+
+test('a long host list comes in pieces of rows, which joined are the page, every row once, in order, escaped', () => {
+  const hosts = Array.from({ length: 2 * ROWS_PER_PIECE + 3 }, (_, i) => host({ hostId: `h-${String(i).padStart(4, '0')}`, hostname: `h-${String(i).padStart(4, '0')}${i === 7 ? HOSTILE : ''}` }));
+  const withS = withStatus(hosts, NOW);
+  const view: DashboardView = {
+    tenantName: 'acme', now: NOW, session: false, hosts: withS.hosts as HostWithStatus[], counts: withS.counts,
+    range: parseTimeRange({}, NOW), list: parseHostListQuery({ sort: 'name', dir: 'asc' }),
+  };
+  const pieces = [...dashboardPieces(view)];
+  assert.equal(pieces.length, 1 + 3 + 1, 'the head, three pieces of rows, the rest');
+  const page = pieces.join('');
+  assert.equal(page, renderDashboard(view));
+  const ids = [...page.matchAll(/<tr class="host [a-z]+" data-host-id="([^"]+)"/g)].map((m) => m[1]);
+  assert.deepEqual(ids, hosts.map((h) => h.hostId));
+  assert.ok(!page.includes('<!--rows-->'));
+  assert.ok(!page.includes('<img'));
+  assert.match(page, /<\/tbody>\n<\/table>[\s\S]*<\/html>\n$/);
+  assert.deepEqual([...dashboardPieces({ ...view, hosts: [] })].length, 1, 'no host: one piece');
+});
 
 test('escapeHtml neutralises every character that can open markup or close an attribute', () => {
   assert.equal(escapeHtml(`<a href="x" title='y'>&amp;</a>`), '&lt;a href=&quot;x&quot; title=&#39;y&#39;&gt;&amp;amp;&lt;/a&gt;');

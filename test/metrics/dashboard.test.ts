@@ -8,7 +8,8 @@ import { SESSION_COOKIE } from '../../src/metrics/dashboard/dashboard-routes.js'
 import { SESSION_TTL_MS } from '../../src/metrics/dashboard/sessions.js';
 import type { DashboardSessionTables } from '../../src/metrics/dashboard/session-store.js';
 import { BACKENDS } from '../helpers/backends.js';
-import { ingest, makeReport, startMetrics, type MetricsHarness } from '../helpers/metrics.js';
+import { ingest, ingestBulk, makeReport, startMetrics, type MetricsHarness } from '../helpers/metrics.js';
+import { ROWS_PER_PIECE } from '../../src/metrics/dashboard/dashboard-page.js';
 
 const HOSTILE = '<img src=x onerror=alert(1)>';
 const HTML_ACCEPT = 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8';
@@ -77,6 +78,22 @@ for (const backend of BACKENDS) {
       assert.ok(!body.includes('<img'));
       assert.doesNotMatch(body, /globex|b-secret-host/, 'tenant B is invisible to tenant A');
       assert.doesNotMatch(body, /signout/, 'no session, nothing to sign out of');
+    });
+
+    test('a host list longer than a piece is streamed whole: every host once, the document closed', async () => {
+      const { token } = await h.newTenant('big-fleet');
+      const ts = clock - 20_000;
+      const many = Array.from({ length: ROWS_PER_PIECE + 40 }, (_, i) => makeReport({ agentId: `n-${String(i).padStart(4, '0')}`, ts }));
+      const stored = await ingestBulk(base, token, many);
+      assert.equal(stored.body.stored, many.length, stored.text);
+      const r = await page({ authorization: `Bearer ${token}` });
+      assert.equal(r.status, 200);
+      assert.equal(r.headers.get('transfer-encoding'), 'chunked', 'sent as it is rendered');
+      assert.equal(r.headers.get('content-security-policy'), "default-src 'self'");
+      const body = await r.text();
+      const ids = [...body.matchAll(/<tr class="host [a-z]+" data-host-id="([^"]+)"/g)].map((m) => m[1]);
+      assert.deepEqual(ids, many.map((m) => m.agentId));
+      assert.match(body, /<\/html>\n$/);
     });
 
     test('a browser without credentials is redirected to sign in; other clients get 401 JSON', async () => {

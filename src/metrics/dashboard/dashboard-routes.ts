@@ -2,6 +2,8 @@ import fastifyCookie from '@fastify/cookie';
 import fastifyFormbody from '@fastify/formbody';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { Readable } from 'node:stream';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { Type } from 'typebox';
 import { AppError, isAppError } from '../../core/errors.js';
 import type { App } from '../../core/http/create-app.js';
@@ -12,7 +14,7 @@ import type { MetricsStore } from '../domain/metrics-store.js';
 import { readHostSeries, type SeriesSettings } from '../domain/series.js';
 import { FULLEST_DISK, readTopHostsBy } from '../domain/top-hosts.js';
 import { tenantFromAuthorization } from '../http/authenticate.js';
-import { parseHostListQuery, renderDashboard } from './dashboard-page.js';
+import { ROWS_PER_PIECE, dashboardPieces, parseHostListQuery } from './dashboard-page.js';
 import { fleetPageParts, fleetPageRest } from './fleet-page.js';
 import { hostPageParts, hostPageRest } from './host-page.js';
 import { html } from './html-template.js';
@@ -98,9 +100,11 @@ export async function registerDashboard(app: App, deps: DashboardDeps): Promise<
       if (!who) return reply.redirect('/signin', 303);
       const now = sessionDeps.now();
       const { hosts, counts } = withStatus(await deps.store.latestByHost(who.tenantId), now);
-      return reply.type(HTML).header('cache-control', 'no-store').send(renderDashboard({
+      const pieces = dashboardPieces({
         hosts, counts, now, range: parseTimeRange(req.query, now), list: parseHostListQuery(req.query), tenantName: who.tenantName, session: who.session,
-      }));
+      });
+      reply.type(HTML).header('cache-control', 'no-store');
+      return reply.send(hosts.length > ROWS_PER_PIECE ? Readable.from(yieldingBetween(pieces)) : [...pieces].join(''));
     });
 
     scope.get('/hosts/:id', {
@@ -333,4 +337,12 @@ function setSessionCookie(req: FastifyRequest, reply: FastifyReply, id: string, 
 
 function clearSessionCookie(req: FastifyRequest, reply: FastifyReply): void {
   reply.clearCookie(SESSION_COOKIE, cookieOptions(req));
+}
+
+/** `pieces`, with a turn of the event loop after each: other requests are served between them. */
+async function* yieldingBetween(pieces: Iterable<string>): AsyncGenerator<string> {
+  for (const piece of pieces) {
+    yield piece;
+    await nextTurn();
+  }
 }
