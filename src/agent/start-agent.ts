@@ -7,7 +7,7 @@ import { compileRules } from './alerts/threshold-alerts.js';
 import { reportBuilder } from './build-report.js';
 import { createCollector, type Collector } from './collect/collector.js';
 import { linuxHostSource, type HostSource } from './collect/host-source.js';
-import { destinationSpoolDir, otherSpoolDirs } from './delivery/destination.js';
+import { destinationSpoolDir, destinationUrl, otherSpoolDirs } from './delivery/destination.js';
 import { drainSpool, startDeliveryLoop, type DeliveryOptions, type DrainSummary } from './delivery/delivery-loop.js';
 import { sendBatch } from './delivery/post-batch.js';
 import { Spool } from './delivery/spool.js';
@@ -63,7 +63,7 @@ async function prepare(config: AgentConfig): Promise<Prepared> {
   const rules = compileRules(file.alerts);
   const spoolDir = await destinationSpoolDir(c.spoolDir, c.url, c.token);
   await warnAboutUnaddressedReports(c.spoolDir, log);
-  await pruneOtherSpools(c.spoolDir, spoolDir, c.spoolMaxAgeMs, log);
+  await warnAboutOtherSpools(c.spoolDir, spoolDir, log);
   const spool = await Spool.open({ dir: spoolDir, maxBytes: c.spoolMaxBytes, maxAgeMs: c.spoolMaxAgeMs, log });
   const agentId = config.agentId ?? (await machineAgentId(c.machineIdFile, c.spoolDir));
   const collector = createCollector({
@@ -90,16 +90,21 @@ async function warnAboutUnaddressedReports(stateDir: string, log: Logger): Promi
 }
 
 /**
- * Nothing sends another destination's reports (they may belong to another service or tenant), so a spool left by an
- * old URL or token would keep them for ever: each start removes those past the age bound, as its own spool does.
+ * Nothing sends another destination's reports (they may belong to another service or tenant), and nothing here may
+ * remove them either: that spool may be another agent's, live or to be started again, with its own age bound. So the
+ * operator is told what each one holds, to remove it by hand if no agent will ever send it.
  */
-async function pruneOtherSpools(stateDir: string, current: string, maxAgeMs: number, log: Logger): Promise<void> {
+async function warnAboutOtherSpools(stateDir: string, current: string, log: Logger): Promise<void> {
   for (const dir of await otherSpoolDirs(stateDir, current)) {
     try {
-      const dropped = await Spool.pruneAged(dir, maxAgeMs, Date.now());
-      if (dropped) log.warn('dropped reports past the age bound from the spool of a destination no longer used', { dir, dropped, maxAgeMs });
+      const { reports, bytes, oldestAgeMs } = Spool.survey(dir, Date.now());
+      if (!reports) continue;
+      const url = await destinationUrl(dir);
+      log.warn('a spool of another destination (an earlier --url or --token, or another agent) holds reports only an agent for that destination sends', {
+        dir, url, reports, bytes, oldestAgeMs,
+      });
     } catch (e: unknown) {
-      log.warn('could not prune the spool of another destination', { dir, error: String(e) });
+      log.warn('could not read the spool of another destination', { dir, error: String(e) });
     }
   }
 }

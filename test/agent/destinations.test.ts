@@ -1,13 +1,14 @@
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { appSpecificMachineId } from '../../src/agent/agent-id.js';
+import { destinationSpoolDir } from '../../src/agent/delivery/destination.js';
 import { runOnce, startAgent } from '../../src/agent/start-agent.js';
 import { call } from '../helpers/http.js';
-import { startMetrics, type MetricsHarness } from '../helpers/metrics.js';
+import { makeReport, startMetrics, type MetricsHarness } from '../helpers/metrics.js';
 import { captureLog, tempDir, waitFor } from './agent-harness.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -68,20 +69,35 @@ test('two destinations sharing a machine and a state directory: each report reac
   assert.ok(!readFileSync(path.join(stateDir, unreachable, 'destination.json'), 'utf8').includes('"x"'), 'the token is not written down');
 });
 
-test('a spool left by a destination no longer used loses its reports past --spool-max-age-ms at the next start, counted; the newer ones stay', async () => {
+test('another destination\'s spool keeps every report whatever this agent\'s --spool-max-age-ms (its own agent may be down for longer), and each start says what it holds', async () => {
   const { stateDir, machineIdFile } = machine();
-  const old = await runOnce({ url: 'http://127.0.0.1:9', token: 'old-token', spoolDir: stateDir, machineIdFile, log: captureLog().log, ...FAST }, 50);
-  assert.equal(old.spooled, 1);
-  const [oldSpool] = readdirSync(stateDir).filter((n) => n.startsWith('spool-')).map((n) => path.join(stateDir, n));
-  const fresh = readdirSync(oldSpool!).filter((n) => n.startsWith('r-'));
-  // Two reports from eight days ago, as a week-long outage before the token was rotated leaves them.
-  const aged = Date.now() - 8 * 24 * 3_600_000;
-  for (const seq of [1, 2]) writeFileSync(path.join(oldSpool!, `r-${String(seq).padStart(16, '0')}-${aged + seq}.json`), '{}');
+  const m = await service();
+  const t = await m.newTenant();
+  // Agent A's backlog: three reports from two days ago, spooled while its service was down, inside A's 7-day bound.
+  const aSpool = await destinationSpoolDir(stateDir, m.url, t.token);
+  const twoDaysAgo = Date.now() - 2 * 86_400_000;
+  const backlog = [1, 2, 3].map((seq) => {
+    const name = `r-${String(seq).padStart(16, '0')}-${twoDaysAgo + seq * 10_000}.json`;
+    writeFileSync(path.join(aSpool, name), JSON.stringify(makeReport({ agentId: 'web-a', ts: twoDaysAgo + seq * 10_000 })));
+    return name;
+  });
+  const bytes = backlog.reduce((n, name) => n + statSync(path.join(aSpool, name)).size, 0);
+  // Agent B, sending elsewhere with a one-day bound, starts on the same state directory.
   const cap = captureLog();
-  await runOnce({ url: 'http://127.0.0.1:9', token: 'new-token', spoolDir: stateDir, machineIdFile, log: cap.log, ...FAST }, 50);
-  assert.deepEqual(readdirSync(oldSpool!).filter((n) => n.startsWith('r-')), fresh, 'only the aged reports went');
-  assert.deepEqual(JSON.parse(readFileSync(path.join(oldSpool!, 'counters.json'), 'utf8')), { dropped: 2, rejected: 0 });
-  assert.deepEqual(cap.find('dropped reports past the age bound from the spool of a destination no longer used').map((l) => [l.dir, l.dropped]), [[oldSpool, 2]]);
+  const started = Date.now();
+  await runOnce({ url: 'http://127.0.0.1:9', token: 'other', spoolDir: stateDir, machineIdFile, log: cap.log, ...FAST, spoolMaxAgeMs: 86_400_000 }, 50);
+  assert.deepEqual(readdirSync(aSpool).filter((n) => n.startsWith('r-')), backlog, 'none of A\'s reports went');
+  assert.equal(existsSync(path.join(aSpool, 'counters.json')), false, 'nothing counted in A\'s spool');
+  const [warned, ...more] = cap.find('a spool of another destination (an earlier --url or --token, or another agent) holds reports only an agent for that destination sends');
+  assert.equal(more.length, 0);
+  assert.deepEqual([warned!.dir, warned!.url, warned!.reports, warned!.bytes], [aSpool, m.url, 3, bytes]);
+  const oldestAgeMs = warned!.oldestAgeMs as number;
+  assert.ok(oldestAgeMs >= started - (twoDaysAgo + 10_000) && oldestAgeMs <= Date.now() - (twoDaysAgo + 10_000), 'the oldest report\'s age');
+  // A, back with its service, delivers the whole backlog.
+  const a = await runOnce({ url: m.url, token: t.token, spoolDir: stateDir, machineIdFile, log: captureLog().log, ...FAST }, 50);
+  assert.deepEqual([a.delivered, a.rejected, a.spooled], [4, [], 0]);
+  const series = await call(m.url, 'GET', `/api/v1/host/web-a?from=${twoDaysAgo}&to=${twoDaysAgo + 60_000}`, { token: t.token });
+  assert.deepEqual(series.body.timestamps, [1, 2, 3].map((seq) => twoDaysAgo + seq * 10_000));
 });
 
 test('reports an older agent left in the state directory, for no known destination, are never sent, and the operator is told', async () => {

@@ -31,3 +31,13 @@ export async function otherSpoolDirs(stateDir: string, current: string): Promise
   const entries = await readdir(stateDir, { withFileTypes: true });
   return entries.filter((e) => e.isDirectory() && /^spool-[0-9a-f]{24}$/.test(e.name)).map((e) => path.join(stateDir, e.name)).filter((d) => d !== current);
 }
+
+/** The URL a spool's `destination.json` names, or undefined when it is missing or damaged. */
+export async function destinationUrl(dir: string): Promise<string | undefined> {
+  try {
+    const { url } = JSON.parse(await readFile(path.join(dir, 'destination.json'), 'utf8')) as { url?: unknown };
+    return typeof url === 'string' ? url : undefined;
+  } catch {
+    return undefined;
+  }
+}

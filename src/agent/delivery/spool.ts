@@ -1,4 +1,4 @@
-import { readFileSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { mkdir, open, readdir, readFile, rename, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from '../logger.js';
@@ -30,6 +30,13 @@ export interface SpoolCounters {
   dropped: number;
   /** Reports the service refused with a non-retryable 4xx. */
   rejected: number;
+}
+
+/** What `Spool.survey` found in a spool: its reports, their bytes, and the oldest's age by its `ts`. */
+export interface SpoolSurvey {
+  reports: number;
+  bytes: number;
+  oldestAgeMs: number;
 }
 
 /** Exactly the names `append` writes (no leading zero in ts), so a name can be derived again from (seq, ts). */
@@ -140,25 +147,25 @@ export class Spool {
   }
 
   /**
-   * Removes the reports past `maxAgeMs` from a spool no agent of this destination may ever open again (its URL or
-   * token changed), without indexing it or touching anything else in it (another agent may be using it): they are
-   * counted as dropped in its `counters.json`. Returns how many went.
+   * What a spool this agent does not deliver holds (another destination's: an old URL or token, or another agent's),
+   * read without opening or changing it, as its own agent may be using it.
    */
-  static async pruneAged(dir: string, maxAgeMs: number, now: number): Promise<number> {
-    const oldest = now - maxAgeMs;
-    let pruned = 0;
-    for (const name of await readdir(dir)) {
+  static survey(dir: string, now: number): SpoolSurvey {
+    const survey: SpoolSurvey = { reports: 0, bytes: 0, oldestAgeMs: 0 };
+    for (const name of readdirSync(dir)) {
       const m = NAME.exec(name);
-      if (!m || Number(m[2]) >= oldest) continue;
-      await unlinkIfPresent(path.join(dir, name));
-      pruned++;
+      if (!m) continue;
+      try {
+        survey.bytes += statSync(path.join(dir, name)).size;
+      } catch (e: unknown) {
+        // Delivered (unlinked) by that spool's agent meanwhile.
+        if ((e as NodeJS.ErrnoException).code === 'ENOENT') continue;
+        throw e;
+      }
+      survey.reports++;
+      survey.oldestAgeMs = Math.max(survey.oldestAgeMs, now - Number(m[2]));
     }
-    if (pruned) {
-      const counters = await readCounters(dir).catch((): SpoolCounters => ({ dropped: 0, rejected: 0 }));
-      counters.dropped += pruned;
-      await writeDurably(path.join(dir, COUNTERS), JSON.stringify(counters));
-    }
-    return pruned;
+    return survey;
   }
 
   get length(): number { return this.entries.length; }
