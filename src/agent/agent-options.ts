@@ -31,7 +31,7 @@ export const agentOptions = {
   perCoreCpuModes: opt.bool({ flag: 'per-core-cpu-modes', env: 'HOST_AGENT_PER_CORE_CPU_MODES', default: false, doc: 'Also send CPU time per mode for every core (8 metric names per core: mind the service\'s --max-metrics-per-host on big machines).' }),
   batchMaxReports: opt.int({ flag: 'batch-max-reports', env: 'HOST_AGENT_BATCH_MAX_REPORTS', default: 1_000, min: 1, max: 10_000, doc: 'Most spooled reports sent in one gzip-compressed bulk request.' }),
   once: opt.bool({ flag: 'once', env: 'HOST_AGENT_ONCE', default: false, doc: 'Collect one report (over a 1 s window), send it with whatever is spooled, print one line, exit: 0 delivered, 1 refused by the service, 75 left spooled (service unavailable).' }),
-  requestTimeoutMs: opt.ms({ flag: 'request-timeout-ms', env: 'HOST_AGENT_REQUEST_TIMEOUT_MS', default: 10_000, min: 100, doc: 'Bound on one POST, connection included; past it the report is retried.' }),
+  requestTimeoutMs: opt.ms({ flag: 'request-timeout-ms', env: 'HOST_AGENT_REQUEST_TIMEOUT_MS', default: 10_000, min: 100, doc: 'Longest pause in sending one POST (connection included), and longest wait for its answer once sent; past either it is retried, a batch at half the size.' }),
   retryBaseMs: opt.ms({ flag: 'retry-base-ms', env: 'HOST_AGENT_RETRY_BASE_MS', default: 1_000, min: 1, doc: 'First backoff ceiling; doubles per failed attempt (full jitter).' }),
   retryMaxMs: opt.ms({ flag: 'retry-max-ms', env: 'HOST_AGENT_RETRY_MAX_MS', default: 60_000, min: 1, doc: 'Largest backoff ceiling between attempts.' }),
   serviceTimeoutMs: opt.ms({ flag: 'service-timeout-ms', env: 'HOST_AGENT_SERVICE_TIMEOUT_MS', default: 5_000, min: 100, doc: 'Bound on the systemctl call that reads service states.' }),

@@ -4,7 +4,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { readdirSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { createHmac } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import { backoffDelay, parseRetryAfter, MAX_RETRY_AFTER_MS } from '../../src/agent/delivery/backoff.js';
 import { encodeBatch, type EncodedBatch } from '../../src/agent/delivery/encode-batch.js';
 import { sendBatch, type PostTarget } from '../../src/agent/delivery/post-batch.js';
@@ -221,8 +221,51 @@ test('an answer trickling in byte by byte is cut at the request timeout and retr
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   try {
     const out = await postBatch({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, token: 't', timeoutMs: 300 }, [Buffer.from('{}')]);
-    assert.deepEqual(out, { kind: 'retry', reason: 'no answer within 300 ms' });
+    assert.deepEqual(out, { kind: 'retry', reason: 'no answer within 300 ms', timedOut: true });
   } finally { server.closeAllConnections(); server.close(); }
+});
+
+test('an upload slower than the request timeout completes while it moves: the timeout bounds each pause in it, and the wait for the answer', async () => {
+  const server = http.createServer((req, res) => {
+    // Takes what the link delivers in pieces, a few ms apart: the body, larger than the sockets' buffers (about 4 MiB
+    // on loopback), arrives over seconds while the gap between pieces stays far below the timeout.
+    req.on('data', () => { req.pause(); setTimeout(() => req.resume(), 5); });
+    req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end('{"results":[{"line":1,"status":"stored"}]}'));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  try {
+    const started = Date.now();
+    const out = await sendBatch({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, token: 't', timeoutMs: 1200 }, { body: randomBytes(32 * 1024 * 1024), reports: 1 });
+    assert.deepEqual(out, { kind: 'answered', status: 200, lines: [{ line: 1, status: 'stored' }] });
+    assert.ok(Date.now() - started > 1200, 'the upload took longer than the timeout (else this test proves nothing)');
+  } finally { server.closeAllConnections(); server.close(); }
+});
+
+test('a batch that gets no answer in time is sent again at half the size at once, and doubles back after eight full batches answered', async () => {
+  // A link that carries two reports within the timeout: a larger batch is never answered.
+  const seen: number[] = [];
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const sent = gunzipSync(Buffer.concat(chunks)).toString('utf8').split('\n').filter(Boolean);
+      seen.push(sent.length);
+      if (sent.length > 2) return;
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ results: sent.map((_, i) => ({ line: i + 1, status: 'stored' })) }));
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const cap = captureLog();
+  const spool = await Spool.open({ dir: dir(), maxBytes: 1e6, maxAgeMs: 1e9, log: cap.log });
+  for (let i = 1; i <= 24; i++) await spool.append(Buffer.from(JSON.stringify({ n: i })), Date.now());
+  try {
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const summary = await drainSpool({ spool, log: cap.log, ...FAST, batchMaxReports: 8, send: (b, s) => sendBatch({ url, token: 't', timeoutMs: 200 }, b, s) });
+    assert.deepEqual(summary, { delivered: 24, rejected: [], spooled: 0 });
+  } finally { server.closeAllConnections(); server.close(); }
+  // The ninth batch of two was read ahead while the eighth was in flight, before the size doubled.
+  assert.deepEqual(seen, [8, 4, 2, 2, 2, 2, 2, 2, 2, 2, 2, 4, 2, 2, 2]);
+  assert.deepEqual(cap.find('metrics service gave no answer in time for a batch, sending smaller ones').map((l) => [l.reports, l.nextBatch]), [[8, 4], [4, 2], [4, 2]]);
 });
 
 test('delivery keeps the head batch through 503 and 429 (honouring Retry-After), then sends everything in order', async () => {

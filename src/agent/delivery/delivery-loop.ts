@@ -47,11 +47,23 @@ interface Prepared {
   batch: EncodedBatch;
 }
 
+/**
+ * Full batches answered in a row, after a timeout halved them, before they double again: trying the larger size too
+ * soon would time out again, and each timeout costs the whole request timeout.
+ */
+const TIMELY_TO_GROW = 8;
+
 function attempter(opts: DeliveryOptions, summary: DrainSummary): Attempter {
   const { spool, log } = opts;
   let failures = 0;
-  // Halved on a 413 (a service with a smaller bulk limit), so the batch that fits is found in a few attempts.
-  let maxReports = opts.batchMaxReports;
+  // Halved on a 413 (a service with a smaller bulk limit), so the batch that fits is found in a few attempts; that
+  // limit is the service's configuration, so it stays.
+  let fitting = opts.batchMaxReports;
+  // Halved when a batch gets no answer in time (a slow uplink, a busy service), so a backlog still moves; doubled
+  // again after TIMELY_TO_GROW full batches answered in a row, so one slow moment does not shrink batches for good.
+  let timely = opts.batchMaxReports;
+  let answeredInRow = 0;
+  const maxReports = () => Math.min(fitting, timely);
   /** The batch after the one in flight, read and compressed meanwhile; a failure is kept as a value, never unhandled. */
   let ahead: Promise<Prepared | { failed: unknown }> | undefined;
   /**
@@ -70,20 +82,20 @@ function attempter(opts: DeliveryOptions, summary: DrainSummary): Attempter {
     return read.length ? { entries: read, batch } : undefined;
   };
   const prepareAhead = (inFlight: SpoolEntry[]) => {
-    const next = spool.peekBatch(maxReports, opts.batchMaxBytes, inFlight.length);
+    const next = spool.peekBatch(maxReports(), opts.batchMaxBytes, inFlight.length);
     ahead = next.length ? prepare(next).then((p) => p ?? { failed: undefined }, (failed: unknown) => ({ failed })) : undefined;
   };
   /**
    * The batch to send now: the one prepared ahead if it still starts at the head of the spool (the batch before it
-   * was answered, nothing was dropped by a bound, no 413 shrank the batches), else the head read afresh.
+   * was answered, nothing was dropped by a bound, no 413 or timeout shrank the batches), else the head read afresh.
    */
   const next = async (): Promise<Prepared | undefined> => {
     const early = ahead && (await ahead);
     ahead = undefined;
-    if (early && 'entries' in early && early.entries[0] === spool.peek() && early.entries.length <= maxReports) return early;
+    if (early && 'entries' in early && early.entries[0] === spool.peek() && early.entries.length <= maxReports()) return early;
     // A batch of nothing but unsendable reports: they are gone, try the next ones.
     for (;;) {
-      const entries = spool.peekBatch(maxReports, opts.batchMaxBytes);
+      const entries = spool.peekBatch(maxReports(), opts.batchMaxBytes);
       if (!entries.length) return undefined;
       const prepared = await prepare(entries);
       if (prepared) return prepared;
@@ -108,6 +120,14 @@ function attempter(opts: DeliveryOptions, summary: DrainSummary): Attempter {
     if (outcome.kind === 'retry') {
       summary.retryReason = outcome.reason;
       if (stopping()) return 0;
+      answeredInRow = 0;
+      // Sent again unchanged, a batch too big for the link would time out for ever. The attempt already waited the
+      // timeout, so the smaller one goes at once, as after a 413; a single report left waits the backoff.
+      if (outcome.timedOut && batch.length > 1) {
+        timely = Math.max(1, Math.floor(batch.length / 2));
+        log.warn('metrics service gave no answer in time for a batch, sending smaller ones', { reason: outcome.reason, reports: batch.length, nextBatch: timely, spooled: spool.length });
+        return 0;
+      }
       failures++;
       // The service's Retry-After only lengthens the wait: `0`, or a date already past on a skewed clock, must not
       // turn the backoff into a retry every millisecond.
@@ -123,8 +143,8 @@ function attempter(opts: DeliveryOptions, summary: DrainSummary): Attempter {
     failures = 0;
     if (outcome.kind === 'too_large') {
       if (batch.length > 1) {
-        maxReports = Math.max(1, Math.floor(batch.length / 2));
-        log.warn('metrics service refused a batch as too large, sending smaller ones', { reports: batch.length, nextBatch: maxReports, details: outcome.details });
+        fitting = Math.max(1, Math.floor(batch.length / 2));
+        log.warn('metrics service refused a batch as too large, sending smaller ones', { reports: batch.length, nextBatch: fitting, details: outcome.details });
         return 0;
       }
       await refuse(batch, 413, 'payload_too_large', outcome.details);
@@ -133,6 +153,10 @@ function attempter(opts: DeliveryOptions, summary: DrainSummary): Attempter {
     if (outcome.kind === 'rejected') {
       await refuse(batch, outcome.status, outcome.error, outcome.details);
       return 0;
+    }
+    if (timely < opts.batchMaxReports && batch.length >= timely && ++answeredInRow >= TIMELY_TO_GROW) {
+      timely = Math.min(opts.batchMaxReports, timely * 2);
+      answeredInRow = 0;
     }
     const delivered = batch.filter((_, i) => outcome.lines[i]!.status !== 'rejected');
     await spool.removeMany(delivered, 'delivered');

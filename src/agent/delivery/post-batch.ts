@@ -21,8 +21,11 @@ export type BatchOutcome =
   | { kind: 'too_large'; status: 413; details: string }
   /** A 4xx other than 404/408/413/429 for the whole body: sending it again cannot succeed (bad token, bad signature). */
   | { kind: 'rejected'; status: number; error: string; details: string }
-  /** Unreachable, timed out, 5xx, 3xx, 404, 408 or 429, or an answer that is not the bulk contract: try again later. */
-  | { kind: 'retry'; status?: number; reason: string; retryAfterMs?: number };
+  /**
+   * Unreachable, timed out, 5xx, 3xx, 404, 408 or 429, or an answer that is not the bulk contract: try again later.
+   * `timedOut`: a bulk body that made no progress or got no answer within the timeout (a smaller batch may get one).
+   */
+  | { kind: 'retry'; status?: number; reason: string; retryAfterMs?: number; timedOut?: true };
 
 export interface PostTarget {
   /** Base URL of the metrics service; batches go to `<url>/api/v1/ingest/bulk`. */
@@ -72,20 +75,29 @@ function httpsClient(): NonNullable<typeof https> {
 }
 
 /** What came back from one POST: an answer (status, Retry-After, body text), or why there was none. */
-type Answer = { status: number; retryAfter: string | undefined; location: string | undefined; text: string } | { failed: string; status?: number };
+type Answer = { status: number; retryAfter: string | undefined; location: string | undefined; text: string } | { failed: string; status?: number; timedOut?: true };
 
 /**
- * One POST on the process's keep-alive connection. Never throws. `timeoutMs` bounds the whole exchange, connection to
- * the answer's last byte: a socket idle timeout alone is reset by every byte, so an answer trickling in would hold
- * delivery up for ever.
+ * The body is written in pieces of this size: each one the socket takes resets its idle timeout, so a slow upload
+ * that moves is not cut (a single write is one piece however long it takes).
+ */
+const WRITE_CHUNK = 16 * 1024;
+
+/**
+ * One POST on the process's keep-alive connection. Never throws. Until the body is written (connecting included) the
+ * bound is progress: `timeoutMs` without the socket taking a byte. From then on it is a deadline: `timeoutMs` for the
+ * whole answer, to its last byte, since an idle timeout is reset by every byte and an answer trickling in would hold
+ * delivery up for ever. Both are `timedOut`.
  */
 function post(url: URL, headers: Record<string, string | number>, body: Buffer, timeoutMs: number, signal?: AbortSignal): Promise<Answer> {
   const client = url.protocol === 'https:' ? httpsClient() : { module: http, agent: httpAgent };
   return new Promise<Answer>((resolve) => {
     let settled = false;
+    let deadline: NodeJS.Timeout | undefined;
     const done = (a: Answer) => { if (!settled) { settled = true; clearTimeout(deadline); resolve(a); } };
+    const timedOut = (failed: string) => { done({ failed, timedOut: true }); req.destroy(); };
     const req = client.module.request(url, {
-      method: 'POST', headers: { ...headers, 'content-length': body.length, 'user-agent': 'host-agent/0.1' }, agent: client.agent, signal,
+      method: 'POST', headers: { ...headers, 'content-length': body.length, 'user-agent': 'host-agent/0.1' }, agent: client.agent, signal, timeout: timeoutMs,
     }, (res) => {
       const chunks: Buffer[] = [];
       let size = 0;
@@ -93,12 +105,11 @@ function post(url: URL, headers: Record<string, string | number>, body: Buffer, 
       res.on('error', (e) => done({ failed: e.message, ...(res.statusCode ? { status: res.statusCode } : {}) }));
       res.on('end', () => done({ status: res.statusCode ?? 0, retryAfter: res.headers['retry-after'], location: res.headers.location, text: Buffer.concat(chunks).toString('utf8') }));
     });
-    const deadline = setTimeout(() => {
-      done({ failed: `no answer within ${timeoutMs} ms` });
-      req.destroy();
-    }, timeoutMs);
+    req.on('timeout', () => { if (!deadline) timedOut(`no progress sending the request within ${timeoutMs} ms`); });
+    req.on('finish', () => { deadline = setTimeout(() => timedOut(`no answer within ${timeoutMs} ms`), timeoutMs); });
     req.on('error', (e: NodeJS.ErrnoException) => done({ failed: e.code ? `${e.code}: ${e.message}` : e.message }));
-    req.end(body);
+    for (let at = 0; at < body.length; at += WRITE_CHUNK) req.write(body.subarray(at, at + WRITE_CHUNK));
+    req.end();
   });
 }
 
@@ -140,7 +151,7 @@ async function sendBulk(target: PostTarget, batch: EncodedBatch, signal?: AbortS
   };
   if (target.secret) headers['x-collector-signature'] = signBody(target.secret, body);
   const answer = await post(serviceUrl(target.url, 'api/v1/ingest/bulk'), headers, body, target.timeoutMs, signal);
-  if ('failed' in answer) return { kind: 'retry', ...(answer.status ? { status: answer.status } : {}), reason: answer.failed };
+  if ('failed' in answer) return { kind: 'retry', ...(answer.status ? { status: answer.status } : {}), reason: answer.failed, ...(answer.timedOut ? { timedOut: true } : {}) };
   return classify(answer, batch.reports);
 }
 
