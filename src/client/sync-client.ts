@@ -352,6 +352,7 @@ export class SyncClient {
 
   /** Conflicts waiting for a decision, oldest first. */
   async conflicts(): Promise<ConflictView[]> {
+    this.assertOpen('conflicts');
     return Promise.all([...this.conflictsByKey.values()].sort((a, b) => a.conflict.id - b.conflict.id).map((c) => this.view(c)));
   }
 

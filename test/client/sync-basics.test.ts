@@ -207,6 +207,7 @@ describe('sync client: local writes, push and pull', { concurrency: true }, () =
       await assert.rejects(c.delete('customers', randomUUID()), isClosed);
       await assert.rejects(c.get('customers', randomUUID()), isClosed);
       await assert.rejects(c.list('customers'), isClosed);
+      await assert.rejects(c.conflicts(), isClosed);
       assert.deepEqual(late, []);
       assert.equal(next.pendingChanges, 0);
       await next.close();

@@ -12,7 +12,7 @@ import { newUser, startSync } from '../helpers/sync.js';
 test('databaseFailure: unreachable (nothing happened) apart from lost under a query (a write may have committed); never a request\'s own error', () => {
   const coded = (code: string, message = 'x') => Object.assign(new Error(message), { code });
   for (const e of [coded('ECONNREFUSED'), coded('ENOTFOUND'), coded('57P03'), coded('53300'), coded('08001'), coded('SQLITE_BUSY'),
-    new Error('timeout exceeded when trying to connect')]) {
+    new Error('timeout exceeded when trying to connect'), new Error('Connection terminated due to connection timeout: Connection terminated unexpectedly')]) {
     assert.equal(databaseFailure(e), 'unreachable', String((e as { code?: string }).code ?? e.message));
   }
   for (const e of [coded('ECONNRESET'), coded('57P01'), coded('08006'), new Error('Connection terminated unexpectedly'), new Error('Client has encountered a connection error and is not queryable')]) {

@@ -19,7 +19,8 @@ const UNREACHABLE_CODES = new Set([
 const LOST = { codes: new Set(['ECONNRESET', 'EPIPE', 'ETIMEDOUT']), states: /^(08...|57P0[12])$/ };
 
 /** pg's own messages (they carry no code): a pool that could not connect in time; a connection that went away. */
-const PG_UNREACHABLE = /^timeout exceeded when trying to connect/;
+// The second: pg-pool's connectionTimeoutMillis fired while a new connection was still being opened.
+const PG_UNREACHABLE = /^(timeout exceeded when trying to connect|Connection terminated due to connection timeout)/;
 // "Not queryable" is also what the ROLLBACK after a lost COMMIT meets, and that error is the one the caller sees.
 const PG_LOST = /^(Connection terminated|Client has encountered a connection error)/;
 
