@@ -70,7 +70,9 @@ export class Session {
   }
 
   async login(input: { email: string; password: string }): Promise<User> {
-    const res = await this.transport.request('POST', '/api/auth/login', { json: input });
+    // Resent when it got no answer, like the sync calls: most often a pooled connection the server had just closed,
+    // which it never read. Should the server have answered a lost one, that session goes unused and expires.
+    const res = await this.transport.request('POST', '/api/auth/login', { json: input, idempotent: true });
     return this.adopt((await res.json()) as SessionReply);
   }
 

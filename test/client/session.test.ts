@@ -32,6 +32,26 @@ describe('sync client: sessions, limits and errors', { concurrency: true }, () =
       assert.equal(net.count('/api/auth/refresh'), 1);
     });
 
+    test(`on ${backend}: a login whose connection failed before the server read it (a pooled one it had just closed) is sent again; a register is not`, async (t) => {
+      const s = await startSync(backend);
+      t.after(() => s.close());
+      const u = await newUser(s);
+      const b = await newBusiness(s, u);
+      let failNext = 0;
+      const fetchOnce = (input: string | URL | Request, init?: RequestInit) => {
+        if (failNext > 0) { failNext--; return Promise.reject(new TypeError('fetch failed', { cause: Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' }) })); }
+        return fetch(input, init);
+      };
+      const c = await SyncClient.open({ baseUrl: s.url, businessId: b.id, store: createMemoryStore(), fetch: fetchOnce });
+      t.after(() => c.close());
+      failNext = 1;
+      const user = await c.login({ email: u.email, password: u.password });
+      assert.equal(user.id, u.id, 'signed in on the second attempt');
+      failNext = 1;
+      await assert.rejects(c.register({ email: `x-${randomUUID()}@example.com`, name: 'X', password: 'long enough password 1' }),
+        (e: unknown) => e instanceof SyncClientError && e.code === 'network', 'a register is never sent twice');
+    });
+
     test(`on ${backend}: a token about to expire is refreshed before the request, not after a 401`, async (t) => {
       const s = await startSync(backend);
       t.after(() => s.close());
