@@ -24,6 +24,18 @@ async function conflicted(a: SyncClient, other: SyncClient): Promise<{ rec: stri
   return { rec, conflict };
 }
 
+
+/** A fetch whose pulls fail as offline while `failing` is set: a resolution's pull that does not come back. */
+function failingPulls() {
+  const pulls = {
+    failing: false,
+    fetch: async (input: string | URL | Request, init?: RequestInit) => {
+      if (pulls.failing && new URL(String(input)).pathname === '/api/sync/pull') throw new TypeError('fetch failed (offline)');
+      return fetch(input, init);
+    },
+  };
+  return pulls;
+}
 describe('sync client: conflicts', { concurrency: true }, () => {
   for (const backend of BACKENDS) {
     test(`on ${backend}: two devices edit one record offline; the later one gets the conflict with both sides, resolves it, and both converge`, async (t) => {
@@ -251,20 +263,16 @@ describe('sync client: conflicts', { concurrency: true }, () => {
 
     test(`on ${backend}: a local resolution whose pull fails keeps the held edit, renumbered and pushed by the next round`, async (t) => {
       const { open } = await oneBusiness(t, backend);
-      let pullsFail = false;
-      const flaky = async (input: string | URL | Request, init?: RequestInit) => {
-        if (pullsFail && new URL(String(input)).pathname === '/api/sync/pull') throw new TypeError('fetch failed (offline)');
-        return fetch(input, init);
-      };
+      const pulls = failingPulls();
       const a = await open();
-      const c = await open({ fetch: flaky });
+      const c = await open({ fetch: pulls.fetch });
       const { rec, conflict } = await conflicted(a, c);
       await c.put('notes', rec, { text: 'from c, later' });
-      pullsFail = true;
+      pulls.failing = true;
       await assert.rejects(c.resolveConflict(conflict.id, 'local'), (e: unknown) => e instanceof SyncClientError && e.code === 'network');
       assert.deepEqual(await c.conflicts(), [], 'the server resolved it');
       assert.equal(c.pendingChanges, 1, 'the edit made while conflicted is still queued');
-      pullsFail = false;
+      pulls.failing = false;
       await c.sync();
       await a.sync();
       assert.equal(c.pendingChanges, 0);
@@ -275,22 +283,18 @@ describe('sync client: conflicts', { concurrency: true }, () => {
 
     test(`on ${backend}: a held edit numbered after a local resolution meets another device's later edit as a conflict, not overwriting it`, async (t) => {
       const { open } = await oneBusiness(t, backend);
-      let pullsFail = false;
-      const flaky = async (input: string | URL | Request, init?: RequestInit) => {
-        if (pullsFail && new URL(String(input)).pathname === '/api/sync/pull') throw new TypeError('fetch failed (offline)');
-        return fetch(input, init);
-      };
+      const pulls = failingPulls();
       const a = await open();
-      const c = await open({ fetch: flaky });
+      const c = await open({ fetch: pulls.fetch });
       const { rec, conflict } = await conflicted(a, c);
       await c.put('notes', rec, { text: 'from c, later' });
-      pullsFail = true;
+      pulls.failing = true;
       await assert.rejects(c.resolveConflict(conflict.id, 'local'));
       await a.sync();
       assert.deepEqual(await a.get('notes', rec), { text: 'from c' });
       await a.put('notes', rec, { text: 'a, after seeing c win' });
       await a.sync();
-      pullsFail = false;
+      pulls.failing = false;
       await c.sync();
       const [again] = await c.conflicts();
       assert.ok(again, 'the held edit conflicts with the edit a made on top of the resolution');
@@ -300,17 +304,13 @@ describe('sync client: conflicts', { concurrency: true }, () => {
 
     test(`on ${backend}: an edit held by a local resolution is renumbered by the next run when this one stopped before its pull`, async (t) => {
       const { open } = await oneBusiness(t, backend);
-      let pullsFail = false;
-      const flaky = async (input: string | URL | Request, init?: RequestInit) => {
-        if (pullsFail && new URL(String(input)).pathname === '/api/sync/pull') throw new TypeError('fetch failed (offline)');
-        return fetch(input, init);
-      };
+      const pulls = failingPulls();
       const store = createMemoryStore();
       const a = await open();
-      const first = await open({ store, fetch: flaky });
+      const first = await open({ store, fetch: pulls.fetch });
       const { rec, conflict } = await conflicted(a, first);
       await first.put('notes', rec, { text: 'from c, later' });
-      pullsFail = true;
+      pulls.failing = true;
       await assert.rejects(first.resolveConflict(conflict.id, 'local'));
       await first.close();
 
