@@ -24,7 +24,6 @@ async function conflicted(a: SyncClient, other: SyncClient): Promise<{ rec: stri
   return { rec, conflict };
 }
 
-
 /** A fetch whose pulls fail as offline while `failing` is set: a resolution's pull that does not come back. */
 function failingPulls() {
   const pulls = {
