@@ -7,7 +7,7 @@ import { ReportMetrics } from '../../src/metrics/domain/report-shapes.js';
 
 const [databaseUrl, dbSchema, dataDir, tenantId, startTs, batches] = process.argv.slice(2);
 const database = await openMetricsDatabase({ databaseUrl: databaseUrl || undefined, dbSchema: dbSchema!, dataDir: dataDir! });
-const store = createEngineMetricsStore(database, { limits: { perHost: 100, perTenant: 100 }, now: Date.now, writer: { sealIntervalMs: 0 } });
+const store = createEngineMetricsStore(database, { limits: { perHost: 100, perTenant: 100, hostsPerTenant: 10_000 }, now: Date.now, writer: { sealIntervalMs: 0 } });
 let ts = Number(startTs);
 for (let b = 0; b < Number(batches); b++) {
   const reports = [];

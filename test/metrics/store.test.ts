@@ -481,7 +481,7 @@ for (const backend of BACKENDS) {
 
     test('an aggregate answer past the bound of metrics x buckets is refused up front (limit_exceeded), a smaller budget is served', async () => {
       const t = await newTenant(store);
-      const wide = createEngineMetricsStore(database, { limits: { perHost: 1000, perTenant: 1000 }, now: Date.now });
+      const wide = createEngineMetricsStore(database, { limits: { perHost: 1000, perTenant: 1000, hostsPerTenant: 10_000 }, now: Date.now });
       try {
         await wide.appendReport(report(t.tenantId, 'w', 1_000_000, Object.fromEntries(Array.from({ length: 250 }, (_, i) => [`m.${i}`, i]))));
       } finally {

@@ -151,6 +151,6 @@ export interface MetricLimits {
   perHost: number;
   /** Distinct metric names across the tenant's hosts. */
   perTenant: number;
-  /** Hosts a tenant may have at once (retention's removals free places); absent, no bound. */
-  hostsPerTenant?: number;
+  /** Hosts a tenant may have at once (retention's removals free places). */
+  hostsPerTenant: number;
 }

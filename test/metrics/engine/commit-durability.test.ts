@@ -39,7 +39,7 @@ for (const backend of BACKENDS) {
       const seen: Array<{ relaxed: boolean; level: string }> = [];
       const c = recording(db.conn, seen);
       await db.conn.run(`INSERT INTO tenants (id, name, created_at) VALUES ('t-dur', 't-dur', 0)`);
-      const deps = { conn: c, state: newWriterState(), limits: { perHost: 100, perTenant: 100 }, sealed: new SealedTimestamps(), wallNow: () => 0, now: () => 0 };
+      const deps = { conn: c, state: newWriterState(), limits: { perHost: 100, perTenant: 100, hostsPerTenant: 10_000 }, sealed: new SealedTimestamps(), wallNow: () => 0, now: () => 0 };
       const reports = Array.from({ length: 5 }, (_, i) => ({ tenantId: 't-dur', hostId: 'h', hostname: 'h', platform: 'linux', ts: i * 10_000, names: ['cpu.usage'], values: [i] }));
       assert.ok((await appendBatch(deps, reports)).every((o) => o.status === 'stored'));
       const due = findSealable(deps.state.headWindows, { graceMs: 0, idleMs: 0 }, 10 * 3_600_000, 0, deps.state, true);

@@ -120,7 +120,7 @@ for (const backend of BACKENDS) {
       database = await openTestMetricsDatabase(storage);
       // No background loop: the test decides what is sealed and rolled up when.
       // One fold thread whatever the machine: long ranges fold part of their blocks apart (fold-pool.ts).
-      store = createEngineMetricsStore(database, { limits: { perHost: 1000, perTenant: 1000 }, now: () => NOW, writer: { sealIntervalMs: 0 }, foldThreads: 1 });
+      store = createEngineMetricsStore(database, { limits: { perHost: 1000, perTenant: 1000, hostsPerTenant: 10_000 }, now: () => NOW, writer: { sealIntervalMs: 0 }, foldThreads: 1 });
       conn = databaseConn(database);
       tenantA = (await newTenant(store)).tenantId;
       tenantB = (await newTenant(store)).tenantId;

@@ -13,7 +13,7 @@ import { ReportMetrics } from '../../../src/metrics/domain/report-shapes.js';
 
 const T0 = Date.UTC(2025, 5, 1);
 const open = openTestMetricsDatabase;
-const storeOn = (d: Database<MetricsTables>) => createEngineMetricsStore(d, { limits: { perHost: 100, perTenant: 100 }, now: Date.now, writer: { sealIntervalMs: 0 } });
+const storeOn = (d: Database<MetricsTables>) => createEngineMetricsStore(d, { limits: { perHost: 100, perTenant: 100, hostsPerTenant: 10_000 }, now: Date.now, writer: { sealIntervalMs: 0 } });
 
 async function rawTimestamps(store: MetricsStore, tenantId: string, hostId: string): Promise<number[]> {
   return (await store.readHostSeries(tenantId, hostId, { from: 0, to: T0 + 100 * 3_600_000, points: 1_000_000, minmax: false }))?.timestamps ?? [];

@@ -26,7 +26,7 @@ for (const backend of BACKENDS.filter((b) => b === 'postgres')) {
     before(async () => {
       storage = await freshStorage(backend, { ownDatabase: true });
       database = await openTestMetricsDatabase(storage);
-      store = createEngineMetricsStore(database, { limits: { perHost: 1000, perTenant: 1000 }, now: () => T0 + 3 * WINDOW_MS, writer: { sealIntervalMs: 0 } });
+      store = createEngineMetricsStore(database, { limits: { perHost: 1000, perTenant: 1000, hostsPerTenant: 10_000 }, now: () => T0 + 3 * WINDOW_MS, writer: { sealIntervalMs: 0 } });
     });
     after(async () => {
       await store.close();

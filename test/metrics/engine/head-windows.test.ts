@@ -84,7 +84,7 @@ for (const backend of BACKENDS) {
       await storage.cleanup();
     });
     const open = (writer: { sealIntervalMs: number; headScanIntervalMs?: number }) => {
-      const s = createEngineMetricsStore(database, { limits: { perHost: 1000, perTenant: 1000 }, now, writer });
+      const s = createEngineMetricsStore(database, { limits: { perHost: 1000, perTenant: 1000, hostsPerTenant: 10_000 }, now, writer });
       stores.push(s);
       return s;
     };

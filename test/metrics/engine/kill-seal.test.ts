@@ -60,7 +60,7 @@ for (const backend of BACKENDS) {
 
     test(`after ${CYCLES} kills nothing acknowledged is lost and nothing is counted twice`, async () => {
       database = await openTestMetricsDatabase(storage);
-      store = createEngineMetricsStore(database, { limits: { perHost: 100, perTenant: 100 }, now: Date.now, writer: { sealIntervalMs: 0 } });
+      store = createEngineMetricsStore(database, { limits: { perHost: 100, perTenant: 100, hostsPerTenant: 10_000 }, now: Date.now, writer: { sealIntervalMs: 0 } });
       const { tenantId } = await newTenant(store);
       await store.close();
       await database.close();
@@ -77,7 +77,7 @@ for (const backend of BACKENDS) {
       assert.ok(acked.size > 0, 'the child acknowledged writes before being killed');
 
       database = await openTestMetricsDatabase(storage);
-      store = createEngineMetricsStore(database, { limits: { perHost: 100, perTenant: 100 }, now: Date.now, writer: { sealIntervalMs: 0 } });
+      store = createEngineMetricsStore(database, { limits: { perHost: 100, perTenant: 100, hostsPerTenant: 10_000 }, now: Date.now, writer: { sealIntervalMs: 0 } });
       if (database.sqlite) assert.deepEqual(database.sqlite.pragma('integrity_check'), [{ integrity_check: 'ok' }]);
       // Half of the reads before the remaining head is sealed, half after.
       for (const phase of ['as left', 'after sealing'] as const) {

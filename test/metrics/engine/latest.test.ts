@@ -75,7 +75,7 @@ for (const backend of BACKENDS) {
     before(async () => {
       storage = await freshStorage(backend);
       database = await openTestMetricsDatabase(storage);
-      store = createEngineMetricsStore(database, { limits: { perHost: 100, perTenant: 100 }, now: () => NOW, writer: { sealIntervalMs: 0 } });
+      store = createEngineMetricsStore(database, { limits: { perHost: 100, perTenant: 100, hostsPerTenant: 10_000 }, now: () => NOW, writer: { sealIntervalMs: 0 } });
       conn = databaseConn(database);
     });
     after(async () => {

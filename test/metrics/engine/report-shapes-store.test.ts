@@ -26,7 +26,7 @@ for (const backend of BACKENDS) {
     before(async () => {
       storage = await freshStorage(backend);
       database = await openTestMetricsDatabase(storage);
-      store = createEngineMetricsStore(database, { limits: { perHost: 1000, perTenant: 20_000 }, now: () => T0 + 60_000, writer: { sealIntervalMs: 0 } });
+      store = createEngineMetricsStore(database, { limits: { perHost: 1000, perTenant: 20_000, hostsPerTenant: 10_000 }, now: () => T0 + 60_000, writer: { sealIntervalMs: 0 } });
     });
     after(async () => { await store.close(); await database.close(); await storage.cleanup(); });
 

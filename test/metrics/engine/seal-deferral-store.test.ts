@@ -42,7 +42,7 @@ function fixture(backend: BackendName, maxMs: number, tests: (f: Fixture) => voi
     storage = await freshStorage(backend);
     database = await openTestMetricsDatabase(storage);
     f.store = createEngineMetricsStore(database, {
-      limits: { perHost: 100, perTenant: 100 }, now: () => NOW, foldThreads: 0,
+      limits: { perHost: 100, perTenant: 100, hostsPerTenant: 10_000 }, now: () => NOW, foldThreads: 0,
       writer: { sealIntervalMs: PASS_MS, seal: { graceMs: 0, idleMs: 0 }, deferral: { busyReportsPerS: 1, maxMs } },
     });
   });

@@ -20,7 +20,7 @@ import { newTenant, openTestMetricsDatabase } from '../../helpers/metrics.js';
  * is held open right after it deleted the head rows, until the re-send is
  * seen waiting on it, so the race is reproduced every run, not by chance.
  */
-const LIMITS = { perHost: 10, perTenant: 10 };
+const LIMITS = { perHost: 10, perTenant: 10, hostsPerTenant: 10_000 };
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 function report(tenantId: string, hostId: string, ts: number): NewReport {

@@ -25,7 +25,7 @@ for (const backend of BACKENDS) {
     async function host(): Promise<{ key: number; append: (ts: number[]) => Promise<void>; block: () => Promise<{ ts: number[]; cpu: number[]; data: Buffer }> }> {
       const tenantId = `t-${++tenant}`;
       await db.conn.run('INSERT INTO tenants (id, name, created_at) VALUES (?, ?, 0)', [tenantId, tenantId]);
-      const deps = { conn: db.conn, state: newWriterState(), limits: { perHost: 10, perTenant: 10 }, sealed: new SealedTimestamps(), wallNow: () => 0, now: () => 0 };
+      const deps = { conn: db.conn, state: newWriterState(), limits: { perHost: 10, perTenant: 10, hostsPerTenant: 10_000 }, sealed: new SealedTimestamps(), wallNow: () => 0, now: () => 0 };
       const append = async (ts: number[]) => {
         const outcomes = await appendBatch(deps, ts.map((t) => ({ tenantId, hostId: 'h', hostname: 'h', platform: 'linux', ts: t, names: ['cpu.usage'], values: [t / 1000] })));
         assert.ok(outcomes.every((o) => o.status === 'stored'));
@@ -89,7 +89,7 @@ for (const backend of BACKENDS) {
     test('several windows sealed in one transaction: each block written, every head row moved, each tenant window marked changed once', async () => {
       const tenantId = `t-${++tenant}`;
       await db.conn.run('INSERT INTO tenants (id, name, created_at) VALUES (?, ?, 0)', [tenantId, tenantId]);
-      const deps = { conn: db.conn, state: newWriterState(), limits: { perHost: 10, perTenant: 10 }, sealed: new SealedTimestamps(), wallNow: () => 0, now: () => 0 };
+      const deps = { conn: db.conn, state: newWriterState(), limits: { perHost: 10, perTenant: 10, hostsPerTenant: 10_000 }, sealed: new SealedTimestamps(), wallNow: () => 0, now: () => 0 };
       const hour = 3_600_000;
       // Two hosts of one tenant in window 0, the second also in window 1, reports interleaved as a fleet's arrive.
       const reports = [0, 10_000, 20_000].flatMap((t) => ['a', 'b'].map((hostId) => ({ tenantId, hostId, hostname: hostId, platform: 'linux', ts: t, names: ['cpu.usage'], values: [t / 1000] })));

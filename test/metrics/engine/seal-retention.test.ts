@@ -44,7 +44,7 @@ for (const backend of BACKENDS.filter((b) => b === 'postgres')) {
 
     test('the head rows a seal read are swept before it deletes them: no block is written, the seal reports nothing done', async () => {
       await conn.run(`INSERT INTO tenants (id, name, created_at) VALUES ('t-race', 't-race', 0)`);
-      const deps = { conn, state: newWriterState(), limits: { perHost: 10, perTenant: 10 }, sealed: new SealedTimestamps(), wallNow: () => 0, now: () => 0 };
+      const deps = { conn, state: newWriterState(), limits: { perHost: 10, perTenant: 10, hostsPerTenant: 10_000 }, sealed: new SealedTimestamps(), wallNow: () => 0, now: () => 0 };
       const reports = Array.from({ length: 5 }, (_, i) => ({ tenantId: 't-race', hostId: 'h', hostname: 'h', platform: 'linux', ts: i * 10_000, names: ['cpu.usage'], values: [i] }));
       assert.ok((await appendBatch(deps, reports)).every((o) => o.status === 'stored'));
       const key = (await conn.all<{ key: number }>('SELECT key FROM hosts'))[0]!.key;
@@ -56,7 +56,7 @@ for (const backend of BACKENDS.filter((b) => b === 'postgres')) {
 
     test('in a group sealed in one transaction, the window whose rows were swept is undone alone: the others are sealed', async () => {
       await conn.run(`INSERT INTO tenants (id, name, created_at) VALUES ('t-group', 't-group', 0)`);
-      const deps = { conn, state: newWriterState(), limits: { perHost: 10, perTenant: 10 }, sealed: new SealedTimestamps(), wallNow: () => 0, now: () => 0 };
+      const deps = { conn, state: newWriterState(), limits: { perHost: 10, perTenant: 10, hostsPerTenant: 10_000 }, sealed: new SealedTimestamps(), wallNow: () => 0, now: () => 0 };
       const hour = 3_600_000;
       const reports = ['g1', 'g2', 'g3'].flatMap((hostId) => Array.from({ length: 3 }, (_, i) => ({ tenantId: 't-group', hostId, hostname: hostId, platform: 'linux', ts: 10 * hour + i * 10_000, names: ['cpu.usage'], values: [i] })));
       assert.ok((await appendBatch(deps, reports)).every((o) => o.status === 'stored'));

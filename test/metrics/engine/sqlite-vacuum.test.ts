@@ -25,7 +25,7 @@ describe('free pages of the sealed head on sqlite', () => {
   before(async () => {
     storage = await freshStorage('sqlite');
     database = await openTestMetricsDatabase(storage);
-    store = createEngineMetricsStore(database, { limits: { perHost: 1000, perTenant: 1000 }, now: () => T0 + 3 * WINDOW_MS, writer: { sealIntervalMs: 50, seal: { graceMs: 0, idleMs: 100 } } });
+    store = createEngineMetricsStore(database, { limits: { perHost: 1000, perTenant: 1000, hostsPerTenant: 10_000 }, now: () => T0 + 3 * WINDOW_MS, writer: { sealIntervalMs: 50, seal: { graceMs: 0, idleMs: 100 } } });
   });
   after(async () => {
     await store.close();

@@ -13,7 +13,7 @@ for (const backend of BACKENDS) {
     const db = useEngineDatabase(backend);
 
     test('each due window is its own turn of the caller\'s chain, and an append in between commits before the next window is rolled up', async () => {
-      const deps = { conn: db.conn, state: newWriterState(), limits: { perHost: 100, perTenant: 100 }, sealed: new SealedTimestamps(), wallNow: () => 0, now: () => 0 };
+      const deps = { conn: db.conn, state: newWriterState(), limits: { perHost: 100, perTenant: 100, hostsPerTenant: 10_000 }, sealed: new SealedTimestamps(), wallNow: () => 0, now: () => 0 };
       const tenants = ['t-a', 't-b', 't-c'];
       for (const t of tenants) await db.conn.run('INSERT INTO tenants (id, name, created_at) VALUES (?, ?, 0)', [t, t]);
       const report = (tenantId: string, ts: number) => ({ tenantId, hostId: 'h', hostname: 'h', platform: 'linux', ts, names: ['cpu.usage'], values: [ts / 10_000] });

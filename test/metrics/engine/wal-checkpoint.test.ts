@@ -23,7 +23,7 @@ const NOW = Date.UTC(2026, 10, 25, 12);
 before(async () => {
   storage = await freshStorage('sqlite');
   database = await openTestMetricsDatabase(storage);
-  store = createEngineMetricsStore(database, { limits: { perHost: 1000, perTenant: 1000 }, now: () => NOW, writer: { sealIntervalMs: 20 }, foldThreads: 0 });
+  store = createEngineMetricsStore(database, { limits: { perHost: 1000, perTenant: 1000, hostsPerTenant: 10_000 }, now: () => NOW, writer: { sealIntervalMs: 20 }, foldThreads: 0 });
 });
 after(async () => {
   await store.close();

@@ -54,7 +54,7 @@ describe('appends answered after the WAL sync, on SQLite', () => {
   test('no answer before the sync; the next batch commits while the sync runs; a failed sync answers 503 and refuses what follows', async () => {
     const g = gatedSync();
     const errors: unknown[] = [];
-    const writer = createEngineWriter(sqliteConn(database.sqlite!), { ...DEFAULT_WRITER_OPTIONS, limits: { perHost: 10, perTenant: 10 }, now: Date.now, sealIntervalMs: 0 }, (e) => errors.push(e), g.sync);
+    const writer = createEngineWriter(sqliteConn(database.sqlite!), { ...DEFAULT_WRITER_OPTIONS, limits: { perHost: 10, perTenant: 10, hostsPerTenant: 10_000 }, now: Date.now, sealIntervalMs: 0 }, (e) => errors.push(e), g.sync);
     let firstAnswered = false;
     const first = writer.append([report(1_000)]).then((o) => { firstAnswered = true; return o; });
     await tick();
@@ -77,7 +77,7 @@ describe('appends answered after the WAL sync, on SQLite', () => {
 
   test('after a failed sync, a batch that committed meanwhile is refused even though its own, later sync succeeds', async () => {
     const g = gatedSync();
-    const writer = createEngineWriter(sqliteConn(database.sqlite!), { ...DEFAULT_WRITER_OPTIONS, limits: { perHost: 10, perTenant: 10 }, now: Date.now, sealIntervalMs: 0 }, () => undefined, g.sync);
+    const writer = createEngineWriter(sqliteConn(database.sqlite!), { ...DEFAULT_WRITER_OPTIONS, limits: { perHost: 10, perTenant: 10, hostsPerTenant: 10_000 }, now: Date.now, sealIntervalMs: 0 }, () => undefined, g.sync);
     const first = writer.append([report(10_000)]);
     await tick();
     const second = writer.append([report(20_000)]);

@@ -28,7 +28,7 @@ for (const backend of BACKENDS) {
       await db.conn.run('INSERT INTO tenants (id, name, created_at) VALUES (?, ?, 0)', [tenantId, tenantId]);
       let wall = 0;
       // Two instances' writers: each has its own caches.
-      const writer = () => ({ conn: db.conn, state: newWriterState(), limits: { perHost: 10, perTenant: 10 }, sealed: new SealedTimestamps(), wallNow: () => (wall += 1000), now: () => 100 * HOUR });
+      const writer = () => ({ conn: db.conn, state: newWriterState(), limits: { perHost: 10, perTenant: 10, hostsPerTenant: 10_000 }, sealed: new SealedTimestamps(), wallNow: () => (wall += 1000), now: () => 100 * HOUR });
       const a = writer();
       const b = writer();
       const reports = (hostIds: string[], ts: number) => hostIds.map((hostId) => ({ tenantId, hostId, hostname: hostId, platform: 'linux', ts, names: ['cpu.usage'], values: [1] }));

@@ -19,7 +19,7 @@ import { windowOf } from './windows.js';
  * never renamed; retention deletes hosts, which is handled on the foreign-key
  * error and forgotten after each sweep): a limit is always judged on a fresh
  * read, on PostgreSQL one taken under a lock on the tenant's names and hosts
- * (or the host's names: lockNames).
+ * (or the host's names: lockForLimits).
  */
 /**
  * A report as the writer stores it: its metric names and their values,
@@ -140,7 +140,7 @@ async function appendInTransaction(deps: WriterDeps, batch: HeadReport[], after:
     const { ids: tenantIds, missing } = await loadNameIds(conn, state, tenantId, reports);
     const { found, missing: newHosts } = await loadHosts(conn, state, tenantId, reports);
     if ((missing.length || newHosts.length) && conn.dialect === 'postgres') {
-      await lockNames(conn, `tenant\n${tenantId}`);
+      await lockForLimits(conn, `tenant\n${tenantId}`);
       // Names and hosts another append created while this one waited: known now, and counted.
       if (missing.length) await lookUpNames(conn, tenantId, missing, tenantIds);
       if (newHosts.length) await lookUpHosts(conn, tenantId, newHosts, found);
@@ -197,7 +197,7 @@ async function appendInTransaction(deps: WriterDeps, batch: HeadReport[], after:
       continue;
     }
     // Only a report of a new host counts the tenant's hosts (under the tenant's lock on PostgreSQL, taken above).
-    if (!host && limits.hostsPerTenant !== undefined) {
+    if (!host) {
       const count = hostCounts.get(report.tenantId) ?? await countTenantHosts(conn, report.tenantId);
       hostCounts.set(report.tenantId, count);
       if (count + 1 > limits.hostsPerTenant) {
@@ -219,7 +219,7 @@ async function appendInTransaction(deps: WriterDeps, batch: HeadReport[], after:
       if (conn.dialect === 'postgres') {
         if (!lockedHosts.has(hostMapKey)) {
           lockedHosts.add(hostMapKey);
-          await lockNames(conn, `host\n${report.tenantId}\n${report.hostId}`);
+          await lockForLimits(conn, `host\n${report.tenantId}\n${report.hostId}`);
         }
         // Read under the lock: every name another append gave the host is committed and seen (and this batch's own).
         hostIds = await loadNamesOfHost(conn, report.tenantId, report.hostId);
@@ -355,10 +355,10 @@ async function lookUpNames(conn: SqlConn, tenantId: string, names: string[], int
  * PostgreSQL: serialises, across connections and instances, the appends that give a tenant names or hosts (or a host
  * names) it does not have, until this transaction ends. Under read committed a count cannot see another append's
  * uncommitted names or hosts, so two appends each judging the limit alone would together pass it. Taken only by a
- * report that brings new names or a new host, which after a host's first minutes is almost never. One-key space (the alert store's host locks use two keys); a
- * collision of two hashes only makes them take turns.
+ * report that brings new names or a new host, which after a host's first minutes is almost never. One-key space (the
+ * alert store's host locks use two keys); a collision of two hashes only makes them take turns.
  */
-async function lockNames(conn: SqlConn, what: string): Promise<void> {
+async function lockForLimits(conn: SqlConn, what: string): Promise<void> {
   await conn.all('SELECT pg_advisory_xact_lock(hashtextextended(?, 0))', [`metric-names\n${what}`]);
 }
 
