@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { BACKENDS } from '../helpers/backends.js';
 import { call } from '../helpers/http.js';
 import { addMember, newBusiness, newUser, startSync } from '../helpers/sync.js';
-import { createMemoryStore, fieldMerge, lastWriterWins, SyncClientError, type ConflictView, type SyncClient, type SyncState } from '../../src/client/index.js';
+import { createMemoryStore, fieldMerge, lastWriterWins, SyncClientError, type ConflictView, type LocalStore, type SyncClient, type SyncClientOptions, type SyncState } from '../../src/client/index.js';
 import { runExpiryCleanup } from '../../src/core/storage/expiry-cleanup.js';
 import { syncExpiryRules } from '../../src/sync/storage/expiry-rules.js';
 import { device, Network, oneBusiness } from './client-fixtures.js';
@@ -24,17 +24,25 @@ async function conflicted(a: SyncClient, other: SyncClient): Promise<{ rec: stri
   return { rec, conflict };
 }
 
-/** A fetch whose pulls fail as offline while `failing` is set: a resolution's pull that does not come back. */
-function failingPulls() {
-  const pulls = {
-    failing: false,
-    fetch: async (input: string | URL | Request, init?: RequestInit) => {
-      if (pulls.failing && new URL(String(input)).pathname === '/api/sync/pull') throw new TypeError('fetch failed (offline)');
-      return fetch(input, init);
-    },
+/**
+ * Device `c` (opened with `options`) resolves a conflict with `a` as `local`, with an edit made since held, and the
+ * resolution's pull does not come back (offline): the client must still number and push that edit later.
+ */
+async function localResolutionWithoutItsPull(open: (o?: Partial<SyncClientOptions> & { store?: LocalStore }) => Promise<SyncClient>, options: { store?: LocalStore } = {}) {
+  let pullsFail = false;
+  const fetchPulls = async (input: string | URL | Request, init?: RequestInit) => {
+    if (pullsFail && new URL(String(input)).pathname === '/api/sync/pull') throw new TypeError('fetch failed (offline)');
+    return fetch(input, init);
   };
-  return pulls;
+  const a = await open();
+  const c = await open({ ...options, fetch: fetchPulls });
+  const { rec, conflict } = await conflicted(a, c);
+  await c.put('notes', rec, { text: 'from c, later' });
+  pullsFail = true;
+  await assert.rejects(c.resolveConflict(conflict.id, 'local'), (e: unknown) => e instanceof SyncClientError && e.code === 'network');
+  return { a, c, rec, pullsBack: () => { pullsFail = false; } };
 }
+
 describe('sync client: conflicts', { concurrency: true }, () => {
   for (const backend of BACKENDS) {
     test(`on ${backend}: two devices edit one record offline; the later one gets the conflict with both sides, resolves it, and both converge`, async (t) => {
@@ -262,16 +270,10 @@ describe('sync client: conflicts', { concurrency: true }, () => {
 
     test(`on ${backend}: a local resolution whose pull fails keeps the held edit, renumbered and pushed by the next round`, async (t) => {
       const { open } = await oneBusiness(t, backend);
-      const pulls = failingPulls();
-      const a = await open();
-      const c = await open({ fetch: pulls.fetch });
-      const { rec, conflict } = await conflicted(a, c);
-      await c.put('notes', rec, { text: 'from c, later' });
-      pulls.failing = true;
-      await assert.rejects(c.resolveConflict(conflict.id, 'local'), (e: unknown) => e instanceof SyncClientError && e.code === 'network');
+      const { a, c, rec, pullsBack } = await localResolutionWithoutItsPull(open);
       assert.deepEqual(await c.conflicts(), [], 'the server resolved it');
       assert.equal(c.pendingChanges, 1, 'the edit made while conflicted is still queued');
-      pulls.failing = false;
+      pullsBack();
       await c.sync();
       await a.sync();
       assert.equal(c.pendingChanges, 0);
@@ -282,18 +284,12 @@ describe('sync client: conflicts', { concurrency: true }, () => {
 
     test(`on ${backend}: a held edit numbered after a local resolution meets another device's later edit as a conflict, not overwriting it`, async (t) => {
       const { open } = await oneBusiness(t, backend);
-      const pulls = failingPulls();
-      const a = await open();
-      const c = await open({ fetch: pulls.fetch });
-      const { rec, conflict } = await conflicted(a, c);
-      await c.put('notes', rec, { text: 'from c, later' });
-      pulls.failing = true;
-      await assert.rejects(c.resolveConflict(conflict.id, 'local'));
+      const { a, c, rec, pullsBack } = await localResolutionWithoutItsPull(open);
       await a.sync();
       assert.deepEqual(await a.get('notes', rec), { text: 'from c' });
       await a.put('notes', rec, { text: 'a, after seeing c win' });
       await a.sync();
-      pulls.failing = false;
+      pullsBack();
       await c.sync();
       const [again] = await c.conflicts();
       assert.ok(again, 'the held edit conflicts with the edit a made on top of the resolution');
@@ -303,14 +299,8 @@ describe('sync client: conflicts', { concurrency: true }, () => {
 
     test(`on ${backend}: an edit held by a local resolution is renumbered by the next run when this one stopped before its pull`, async (t) => {
       const { open } = await oneBusiness(t, backend);
-      const pulls = failingPulls();
       const store = createMemoryStore();
-      const a = await open();
-      const first = await open({ store, fetch: pulls.fetch });
-      const { rec, conflict } = await conflicted(a, first);
-      await first.put('notes', rec, { text: 'from c, later' });
-      pulls.failing = true;
-      await assert.rejects(first.resolveConflict(conflict.id, 'local'));
+      const { a, c: first, rec } = await localResolutionWithoutItsPull(open, { store });
       await first.close();
 
       const next = await open({ store });

@@ -10,7 +10,7 @@ import { buildWebhookPayload } from '../../src/metrics/alerts/webhook-payload.js
 import { Ajv } from 'ajv';
 import { ALERT_LIMITS, AlertsSchema, type Alert } from '../../src/metrics/alerts/alert.js';
 import { ConfigError } from '../../src/core/config.js';
-import { createAlertStore, type AlertTables } from '../../src/metrics/alerts/alert-store.js';
+import { createAlertStore, type AlertStore, type AlertTables, type NewAlert } from '../../src/metrics/alerts/alert-store.js';
 import { databaseConn } from '../../src/metrics/storage/engine/sql-conn.js';
 import { openMetricsDatabase } from '../../src/metrics/deps.js';
 import type { TestContext } from 'node:test';
@@ -323,17 +323,22 @@ test('routeAll: a host\'s read asked for before a line that notified is asked ag
   assert.deepEqual(await options.store.firing(ctx.tenantId, 'web-2'), []);
 });
 
+/** The HighCpu incident of ctx's host as another instance left it in the store (`over`: its state). */
+function storeCpuIncident(store: AlertStore, over: Partial<NewAlert>): Promise<number[]> {
+  return store.forHost(ctx.tenantId, ctx.hostId, (host) => host.record({ opened: [{
+    tenantId: ctx.tenantId, hostId: ctx.hostId, fingerprint: incidentFingerprint(cpu), name: cpu.name, severity: cpu.severity, labels: cpu.labels!,
+    message: null, value: null, threshold: null, startsAt: ctx.ts, lastSeenAt: ctx.ts, resolvedAt: null, createdAt: ctx.ts, routes: {}, resolvePending: false,
+    ...over,
+  }], updated: [] }));
+}
+
 test('a notification claimed by another report is left to it; a claim its instance never finished expires and is sent again', async (t) => {
   const ok = await receiver((_req, res) => res.writeHead(200).end('ok'));
   t.after(ok.close);
   let now = ctx.ts + 60_000;
   const options = await routerOptions(t, 1000, () => now);
   const router = createAlertRouter([{ name: 'pager', url: ok.url }], options);
-  await options.store.forHost(ctx.tenantId, ctx.hostId, (host) => host.record({ opened: [{
-    tenantId: ctx.tenantId, hostId: ctx.hostId, fingerprint: incidentFingerprint(cpu), name: cpu.name, severity: cpu.severity, labels: cpu.labels!,
-    message: null, value: null, threshold: null, startsAt: ctx.ts, lastSeenAt: ctx.ts, resolvedAt: null, createdAt: now,
-    routes: { pager: { notifiedAt: now, outcome: 'sending' } }, resolvePending: false,
-  }], updated: [] }));
+  await storeCpuIncident(options.store, { createdAt: now, routes: { pager: { notifiedAt: now, outcome: 'sending' } } });
   assert.deepEqual(await router.route({ ...ctx, ts: ctx.ts + 10_000 }, [cpu]), [], 'another report is sending it');
   now += 1000 + 30_000;
   assert.deepEqual(await router.route({ ...ctx, ts: ctx.ts + 20_000 }, [cpu]), [{ alert: 'HighCpu', route: 'pager', outcome: 'delivered', status: 200 }]);
@@ -348,11 +353,10 @@ test('a resolved notification claimed by an instance that stopped is sent again 
   let now = ctx.ts + 60_000;
   const options = await routerOptions(t, 1000, () => now);
   const router = createAlertRouter([{ name: 'pager', url: ok.url }], options);
-  await options.store.forHost(ctx.tenantId, ctx.hostId, (host) => host.record({ opened: [{
-    tenantId: ctx.tenantId, hostId: ctx.hostId, fingerprint: incidentFingerprint(cpu), name: cpu.name, severity: cpu.severity, labels: cpu.labels!,
-    message: null, value: null, threshold: null, startsAt: ctx.ts, lastSeenAt: ctx.ts, resolvedAt: ctx.ts + 10_000, createdAt: now,
-    routes: { pager: { notifiedAt: now, outcome: 'delivered', deliveredAt: now, resolved: { at: now, outcome: 'sending' } } }, resolvePending: true,
-  }], updated: [] }));
+  await storeCpuIncident(options.store, {
+    resolvedAt: ctx.ts + 10_000, createdAt: now, resolvePending: true,
+    routes: { pager: { notifiedAt: now, outcome: 'delivered', deliveredAt: now, resolved: { at: now, outcome: 'sending' } } },
+  });
   assert.deepEqual(await router.route({ ...ctx, ts: ctx.ts + 20_000 }, []), [], 'the claim is another report\'s while it lasts');
   assert.equal(ok.received.length, 0);
   now += 1000 + 30_000;
