@@ -43,6 +43,18 @@ async function localResolutionWithoutItsPull(open: (o?: Partial<SyncClientOption
   return { a, c, rec, pullsBack: () => { pullsFail = false; } };
 }
 
+/** A customer both devices had, whose phone `a` has since changed on the server and whose name `c` changes locally. */
+async function divergedCustomer(a: SyncClient, c: SyncClient): Promise<string> {
+  const rec = randomUUID();
+  await a.put('customers', rec, { name: 'Ann', phone: '111', email: 'ann@x' });
+  await a.sync();
+  await c.sync();
+  await a.put('customers', rec, { name: 'Ann', phone: '222', email: 'ann@x' });
+  await a.sync();
+  await c.put('customers', rec, { name: 'Bob', phone: '111', email: 'ann@x' });
+  return rec;
+}
+
 describe('sync client: conflicts', { concurrency: true }, () => {
   for (const backend of BACKENDS) {
     test(`on ${backend}: two devices edit one record offline; the later one gets the conflict with both sides, resolves it, and both converge`, async (t) => {
@@ -345,13 +357,7 @@ describe('sync client: conflicts', { concurrency: true }, () => {
         const c = await open({ resolver, fetch: gated });
         const offered: ConflictView[] = [];
         c.on('conflict', (v) => offered.push(v));
-        const rec = randomUUID();
-        await a.put('customers', rec, { name: 'Ann', phone: '111', email: 'ann@x' });
-        await a.sync();
-        await c.sync();
-        await a.put('customers', rec, { name: 'Ann', phone: '222', email: 'ann@x' });
-        await a.sync();
-        await c.put('customers', rec, { name: 'Bob', phone: '111', email: 'ann@x' });
+        const rec = await divergedCustomer(a, c);
         let release = () => {};
         gate = new Promise((r) => { release = r; });
         const out = new Promise<void>((r) => { pushOut = r; });
@@ -380,13 +386,7 @@ describe('sync client: conflicts', { concurrency: true }, () => {
       };
       const a = await open();
       const c = await open({ resolver: fieldMerge, fetch: flaky });
-      const rec = randomUUID();
-      await a.put('customers', rec, { name: 'Ann', phone: '111', email: 'ann@x' });
-      await a.sync();
-      await c.sync();
-      await a.put('customers', rec, { name: 'Ann', phone: '222', email: 'ann@x' });
-      await a.sync();
-      await c.put('customers', rec, { name: 'Bob', phone: '111', email: 'ann@x' });
+      const rec = await divergedCustomer(a, c);
       await c.sync();
       assert.equal((await c.conflicts()).length, 1);
       await c.put('customers', rec, { name: 'Bob', phone: '111', email: 'bob@x' });
