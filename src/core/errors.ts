@@ -58,6 +58,17 @@ export class AppError extends Error {
   }
 }
 
+/**
+ * `retry_after` of the 503 a closing instance answers: the balancer takes it out after two failed `/readyz` checks
+ * a second apart, so a retry two seconds later goes to another instance.
+ */
+export const DRAINING_RETRY_AFTER_S = 2;
+
+/** The 503 of a request that arrives at, or reaches a part of, an instance that is shutting down: retry elsewhere. */
+export function shuttingDown(details = 'the server is shutting down; retry'): AppError {
+  return new AppError('unavailable', details, { retry_after: DRAINING_RETRY_AFTER_S });
+}
+
 export function isAppError(e: unknown): e is AppError {
   return e instanceof AppError;
 }

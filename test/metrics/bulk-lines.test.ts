@@ -136,7 +136,7 @@ test('a closed pool reads no more bodies: unavailable, retryable', async () => {
   for (const threads of [0, 1]) {
     const closed = createBulkLinePool(threads);
     await closed.close();
-    await assert.rejects(closed.read(bytes(ndjson([makeReport({ ts: NOW })])), OPTS), (e: unknown) => e instanceof AppError && e.code === 'unavailable');
+    await assert.rejects(closed.read(bytes(ndjson([makeReport({ ts: NOW })])), OPTS), (e: unknown) => e instanceof AppError && e.code === 'unavailable' && e.extra?.['retry_after'] === 2);
   }
 });
 

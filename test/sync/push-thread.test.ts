@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import type { Worker } from 'node:worker_threads';
+import { AppError } from '../../src/core/errors.js';
 import { openDatabase } from '../../src/core/storage/database.js';
 import { syncMigrations } from '../../src/sync/storage/migrations/index.js';
 import type { SyncTables } from '../../src/sync/deps.js';
@@ -40,5 +41,6 @@ test('SQLite pushes commit on the push thread, readable on the service connectio
   assert.deepEqual(page.changes.map((c) => c.version), Array.from({ length: 14 }, (_, i) => i + 1));
 
   await store.close();
-  await assert.rejects(store.applyPush(business, { instanceId: 'd', branch: 'main', items: items(1) }, Date.now()), /shutting down/);
+  await assert.rejects(store.applyPush(business, { instanceId: 'd', branch: 'main', items: items(1) }, Date.now()),
+    (e: unknown) => e instanceof AppError && e.code === 'unavailable' && /shutting down/.test(String(e.details)) && e.extra?.['retry_after'] === 2);
 });

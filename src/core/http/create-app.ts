@@ -9,7 +9,7 @@ import { redactUrl } from './redact.js';
 import { onCheckExpectation, onClientError } from './client-error.js';
 import { registerLoadShedding, type LoadSheddingOptions } from './load-shedding.js';
 import { RequestLogController } from './request-log.js';
-import { AppError } from '../errors.js';
+import { AppError, shuttingDown } from '../errors.js';
 
 export type App = FastifyInstance<RawServerDefault, IncomingMessage, ServerResponse, FastifyBaseLogger, TypeBoxTypeProvider>;
 
@@ -45,12 +45,6 @@ export const HTTP_TIMEOUTS = {
 };
 
 export type HttpTimeouts = typeof HTTP_TIMEOUTS;
-
-/**
- * `Retry-After` of the 503 a closing instance answers: the balancer takes it out after two failed `/readyz` checks
- * a second apart, so a retry two seconds later goes to another instance.
- */
-export const DRAINING_RETRY_AFTER_S = 2;
 
 /**
  * Builds a Fastify instance with the behaviour both services share: JSON
@@ -104,7 +98,7 @@ export function createHttpApp(opts: HttpAppOptions): App {
   app.addHook('onRequest', async (req, reply) => {
     reply.headers(SECURITY_HEADERS);
     reply.header('x-request-id', req.id);
-    if (closing) throw new AppError('unavailable', 'the server is shutting down; retry', { retry_after: DRAINING_RETRY_AFTER_S });
+    if (closing) throw shuttingDown();
     if (req.raw.httpVersionMajor === 1 && req.raw.httpVersionMinor >= 1 && req.headers.host === undefined) {
       reply.header('connection', 'close');
       throw new AppError('invalid_request', 'an HTTP/1.1 request needs a Host header');

@@ -1,4 +1,4 @@
-import { AppError } from '../../core/errors.js';
+import { shuttingDown } from '../../core/errors.js';
 import { createThreadSlots } from '../../core/worker/request-thread.js';
 import { readBulkLines, type BulkLineOptions, type BulkLines } from './bulk-lines.js';
 
@@ -31,7 +31,7 @@ export function createBulkLinePool(threads: number): BulkLinePool {
   return {
     get readApart() { return readApart; },
     async read(body, opts) {
-      if (closed) throw new AppError('unavailable', 'the server is shutting down; retry');
+      if (closed) throw shuttingDown();
       if (!slots.count) return readBulkLines(body, opts);
       // The thread with the fewest bodies waiting; each reads its queue in order.
       let slot = 0;

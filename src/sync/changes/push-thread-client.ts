@@ -1,6 +1,6 @@
 // Why: the service side of the SQLite push thread: a group of pushes goes there and its results come back.
 import type { Worker } from 'node:worker_threads';
-import { AppError } from '../../core/errors.js';
+import { AppError, shuttingDown } from '../../core/errors.js';
 import { startModuleWorker } from '../../core/worker/module-worker.js';
 import { fromWireError, type WireError } from '../../core/worker/wire-error.js';
 import type { AppliedPush } from './change-store.js';
@@ -60,7 +60,7 @@ export async function startPushThread(sqliteFile: string, spawn: typeof spawnPus
   await ready;
   return {
     apply(group) {
-      if (closed) return Promise.reject(new AppError('unavailable', 'the service is shutting down'));
+      if (closed) return Promise.reject(shuttingDown());
       worker ??= start();
       const id = nextId++;
       const w = worker;

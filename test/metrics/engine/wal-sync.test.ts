@@ -2,6 +2,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Database } from '../../../src/core/storage/database.js';
 import { openMetricsDatabase } from '../../../src/metrics/deps.js';
+import { AppError } from '../../../src/core/errors.js';
 import { createEngineWriter, DEFAULT_WRITER_OPTIONS, pipelinedSync } from '../../../src/metrics/storage/engine/engine-writer.js';
 import { sqliteConn } from '../../../src/metrics/storage/engine/sql-conn.js';
 import type { MetricsTables } from '../../../src/metrics/storage/tables.js';
@@ -73,6 +74,8 @@ describe('appends answered after the WAL sync, on SQLite', () => {
     await assert.rejects(writer.append([report(3_000)]), (e: unknown) => (e as { code?: string }).code === 'unavailable' && /restart/.test(String(e)));
     assert.equal(errors.length, 1);
     await writer.close();
+    await assert.rejects(writer.append([report(4_000)]), (e: unknown) => e instanceof AppError && e.code === 'unavailable' && e.extra?.['retry_after'] === 2,
+      'a closed writer answers as a draining instance does: retry elsewhere in 2 s');
   });
 
   test('after a failed sync, a batch that committed meanwhile is refused even though its own, later sync succeeds', async () => {

@@ -1,4 +1,4 @@
-import { AppError } from '../../../core/errors.js';
+import { AppError, shuttingDown } from '../../../core/errors.js';
 import type { AppendOutcome, MetricLimits } from '../../domain/metrics-store.js';
 import { appendBatch, forgetGoneHosts, newWriterState, type HeadReport, type WriterState } from './head-writer.js';
 import { SealedTimestamps } from './sealed-timestamps.js';
@@ -290,7 +290,7 @@ export function createEngineWriter(conn: SqlConn, opts: WriterOptions, onError: 
 
   return {
     append(reports, signal, backlog = false) {
-      if (closed) return Promise.reject(new AppError('unavailable', 'the service is shutting down'));
+      if (closed) return Promise.reject(shuttingDown());
       if (syncFailed !== undefined) return Promise.reject(new AppError('unavailable', SYNC_FAILED));
       if (signal?.aborted) return Promise.reject(new AppError('unavailable', WITHDRAWN));
       if (queued + reports.length > opts.maxQueued) {
