@@ -21,6 +21,16 @@ async function waitFor(page: Page, what: string, fn: () => Promise<boolean>, ms 
   }
 }
 
+async function within<T>(ms: number, what: string, work: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error(`${what} took more than ${ms} ms`)), ms); });
+  try {
+    return await Promise.race([work, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 async function save(page: Page, device: string, name: string): Promise<void> {
   await page.fill(`[data-device="${device}"] .name`, name);
   await page.click(`[data-device="${device}"] .edit button`);
@@ -31,13 +41,15 @@ describe('sync client in a browser', { concurrency: true }, () => {
   const bundle: Promise<string> = buildBrowserClient();
 
   for (const backend of BACKENDS) {
-    test(`on ${backend}: the example page in Chromium: two devices with IndexedDB edit offline, survive a reload, reconnect and resolve the conflict`, { skip: !existsSync(CHROMIUM) && `no Chromium at ${CHROMIUM}` }, async (t) => {
+    test(`on ${backend}: the example page in Chromium: two devices with IndexedDB edit offline, survive a reload, reconnect and resolve the conflict`, { skip: !existsSync(CHROMIUM) && `no Chromium at ${CHROMIUM}`, timeout: 150_000 }, async (t) => {
       const file = await bundle;
       assert.doesNotMatch(readFileSync(file, 'utf8'), /from\s*["']node:|require\(["'](fs|path|crypto|better-sqlite3)/, 'the browser bundle has no Node built-in');
-      const s = await startSync(backend);
-      t.after(() => s.close());
+      // After-hooks run in the order they were added: Chromium goes first, so the service closes with no live client;
+      // each close is bounded, so a hang fails the test by name instead of holding the file to its timeout.
       const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu'] });
-      t.after(() => browser.close());
+      t.after(() => within(30_000, 'closing Chromium', browser.close()));
+      const s = await startSync(backend);
+      t.after(() => within(30_000, 'closing the sync service', s.close()));
       const context = await browser.newContext();
       const page = await context.newPage();
       const problems: string[] = [];
