@@ -1,6 +1,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { connect } from 'node:net';
 import WebSocket from 'ws';
 import { BACKENDS } from '../helpers/backends.js';
 import { call } from '../helpers/http.js';
@@ -238,6 +239,34 @@ for (const backend of BACKENDS) for (const shared of SHARED_STATES) {
       const closed = new Promise<number>((r) => f.ws.once('close', (code) => r(code)));
       await own.close();
       assert.equal(await closed, 1001);
+    });
+
+    test('an upgrade that arrives while the server closes is answered 503 and its connection closed, so the close completes', async () => {
+      // Holds the close where feed sockets are being closed: the listener still takes connections.
+      let release!: () => void;
+      let entered!: () => void;
+      const inPreClose = new Promise<void>((resolve) => { entered = resolve; });
+      const own = await startSync(backend, {}, { shared, extraRoutes: (app) => app.addHook('preClose', async () => { entered(); await new Promise<void>((resolve) => { release = resolve; }); }) });
+      const u = await newUser(own);
+      const b = await newBusiness(own, u);
+      const closing = own.close();
+      await inPreClose;
+      const socket = connect(Number(new URL(own.url).port), '127.0.0.1');
+      let text = '';
+      socket.on('data', (c: Buffer) => { text += c.toString('latin1'); });
+      const ended = new Promise<boolean>((resolve) => {
+        socket.once('end', () => resolve(true));
+        setTimeout(() => resolve(false), 5_000).unref();
+      });
+      socket.write(`GET /ws/sync?business_id=${b.id}&user_id=${u.id} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${u.token}\r\n`
+        + 'Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n');
+      const serverEnded = await ended;
+      socket.destroy();
+      release();
+      assert.match(text, /^HTTP\/1\.1 503 /);
+      assert.match(text, /"error":"unavailable"/);
+      assert.ok(serverEnded, 'the server closed the refused upgrade\'s connection');
+      await closing;
     });
 
     test('a browser page from an origin not on --feed-allowed-origins cannot open the feed (403); listed origins and clients without Origin can', async (t) => {
