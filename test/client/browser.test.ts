@@ -44,12 +44,12 @@ describe('sync client in a browser', { concurrency: true }, () => {
     test(`on ${backend}: the example page in Chromium: two devices with IndexedDB edit offline, survive a reload, reconnect and resolve the conflict`, { skip: !existsSync(CHROMIUM) && `no Chromium at ${CHROMIUM}`, timeout: 150_000 }, async (t) => {
       const file = await bundle;
       assert.doesNotMatch(readFileSync(file, 'utf8'), /from\s*["']node:|require\(["'](fs|path|crypto|better-sqlite3)/, 'the browser bundle has no Node built-in');
-      // After-hooks run in the order they were added: Chromium goes first, so the service closes with no live client;
-      // each close is bounded, so a hang fails the test by name instead of holding the file to its timeout.
+      // After-hooks run in the order they were added: the service closes first, under the page's live clients (whose
+      // feed reconnects meanwhile), as a real shutdown does. Each close is bounded, so a hang fails by name.
+      const s = await startSync(backend);
+      t.after(() => within(30_000, 'closing the sync service under the live page', s.close()));
       const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu'] });
       t.after(() => within(30_000, 'closing Chromium', browser.close()));
-      const s = await startSync(backend);
-      t.after(() => within(30_000, 'closing the sync service', s.close()));
       const context = await browser.newContext();
       const page = await context.newPage();
       const problems: string[] = [];
