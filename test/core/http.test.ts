@@ -16,6 +16,7 @@ function build(timeouts = {}) {
   app.get('/q', { schema: { querystring: Type.Object({ from: Type.Integer() }) } }, async (req) => ({ from: req.query.from }));
   app.get('/app-error', async () => { throw new AppError('rate_limited', 'slow down', { retry_after: 7 }); });
   app.get('/boom', async () => { throw new Error('secret internals'); });
+  app.get('/busy', async () => { throw new AppError('unavailable', 'the server is busy; retry after 1 s', { retry_after: 1 }); });
   app.get('/internal-app-error', async () => { throw new AppError('internal', 'attachment 42 has no stored content', { path: '/var/lib/x' }); });
   return { app, lines };
 }
@@ -71,6 +72,18 @@ test('AppError extras become body fields and Retry-After; 500s hide internals', 
   assert.equal(r.statusCode, 500);
   assert.deepEqual(r.json(), { error: 'internal', details: 'an unexpected error occurred; it has been logged' });
   assert.ok(lines.some((l) => l.includes('attachment 42 has no stored content')), 'its message is logged');
+});
+
+test('a 503 the service chose is one warn line with its details; a failure is an error line with its stack', async (t) => {
+  const { app, lines } = build();
+  t.after(() => app.close());
+  assert.equal((await app.inject({ url: '/busy' })).statusCode, 503);
+  assert.equal((await app.inject({ url: '/boom' })).statusCode, 500);
+  const logged = lines.map((l) => JSON.parse(l) as { level: number; msg: string; details?: string; err?: { stack?: string } });
+  const busy = logged.filter((l) => l.details === 'the server is busy; retry after 1 s' || l.err?.stack?.includes('the server is busy'));
+  assert.deepEqual(busy.map((l) => [l.level, l.msg]), [[40, 'request rejected']]);
+  const boom = logged.filter((l) => l.err?.stack?.includes('secret internals'));
+  assert.deepEqual(boom.map((l) => [l.level, l.msg]), [[50, 'request failed']]);
 });
 
 test('logs never carry the authorization header or a token query parameter', async (t) => {

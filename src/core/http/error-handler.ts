@@ -69,7 +69,9 @@ function clientMessage(fe: Partial<FastifyError>): string {
 
 export function errorHandler(err: unknown, req: FastifyRequest, reply: FastifyReply): void {
   const { status, body, headers } = toErrorResponse(err, req.method === 'GET' || req.method === 'HEAD' || req.routeOptions.config?.repeatable === true);
-  if (status >= 500) req.log.error({ err }, 'request failed');
+  // A 503 the service chose (shutting down, shedding load, a queue full) is an answer, not a failure: one warn line as a
+  // 4xx, or a rolling restart would fill the log with stacks. Its causes, when they are faults, are logged where they happen.
+  if (status >= 500 && !(isAppError(err) && err.code === 'unavailable')) req.log.error({ err }, 'request failed');
   else req.log.warn({ status, error: body.error, details: body.details }, 'request rejected');
   if (headers) reply.headers(headers);
   void reply.code(status).type('application/json; charset=utf-8').send(body);
