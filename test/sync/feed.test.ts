@@ -269,6 +269,27 @@ for (const backend of BACKENDS) for (const shared of SHARED_STATES) {
       await closing;
     });
 
+    test('an upgrade refused before the feed route sees it (HTTP/1.1 without Host) is answered 400 and its connection closed', async (t) => {
+      const own = await startSync(backend, {}, { shared });
+      t.after(() => own.close());
+      const u = await newUser(own);
+      const b = await newBusiness(own, u);
+      const socket = connect(Number(new URL(own.url).port), '127.0.0.1');
+      let text = '';
+      socket.on('data', (c: Buffer) => { text += c.toString('latin1'); });
+      const ended = new Promise<boolean>((resolve) => {
+        socket.once('end', () => resolve(true));
+        setTimeout(() => resolve(false), 5_000).unref();
+      });
+      socket.write(`GET /ws/sync?business_id=${b.id}&user_id=${u.id} HTTP/1.1\r\nAuthorization: Bearer ${u.token}\r\n`
+        + 'Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n');
+      const serverEnded = await ended;
+      socket.destroy();
+      assert.ok(serverEnded, 'the server closed the refused upgrade\'s connection');
+      assert.match(text, /^HTTP\/1\.1 400 /);
+      assert.match(text, /"error":"invalid_request"/);
+    });
+
     test('a browser page from an origin not on --feed-allowed-origins cannot open the feed (403); listed origins and clients without Origin can', async (t) => {
       const own = await startSync(backend, { feedAllowedOrigins: ['https://app.example.com'] });
       t.after(() => own.close());
