@@ -65,6 +65,43 @@ for (const backend of BACKENDS) {
       assert.equal(listed.body[0].remote_data, 'null', 'the list answers the same string');
     });
 
+    test('retrying a push whose first item conflicted and whose second applied answers the same conflict, not a stale rejection', async () => {
+      const { a, c, rec } = await twoDevices();
+      await a.push({ changes: [change(rec, 2, { name: 'A2' })] });
+      const body = { changes: [change(rec, 2, { name: 'C2' }), change(rec, 3, { name: 'C3' })] };
+      const first = await c.push(body);
+      assert.equal(first.body.accepted, 1);
+      assert.equal(first.body.conflicts.length, 1);
+      // The answer was lost; the device sends the same push again.
+      const retry = await c.push(body);
+      assert.equal(retry.status, 200);
+      assert.deepEqual(retry.body.rejections, []);
+      assert.equal(retry.body.accepted, 1);
+      assert.deepEqual(retry.body.conflicts.map((x: { id: number }) => x.id), [first.body.conflicts[0].id]);
+      assert.equal((await list(c)).body.length, 1, 'no second conflict stored');
+    });
+
+    test('retrying a conflicted push after its conflict was resolved local answers that conflict', async () => {
+      const { a, c, rec } = await twoDevices();
+      await a.push({ changes: [change(rec, 2, { name: 'A2' })] });
+      const body = { changes: [change(rec, 2, { name: 'C2' })] };
+      const id = (await c.push(body)).body.conflicts[0].id;
+      assert.equal((await resolve(c, id, 'local')).status, 200);
+      const retry = await c.push(body);
+      assert.deepEqual(retry.body.rejections, []);
+      assert.deepEqual(retry.body.conflicts.map((x: { id: number; resolution: string }) => [x.id, x.resolution]), [[id, 'local']]);
+    });
+
+    test('retrying the earlier of two conflicted pushes of one version answers its own conflict and stores none', async () => {
+      const { a, c, rec } = await twoDevices();
+      await a.push({ changes: [change(rec, 2, { name: 'A2' })] });
+      const x1 = await c.push({ changes: [change(rec, 2, { name: 'X' })] });
+      await c.push({ changes: [change(rec, 2, { name: 'Y' })] });
+      const x2 = await c.push({ changes: [change(rec, 2, { name: 'X' })] });
+      assert.equal(x2.body.conflicts[0].id, x1.body.conflicts[0].id);
+      assert.deepEqual((await list(c)).body.map((q: { local_data: string }) => q.local_data).sort(), ['{"name":"X"}', '{"name":"Y"}']);
+    });
+
     test('resolve local applies the local data as a new change with a new server version, above every record version', async () => {
       const { a, c, rec } = await twoDevices();
       await a.push({ changes: [change(rec, 2, { name: 'server' })] });

@@ -87,9 +87,33 @@ describe('version rule (planPush)', () => {
 
   test('a retried push that conflicted returns the stored conflict instead of a new one', () => {
     const existing = { id: 5, operation: 'update', local_data: '{"mine":true}' } as Conflict;
-    const ownConflicts = new Map([[attemptKey('customers', R, 1), existing]]);
+    const ownConflicts = new Map([[attemptKey('customers', R, 1), [existing]]]);
     const plan = planPush(state({ ownConflicts }, { recordVersion: 1 }), 'me', [item(1, { mine: true }, { operation: 'update' })]);
     assert.deepEqual(plan.conflicts, [{ existing }]);
+  });
+
+  test('a retried push that conflicted returns its conflict even once this instance wrote the record since (not stale)', () => {
+    const existing = { id: 5, operation: 'update', local_data: '{"mine":true}' } as Conflict;
+    const ownConflicts = new Map([[attemptKey('customers', R, 2), [existing]]]);
+    const plan = planPush(state({ ownConflicts }, { recordVersion: 3, instanceId: 'me' }), 'me', [item(2, { mine: true }, { operation: 'update' })]);
+    assert.deepEqual(plan.rejections, []);
+    assert.deepEqual(plan.conflicts, [{ existing }]);
+  });
+
+  test('of several conflicts one version had, a retry returns the one with its content', () => {
+    const x = { id: 5, operation: 'update', local_data: '{"name":"X"}' } as Conflict;
+    const y = { id: 6, operation: 'update', local_data: '{"name":"Y"}' } as Conflict;
+    const ownConflicts = new Map([[attemptKey('customers', R, 2), [x, y]]]);
+    const plan = planPush(state({ ownConflicts }, { recordVersion: 2 }), 'me', [item(2, { name: 'X' }, { operation: 'update' })]);
+    assert.deepEqual(plan.conflicts, [{ existing: x }]);
+  });
+
+  test('an older version from this instance with content it never pushed is still stale', () => {
+    const existing = { id: 5, operation: 'update', local_data: '{"mine":true}' } as Conflict;
+    const ownConflicts = new Map([[attemptKey('customers', R, 2), [existing]]]);
+    const plan = planPush(state({ ownConflicts }, { recordVersion: 3, instanceId: 'me' }), 'me', [item(2, { other: true }, { operation: 'update' })]);
+    assert.equal(plan.conflicts.length, 0);
+    assert.match(plan.rejections[0]!.reason, /stale version/);
   });
 
   test('a conflicting tombstone keeps null as its local data', () => {

@@ -76,7 +76,7 @@ export function createGroupApplier(dialect: DialectName): (exec: Exec, group: re
   /** What this instance pushed before for the records its `behind` items name: applied changes and stored conflicts. */
   async function ownHistory(exec: Exec, businessId: string, push: PushCommand, behind: readonly { tableName: string; recordUuid: string; version: number }[], records: ReadonlyMap<string, RecordState>) {
     const ownChanges = new Map<string, PriorChange>();
-    const ownConflicts = new Map<string, Conflict>();
+    const ownConflicts = new Map<string, Conflict[]>();
     const wanted = new Set(behind.map((i) => attemptKey(i.tableName, i.recordUuid, i.version)));
     // One walk per record, from its current change down to the lowest version asked about.
     const floors = new Map<number, number>();
@@ -96,7 +96,10 @@ export function createGroupApplier(dialect: DialectName): (exec: Exec, group: re
     const conflicts = await exec<ConflictRow>(hot.ownConflicts, [businessId, push.instanceId, pg ? uuids : JSON.stringify(uuids)]);
     for (const c of conflicts) {
       const key = attemptKey(c.table_name, c.record_uuid, Number(c.version));
-      if (wanted.has(key)) ownConflicts.set(key, toConflict(c));
+      if (!wanted.has(key)) continue;
+      const list = ownConflicts.get(key);
+      if (list) list.push(toConflict(c));
+      else ownConflicts.set(key, [toConflict(c)]);
     }
     return { ownChanges, ownConflicts };
   }
@@ -117,7 +120,7 @@ export function createGroupApplier(dialect: DialectName): (exec: Exec, group: re
         state.set(key, current);
         if (i.version <= current.recordVersion) behind.push(i);
       }
-      let history = { ownChanges: new Map<string, PriorChange>(), ownConflicts: new Map<string, Conflict>() };
+      let history = { ownChanges: new Map<string, PriorChange>(), ownConflicts: new Map<string, Conflict[]>() };
       if (behind.length) {
         await write(exec, businessId, changes, written);
         history = await ownHistory(exec, businessId, push, behind, records);

@@ -24,8 +24,8 @@ export interface PushState {
   records: ReadonlyMap<string, RecordState>;
   /** Changes this instance pushed before for those records, by `attemptKey`. */
   ownChanges: ReadonlyMap<string, PriorChange>;
-  /** Conflicts this instance's pushes created before for those records, by `attemptKey`. */
-  ownConflicts: ReadonlyMap<string, Conflict>;
+  /** Conflicts this instance's pushes created before for those records, by `attemptKey`, oldest first (one version may have several: different content each). */
+  ownConflicts: ReadonlyMap<string, readonly Conflict[]>;
 }
 
 export interface PlannedChange {
@@ -71,7 +71,8 @@ export function attemptKey(tableName: string, recordUuid: string, version: numbe
  *    server's: applied with the business's next server version.
  * 3. Otherwise, when the server's version came from another instance: a
  *    pending conflict (local = pushed, remote = server data), not applied.
- *    A retry of a push that conflicted returns that conflict again.
+ *    A retry of a push that conflicted returns that conflict again, whoever
+ *    wrote the record since (this instance's later items, a `local` resolution).
  * 4. Otherwise (an older version from the same instance, not a retry):
  *    rejected as stale.
  */
@@ -101,13 +102,11 @@ export function planPush(state: PushState, instanceId: string, items: readonly P
       plan.accepted++;
       continue;
     }
-    if (current.instanceId !== instanceId) {
+    const previous = state.ownConflicts.get(aKey)?.find((c) => c.operation === item.operation && c.local_data === localData(item));
+    if (previous || current.instanceId !== instanceId) {
       const seen = conflictSlots.get(aKey);
-      const previous = state.ownConflicts.get(aKey);
       if (seen && sameAttempt(seen, item)) continue;
-      const slot: PlannedConflict = previous && previous.operation === item.operation && previous.local_data === localData(item)
-        ? { existing: previous }
-        : { item, remote: current };
+      const slot: PlannedConflict = previous ? { existing: previous } : { item, remote: current };
       conflictSlots.set(aKey, slot);
       plan.conflicts.push(slot);
       continue;
