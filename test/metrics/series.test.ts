@@ -95,6 +95,21 @@ for (const backend of BACKENDS) {
       assert.deepEqual(Object.keys(agg.body).sort(), ['bucketMs', 'from', 'hosts', 'max', 'metrics', 'min', 'points', 'timestamps', 'to']);
     });
 
+    test('a bucketed mean of 16-digit counters is the exact quotient, never a rounding outside the bucket\'s min and max', async () => {
+      const c = await m.newTenant();
+      const V = 2_345_678_901_234_567; // below 2^53: exact in float64 and in JSON
+      for (let i = 0; i < 3; i++) {
+        assert.equal((await ingest(m.url, c.token, makeReport({ agentId: 'nic', ts: T0 + i * 1_200_000, network: { rxBytes: V + i } }))).status, 200);
+      }
+      const q = `from=${T0}&to=${T0 + 3_600_000 - 1}&points=2&minmax=true&metrics=network.rxBytes`;
+      for (const path of [`/api/v1/host/nic?${q}`, `/api/v1/aggregate?${q}`]) {
+        const r = await get(c.token, path);
+        assert.equal(r.body.bucketMs, 1_800_000, path);
+        assert.deepEqual(r.body.metrics['network.rxBytes'], [V + 0.5, V + 2], path);
+        assert.deepEqual(r.body.max['network.rxBytes'], [V + 1, V + 2], path);
+      }
+    });
+
     test('without from/to the last hour is served, with the configured budget', async () => {
       const r = await get(a.token, '/api/v1/host/h1');
       assert.equal(r.body.to, NOW);

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { Buckets, tidy } from '../../../src/metrics/storage/engine/buckets.js';
+import { Buckets, tidyWithin } from '../../../src/metrics/storage/engine/buckets.js';
 import { decodeBlock, encodeBlock, FAST_QUALITY } from '../../../src/metrics/storage/engine/block-codec.js';
 import { coarsen, encodeRollup, mergeRollups, rollUp, rollUpBlocks } from '../../../src/metrics/storage/engine/rollup.js';
 
@@ -46,7 +46,7 @@ test('rollup cells hold exactly the sum, count, min and max of their raw values;
     assert.deepEqual(read.timestamps, [...byBucket.keys()].sort((x, y) => x - y));
     read.timestamps.forEach((bucket, i) => {
       const { sum, vals } = byBucket.get(bucket)!;
-      assert.equal(read.metrics.get(1)![i], tidy(sum / vals.length));
+      assert.equal(read.metrics.get(1)![i], tidyWithin(sum / vals.length, Math.min(...vals), Math.max(...vals)));
       assert.equal(read.min!.get(1)![i], Math.min(...vals));
       assert.equal(read.max!.get(1)![i], Math.max(...vals));
     });
@@ -113,4 +113,11 @@ test('a block whose rows lie outside the window it is rolled up for is refused, 
   assert.throws(() => rollUpBlocks([block], W, 3_600_000, 60_000), /lies outside its window/);
   const late = encodeBlock({ ts: Float64Array.of(W + 3_600_000), columns: new Map([[1, Float64Array.of(1)]]) }, FAST_QUALITY);
   assert.throws(() => rollUpBlocks([late], W, 3_600_000, 60_000), /lies outside its window/);
+});
+
+test('tidyWithin drops summation noise, and keeps the exact mean where 15 digits would leave the bucket\'s values', () => {
+  assert.equal(tidyWithin((0.1 + 0.2) / 2, 0.1, 0.2), 0.15);
+  assert.equal(tidyWithin(2_345_678_901_234_569, 2_345_678_901_234_569, 2_345_678_901_234_569), 2_345_678_901_234_569);
+  assert.equal(tidyWithin(2_345_678_901_234_567.5, 2_345_678_901_234_567, 2_345_678_901_234_568), 2_345_678_901_234_567.5);
+  assert.equal(tidyWithin(Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER), Number.MAX_SAFE_INTEGER);
 });

@@ -224,7 +224,7 @@ export class Buckets {
       for (const [id, a] of present) out.set(id, keep.map((b) => (a.count[b] ? f(a, b) : null)));
       return out;
     };
-    const out: SeriesColumns = { timestamps: keep.map((b) => Math.max(this.grid.from, this.grid.start + b * this.grid.width)), metrics: pick((a, b) => tidy(a.sum[b]! / a.count[b]!)) };
+    const out: SeriesColumns = { timestamps: keep.map((b) => Math.max(this.grid.from, this.grid.start + b * this.grid.width)), metrics: pick((a, b) => tidyWithin(a.sum[b]! / a.count[b]!, a.min[b]!, a.max[b]!)) };
     if (minmax) {
       out.min = pick((a, b) => a.min[b]!);
       out.max = pick((a, b) => a.max[b]!);
@@ -240,6 +240,16 @@ const POW10 = Array.from({ length: 632 }, (_, i) => 10 ** (i - 323));
  * 0.4000000000000001) to 15 significant digits, float64's exact decimal
  * precision; arithmetic rather than toPrecision, which was a fifth of a query.
  */
+/**
+ * A bucket's mean, tidied only where that keeps it inside the bucket's values: 15 digits are fewer than a large
+ * counter carries (2345678901234567 would read back as 2345678901234570, above the bucket's maximum), and there the
+ * exact quotient is the answer.
+ */
+export function tidyWithin(mean: number, min: number, max: number): number {
+  const t = tidy(mean);
+  return t >= min && t <= max ? t : mean;
+}
+
 export function tidy(x: number): number {
   if (x === 0 || !Number.isFinite(x)) return x;
   const scale = POW10[14 - Math.floor(Math.log10(Math.abs(x))) + 323];
