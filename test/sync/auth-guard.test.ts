@@ -85,16 +85,22 @@ for (const backend of BACKENDS) {
       assert.equal((await probe({ header: b.id })).status, 401);
     });
 
-    test('membership is checked on every request: a removed member\'s business token gets 403 at once', async () => {
+    test('membership is checked on every request: a business token of a user no longer a member gets 403 at once; a removal also revokes it (401)', async () => {
       const owner = await newUser(s);
       const m = await newUser(s);
+      const gone = await newUser(s);
       const b = await newBusiness(s, owner);
       await addMember(s, owner, b.id, m);
+      await addMember(s, owner, b.id, gone);
       const t = await businessToken(s, m, b.id);
+      const goneToken = await businessToken(s, gone, b.id);
       assert.equal((await probe({ token: t })).status, 200);
       assert.equal((await call(s.url, 'DELETE', `/api/business/${b.id}/members/${m.id}`, { token: owner.token })).status, 204);
-      assert.equal((await probe({ token: t })).status, 403);
+      assert.equal((await probe({ token: t })).status, 401);
       assert.equal((await probe({ token: m.token, header: b.id })).status, 403);
+      // The membership row alone gone (the token kept): the per-request read refuses it.
+      await s.deps.database.db.deleteFrom('memberships').where('business_id', '=', b.id).where('user_id', '=', gone.id).execute();
+      assert.equal((await probe({ token: goneToken })).status, 403);
     });
 
     test('authenticateAccessToken resolves valid tokens of both kinds and nothing else; isMember reads memberships', async () => {

@@ -145,6 +145,29 @@ for (const backend of BACKENDS) {
       assert.equal(again.status, 404);
     });
 
+    test('removing or leaving revokes the business tokens of that business (401), and a re-add does not revive them', async () => {
+      const owner = await newUser(s);
+      const removed = await newUser(s);
+      const leaver = await newUser(s);
+      const biz = await newBusiness(s, owner);
+      const other = await newBusiness(s, owner);
+      for (const u of [removed, leaver]) await addMember(s, owner, biz.id, u);
+      await addMember(s, owner, other.id, removed);
+      const removedToken = await businessToken(s, removed, biz.id);
+      const leaverToken = await businessToken(s, leaver, biz.id);
+      const otherToken = await businessToken(s, removed, other.id);
+      assert.equal((await call(s.url, 'DELETE', `/api/business/${biz.id}/members/${removed.id}`, { token: owner.token })).status, 204);
+      assert.equal((await call(s.url, 'DELETE', `/api/business/${biz.id}/members/${leaver.id}`, { token: leaver.token })).status, 204);
+      for (const u of [removed, leaver]) await addMember(s, owner, biz.id, u);
+      for (const token of [removedToken, leaverToken]) {
+        assert.equal((await call(s.url, 'POST', '/api/sync/pull', { token, json: { since_version: 0 } })).status, 401);
+      }
+      const fresh = await businessToken(s, removed, biz.id);
+      assert.equal((await call(s.url, 'GET', '/api/sync/status', { token: fresh })).status, 200);
+      assert.equal((await call(s.url, 'GET', '/api/sync/status', { token: otherToken })).status, 200, 'a token of another business is kept');
+      assert.equal((await call(s.url, 'GET', '/api/business', { token: removed.token })).status, 200, 'the user token is kept');
+    });
+
     test('the last owner cannot be removed (409); with a second owner one may go', async () => {
       const owner = await newUser(s);
       const second = await newUser(s);

@@ -47,7 +47,9 @@ export interface BusinessStore {
    * `removedBy` is an owner or the member themselves when it is written
    * (`not_allowed` otherwise; `not_member` and `last_owner` are answered
    * first). Serialized per business, so two owners removing each other at once
-   * cannot leave none, and a removed owner removes nobody.
+   * cannot leave none, and a removed owner removes nobody. The user's business
+   * tokens for this business are deleted in the same transaction, so a later
+   * re-add does not revive them.
    */
   removeMember(businessId: string, userId: string, removedBy: string): Promise<RemoveOutcome>;
 }

@@ -6,7 +6,7 @@ import type { AccountTables } from '../accounts/tables.js';
 import type { AddOutcome, Business, BusinessStore, RemoveOutcome } from './business-store.js';
 import type { BusinessTables, BusinessesTable } from './tables.js';
 
-type Tables = BusinessTables & Pick<AccountTables, 'users'>;
+type Tables = BusinessTables & Pick<AccountTables, 'users' | 'access_tokens'>;
 
 const toBusiness = (r: Selectable<BusinessesTable>): Business => ({ id: r.id, name: r.name, abn: r.abn, createdBy: r.created_by, createdAt: Number(r.created_at) });
 
@@ -108,6 +108,8 @@ export function createKyselyBusinessStore(db: Kysely<Tables>, dialect: DialectNa
         }
         if (removedBy !== userId && (await roleIn(trx, businessId, removedBy)) !== 'owner') return 'not_allowed';
         await trx.deleteFrom('memberships').where('business_id', '=', businessId).where('user_id', '=', userId).execute();
+        // Revoked, not merely refused while not a member: otherwise a re-add would bring the old tokens back.
+        await trx.deleteFrom('access_tokens').where('user_id', '=', userId).where('business_id', '=', businessId).execute();
         return 'removed';
       });
     },
