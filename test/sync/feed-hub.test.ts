@@ -126,8 +126,9 @@ const BIZ3 = '33333333-3333-4333-8333-333333333333';
 test('at each heartbeat a socket whose credentials no longer grant the feed is closed with 1008; a failed check keeps the business\'s sockets', async (t) => {
   const warnings: unknown[] = [];
   const revoked = new Set<string>();
+  let databaseAway = false;
   const hub = createFeedHub(createMemoryPubSub(), NO_SPREAD, { warn: (o) => warnings.push(o) }, async (businessId, credentials: readonly string[]) => {
-    if (businessId === BIZ2) throw new Error('database away');
+    if (businessId === BIZ2 && databaseAway) throw new Error('database away');
     return credentials.map((c) => !revoked.has(c));
   });
   t.after(() => hub.close());
@@ -137,6 +138,7 @@ test('at each heartbeat a socket whose credentials no longer grant the feed is c
   await hub.add(BIZ, stays, 'stays');
   await hub.add(BIZ, removed, 'removed');
   await hub.add(BIZ2, flaky, 'flaky');
+  databaseAway = true;
   await hub.heartbeat();
   assert.equal(removed.closedWith, undefined);
   revoked.add('removed');
@@ -157,6 +159,8 @@ test('re-authorisation is one batched check per business per heartbeat, not one 
   });
   t.after(() => hub.close());
   for (let i = 0; i < 30; i++) await hub.add(i % 2 ? BIZ : BIZ2, new FakeSocket(), `socket-${i}`);
+  assert.equal(calls.length, 30, 'each add checked its own socket');
+  calls.length = 0;
   await hub.heartbeat();
   assert.equal(calls.length, 2);
   assert.deepEqual(new Set(calls.map(([b]) => b)), new Set([BIZ, BIZ2]));
@@ -176,6 +180,7 @@ test('the checks of one heartbeat are spread over the spread time, one business 
   });
   t.after(() => hub.close());
   for (const b of [BIZ, BIZ2, BIZ3]) await hub.add(b, new FakeSocket(), allowed);
+  started.length = 0;
   await hub.heartbeat();
   assert.equal(started.length, 3);
   assert.equal(maxInFlight, 1, 'never two businesses at once');
@@ -187,14 +192,18 @@ test('a heartbeat never overlaps the previous one\'s checks: while they run, it 
   let calls = 0;
   let release!: () => void;
   const stuck = new Promise<void>((r) => { release = r; });
+  let gate: Promise<void> = Promise.resolve();
   const hub = createFeedHub(createMemoryPubSub(), NO_SPREAD, silent, async (_b, credentials: readonly string[]) => {
     calls++;
-    await stuck;
+    await gate;
     return credentials.map(() => true);
   });
   t.after(() => hub.close());
   const socket = new FakeSocket();
   await hub.add(BIZ, socket, allowed);
+  // The heartbeats' checks get stuck, not the add's.
+  gate = stuck;
+  calls = 0;
   const first = hub.heartbeat();
   await new Promise((r) => setImmediate(r));
   socket.emit('pong');
@@ -214,13 +223,15 @@ test('a heartbeat never overlaps the previous one\'s checks: while they run, it 
 test('an access change re-checks the business at once; batches that come meanwhile wait for it, and none reaches a socket it closed', async (t) => {
   const pubsub = createMemoryPubSub();
   let release!: () => void;
-  const gate = new Promise<void>((resolve) => { release = resolve; });
+  const stuck = new Promise<void>((resolve) => { release = resolve; });
+  let gate: Promise<void> = Promise.resolve();
+  const revoked = new Set<string>();
   const checked: string[][] = [];
-  // 'removed' has lost access; the check takes until the test releases it.
+  // Once both sockets are in, 'removed' loses access and the check takes until the test releases it.
   const reauthorize = async (_b: string, credentials: readonly string[]) => {
     checked.push([...credentials]);
     await gate;
-    return credentials.map((c) => c !== 'removed');
+    return credentials.map((c) => !revoked.has(c));
   };
   const hub = createFeedHub(pubsub, NO_SPREAD, silent, reauthorize);
   t.after(() => hub.close());
@@ -229,6 +240,9 @@ test('an access change re-checks the business at once; batches that come meanwhi
   goes.close = (code: number) => { goes.closedWith = code; goes.readyState = 2; };
   await hub.add(BIZ, stays, allowed);
   await hub.add(BIZ, goes, 'removed');
+  revoked.add('removed');
+  gate = stuck;
+  checked.length = 0;
   await pubsub.publish(businessChannel(BIZ), { business_id: BIZ, recheck: true });
   await pubsub.publish(businessChannel(BIZ), batch(2));
   await pubsub.publish(businessChannel(BIZ), { business_id: BIZ, recheck: true });
@@ -243,4 +257,34 @@ test('an access change re-checks the business at once; batches that come meanwhi
   assert.deepEqual(stays.sent.map((m) => JSON.parse(m).version), [1, 2], 'the held batch, in order, once checked');
   await pubsub.publish(businessChannel(BIZ), batch(1));
   assert.equal(stays.sent.length, 3, 'later batches go straight out again');
+});
+
+test('a new socket gets nothing until its own check, made once it is subscribed, has passed; a refused one is closed with 1008', async (t) => {
+  const pubsub = createMemoryPubSub();
+  const gates: Array<() => void> = [];
+  const hub = createFeedHub(pubsub, NO_SPREAD, silent, async (_b, credentials: readonly string[]) => {
+    await new Promise<void>((resolve) => gates.push(resolve));
+    return credentials.map((c) => c !== 'removed');
+  });
+  t.after(() => hub.close());
+  const stays = new FakeSocket();
+  const goes = new FakeSocket();
+  const adding = Promise.all([hub.add(BIZ, stays, allowed), hub.add(BIZ, goes, 'removed')]);
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.equal(gates.length, 2, 'both checks run with the subscription in place');
+  await pubsub.publish(businessChannel(BIZ), batch(2));
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.deepEqual([stays.sent.length, goes.sent.length], [0, 0], 'the batch waits for the checks');
+  gates.splice(0).forEach((pass) => pass());
+  await adding;
+  assert.equal(goes.closedWith, NO_LONGER_AUTHORIZED);
+  assert.equal(goes.sent.length, 0, 'nothing reached the refused socket');
+  assert.deepEqual(stays.sent.map((m) => JSON.parse(m).version), [1, 2], 'the held batch, in order, once checked');
+});
+
+test('a new socket whose first check fails is removed and the add rejects', async (t) => {
+  const hub = createFeedHub(createMemoryPubSub(), NO_SPREAD, silent, async () => { throw new Error('database away'); });
+  t.after(() => hub.close());
+  await assert.rejects(hub.add(BIZ, new FakeSocket(), allowed), /database away/);
+  assert.equal(hub.size, 0);
 });

@@ -206,6 +206,41 @@ for (const backend of BACKENDS) for (const shared of SHARED_STATES) {
       }
     });
 
+    test('a member removed between the upgrade\'s membership check and the subscription has the feed closed (1008) and gets none of the changes made after', async () => {
+      const own = await startSync(backend, { feedHeartbeatMs: 3_600_000 }, { shared });
+      try {
+        const boss = await newUser(own);
+        const b = await newBusiness(own, boss);
+        const leaver = await newUser(own);
+        await addMember(own, boss, b.id, leaver);
+        // The removal commits and is answered right after the upgrade's membership read, every time, not by chance.
+        const store = own.deps.businesses;
+        const roleOf = store.roleOf.bind(store);
+        let removalStatus: number | undefined;
+        store.roleOf = async (businessId: string, userId: string) => {
+          const role = await roleOf(businessId, userId);
+          if (removalStatus === undefined && userId === leaver.id) {
+            removalStatus = 0;
+            removalStatus = (await call(own.url, 'DELETE', `/api/business/${b.id}/members/${leaver.id}`, { token: boss.token })).status;
+          }
+          return role;
+        };
+        const feed = await openFeed(own.url, { businessId: b.id, userId: leaver.id, token: leaver.token });
+        let leaked = 0;
+        feed.ws.on('message', () => { leaked++; });
+        const closed = new Promise<number>((r) => feed.ws.once('close', (code) => r(code)));
+        assert.equal(removalStatus, 204, 'the removal was answered before the feed opened');
+        const r = await device(own.url, boss.token, b.id, 'dev-1').push({ changes: [change(randomUUID(), 1, { secret: true })] });
+        assert.equal(r.status, 200);
+        const code = await Promise.race([closed, new Promise((r) => setTimeout(() => r('still open'), 2000))]);
+        feed.ws.close();
+        assert.equal(code, 1008, 'closed with policy violation, an hour before the next heartbeat');
+        assert.equal(leaked, 0, 'the removed member received no change made after the removal');
+      } finally {
+        await own.close();
+      }
+    });
+
     test('a logout, or a refresh token presented twice, closes the session\'s feed connections at once, not at the next heartbeat', async () => {
       const own = await startSync(backend, { feedHeartbeatMs: 3_600_000 }, { shared });
       try {

@@ -51,8 +51,11 @@ const PING_CHUNK = 256;
 export interface FeedHub<C> {
   /**
    * Delivers the business's change events to `socket` until it closes.
-   * `credential` (what the connection authenticated with) is re-checked at
-   * every heartbeat; a refused one closes the socket.
+   * `credential` (what the connection authenticated with) is checked once the
+   * subscription is in place, before anything is delivered (what comes
+   * meanwhile waits for the check), and again at every heartbeat; a refused
+   * one closes the socket. Rejects, the socket removed, when the subscription
+   * or that first check fails.
    */
   add(businessId: string, socket: FeedSocket, credential: C): Promise<void>;
   /**
@@ -85,6 +88,8 @@ interface Subscription<C> {
 export function createFeedHub<C>(pubsub: PubSub, options: FeedOptions, log: WarnLogger, reauthorize: ReauthorizeBusiness<C>): FeedHub<C> {
   const subscriptions = new Map<string, Subscription<C>>();
   const alive = new Map<FeedSocket, boolean>();
+  /** New sockets until their first check has passed, with the batches that came meanwhile. */
+  const pending = new Map<FeedSocket, unknown[]>();
   const spreadMs = options.reauthSpreadMs ?? options.heartbeatMs / 2;
   let checking: Promise<void> | undefined;
   let closed = false;
@@ -96,13 +101,15 @@ export function createFeedHub<C>(pubsub: PubSub, options: FeedOptions, log: Warn
   const timer = setInterval(() => void hub.heartbeat(), options.heartbeatMs);
   timer.unref();
 
-  const deliver = (sockets: Map<FeedSocket, C>, message: unknown) => {
+  const deliver = (sockets: Iterable<FeedSocket>, message: unknown) => {
     // Messages may cross a network (Redis); anything not shaped like a batch is dropped.
     const events = (message as Partial<ChangeBatch> | null)?.events;
     if (!Array.isArray(events)) return;
     // Encoded once for every socket: with thousands of subscribers the per-socket work is the send alone.
     const frames = events.map((e) => Buffer.from(JSON.stringify(e)));
-    for (const socket of sockets.keys()) {
+    for (const socket of sockets) {
+      const held = pending.get(socket);
+      if (held) { held.push(message); continue; }
       if (socket.readyState !== OPEN) continue;
       for (const frame of frames) {
         if (socket.bufferedAmount > options.maxBufferedBytes) {
@@ -133,12 +140,12 @@ export function createFeedHub<C>(pubsub: PubSub, options: FeedOptions, log: Warn
         } while (sub.again && !closed);
         const held = sub.held ?? [];
         sub.held = undefined;
-        for (const m of held) deliver(sub.sockets, m);
+        for (const m of held) deliver(sub.sockets.keys(), m);
       })();
       return;
     }
     if (sub.held) sub.held.push(message);
-    else deliver(sub.sockets, message);
+    else deliver(sub.sockets.keys(), message);
   };
 
   /** A subscription to the business's channel, its messages for its own sockets only (a later one has its own). */
@@ -150,6 +157,7 @@ export function createFeedHub<C>(pubsub: PubSub, options: FeedOptions, log: Warn
 
   const remove = (businessId: string, socket: FeedSocket) => {
     alive.delete(socket);
+    pending.delete(socket);
     const sub = subscriptions.get(businessId);
     if (!sub || !sub.sockets.delete(socket) || sub.sockets.size) return;
     subscriptions.delete(businessId);
@@ -205,11 +213,21 @@ export function createFeedHub<C>(pubsub: PubSub, options: FeedOptions, log: Warn
         subscriptions.set(businessId, sub);
       }
       sub.sockets.set(socket, credential);
+      pending.set(socket, []);
       alive.set(socket, true);
       socket.on('pong', () => { if (alive.has(socket)) alive.set(socket, true); });
       socket.on('close', () => remove(businessId, socket));
       try {
         await sub.unsubscribe;
+        // Access lost between the caller's checks and the subscription was announced before this socket could hear it.
+        const [granted] = await reauthorize(businessId, [credential]);
+        const held = pending.get(socket) ?? [];
+        pending.delete(socket);
+        if (granted !== true) {
+          if (socket.readyState === OPEN) socket.close(NO_LONGER_AUTHORIZED, 'token expired or revoked, or no longer a member');
+          return;
+        }
+        for (const m of held) deliver([socket], m);
       } catch (e: unknown) {
         remove(businessId, socket);
         throw e;
@@ -230,6 +248,7 @@ export function createFeedHub<C>(pubsub: PubSub, options: FeedOptions, log: Warn
       const subs = [...subscriptions.values()];
       subscriptions.clear();
       alive.clear();
+      pending.clear();
       await Promise.allSettled(subs.map(async (s) => (await s.unsubscribe)()));
     },
   };
