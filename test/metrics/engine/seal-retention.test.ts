@@ -4,7 +4,8 @@ import type { Database } from '../../../src/core/storage/database.js';
 import { appendBatch, newWriterState } from '../../../src/metrics/storage/engine/head-writer.js';
 import { SealedTimestamps } from '../../../src/metrics/storage/engine/sealed-timestamps.js';
 import { sealWindow, sealWindows } from '../../../src/metrics/storage/engine/sealer.js';
-import { pgConn, type SqlConn } from '../../../src/metrics/storage/engine/sql-conn.js';
+import { databaseConn, pgConn, type SqlConn } from '../../../src/metrics/storage/engine/sql-conn.js';
+import { deleteBefore } from '../../../src/metrics/storage/engine/engine-writer.js';
 import type { MetricsTables } from '../../../src/metrics/storage/tables.js';
 import { BACKENDS, freshStorage, type TestStorage } from '../../helpers/backends.js';
 import { openTestMetricsDatabase } from '../../helpers/metrics.js';
@@ -72,3 +73,27 @@ for (const backend of BACKENDS.filter((b) => b === 'postgres')) {
     });
   });
 }
+
+describe('a retention sweep PostgreSQL undoes to break a deadlock', () => {
+  test('runs again, as appends do; another failure is thrown at once', async () => {
+    const storage = await freshStorage('sqlite');
+    const database = await openTestMetricsDatabase(storage);
+    try {
+      const real = databaseConn(database);
+      const failing = (errors: unknown[]) => {
+        let calls = 0;
+        const conn: SqlConn = { ...real, transaction: (fn, opts) => { calls++; const e = errors.shift(); return e ? Promise.reject(e) : real.transaction(fn, opts); } };
+        return { conn, calls: () => calls };
+      };
+      const deadlocked = failing([Object.assign(new Error('deadlock detected'), { code: '40P01' }), Object.assign(new Error('could not serialize'), { code: '40001' })]);
+      assert.deepEqual(await deleteBefore(deadlocked.conn, newWriterState(), Date.now()), { reports: 0, hosts: 0 });
+      assert.equal(deadlocked.calls(), 3);
+      const broken = failing([Object.assign(new Error('disk full'), { code: 'SQLITE_FULL' })]);
+      await assert.rejects(deleteBefore(broken.conn, newWriterState(), Date.now()), /disk full/);
+      assert.equal(broken.calls(), 1);
+    } finally {
+      await database.close();
+      await storage.cleanup();
+    }
+  });
+});

@@ -5,7 +5,7 @@ import { SealedTimestamps } from './sealed-timestamps.js';
 import { createSealDeferral, type SealDeferralSettings } from './seal-deferral.js';
 import { scanHead } from './head-windows.js';
 import { findSealable, prepareSeal, sealWindows, type PreparedSeal, type SealCandidate, type SealSettings } from './sealer.js';
-import type { SqlConn } from './sql-conn.js';
+import { undoneByConflict, type SqlConn } from './sql-conn.js';
 import { rollTenantWindows } from './tenant-rollup.js';
 import { WINDOW_MS } from './windows.js';
 import { WITHDRAWN } from './worker-protocol.js';
@@ -350,7 +350,19 @@ export async function deleteBefore(conn: SqlConn, state: WriterState, cutoff: nu
   return removed;
 }
 
+/** Retention's transaction may be PostgreSQL's deadlock victim against another instance's append of the same hosts: run again, as appends are. */
 async function deleteExpired(conn: SqlConn, cutoff: number): Promise<{ reports: number; hosts: number }> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await deleteExpiredOnce(conn, cutoff);
+    } catch (e: unknown) {
+      if (!undoneByConflict(e) || attempt >= 5) throw e;
+      await new Promise((resolve) => setTimeout(resolve, Math.random() * 20 * attempt));
+    }
+  }
+}
+
+async function deleteExpiredOnce(conn: SqlConn, cutoff: number): Promise<{ reports: number; hosts: number }> {
   // Whole windows only: a block (and a tenant rollup) goes once its whole window is before the cutoff.
   const lastExpiredWindow = cutoff - WINDOW_MS;
   return conn.transaction(async (tx) => {

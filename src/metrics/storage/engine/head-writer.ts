@@ -2,7 +2,7 @@ import type { AppendOutcome, MetricLimits, NewReport } from '../../domain/metric
 import { chunks } from '../../../core/storage/chunks.js';
 import { encodeSamples } from '../sample-codec.js';
 import { HeadWindows } from './head-windows.js';
-import type { SqlConn } from './sql-conn.js';
+import { undoneByConflict, type SqlConn } from './sql-conn.js';
 import { loadSealedMeta, type SealedTimestamps } from './sealed-timestamps.js';
 import { windowOf } from './windows.js';
 
@@ -118,7 +118,7 @@ async function appendWithRetry(deps: WriterDeps, batch: HeadReport[]): Promise<A
         // Retention removed a cached host meanwhile: forget the caches and create it again.
         deps.state.hosts.clear();
         deps.state.hostMetricIds.clear();
-      } else if (code !== '40P01' && code !== '40001') {
+      } else if (!undoneByConflict(e)) {
         throw e;
       }
       if (attempt >= MAX_ATTEMPTS) throw e;

@@ -38,6 +38,12 @@ const SQLITE_NORMAL = 1;
  */
 export const METRICS_SQLITE_CACHE_KIB = 4096;
 
+/** PostgreSQL undid the transaction to break a deadlock or a serialization conflict: nothing of it happened, run it again. */
+export function undoneByConflict(e: unknown): boolean {
+  const code = (e as { code?: unknown } | null)?.code;
+  return code === '40P01' || code === '40001';
+}
+
 /** A SqlConn over an open database's own connection (SQLite) or pool (PostgreSQL). */
 export function databaseConn(database: Pick<Database<unknown>, 'sqlite' | 'pgPool'>): SqlConn {
   return database.sqlite ? sqliteConn(database.sqlite) : pgConn(database.pgPool!);
