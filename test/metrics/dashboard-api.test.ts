@@ -155,6 +155,19 @@ for (const backend of BACKENDS) {
       assert.equal(anon.status, 303);
     });
 
+    test('the host page of a host id of the full 128 characters opens', async () => {
+      const initech = await h.newTenant('initech');
+      const id = `${'n'.repeat(120)}.example`;
+      assert.equal((await ingest(h.url, initech.token, makeReport({ agentId: id, ts: now - 120_000 }))).status, 200);
+      const page = await fetch(`${h.url}/hosts/${id}`, { headers: { authorization: `Bearer ${initech.token}`, accept: HTML_ACCEPT } });
+      assert.equal(page.status, 200);
+      assert.match(await page.text(), new RegExp(`<main data-page="host" data-host-id="${id}"`));
+      for (const long of [`${id}x`, 'a'.repeat(5000)]) {
+        const r = await call(h.url, 'GET', `/hosts/${long}`, { token: initech.token });
+        assert.deepEqual([r.status, r.body.error], [404, 'not_found'], `${long.length} characters: an id no report could carry`);
+      }
+    });
+
     test('the fleet page lists the top hosts of its tenant only', async () => {
       const page = await fetch(`${h.url}/fleet?range=1h`, { headers: { authorization: `Bearer ${acme.token}` } });
       assert.equal(page.status, 200);

@@ -211,6 +211,26 @@ for (const backend of BACKENDS) {
       assert.equal((await get(a.token, '/api/v1/host/hb')).status, 404);
     });
 
+    test('a host id of the full 128 characters is read back; any longer id is the 404 of an unknown host; a malformed escape is a 400', async () => {
+      const c = await m.newTenant();
+      const id = `${'n'.repeat(120)}.example`;
+      assert.equal((await ingest(m.url, c.token, makeReport({ agentId: id, ts: T0 }))).status, 200);
+      const r = await get(c.token, `/api/v1/host/${id}`);
+      assert.equal(r.status, 200, r.text);
+      assert.deepEqual([r.body.hostId, r.body.timestamps], [id, [T0]]);
+      // 129 characters; 128 characters of 4 UTF-8 bytes, each written %XX; and one past any bound the router keeps.
+      for (const long of [`${id}x`, encodeURIComponent('\u{1F600}'.repeat(128)), 'a'.repeat(5000)]) {
+        const none = await get(c.token, `/api/v1/host/${long}`);
+        assert.equal(none.status, 404, `${long.length} characters: ${none.text.slice(0, 200)}`);
+        assert.equal(none.body.error, 'not_found');
+      }
+      for (const bad of ['%ZZ', '%E9']) {
+        const r400 = await get(c.token, `/api/v1/host/${bad}`);
+        assert.equal(r400.status, 400, bad);
+        assert.equal(r400.body.error, 'invalid_request', 'a path that does not decode names no id');
+      }
+    });
+
     test('the aggregate is the mean of every sample of the tenant\'s hosts only, per aligned bucket', async () => {
       const r = await get(a.token, `/api/v1/aggregate?from=${T0}&to=${T0 + 99_999}&points=1`);
       assert.equal(r.status, 200);

@@ -47,6 +47,18 @@ export const HTTP_TIMEOUTS = {
 export type HttpTimeouts = typeof HTTP_TIMEOUTS;
 
 /**
+ * Longest path parameter the router hands to a route: the longest id either service takes in a path (a host id,
+ * 128 characters) even with every character percent-encoded as 4 UTF-8 bytes of `%XX`. So the route, not the router,
+ * judges any id of 128 characters. Fastify's default (100) refused valid host ids.
+ */
+export const MAX_PARAM_LENGTH = 128 * 4 * 3;
+
+// A path segment longer than any id either service holds names nothing: the 404 of an unknown id, not a 400.
+function paramTooLong(): AppError {
+  return new AppError('not_found', 'a path segment too long to be any id');
+}
+
+/**
  * Builds a Fastify instance with the behaviour both services share: JSON
  * errors through one handler, JSON 404s, the security headers on every reply,
  * strict body validation, request ids, redacted logs and explicit timeouts.
@@ -71,6 +83,7 @@ export function createHttpApp(opts: HttpAppOptions): App {
     logController: new RequestLogController(),
     genReqId: () => randomUUID(),
     bodyLimit: opts.bodyLimit,
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     trustProxy: opts.trustProxy.length ? opts.trustProxy : false,
     connectionTimeout: t.connectionTimeoutMs,
     keepAliveTimeout: t.keepAliveTimeoutMs,
@@ -82,7 +95,7 @@ export function createHttpApp(opts: HttpAppOptions): App {
     // Node-level rejections (malformed request 400, slow client 408, huge headers 431) in the same shape as the rest.
     clientErrorHandler: onClientError,
     frameworkErrors: (err, _req, reply) => {
-      const { status, body } = toErrorResponse(err);
+      const { status, body } = toErrorResponse(err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? paramTooLong() : err);
       void (reply as FastifyReply).headers(SECURITY_HEADERS).code(status).send(body);
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
