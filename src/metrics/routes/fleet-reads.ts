@@ -131,8 +131,8 @@ export function registerFleetReadRoutes(app: App, deps: FleetReadDeps): void {
       },
     },
   }, async (request) => {
-    const { metric, limit, ...q } = request.query;
-    const range = resolveRange(q, deps.settings, deps.now());
+    const { metric, limit, from, to } = request.query;
+    const range = resolveRange({ from, to }, deps.settings, deps.now());
     return readTopHosts(deps.store, requestTenant(request).tenantId, metric, range, limit ?? 10);
   });
 
@@ -158,8 +158,8 @@ export function registerFleetReadRoutes(app: App, deps: FleetReadDeps): void {
       },
     },
   }, async (request) => {
-    const { metrics, limit, ...q } = request.query;
-    const range = resolveRange(q, deps.settings, deps.now());
+    const { metrics, limit, from, to } = request.query;
+    const range = resolveRange({ from, to }, deps.settings, deps.now());
     const asked = [...new Set(metrics.split(','))];
     const top = await readTopHostsBy(deps.store, requestTenant(request).tenantId, asked, range, limit ?? 10);
     return { hosts: top.hosts, lists: Object.fromEntries(top.ranked) };
@@ -188,8 +188,8 @@ export function registerFleetReadRoutes(app: App, deps: FleetReadDeps): void {
       },
     },
   }, async (request) => {
-    const { metric, points, ...q } = request.query;
-    const range = resolveRange({ ...q, points: points ?? 60 }, deps.settings, deps.now());
+    const { metric, points, from, to } = request.query;
+    const range = resolveRange({ from, to, points: points ?? 60 }, deps.settings, deps.now());
     return readHostSparks(deps.store, requestTenant(request).tenantId, metric, range);
   });
 
