@@ -18,7 +18,7 @@ import { chromium, type Page } from 'playwright-core';
 import { buildMetricsApp } from '../src/metrics/app.js';
 import { loadMetricsConfig, type MetricsConfig } from '../src/metrics/config.js';
 import { createMetricsDeps } from '../src/metrics/deps.js';
-import { seriesUrl } from '../src/metrics/dashboard/time-range.js';
+import { CHART_POINTS, seriesUrl } from '../src/metrics/dashboard/time-range.js';
 import { issueToken } from '../src/metrics/domain/tenant-tokens.js';
 import { loadFleet, prepareDir, reusable, type FleetSpec, type Manifest } from './fleet-loader.js';
 
@@ -110,7 +110,7 @@ export async function run(argv: string[]): Promise<string> {
     for (const [range, ms] of presets.filter(([name, span]) => span <= spec.days * DAY && asked.includes(name))) {
       const fixed = `from=${end - ms}&to=${end}`;
       // The request the page makes for its charts (time-range.ts seriesUrl), and one chart's part of it.
-      const series = seriesUrl(`${base}/api/v1/host/${hostId}`, { from: end - ms, to: end });
+      const series = seriesUrl(`${base}/api/v1/host/${hostId}`, { from: end - ms, to: end }, CHART_POINTS);
       const shown = series.slice(series.indexOf('?')).replace(/from=\d+&to=\d+&/, '');
       jsonRows.push([`${range}, every chart: \`/api/v1/host/:id${shown}\``, await measureJson(series)]);
       jsonRows.push([`${range}, the CPU chart: \`...&metrics=cpu.usage\``, await measureJson(`${series}&metrics=cpu.usage`)]);

@@ -475,8 +475,10 @@
     return url ? [url, {}] : [path, params];
   }
   const HOUR = 3600000;
-  /** At most 1000 points; the fleet page of a tenant with thousands of metric names gets fewer from the server. */
-  const budget = Math.min(1000, Number(main.dataset.maxPoints) || 1000);
+  /** The largest budget a request may ask, from the server: `--series-points-max`, or less for a tenant's fleet page. */
+  const maxPoints = Number(main.dataset.maxPoints);
+  /** At most 1000 points; fewer under a lower cap (the fleet page of a tenant with thousands of metric names). */
+  const budget = Math.min(1000, maxPoints);
   /**
    * What a chart asks the API for. Up to 3 days: the range itself at up to
    * 1000 points (about two per pixel of a wide chart, and up to 2.7 h of 10 s
@@ -615,7 +617,7 @@
       const r = liveRange();
       const [status, sparks] = await Promise.all([
         getJson('/api/v1/hosts/status'),
-        sparkDue() ? getJson('/api/v1/sparklines', { metric: 'cpu.usage', from: r.from, to: r.to, points: '60' }) : null,
+        sparkDue() ? getJson('/api/v1/sparklines', { metric: 'cpu.usage', from: r.from, to: r.to, points: String(Math.min(60, maxPoints)) }) : null,
       ]);
       if (sparks) { sparkData = new Map(sparks.map((s) => [s.hostId, s])); sparkAt = Date.now(); sparkRange = rangeKey(); }
       hostStatus = status;

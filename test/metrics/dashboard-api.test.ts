@@ -239,3 +239,24 @@ test('the host and fleet pages take a slot of the same bounds: a browser refused
   release();
   for (let i = 0; i < 3; i++) assert.equal((await call(h.url, 'GET', '/hosts/web-1', { token: tenant.token, headers: { accept: HTML_ACCEPT } })).status, 200, `page ${i}`);
 });
+
+test('under a --series-points-max below the charts\' 1000 points and the sparklines\' 60, the pages ask no more than it', async (t) => {
+  const h = await startMetrics('sqlite', { seriesPoints: 40, seriesPointsMax: 40 });
+  t.after(() => h.close());
+  const tenant = await h.newTenant('capped');
+  const now = Date.now();
+  for (let i = 0; i < 5; i++) assert.equal((await ingest(h.url, tenant.token, makeReport({ agentId: 'web-1', ts: now - 60_000 + i * 10_000 }))).status, 200);
+  for (const page of ['/hosts/web-1', '/fleet', '/hosts/web-1?range=30d', '/fleet?range=30d']) {
+    const r = await call(h.url, 'GET', page, { token: tenant.token, headers: { accept: HTML_ACCEPT } });
+    const body = String(r.body);
+    assert.match(body, /data-max-points="40"/, `${page}: the script's budget`);
+    // The charts' first request, which the page embeds and preloads.
+    const preload = /<link rel="preload" href="([^"]+)"/.exec(body)?.[1]?.replaceAll('&amp;', '&');
+    assert.ok(preload, page);
+    assert.ok(Number(new URL(preload, h.url).searchParams.get('points')) <= 40, preload);
+    const series = await call(h.url, 'GET', preload, { token: tenant.token });
+    assert.equal(series.status, 200, `${preload}: ${series.text}`);
+  }
+  // The host list's script asks its sparklines at min(60, this).
+  assert.match(String((await call(h.url, 'GET', '/', { token: tenant.token, headers: { accept: HTML_ACCEPT } })).body), /data-max-points="40"/);
+});

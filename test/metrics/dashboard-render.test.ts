@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { escapeHtml, html } from '../../src/metrics/dashboard/html-template.js';
 import { formatAbsolute, formatPercent, formatRelative } from '../../src/metrics/dashboard/format.js';
 import { ROWS_PER_PIECE, dashboardPieces, parseHostListQuery, renderDashboard, sortAndFilter, type DashboardView } from '../../src/metrics/dashboard/dashboard-page.js';
-import { parseTimeRange, rangeQuery, seriesUrl, seriesWindow } from '../../src/metrics/dashboard/time-range.js';
+import { CHART_POINTS, parseTimeRange, rangeQuery, seriesUrl, seriesWindow } from '../../src/metrics/dashboard/time-range.js';
 import { hostStatus, reportedUntil, withStatus, type HostWithStatus } from '../../src/metrics/domain/host-status.js';
 import type { HostLatest } from '../../src/metrics/domain/metrics-store.js';
 import { renderSignIn } from '../../src/metrics/dashboard/signin-page.js';
@@ -21,7 +21,7 @@ function render(hosts: HostLatest[], over: Partial<DashboardView> = {}): string 
   const withS = withStatus(hosts, NOW);
   return renderDashboard({
     tenantName: 'acme', now: NOW, session: false, hosts: withS.hosts as HostWithStatus[], counts: withS.counts,
-    range: parseTimeRange({}, NOW), list: parseHostListQuery({}), ...over,
+    range: parseTimeRange({}, NOW), list: parseHostListQuery({}), maxPoints: 10_000, ...over,
   });
 }
 
@@ -30,7 +30,7 @@ test('a long host list comes in pieces of rows, which joined are the page, every
   const withS = withStatus(hosts, NOW);
   const view: DashboardView = {
     tenantName: 'acme', now: NOW, session: false, hosts: withS.hosts as HostWithStatus[], counts: withS.counts,
-    range: parseTimeRange({}, NOW), list: parseHostListQuery({ sort: 'name', dir: 'asc' }),
+    range: parseTimeRange({}, NOW), list: parseHostListQuery({ sort: 'name', dir: 'asc' }), maxPoints: 10_000,
   };
   const pieces = [...dashboardPieces(view)];
   assert.equal(pieces.length, 1 + 3 + 1, 'the head, three pieces of rows, the rest');
@@ -133,16 +133,16 @@ test('the time range comes from the URL: presets end now, from/to is fixed, junk
 
 test('the series window: up to 3 days the range at up to 1000 points, longer whole hours at one point per hour (or per few hours past the budget)', () => {
   const H = 3_600_000;
-  assert.deepEqual(seriesWindow({ from: NOW - H, to: NOW }), { from: NOW - H, to: NOW, points: 1000 });
-  assert.deepEqual(seriesWindow({ from: NOW - 72 * H + 1, to: NOW }), { from: NOW - 72 * H + 1, to: NOW, points: 1000 });
-  const week = seriesWindow({ from: NOW - 7 * 24 * H + 1234, to: NOW + 1234 });
+  assert.deepEqual(seriesWindow({ from: NOW - H, to: NOW }, CHART_POINTS), { from: NOW - H, to: NOW, points: 1000 });
+  assert.deepEqual(seriesWindow({ from: NOW - 72 * H + 1, to: NOW }, CHART_POINTS), { from: NOW - 72 * H + 1, to: NOW, points: 1000 });
+  const week = seriesWindow({ from: NOW - 7 * 24 * H + 1234, to: NOW + 1234 }, CHART_POINTS);
   assert.deepEqual(week, { from: NOW - 7 * 24 * H, to: NOW + H - 1, points: 169 });
-  assert.equal(seriesUrl('/api/v1/aggregate', { from: NOW - H, to: NOW }), `/api/v1/aggregate?from=${NOW - H}&to=${NOW}&points=1000&minmax=true`);
+  assert.equal(seriesUrl('/api/v1/aggregate', { from: NOW - H, to: NOW }, CHART_POINTS), `/api/v1/aggregate?from=${NOW - H}&to=${NOW}&points=1000&minmax=true`);
   // Past 1000 hours (a range of years), a point per whole number of hours, so the answer stays within the chart's budget.
-  const years = seriesWindow({ from: NOW - 2 * 365 * 24 * H, to: NOW });
+  const years = seriesWindow({ from: NOW - 2 * 365 * 24 * H, to: NOW }, CHART_POINTS);
   assert.deepEqual(years, { from: NOW - 2 * 365 * 24 * H, to: NOW - 2 * 365 * 24 * H + 974 * 18 * H - 1, points: 974 });
   assert.ok(years.to >= NOW);
-  const all = seriesWindow({ from: 1, to: 8.64e15 });
+  const all = seriesWindow({ from: 1, to: 8.64e15 }, CHART_POINTS);
   assert.ok(all.points <= 1000 && all.to >= 8.64e15 && (all.to + 1 - all.from) % (all.points * H) === 0, JSON.stringify(all));
   // A smaller budget (the tenant's answer limit): 30 days at two hours a point.
   assert.deepEqual(seriesWindow({ from: NOW - 30 * 24 * H, to: NOW - 1 }, 708), { from: NOW - 30 * 24 * H, to: NOW - 1, points: 360 });

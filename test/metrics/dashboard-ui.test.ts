@@ -383,6 +383,36 @@ test('the monitoring UI: statuses, sparklines, charts with data, range, zoom, al
   assert.deepEqual(foreign, [], 'nothing loaded from another origin');
 });
 
+test('under a --series-points-max below the charts\' 1000 points and the sparklines\' 60, every request the pages make is answered and the charts draw', { skip: available ? false : `no chromium at ${CHROMIUM_PATH}` }, async (t) => {
+  const now = Date.now();
+  const h = await startMetrics('sqlite', { now: () => now, seriesPoints: 40, seriesPointsMax: 40 });
+  t.after(() => h.close());
+  const acme = await h.newTenant('acme');
+  await seed(h, acme.tenantId, now);
+  const browser: Browser = await chromium.launch({ executablePath: CHROMIUM_PATH, args: LAUNCH_ARGS });
+  t.after(() => browser.close());
+  const context = await browser.newContext({ extraHTTPHeaders: { authorization: `Bearer ${acme.token}` } });
+  const refused: string[] = [];
+  const asked: number[] = [];
+  context.on('response', (r) => {
+    const points = new URL(r.url()).searchParams.get('points');
+    if (points !== null) asked.push(Number(points));
+    if (r.status() >= 400) refused.push(`${r.status()} ${r.url()}`);
+  });
+  const problems: string[] = [];
+  const page = await newPage(context, problems);
+  await page.goto(`${h.url}/`);
+  await until(page, "Number(document.querySelector('.spark[data-host-id=\"web-1\"]')?.dataset.points) > 0");
+  for (const path of ['/hosts/web-1', '/hosts/web-1?range=30d', '/fleet', '/fleet?range=30d']) {
+    await page.goto(`${h.url}${path}`);
+    await loaded(page);
+    assert.ok(Object.values(await chartsDrawn(page)).some((c) => c.points > 0), path);
+  }
+  assert.deepEqual(refused, []);
+  assert.ok(asked.length > 0 && asked.every((p) => p <= 40), JSON.stringify(asked));
+  assert.deepEqual(problems, [], 'no console error');
+});
+
 test('the dashboard under odd data and ranges: a lone report, a host gone quiet, exact table means, years-long and junk ranges, thousands of names, UTC times, sorting on a phone', { skip: available ? false : `no chromium at ${CHROMIUM_PATH}` }, async (t) => {
   mkdirSync(SHOTS, { recursive: true });
   const now = Date.now();

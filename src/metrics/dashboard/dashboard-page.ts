@@ -27,6 +27,8 @@ export interface DashboardView {
   tenantName: string;
   /** Signed in through the session cookie: offer sign-out. Bearer callers have nothing to sign out of. */
   session: boolean;
+  /** The largest point budget a request may ask (`--series-points-max`): the sparklines ask no more. */
+  maxPoints: number;
 }
 
 /** Seconds between reloads without JavaScript; with it, dashboard.js polls the status endpoint instead. */
@@ -125,7 +127,7 @@ ${shown ? ROWS : ''}</tbody>
     refreshSeconds: REFRESH_SECONDS,
     headerAside: accountAside(view.tenantName, view.session),
     nav: 'hosts',
-    page: { kind: 'hosts', data: { now: String(view.now) } },
+    page: { kind: 'hosts', data: { now: String(view.now), 'max-points': String(view.maxPoints) } },
     body,
   }).value;
 }

@@ -102,6 +102,7 @@ export async function registerDashboard(app: App, deps: DashboardDeps): Promise<
       const { hosts, counts } = withStatus(await deps.store.latestByHost(who.tenantId), now);
       const pieces = dashboardPieces({
         hosts, counts, now, range: parseTimeRange(req.query, now), list: parseHostListQuery(req.query), tenantName: who.tenantName, session: who.session,
+        maxPoints: deps.settings.maxPoints,
       });
       reply.type(HTML).header('cache-control', 'no-store');
       return reply.send(hosts.length > ROWS_PER_PIECE ? Readable.from(yieldingBetween(pieces)) : [...pieces].join(''));
@@ -143,7 +144,7 @@ export async function registerDashboard(app: App, deps: DashboardDeps): Promise<
       const metric = typeof req.query.metric === 'string' && req.query.metric !== '' ? req.query.metric : undefined;
       const release = expensiveSlot(scope, req, reply, who.tenantId);
       if (!release) return reply;
-      const parts = hostPageParts({ host, range, metric, now, tenantName: who.tenantName, session: who.session });
+      const parts = hostPageParts({ host, range, metric, now, tenantName: who.tenantName, session: who.session, maxPoints: deps.settings.maxPoints });
       // The table of every metric reads the whole range: streamed after the charts' frame.
       return streamPage(reply, parts, async () => {
         try {
@@ -178,7 +179,8 @@ export async function registerDashboard(app: App, deps: DashboardDeps): Promise<
       if (!who) return reply.redirect('/signin', 303);
       const now = sessionDeps.now();
       const range = parseTimeRange(req.query, now);
-      const [latest, maxPoints] = await Promise.all([deps.store.latestByHost(who.tenantId), deps.store.aggregatePointsLimit(who.tenantId)]);
+      const [latest, answerLimit] = await Promise.all([deps.store.latestByHost(who.tenantId), deps.store.aggregatePointsLimit(who.tenantId)]);
+      const maxPoints = Math.min(deps.settings.maxPoints, answerLimit);
       const release = expensiveSlot(scope, req, reply, who.tenantId);
       if (!release) return reply;
       const parts = fleetPageParts({ range, now, maxPoints, reportedUntil: reportedUntil(withStatus(latest, now).hosts), tenantName: who.tenantName, session: who.session });

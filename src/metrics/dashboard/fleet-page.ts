@@ -6,7 +6,7 @@ import { accountAside } from './dashboard-page.js';
 import { html, type SafeHtml } from './html-template.js';
 import { pageParts } from './page-layout.js';
 import { rangeControls } from './range-controls.js';
-import { CHART_POINTS, rangeQuery, seriesUrl, type TimeRange } from './time-range.js';
+import { chartBudget, rangeQuery, seriesUrl, type TimeRange } from './time-range.js';
 import { formatValue } from './units.js';
 
 export interface FleetPageView {
@@ -16,7 +16,7 @@ export interface FleetPageView {
   reportedUntil: number | undefined;
   tenantName: string;
   session: boolean;
-  /** The most points the tenant's aggregate answer may hold (MetricsStore.aggregatePointsLimit). */
+  /** The most points a request may ask: `--series-points-max`, or fewer when the tenant's aggregate answer may hold fewer (MetricsStore.aggregatePointsLimit). */
   maxPoints: number;
 }
 
@@ -34,7 +34,7 @@ export interface FleetRankings {
  * fleetPageRest goes between the two.
  */
 export function fleetPageParts(v: FleetPageView): { start: SafeHtml; end: SafeHtml } {
-  const budget = Math.min(CHART_POINTS, v.maxPoints);
+  const budget = chartBudget(v.maxPoints);
   const series = seriesUrl('/api/v1/aggregate', v.range, budget);
   const body = html`<header class="page-head">
 <h1>Fleet</h1>

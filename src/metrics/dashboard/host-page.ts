@@ -7,7 +7,7 @@ import { formatAbsolute, formatRelative } from './format.js';
 import { html, type SafeHtml } from './html-template.js';
 import { pageParts } from './page-layout.js';
 import { rangeControls } from './range-controls.js';
-import { rangeQuery, seriesUrl, type TimeRange } from './time-range.js';
+import { chartBudget, rangeQuery, seriesUrl, type TimeRange } from './time-range.js';
 import { formatValue, unitOf } from './units.js';
 
 export interface HostPageView {
@@ -18,6 +18,8 @@ export interface HostPageView {
   now: number;
   tenantName: string;
   session: boolean;
+  /** The largest point budget a series request may ask (`--series-points-max`). */
+  maxPoints: number;
 }
 
 export interface HostPageRest {
@@ -37,7 +39,8 @@ const hostPath = (h: HostWithStatus) => `/hosts/${encodeURIComponent(h.hostId)}`
  */
 export function hostPageParts(v: HostPageView): { start: SafeHtml; end: SafeHtml } {
   const h = v.host;
-  const series = seriesUrl(`/api/v1/host/${encodeURIComponent(h.hostId)}`, v.range);
+  const budget = chartBudget(v.maxPoints);
+  const series = seriesUrl(`/api/v1/host/${encodeURIComponent(h.hostId)}`, v.range, budget);
   const body = html`<header class="page-head">
 <h1><span class="hostname">${h.hostname}</span> <span class="status ${h.status}">${h.status}</span></h1>
 <p class="summary"><span class="host-id">${h.hostId}</span> · ${h.platform} · last report <time class="last-report" datetime="${new Date(h.lastTs).toISOString()}" title="${formatAbsolute(h.lastTs)}">${formatRelative(h.lastTs, v.now)}</time></p>
@@ -49,7 +52,7 @@ ${rangeControls(hostPath(h), v.range, v.metric ? { metric: v.metric } : {})}
     refreshSeconds: v.range.preset ? 60 : 0,
     headerAside: accountAside(v.tenantName, v.session),
     nav: 'hosts',
-    page: { kind: 'host', data: { 'host-id': h.hostId, now: String(v.now), series, ...(v.metric ? { metric: v.metric } : {}) } },
+    page: { kind: 'host', data: { 'host-id': h.hostId, now: String(v.now), series, 'max-points': String(budget), ...(v.metric ? { metric: v.metric } : {}) } },
     preload: series,
     body,
   });

@@ -56,16 +56,22 @@ const HOUR = 3_600_000;
 /** The most points a chart asks for: about two per pixel of a wide chart. */
 export const CHART_POINTS = 1000;
 
+/** A chart's budget: CHART_POINTS, or the largest a request may ask (`--series-points-max`, a tenant's limit) when lower. */
+export function chartBudget(maxPoints: number): number {
+  return Math.min(CHART_POINTS, maxPoints);
+}
+
 /**
  * What a page asks the series API for over a range (the rule of dashboard.js
  * seriesWindow, which the server applies to the page's first request): up to
  * 3 days the range itself at up to `budget` points; longer, the range widened
  * to whole hours at one point per hour (answered from the hourly rollups), or
  * per a whole number of hours when a point per hour would pass the budget (a
- * range of years). `budget` is CHART_POINTS, less when the tenant's answer
- * limit allows fewer (the fleet page of a tenant with thousands of names).
+ * range of years). `budget` is chartBudget's: CHART_POINTS, less under a
+ * lower `--series-points-max` or answer limit (the fleet page of a tenant with
+ * thousands of names).
  */
-export function seriesWindow(range: Pick<TimeRange, 'from' | 'to'>, budget = CHART_POINTS): { from: number; to: number; points: number } {
+export function seriesWindow(range: Pick<TimeRange, 'from' | 'to'>, budget: number): { from: number; to: number; points: number } {
   if (range.to - range.from < 72 * HOUR) return { from: range.from, to: range.to, points: budget };
   const from = Math.floor(range.from / HOUR) * HOUR;
   const hours = Math.ceil((range.to + 1 - from) / HOUR);
@@ -75,7 +81,7 @@ export function seriesWindow(range: Pick<TimeRange, 'from' | 'to'>, budget = CHA
 }
 
 /** The URL of a page's first series request (with min and max), which the page preloads. */
-export function seriesUrl(path: string, range: Pick<TimeRange, 'from' | 'to'>, budget = CHART_POINTS): string {
+export function seriesUrl(path: string, range: Pick<TimeRange, 'from' | 'to'>, budget: number): string {
   const w = seriesWindow(range, budget);
   return `${path}?from=${w.from}&to=${w.to}&points=${w.points}&minmax=true`;
 }
