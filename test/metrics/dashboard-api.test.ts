@@ -92,6 +92,11 @@ for (const backend of BACKENDS) {
       assert.equal(r.body.hosts, 3, 'hosts with reports in the range');
       const other = await call(h.url, 'GET', `/api/v1/top/lists?metrics=cpu.usage&${q}`, { token: globex.token });
       assert.deepEqual(other.body.lists['cpu.usage'].map((x: { hostId: string }) => x.hostId), ['g-secret']);
+      // Ten names of the longest a metric name may be (256): 2,569 characters (the bound was 1,024).
+      const longest = Array.from({ length: 10 }, (_, i) => `m${i}`.padEnd(256, 'x'));
+      const long = await call(h.url, 'GET', `/api/v1/top/lists?metrics=${longest.join(',')}&${q}`, { token: acme.token });
+      assert.equal(long.status, 200, long.text.slice(0, 200));
+      assert.deepEqual(Object.keys(long.body.lists), longest);
       const eleven = Array.from({ length: 11 }, (_, i) => `m${i}`).join(',');
       for (const bad of ['', 'metrics=', 'metrics=,cpu.usage', 'metrics=cpu.usage,', `metrics=${eleven}`, 'metrics=cpu.usage&limit=0', `metrics=cpu.usage&from=${now}&to=${now - 1}`]) {
         const bad400 = await call(h.url, 'GET', `/api/v1/top/lists?${bad}`, { token: acme.token });

@@ -153,6 +153,21 @@ for (const backend of BACKENDS) {
       }
     });
 
+    test('metrics= takes 100 long names; one too long for the request line is a 431', async () => {
+      const c = await m.newTenant();
+      // service.<name>.restarts with a 75-character name: 91 characters each, 9.2 KB in all (the bound was 8,192).
+      const names = Array.from({ length: 100 }, (_, i) => `svc-${String(i).padStart(3, '0')}-${'x'.repeat(67)}`);
+      assert.equal((await ingest(m.url, c.token, makeReport({ agentId: 'h4', ts: T0, services: names.map((name, i) => ({ name, restarts: i })) }))).status, 200);
+      const r = await get(c.token, `/api/v1/host/h4?from=${T0}&to=${T0}&metrics=${names.map((n) => `service.${n}.restarts`).join(',')}`);
+      assert.equal(r.status, 200, r.text.slice(0, 200));
+      assert.equal(Object.keys(r.body.metrics).length, 100);
+      assert.deepEqual(r.body.metrics[`service.${names[99]}.restarts`], [99]);
+      // 100 names of the longest length (256) are within the parameter's bound but not within 16 KiB of request line.
+      const longest = Array.from({ length: 100 }, (_, i) => `m${String(i).padStart(3, '0')}`.padEnd(256, 'x')).join(',');
+      const r431 = await get(c.token, `/api/v1/host/h4?metrics=${longest}`);
+      assert.deepEqual([r431.status, r431.body.error], [431, 'header_too_large']);
+    });
+
     test('an empty range is an empty series, not an error', async () => {
       const r = await get(a.token, `/api/v1/host/h1?from=0&to=1000`);
       assert.equal(r.status, 200);

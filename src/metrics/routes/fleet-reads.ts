@@ -9,7 +9,7 @@ import { AGENT_ID_PATTERN } from '../domain/report-text.js';
 import { resolveRange, type SeriesSettings } from '../domain/series.js';
 import { readHostSparks, readTopHosts, readTopHostsBy } from '../domain/top-hosts.js';
 import { authenticate, requestTenant, type SessionReader } from '../http/authenticate.js';
-import { AUTH_ERRORS, BEARER, errorResponses, LOAD_SHED_ERROR } from './schemas.js';
+import { AUTH_ERRORS, BEARER, errorResponses, LOAD_SHED_ERROR, metricNameList } from './schemas.js';
 
 export interface FleetReadDeps {
   store: MetricsStore;
@@ -145,7 +145,7 @@ export function registerFleetReadRoutes(app: App, deps: FleetReadDeps): void {
       tags: ['dashboard data'],
       security: BEARER,
       querystring: Type.Object({
-        metrics: Type.String({ minLength: 1, maxLength: 1024, pattern: '^[^,]+(,[^,]+){0,9}$', description: 'Up to 10 comma-separated metrics as `metric` of /api/v1/top (`disk` for the fullest filesystem).' }),
+        metrics: metricNameList(10, 'Up to 10 comma-separated metrics as `metric` of /api/v1/top (`disk` for the fullest filesystem).'),
         ...RangeQuery,
         limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, description: 'Hosts per list (default 10).' })),
       }),

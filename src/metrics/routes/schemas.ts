@@ -1,4 +1,5 @@
 import { Type } from 'typebox';
+import { MAX_METRIC_NAME_LENGTH } from '../domain/flatten.js';
 
 /** What every bearer-protected route can answer besides its own errors. */
 export const AUTH_ERRORS = {
@@ -16,15 +17,22 @@ export { BEARER_SECURITY as BEARER, errorResponses } from '../../core/http/opena
 
 const Timestamp = Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, description: 'Epoch milliseconds.' });
 
+/**
+ * Up to `maxNames` comma-separated metric names, its length bound leaving room for each at the longest a metric name
+ * may be: a shorter bound refused valid lists. (A URL that long meets the 16 KiB request-line limit first: a 431.)
+ */
+export function metricNameList(maxNames: number, description: string) {
+  return Type.String({ minLength: 1, maxLength: maxNames * (MAX_METRIC_NAME_LENGTH + 1) - 1, pattern: `^[^,]+(,[^,]+){0,${maxNames - 1}}$`, description });
+}
+
 export const SeriesQuerySchema = Type.Object({
   from: Type.Optional({ ...Timestamp, description: 'Range start, epoch ms, inclusive. Default: `to` minus one hour.' }),
   to: Type.Optional({ ...Timestamp, description: 'Range end, epoch ms, inclusive. Default: now (or `from` when that is later).' }),
   points: Type.Optional(Type.Integer({ minimum: 1, description: 'Point budget (default and cap configured; 500 and 10000 by default).' })),
   minmax: Type.Optional(Type.Boolean({ description: 'Also return `min` and `max`: each point\'s smallest and largest raw value per metric. Default false.' })),
-  metrics: Type.Optional(Type.String({
-    minLength: 1, maxLength: 8192, pattern: '^[^,]+(,[^,]+){0,99}$',
-    description: 'Only these metrics: up to 100 comma-separated exact names (the ones a chart draws); points where none of them has a value are left out. Default: every metric.',
-  })),
+  metrics: Type.Optional(metricNameList(100,
+    'Only these metrics: up to 100 comma-separated exact names (the ones a chart draws); points where none of them has a value are left out. Default: every metric.',
+  )),
 });
 
 const SeriesFields = {
