@@ -54,6 +54,15 @@ async function refusal(attempt: () => Promise<Feed>): Promise<{ status: number; 
   throw new Error('the upgrade was accepted');
 }
 
+/** A business of `boss` with one more member, `leaver`. */
+async function ownerAndMember(own: SyncUnderTest) {
+  const boss = await newUser(own);
+  const b = await newBusiness(own, boss);
+  const leaver = await newUser(own);
+  await addMember(own, boss, b.id, leaver);
+  return { boss, b, leaver };
+}
+
 for (const backend of BACKENDS) for (const shared of SHARED_STATES) {
   describe(`sync feed on ${backend}, pub/sub in ${shared}`, () => {
     let s: SyncUnderTest;
@@ -184,10 +193,7 @@ for (const backend of BACKENDS) for (const shared of SHARED_STATES) {
     test('a member removed from the business loses the feed at once, not at the next heartbeat, and gets none of the changes made after', async () => {
       const own = await startSync(backend, { feedHeartbeatMs: 3_600_000 }, { shared });
       try {
-        const boss = await newUser(own);
-        const b = await newBusiness(own, boss);
-        const leaver = await newUser(own);
-        await addMember(own, boss, b.id, leaver);
+        const { boss, b, leaver } = await ownerAndMember(own);
         const [bossFeed, leaverFeed] = await Promise.all([boss, leaver].map((u) => openFeed(own.url, { businessId: b.id, userId: u.id, token: u.token })));
         let leaked = 0;
         leaverFeed!.ws.on('message', () => { leaked++; });
@@ -209,10 +215,7 @@ for (const backend of BACKENDS) for (const shared of SHARED_STATES) {
     test('a member removed between the upgrade\'s membership check and the subscription has the feed closed (1008) and gets none of the changes made after', async () => {
       const own = await startSync(backend, { feedHeartbeatMs: 3_600_000 }, { shared });
       try {
-        const boss = await newUser(own);
-        const b = await newBusiness(own, boss);
-        const leaver = await newUser(own);
-        await addMember(own, boss, b.id, leaver);
+        const { boss, b, leaver } = await ownerAndMember(own);
         // The removal commits and is answered right after the upgrade's membership read, every time, not by chance.
         const store = own.deps.businesses;
         const roleOf = store.roleOf.bind(store);
