@@ -54,6 +54,21 @@ async function refusal(attempt: () => Promise<Feed>): Promise<{ status: number; 
   throw new Error('the upgrade was accepted');
 }
 
+/** A WebSocket handshake written by hand with `headers`: what came back, and whether the server ended the connection within 5 s. */
+async function refusedHandshake(url: string, path: string, headers: string): Promise<{ text: string; serverEnded: boolean }> {
+  const socket = connect(Number(new URL(url).port), '127.0.0.1');
+  let text = '';
+  socket.on('data', (c: Buffer) => { text += c.toString('latin1'); });
+  const ended = new Promise<boolean>((resolve) => {
+    socket.once('end', () => resolve(true));
+    setTimeout(() => resolve(false), 5_000).unref();
+  });
+  socket.write(`GET ${path} HTTP/1.1\r\n${headers}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n`);
+  const serverEnded = await ended;
+  socket.destroy();
+  return { text, serverEnded };
+}
+
 /** A business of `boss` with one more member, `leaver`. */
 async function ownerAndMember(own: SyncUnderTest) {
   const boss = await newUser(own);
@@ -289,17 +304,7 @@ for (const backend of BACKENDS) for (const shared of SHARED_STATES) {
       const b = await newBusiness(own, u);
       const closing = own.close();
       await inPreClose;
-      const socket = connect(Number(new URL(own.url).port), '127.0.0.1');
-      let text = '';
-      socket.on('data', (c: Buffer) => { text += c.toString('latin1'); });
-      const ended = new Promise<boolean>((resolve) => {
-        socket.once('end', () => resolve(true));
-        setTimeout(() => resolve(false), 5_000).unref();
-      });
-      socket.write(`GET /ws/sync?business_id=${b.id}&user_id=${u.id} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${u.token}\r\n`
-        + 'Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n');
-      const serverEnded = await ended;
-      socket.destroy();
+      const { text, serverEnded } = await refusedHandshake(own.url, `/ws/sync?business_id=${b.id}&user_id=${u.id}`, `Host: 127.0.0.1\r\nAuthorization: Bearer ${u.token}`);
       release();
       assert.match(text, /^HTTP\/1\.1 503 /);
       assert.match(text, /"error":"unavailable"/);
@@ -312,17 +317,7 @@ for (const backend of BACKENDS) for (const shared of SHARED_STATES) {
       t.after(() => own.close());
       const u = await newUser(own);
       const b = await newBusiness(own, u);
-      const socket = connect(Number(new URL(own.url).port), '127.0.0.1');
-      let text = '';
-      socket.on('data', (c: Buffer) => { text += c.toString('latin1'); });
-      const ended = new Promise<boolean>((resolve) => {
-        socket.once('end', () => resolve(true));
-        setTimeout(() => resolve(false), 5_000).unref();
-      });
-      socket.write(`GET /ws/sync?business_id=${b.id}&user_id=${u.id} HTTP/1.1\r\nAuthorization: Bearer ${u.token}\r\n`
-        + 'Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n');
-      const serverEnded = await ended;
-      socket.destroy();
+      const { text, serverEnded } = await refusedHandshake(own.url, `/ws/sync?business_id=${b.id}&user_id=${u.id}`, `Authorization: Bearer ${u.token}`);
       assert.ok(serverEnded, 'the server closed the refused upgrade\'s connection');
       assert.match(text, /^HTTP\/1\.1 400 /);
       assert.match(text, /"error":"invalid_request"/);
