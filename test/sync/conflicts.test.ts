@@ -102,6 +102,19 @@ for (const backend of BACKENDS) {
       assert.deepEqual((await list(c)).body.map((q: { local_data: string }) => q.local_data).sort(), ['{"name":"X"}', '{"name":"Y"}']);
     });
 
+    test('resolve local of a record at the highest version is 409 and leaves the conflict pending; remote still resolves it', async () => {
+      const { a, c } = await twoDevices();
+      const top = randomUUID();
+      await a.push({ changes: [change(top, Number.MAX_SAFE_INTEGER, { n: 'a' })] });
+      const id = (await c.push({ changes: [change(top, Number.MAX_SAFE_INTEGER, { n: 'c' })] })).body.conflicts[0].id;
+      const refused = await resolve(c, id, 'local');
+      assert.equal(refused.status, 409);
+      assert.match(refused.body.details, /highest version/);
+      assert.deepEqual((await list(c)).body.map((x: { id: number }) => x.id), [id], 'still pending');
+      assert.equal((await resolve(c, id, 'remote')).status, 200);
+      assert.deepEqual((await a.pullAll(0)).changes.filter((x: { record_uuid: string }) => x.record_uuid === top).map((x: { record_version: number }) => x.record_version), [Number.MAX_SAFE_INTEGER]);
+    });
+
     test('resolve local applies the local data as a new change with a new server version, above every record version', async () => {
       const { a, c, rec } = await twoDevices();
       await a.push({ changes: [change(rec, 2, { name: 'server' })] });

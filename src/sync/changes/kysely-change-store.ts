@@ -115,6 +115,11 @@ async function applyLocal(trx: Trx, businessId: string, conflict: Selectable<Cha
   const current = await trx.selectFrom('sync_records').select(['record_version', 'server_version'])
     .where('business_id', '=', businessId).where('table_name', '=', conflict.table_name).where('record_uuid', '=', conflict.record_uuid)
     .executeTakeFirst();
+  // Above both the server's and the device's numbering, so every device moves to it; past the version range no device could follow.
+  const recordVersion = Math.max(current?.record_version ?? 0, conflict.version) + 1;
+  if (recordVersion > Number.MAX_SAFE_INTEGER) {
+    throw new AppError('conflict', `the record is at the highest version (${Number.MAX_SAFE_INTEGER}): a local resolution cannot number it; resolve remote or skip`);
+  }
   const row = {
     business_id: businessId,
     version: serverVersion,
@@ -122,8 +127,7 @@ async function applyLocal(trx: Trx, businessId: string, conflict: Selectable<Cha
     record_uuid: conflict.record_uuid,
     operation: conflict.operation,
     data: conflict.local_data === 'null' ? null : conflict.local_data,
-    // Above both the server's and the device's numbering, so every device moves to it.
-    record_version: Math.max(current?.record_version ?? 0, conflict.version) + 1,
+    record_version: recordVersion,
     instance_id: conflict.instance_id,
     created_at: now,
   };
