@@ -117,15 +117,6 @@ export function createHttpApp(opts: HttpAppOptions): App {
       throw new AppError('invalid_request', 'an HTTP/1.1 request needs a Host header');
     }
   });
-  // A WebSocket handshake answered over HTTP (refused by a hook, this one included, before the WebSocket plugin saw
-  // it) is on a socket the HTTP server has handed over: nothing else closes it once the answer is written, and it
-  // would stay open for good, holding the server's close with it. (`upgrade` is only set where a handler takes upgrades.)
-  app.addHook('onResponse', async (req) => {
-    if (!(req.raw as typeof req.raw & { upgrade?: boolean }).upgrade) return;
-    const socket = req.raw.socket;
-    if (socket.writableFinished) socket.destroy();
-    else if (!socket.destroyed) socket.once('finish', () => socket.destroy()).end();
-  });
   if (opts.loadShedding) registerLoadShedding(app, opts.loadShedding);
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler(notFoundHandler);

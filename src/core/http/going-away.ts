@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { WebSocketServer } from 'ws';
 
 /** WebSocket close code 1001: the server is going away; a client reconnects (through the balancer, to another instance). */
@@ -31,4 +31,19 @@ export function closeSocketsGoingAway(graceMs: number) {
     setTimeout(() => { for (const client of server.clients) client.terminate(); }, graceMs).unref();
     done();
   };
+}
+
+/**
+ * `onResponse` hook for the scope that takes WebSocket upgrades: a handshake answered over HTTP (refused by a hook
+ * that ran before @fastify/websocket's own, as the closing and Host checks of create-app.ts do) is on a socket the HTTP
+ * server has handed over, and the plugin closes it only when its own hook ran. Left open, it leaks, and holds the
+ * server's close for good.
+ */
+export function endRefusedHandshake(req: FastifyRequest, _reply: FastifyReply, done: () => void): void {
+  const socket = req.raw.socket;
+  if ((req.raw as typeof req.raw & { upgrade?: boolean }).upgrade && !socket.destroyed) {
+    if (socket.writableFinished) socket.destroy();
+    else socket.once('finish', () => socket.destroy()).end();
+  }
+  done();
 }

@@ -4,7 +4,7 @@ import { Type, type Static } from 'typebox';
 import type { App } from '../../core/http/create-app.js';
 import { AppError } from '../../core/errors.js';
 import { hashToken, parseBearer } from '../../core/auth/tokens.js';
-import { closeSocketsGoingAway, goingAwayGraceMs } from '../../core/http/going-away.js';
+import { closeSocketsGoingAway, endRefusedHandshake, goingAwayGraceMs } from '../../core/http/going-away.js';
 import { SECURITY_HEADERS } from '../../core/http/security-headers.js';
 import type { SyncDeps } from '../deps.js';
 import { authenticateAccessToken, isMember } from '../http/auth-guard.js';
@@ -49,6 +49,7 @@ export function registerFeedRoutes(app: App, deps: SyncDeps, options: FeedOption
     // A handshake ws refuses (no or a malformed Sec-WebSocket-Key, another version or Upgrade) after our checks passed:
     // the JSON error and headers of every other answer, not ws's own text/html 400 without them.
     scope.websocketServer.on('wsClientError', (err: Error, socket: Duplex) => refuseHandshake(socket, err.message));
+    scope.addHook('onResponse', endRefusedHandshake);
     const hub = createFeedHub(deps.pubsub, options, scope.log, (businessId, credentials: readonly FeedCredential[]) => reauthorizeFeed(deps, businessId, credentials));
     scope.addHook('onClose', async () => hub.close());
 
