@@ -233,13 +233,6 @@ export class Buckets {
   }
 }
 
-const POW10 = Array.from({ length: 632 }, (_, i) => 10 ** (i - 323));
-
-/**
- * Rounds away summation noise (the mean of 0.4 and 0.4 is 0.4, not
- * 0.4000000000000001) to 15 significant digits, float64's exact decimal
- * precision; arithmetic rather than toPrecision, which was a fifth of a query.
- */
 /**
  * A bucket's mean, tidied only where that keeps it inside the bucket's values: 15 digits are fewer than a large
  * counter carries (2345678901234567 would read back as 2345678901234570, above the bucket's maximum), and there the
@@ -250,7 +243,14 @@ export function tidyWithin(mean: number, min: number, max: number): number {
   return t >= min && t <= max ? t : mean;
 }
 
-export function tidy(x: number): number {
+const POW10 = Array.from({ length: 632 }, (_, i) => 10 ** (i - 323));
+
+/**
+ * Rounds away summation noise (the mean of 0.4 and 0.4 is 0.4, not
+ * 0.4000000000000001) to 15 significant digits, float64's exact decimal
+ * precision; arithmetic rather than toPrecision, which was a fifth of a query.
+ */
+function tidy(x: number): number {
   if (x === 0 || !Number.isFinite(x)) return x;
   const scale = POW10[14 - Math.floor(Math.log10(Math.abs(x))) + 323];
   if (scale === undefined || !Number.isFinite(scale) || scale === 0) return x;

@@ -5,7 +5,7 @@ import { SealedTimestamps } from './sealed-timestamps.js';
 import { createSealDeferral, type SealDeferralSettings } from './seal-deferral.js';
 import { scanHead } from './head-windows.js';
 import { findSealable, prepareSeal, sealWindows, type PreparedSeal, type SealCandidate, type SealSettings } from './sealer.js';
-import { undoneByConflict, type SqlConn } from './sql-conn.js';
+import { runAgainWhenUndone, type SqlConn } from './sql-conn.js';
 import { rollTenantWindows } from './tenant-rollup.js';
 import { WINDOW_MS } from './windows.js';
 import { WITHDRAWN } from './worker-protocol.js';
@@ -351,15 +351,8 @@ export async function deleteBefore(conn: SqlConn, state: WriterState, cutoff: nu
 }
 
 /** Retention's transaction may be PostgreSQL's deadlock victim against another instance's append of the same hosts: run again, as appends are. */
-async function deleteExpired(conn: SqlConn, cutoff: number): Promise<{ reports: number; hosts: number }> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await deleteExpiredOnce(conn, cutoff);
-    } catch (e: unknown) {
-      if (!undoneByConflict(e) || attempt >= 5) throw e;
-      await new Promise((resolve) => setTimeout(resolve, Math.random() * 20 * attempt));
-    }
-  }
+function deleteExpired(conn: SqlConn, cutoff: number): Promise<{ reports: number; hosts: number }> {
+  return runAgainWhenUndone(() => deleteExpiredOnce(conn, cutoff));
 }
 
 async function deleteExpiredOnce(conn: SqlConn, cutoff: number): Promise<{ reports: number; hosts: number }> {

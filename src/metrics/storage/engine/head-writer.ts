@@ -2,7 +2,7 @@ import type { AppendOutcome, MetricLimits, NewReport } from '../../domain/metric
 import { chunks } from '../../../core/storage/chunks.js';
 import { encodeSamples } from '../sample-codec.js';
 import { HeadWindows } from './head-windows.js';
-import { undoneByConflict, type SqlConn } from './sql-conn.js';
+import { runAgainWhenUndone, type SqlConn } from './sql-conn.js';
 import { loadSealedMeta, type SealedTimestamps } from './sealed-timestamps.js';
 import { windowOf } from './windows.js';
 
@@ -103,28 +103,20 @@ export async function appendBatch(deps: WriterDeps, batch: HeadReport[]): Promis
   }
 }
 
-const MAX_ATTEMPTS = 5;
-
-async function appendWithRetry(deps: WriterDeps, batch: HeadReport[]): Promise<AppendOutcome[]> {
-  for (let attempt = 1; ; attempt++) {
+function appendWithRetry(deps: WriterDeps, batch: HeadReport[]): Promise<AppendOutcome[]> {
+  return runAgainWhenUndone(async () => {
     const after: Array<() => void> = [];
-    try {
-      const out = await deps.conn.transaction((c) => appendInTransaction({ ...deps, conn: c }, batch, after), { relaxed: deps.syncedByCaller === true });
-      for (const apply of after) apply();
-      return out;
-    } catch (e: unknown) {
-      const code = (e as { code?: unknown }).code;
-      if (code === '23503' || code === 'SQLITE_CONSTRAINT_FOREIGNKEY') {
-        // Retention removed a cached host meanwhile: forget the caches and create it again.
-        deps.state.hosts.clear();
-        deps.state.hostMetricIds.clear();
-      } else if (!undoneByConflict(e)) {
-        throw e;
-      }
-      if (attempt >= MAX_ATTEMPTS) throw e;
-      await new Promise((resolve) => setTimeout(resolve, Math.random() * 20 * attempt));
-    }
-  }
+    const out = await deps.conn.transaction((c) => appendInTransaction({ ...deps, conn: c }, batch, after), { relaxed: deps.syncedByCaller === true });
+    for (const apply of after) apply();
+    return out;
+  }, (e) => {
+    const code = (e as { code?: unknown }).code;
+    if (code !== '23503' && code !== 'SQLITE_CONSTRAINT_FOREIGNKEY') return false;
+    // Retention removed a cached host meanwhile: forget the caches and create it again.
+    deps.state.hosts.clear();
+    deps.state.hostMetricIds.clear();
+    return true;
+  });
 }
 
 async function appendInTransaction(deps: WriterDeps, batch: HeadReport[], after: Array<() => void>): Promise<AppendOutcome[]> {

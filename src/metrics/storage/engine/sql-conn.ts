@@ -38,10 +38,20 @@ const SQLITE_NORMAL = 1;
  */
 export const METRICS_SQLITE_CACHE_KIB = 4096;
 
-/** PostgreSQL undid the transaction to break a deadlock or a serialization conflict: nothing of it happened, run it again. */
-export function undoneByConflict(e: unknown): boolean {
-  const code = (e as { code?: unknown } | null)?.code;
-  return code === '40P01' || code === '40001';
+/**
+ * Runs `attempt` (one transaction) again, at most 5 times in all after a short random wait, when PostgreSQL undid it
+ * to break a deadlock or a serialization conflict (nothing of it happened), or when `retryAlso` says so.
+ */
+export async function runAgainWhenUndone<T>(attempt: () => Promise<T>, retryAlso: (e: unknown) => boolean = () => false): Promise<T> {
+  for (let n = 1; ; n++) {
+    try {
+      return await attempt();
+    } catch (e: unknown) {
+      const code = (e as { code?: unknown } | null)?.code;
+      if (!(code === '40P01' || code === '40001' || retryAlso(e)) || n >= 5) throw e;
+      await new Promise((resolve) => setTimeout(resolve, Math.random() * 20 * n));
+    }
+  }
 }
 
 /** A SqlConn over an open database's own connection (SQLite) or pool (PostgreSQL). */
