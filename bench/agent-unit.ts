@@ -1,9 +1,9 @@
 // How the shipped systemd unit starts the agent (node flags, environment), so the benchmark and the tests run it that way.
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { PROJECT_ROOT } from '../src/core/paths.js';
 
-export const UNIT_FILE = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'deploy', 'host-agent.service');
+export const UNIT_FILE = path.join(PROJECT_ROOT, 'deploy', 'host-agent.service');
 
 export interface AgentLaunch {
   /** Flags between `node` and the bundle on the unit's ExecStart line. */

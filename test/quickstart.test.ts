@@ -11,6 +11,7 @@ import { SERVICE_ENV, SERVICE_V8_FLAGS } from '../src/core/cli/heap-flags.js';
 import { PROJECT_ROOT } from '../src/core/paths.js';
 import { BACKENDS, freshStorage } from './helpers/backends.js';
 import { call } from './helpers/http.js';
+import { nodeEntry } from './helpers/node-entry.js';
 
 async function freePort(): Promise<number> {
   const server = createServer().listen(0, '127.0.0.1');
@@ -38,7 +39,7 @@ for (const backend of BACKENDS) test(`npm start runs both services and an agent 
   // With DATABASE_URL the first token must be created where the metrics service reads it.
   const databaseEnv = storage.databaseUrl ? { DATABASE_URL: storage.databaseUrl, METRICS_DB_SCHEMA: storage.pgSchema, SYNC_DB_SCHEMA: syncStorage.pgSchema } : {};
   const [metricsPort, syncPort] = [await freePort(), await freePort()];
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(PROJECT_ROOT, 'src/start.ts'), '--data-dir', dataDir, '--metrics-port', String(metricsPort), '--sync-port', String(syncPort)], {
+  const child = spawn(process.execPath, [...nodeEntry('src/start.ts'), '--data-dir', dataDir, '--metrics-port', String(metricsPort), '--sync-port', String(syncPort)], {
     cwd: PROJECT_ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],
     // A short agent interval so the first report comes in well under a second.
@@ -145,7 +146,7 @@ test('children die with the launcher even when it is killed outright (SIGKILL)',
   const storage = await freshStorage('sqlite');
   t.after(() => storage.cleanup());
   const ports = { metrics: await freePort(), sync: await freePort() };
-  const { child, output } = await startLauncher([process.execPath, '--import', 'tsx', path.join(PROJECT_ROOT, 'src/start.ts')], storage.dataDir, ports);
+  const { child, output } = await startLauncher([process.execPath, ...nodeEntry('src/start.ts')], storage.dataDir, ports);
   t.after(() => { for (const p of [child.pid!, ...descendants(child.pid!)]) { try { process.kill(p, 'SIGKILL'); } catch { /* gone */ } } });
   await until(async () => (/\bmtk_[A-Za-z0-9_-]{43}\b/.test(output.text) ? true : undefined), `the banner in:\n${output.text}`);
   const tree = descendants(child.pid!);
@@ -163,7 +164,7 @@ test('a second start on a port in use says so in one line, exits 1 and starts no
   await once(holder, 'listening');
   t.after(() => holder.close());
   const ports = { metrics: (holder.address() as { port: number }).port, sync: await freePort() };
-  const { child, output } = await startLauncher([process.execPath, '--import', 'tsx', path.join(PROJECT_ROOT, 'src/start.ts')], storage.dataDir, ports);
+  const { child, output } = await startLauncher([process.execPath, ...nodeEntry('src/start.ts')], storage.dataDir, ports);
   const [code] = await once(child, 'exit');
   assert.equal(code, 1);
   assert.equal(output.text, `npm start: 127.0.0.1:${ports.metrics} is in use: is fleetsync already running? --metrics-port chooses another\n`);
@@ -171,7 +172,7 @@ test('a second start on a port in use says so in one line, exits 1 and starts no
 });
 
 test('npm start: bad options in the one CLI error style (exit 2); --help answers from the sources without building', async () => {
-  const bad = spawnSync(process.execPath, ['--import', 'tsx', path.join(PROJECT_ROOT, 'src/start.ts'), '--metrics-port', 'x'], { cwd: PROJECT_ROOT, encoding: 'utf8' });
+  const bad = spawnSync(process.execPath, [...nodeEntry('src/start.ts'), '--metrics-port', 'x'], { cwd: PROJECT_ROOT, encoding: 'utf8' });
   assert.equal(bad.status, 2);
   assert.equal(bad.stderr, 'npm start: --metrics-port / METRICS_PORT: "x" is not an integer (see npm start -- --help)\n');
   const stamp = path.join(PROJECT_ROOT, 'dist', '.build-complete');

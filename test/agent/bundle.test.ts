@@ -6,14 +6,13 @@ import { copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, w
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { gunzipSync } from 'node:zlib';
 import { agentLaunch } from '../../bench/agent-unit.js';
 import { startMetrics, type MetricsHarness } from '../helpers/metrics.js';
 import { skipUnless } from '../helpers/missing-tool.js';
 import { tempDir } from './agent-harness.js';
+import { PROJECT_ROOT } from '../../src/core/paths.js';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const dirs: string[] = [];
 let m: MetricsHarness | undefined;
 after(async () => {
@@ -26,7 +25,7 @@ function buildBundle(): string {
   const out = tempDir('agent-bundle-');
   dirs.push(out);
   const bundle = path.join(out, 'host-agent.cjs');
-  execFileSync(process.execPath, [path.join(ROOT, 'scripts/build-agent.mjs'), '--outfile', bundle], { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'], execArgv: [] } as never);
+  execFileSync(process.execPath, [path.join(PROJECT_ROOT, 'scripts/build-agent.mjs'), '--outfile', bundle], { cwd: PROJECT_ROOT, stdio: ['ignore', 'ignore', 'pipe'], execArgv: [] } as never);
   return bundle;
 }
 
@@ -126,12 +125,12 @@ test('install-agent.sh installs the bundle, the unit and a private env file (DES
   const root = path.join(dest, 'root');
   mkdirSync(path.join(root, 'usr/local/lib/host-agent'), { recursive: true });
   writeFileSync(path.join(root, 'usr/local/lib/host-agent/host-agent.mjs'), '// the ES module bundle of an earlier install\n');
-  const r = spawnSync('sh', [path.join(ROOT, 'scripts/install-agent.sh'), bundle], { encoding: 'utf8', env: { ...process.env, PATH: `${bin}:${process.env['PATH']}`, DESTDIR: path.join(dest, 'root') } });
+  const r = spawnSync('sh', [path.join(PROJECT_ROOT, 'scripts/install-agent.sh'), bundle], { encoding: 'utf8', env: { ...process.env, PATH: `${bin}:${process.env['PATH']}`, DESTDIR: path.join(dest, 'root') } });
   assert.equal(r.status, 0, r.stderr);
   assert.deepEqual(readdirSync(path.join(root, 'usr/local/lib/host-agent')), ['host-agent.cjs'], 'an upgrade leaves no stale bundle');
   assert.equal(readFileSync(path.join(root, 'usr/local/lib/host-agent/host-agent.cjs'), 'utf8'), '// bundle\n');
   const unit = readFileSync(path.join(root, 'etc/systemd/system/host-agent.service'), 'utf8');
-  assert.equal(unit, readFileSync(path.join(ROOT, 'deploy/host-agent.service'), 'utf8'));
+  assert.equal(unit, readFileSync(path.join(PROJECT_ROOT, 'deploy/host-agent.service'), 'utf8'));
   // The memory flags the benchmark measured are the ones installed: node flags before the installed bundle, malloc tuning in Environment=.
   const launch = agentLaunch(unit);
   assert.match(unit, /ExecStart=\/usr\/bin\/node (--\S+ )+\/usr\/local\/lib\/host-agent\/host-agent\.cjs /);

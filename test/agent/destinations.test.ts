@@ -3,15 +3,15 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { appSpecificMachineId } from '../../src/agent/agent-id.js';
 import { destinationSpoolDir } from '../../src/agent/delivery/destination.js';
 import { runOnce, startAgent } from '../../src/agent/start-agent.js';
 import { call } from '../helpers/http.js';
 import { makeReport, startMetrics, type MetricsHarness } from '../helpers/metrics.js';
 import { captureLog, tempDir, waitFor } from './agent-harness.js';
+import { PROJECT_ROOT } from '../../src/core/paths.js';
+import { nodeEntry } from '../helpers/node-entry.js';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const MACHINE_ID = '0123456789abcdef0123456789abcdef';
 const FAST = { intervalMs: 200, retryBaseMs: 20, retryMaxMs: 200, requestTimeoutMs: 5_000, shutdownTimeoutMs: 2_000 };
 
@@ -117,7 +117,7 @@ test('reports an older agent left in the state directory, for no known destinati
 /** Runs the real CLI: `host-agent --once ...`; resolves with its exit code and output. */
 function cli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const p = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/agent/cli.ts'), ...args], { cwd: ROOT, env: { ...process.env, HOST_AGENT_LOG_LEVEL: 'silent' } });
+    const p = spawn(process.execPath, [...nodeEntry('src/agent/cli.ts'), ...args], { cwd: PROJECT_ROOT, env: { ...process.env, HOST_AGENT_LOG_LEVEL: 'silent' } });
     let stdout = '';
     let stderr = '';
     p.stdout.on('data', (c: Buffer) => { stdout += c.toString(); });

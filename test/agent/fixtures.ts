@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { PROJECT_ROOT } from '../../src/core/paths.js';
 
-export const FIXTURES = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'fixtures', 'agent');
+export const FIXTURES = path.join(PROJECT_ROOT, 'test', 'fixtures', 'agent');
 
 /** Text of a fixture file under test/fixtures/agent. */
 export function fixture(name: string): string {

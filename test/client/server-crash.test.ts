@@ -11,12 +11,13 @@ import { PROJECT_ROOT } from '../../src/core/paths.js';
 import { SyncClientError } from '../../src/client/index.js';
 import { createSqliteStore } from '../../src/client/sqlite.js';
 import { device } from './client-fixtures.js';
+import { nodeEntry } from '../helpers/node-entry.js';
 
 interface Server { url: string; child: ChildProcess }
 
 /** The real service process (the CLI) on an ephemeral port; waits for its "listening" log line. */
 async function startProcess(storage: TestStorage): Promise<Server> {
-  const args = ['--import', 'tsx', path.join(PROJECT_ROOT, 'src/sync/cli.ts'), 'serve', '--port', '0', '--data-dir', storage.dataDir, '--scrypt-log2n', '10'];
+  const args = [...nodeEntry('src/sync/cli.ts'), 'serve', '--port', '0', '--data-dir', storage.dataDir, '--scrypt-log2n', '10'];
   if (storage.databaseUrl) args.push('--database-url', storage.databaseUrl, '--db-schema', storage.pgSchema);
   const child = spawn(process.execPath, args, { cwd: PROJECT_ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LOG_LEVEL: 'info' } });
   let out = '';

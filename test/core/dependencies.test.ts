@@ -3,10 +3,9 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { builtinModules } from 'node:module';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { PROJECT_ROOT } from '../../src/core/paths.js';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-const pkg = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
+const pkg = JSON.parse(readFileSync(path.join(PROJECT_ROOT, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
 
 function sources(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {
@@ -21,7 +20,7 @@ function sources(dir: string): string[] {
  */
 function valueImports(): Set<string> {
   const found = new Set<string>();
-  for (const file of sources(path.join(ROOT, 'src'))) {
+  for (const file of sources(path.join(PROJECT_ROOT, 'src'))) {
     const text = readFileSync(file, 'utf8');
     for (const m of [...text.matchAll(/^import\s+(?!type\s)[^'"]*?from\s+'([^'.][^']*)'/gm), ...text.matchAll(/\.resolve\('([^'.][^']*)'\)/g)]) {
       const spec = m[1]!;

@@ -2,10 +2,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { ERROR_STATUS, type ErrorCode } from '../../src/core/errors.js';
+import { PROJECT_ROOT } from '../../src/core/paths.js';
 
-const SRC = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'src');
+const SRC = path.join(PROJECT_ROOT, 'src');
 
 function sources(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {

@@ -1,14 +1,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { required } from '../helpers/backends.js';
 import { REDIS_UP } from '../helpers/redis.js';
 import { newUser, startSync } from '../helpers/sync.js';
 import { call } from '../helpers/http.js';
+import { PROJECT_ROOT } from '../../src/core/paths.js';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 test('on CI (CI=true) or with REQUIRE_*=1 PostgreSQL and Redis are required; elsewhere they are optional', () => {
   for (const name of ['POSTGRES', 'REDIS'] as const) {
@@ -22,7 +20,7 @@ test('on CI (CI=true) or with REQUIRE_*=1 PostgreSQL and Redis are required; els
 
 test('under CI=true an unreachable PostgreSQL fails the run instead of skipping its tests', () => {
   const run = (env: Record<string, string>) => spawnSync(process.execPath, ['--import', 'tsx', '-e', "await import('./test/helpers/backends.ts'); console.log('loaded')"], {
-    cwd: ROOT, encoding: 'utf8', timeout: 60_000,
+    cwd: PROJECT_ROOT, encoding: 'utf8', timeout: 60_000,
     env: { PATH: process.env['PATH'] ?? '', TEST_DATABASE_URL: 'postgres://postgres@127.0.0.1:1/none', ...env },
   });
   const ci = run({ CI: 'true' });

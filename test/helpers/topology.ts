@@ -4,16 +4,17 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { BACKENDS, freshStorage, type TestStorage } from './backends.js';
 import { REDIS_UP, TEST_REDIS_URL, deletePrefix, testPrefix } from './redis.js';
 import type { Reply } from './http.js';
 import { skipUnless } from './missing-tool.js';
+import { PROJECT_ROOT } from '../../src/core/paths.js';
+import { nodeEntry } from './node-entry.js';
 
 /**
  * A real deployment on loopback: N processes of one service
- * (`node --import tsx src/<service>/cli.ts serve`), one PostgreSQL schema and
+ * (`src/<service>/cli.ts serve`), one PostgreSQL schema and
  * one Redis prefix shared by all, and HAProxy in front running
  * `deploy/haproxy.cfg` unchanged (addresses come from its environment).
  *
@@ -21,8 +22,7 @@ import { skipUnless } from './missing-tool.js';
  * only that address as a proxy; a test talking to an instance directly comes
  * from 127.0.0.1, an untrusted peer whose X-Forwarded-For must be ignored.
  */
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-export const HAPROXY_CONFIG = path.join(ROOT, 'deploy', 'haproxy.cfg');
+export const HAPROXY_CONFIG = path.join(PROJECT_ROOT, 'deploy', 'haproxy.cfg');
 export const PROXY_SOURCE = '127.0.0.2';
 export const METRICS_TOKEN = 'scale-test-metrics-token-0123456789';
 
@@ -86,13 +86,13 @@ export async function freePort(): Promise<number> {
 }
 
 /**
- * Runs `node --import tsx src/<service>/cli.ts <args>` to completion (admin commands).
+ * Runs `<service> <args>` (src/<service>/cli.ts) to completion (admin commands).
  * Asynchronous on purpose: a blocked event loop keeps HTTP clients from seeing
  * that HAProxy closed their idle keep-alive connections, and the next request fails.
  */
 export async function runCli(service: ServiceName, args: string[], env: Record<string, string> = {}): Promise<{ status: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join('src', service, 'cli.ts'), ...args], {
-    cwd: ROOT, env: { PATH: process.env['PATH'] ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'],
+  const child = spawn(process.execPath, [...nodeEntry(`src/${service}/cli.ts`), ...args], {
+    cwd: PROJECT_ROOT, env: { PATH: process.env['PATH'] ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stdout = '';
   let stderr = '';
@@ -104,8 +104,8 @@ export async function runCli(service: ServiceName, args: string[], env: Record<s
 
 /** Starts one instance and resolves once it logs the address it listens on. */
 export function startInstance(service: ServiceName, name: string, args: string[]): Promise<Instance> {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join('src', service, 'cli.ts'), 'serve', ...args], {
-    cwd: ROOT,
+  const child = spawn(process.execPath, [...nodeEntry(`src/${service}/cli.ts`), 'serve', ...args], {
+    cwd: PROJECT_ROOT,
     // A clean environment: only what the flags say configures the instance.
     env: { PATH: process.env['PATH'] ?? '' },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -2,14 +2,13 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { runCli } from '../../src/metrics/cli-commands.js';
 import { BACKENDS, freshStorage, type TestStorage } from '../helpers/backends.js';
 import { call } from '../helpers/http.js';
 import { ingest, makeReport } from '../helpers/metrics.js';
+import { PROJECT_ROOT } from '../../src/core/paths.js';
+import { nodeEntry } from '../helpers/node-entry.js';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
 function storageEnv(s: TestStorage): Record<string, string> {
   return { DATA_DIR: s.dataDir, METRICS_DB_SCHEMA: s.pgSchema, ...(s.databaseUrl ? { DATABASE_URL: s.databaseUrl } : {}) };
@@ -17,8 +16,8 @@ function storageEnv(s: TestStorage): Record<string, string> {
 
 /** Starts the real service process (`metrics-service serve`) and resolves with it and its URL once it listens. */
 async function spawnServer(s: TestStorage): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/metrics/cli.ts', 'serve', '--port', '0', '--log-level', 'info'], {
-    cwd: ROOT,
+  const child = spawn(process.execPath, [...nodeEntry('src/metrics/cli.ts'), 'serve', '--port', '0', '--log-level', 'info'], {
+    cwd: PROJECT_ROOT,
     env: { PATH: process.env['PATH'] ?? '', ...storageEnv(s) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -7,18 +7,18 @@ import { once } from 'node:events';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { SERVICE_ENV, SERVICE_V8_FLAGS } from '../../src/core/cli/heap-flags.js';
+import { PROJECT_ROOT } from '../../src/core/paths.js';
+import { nodeEntry } from '../helpers/node-entry.js';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const unsupported = process.platform !== 'linux' ? 'reads the process command line from /proc (Linux)'
   : typeof process.execve !== 'function' ? 'process.execve needs Node.js 22.15 or later' : false;
 
 /** Starts serve with `nodeArgs` before the script; resolves with the command line and environment of the process that listens. */
 async function serveProcess(nodeArgs: string[], ipc: boolean, env: Record<string, string> = {}): Promise<{ argv: string[]; env: string[] }> {
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'heap-flags-'));
-  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', 'src/metrics/cli.ts', 'serve', '--port', '0', '--data-dir', dataDir, '--log-level', 'info'], {
-    cwd: ROOT,
+  const child = spawn(process.execPath, [...nodeArgs, ...nodeEntry('src/metrics/cli.ts'), 'serve', '--port', '0', '--data-dir', dataDir, '--log-level', 'info'], {
+    cwd: PROJECT_ROOT,
     env: { PATH: process.env['PATH'] ?? '', ...env },
     stdio: ['ignore', 'pipe', 'pipe', ...(ipc ? ['ipc' as const] : [])],
   });

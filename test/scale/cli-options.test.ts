@@ -2,7 +2,6 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -12,8 +11,9 @@ import type { OptionsSpec } from '../../src/core/config.js';
 import { metricsOptions } from '../../src/metrics/config.js';
 import { syncOptions } from '../../src/sync/config.js';
 import { agentOptions } from '../../src/agent/agent-options.js';
+import { PROJECT_ROOT } from '../../src/core/paths.js';
+import { nodeEntry } from '../helpers/node-entry.js';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 interface Cli { name: string; script: string; help: string[]; serve: string[]; spec: OptionsSpec; portEnv?: string }
 
@@ -30,7 +30,7 @@ const CLIS: Cli[] = [
 
 /** As `run`, without blocking this process (a port held here must keep answering). */
 async function runAsync(cli: Cli, args: string[]): Promise<{ status: number | null; out: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', cli.script, ...args], { cwd: ROOT, env: { PATH: process.env['PATH'] ?? '', LOG_LEVEL: 'warn' } });
+  const child = spawn(process.execPath, [...nodeEntry(cli.script), ...args], { cwd: PROJECT_ROOT, env: { PATH: process.env['PATH'] ?? '', LOG_LEVEL: 'warn' } });
   let out = '';
   child.stdout.on('data', (c: Buffer) => { out += c.toString(); });
   child.stderr.on('data', (c: Buffer) => { out += c.toString(); });
@@ -39,8 +39,8 @@ async function runAsync(cli: Cli, args: string[]): Promise<{ status: number | nu
 }
 
 function run(cli: Cli, args: string[], env: Record<string, string> = {}) {
-  const r = spawnSync(process.execPath, ['--import', 'tsx', cli.script, ...args], {
-    cwd: ROOT, encoding: 'utf8', timeout: 30_000, env: { PATH: process.env['PATH'] ?? '', ...env },
+  const r = spawnSync(process.execPath, [...nodeEntry(cli.script), ...args], {
+    cwd: PROJECT_ROOT, encoding: 'utf8', timeout: 30_000, env: { PATH: process.env['PATH'] ?? '', ...env },
   });
   return { status: r.status, out: r.stdout + r.stderr };
 }
@@ -103,7 +103,7 @@ for (const cli of CLIS.filter((c) => c.portEnv)) {
 }
 
 test('docs/deployment.md documents every option of both services and the agent', () => {
-  const doc = readFileSync(path.join(ROOT, 'docs', 'deployment.md'), 'utf8');
+  const doc = readFileSync(path.join(PROJECT_ROOT, 'docs', 'deployment.md'), 'utf8');
   for (const cli of CLIS) {
     for (const o of Object.values(cli.spec)) {
       assert.ok(doc.includes(`\`--${o.flag}\``), `docs/deployment.md lacks ${cli.name} --${o.flag}`);
@@ -113,15 +113,15 @@ test('docs/deployment.md documents every option of both services and the agent',
 });
 
 test('docs/deployment.md shows the HAProxy configuration the scale tests run, verbatim', () => {
-  const doc = readFileSync(path.join(ROOT, 'docs', 'deployment.md'), 'utf8');
-  assert.ok(doc.includes(readFileSync(path.join(ROOT, 'deploy', 'haproxy.cfg'), 'utf8')));
+  const doc = readFileSync(path.join(PROJECT_ROOT, 'docs', 'deployment.md'), 'utf8');
+  assert.ok(doc.includes(readFileSync(path.join(PROJECT_ROOT, 'deploy', 'haproxy.cfg'), 'utf8')));
 });
 
 test('one supported Node.js line everywhere: engines, README, architecture notes and the CI job (which tests the oldest)', () => {
-  const engines = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { engines: { node: string } }).engines.node;
+  const engines = (JSON.parse(readFileSync(path.join(PROJECT_ROOT, 'package.json'), 'utf8')) as { engines: { node: string } }).engines.node;
   const majors = [...engines.matchAll(/\^(\d+)\./g)].map((m) => Number(m[1]));
   assert.deepEqual(majors, [22, 24], `engines: ${engines}`);
-  assert.match(readFileSync(path.join(ROOT, 'README.md'), 'utf8'), /Node\.js 22 or 24/);
-  assert.match(readFileSync(path.join(ROOT, 'docs', 'architecture.md'), 'utf8'), /22 and 24/);
-  assert.match(readFileSync(path.join(ROOT, '.ci', 'run'), 'utf8'), new RegExp(`^NODE_LINE=${Math.min(...majors)}$`, 'm'));
+  assert.match(readFileSync(path.join(PROJECT_ROOT, 'README.md'), 'utf8'), /Node\.js 22 or 24/);
+  assert.match(readFileSync(path.join(PROJECT_ROOT, 'docs', 'architecture.md'), 'utf8'), /22 and 24/);
+  assert.match(readFileSync(path.join(PROJECT_ROOT, '.ci', 'run'), 'utf8'), new RegExp(`^NODE_LINE=${Math.min(...majors)}$`, 'm'));
 });

@@ -1,4 +1,4 @@
-import { describe, test, before, after } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -6,7 +6,6 @@ import BetterSqlite3 from 'better-sqlite3';
 import { BACKENDS, freshStorage, type TestStorage } from '../helpers/backends.js';
 import { call } from '../helpers/http.js';
 import { ingest, makeReport } from '../helpers/metrics.js';
-import { compileServices, type CompiledServices } from './compiled-services.js';
 import { metricsToken, spawnService, type RealService } from './real-process.js';
 
 /** SIGKILL cycles per backend: 12 in CI (the suite's largest cost: a service start each), `KILL9_CYCLES=100` for a long run. */
@@ -52,10 +51,6 @@ async function verify(svc: RealService, token: string, acked: Map<number, Set<nu
 }
 
 describe('metrics under kill -9', { concurrency: true }, () => {
-  let compiled: CompiledServices;
-  before(() => { compiled = compileServices(); });
-  after(() => compiled.remove());
-
   for (const backend of BACKENDS) {
     test(`on ${backend}: ${CYCLES} SIGKILLs at random moments under ${WRITERS} concurrent writers lose no acknowledged report and store none twice`, { timeout: 300_000 }, async (t) => {
       const storage: TestStorage = await freshStorage(backend);
@@ -67,7 +62,7 @@ describe('metrics under kill -9', { concurrency: true }, () => {
       let ts = from;
       const acked = new Map<number, Set<number>>(Array.from({ length: WRITERS }, (_, k) => [k, new Set<number>()]));
       for (let cycle = 0; cycle < CYCLES; cycle++) {
-        svc = await spawnService('metrics', storage, [], compiled.dir);
+        svc = await spawnService('metrics', storage, []);
         await verify(svc, token, acked, from, Date.now());
         const running = svc;
         const writers = Array.from({ length: WRITERS }, (_, k) => writer(running, token, k, () => ++ts));
@@ -76,7 +71,7 @@ describe('metrics under kill -9', { concurrency: true }, () => {
         (await Promise.all(writers)).forEach((list, k) => list.forEach((x) => acked.get(k)!.add(x)));
         if (backend === 'sqlite') assert.equal(sqliteIntegrity(path.join(storage.dataDir, 'metrics.db')), 'ok', `cycle ${cycle}`);
       }
-      svc = await spawnService('metrics', storage, [], compiled.dir);
+      svc = await spawnService('metrics', storage, []);
       await verify(svc, token, acked, from, Date.now());
       const total = [...acked.values()].reduce((n, s) => n + s.size, 0);
       assert.ok(total > CYCLES, `writes were acknowledged between the kills (${total})`);

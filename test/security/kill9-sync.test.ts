@@ -1,4 +1,4 @@
-import { describe, test, before, after } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
@@ -7,7 +7,6 @@ import BetterSqlite3 from 'better-sqlite3';
 import { BACKENDS, freshStorage } from '../helpers/backends.js';
 import { newBusiness, newUser } from '../helpers/sync.js';
 import { change, device, type Device, type PulledChange } from '../sync/push-client.js';
-import { compileServices, type CompiledServices } from './compiled-services.js';
 import { spawnService, type RealService } from './real-process.js';
 
 /** SIGKILL cycles per backend: 12 in CI (the suite's largest cost: a service start each), `KILL9_CYCLES=100` for a long run. */
@@ -67,23 +66,19 @@ function verify(changes: PulledChange[], pushes: Push[], what: string): void {
 }
 
 describe('sync under kill -9', { concurrency: true }, () => {
-  let compiled: CompiledServices;
-  before(() => { compiled = compileServices(); });
-  after(() => compiled.remove());
-
   for (const backend of BACKENDS) {
     test(`on ${backend}: ${CYCLES} SIGKILLs at random moments under ${DEVICES} pushing devices lose no acknowledged push, half-apply none, and leave versions gap-free`, { timeout: 300_000 }, async (t) => {
       const storage = await freshStorage(backend);
       let svc: RealService | undefined;
       // Hooks run in the order registered: the process stops before its schema is dropped.
       t.after(async () => { await svc?.kill(); await storage.cleanup(); });
-      svc = await spawnService('sync', storage, ARGS, compiled.dir);
+      svc = await spawnService('sync', storage, ARGS);
       const user = await newUser(svc);
       const business = await newBusiness(svc, user);
       const pushes: Push[] = [];
       for (let cycle = 0; cycle < CYCLES; cycle++) {
         if (cycle > 0) {
-          svc = await spawnService('sync', storage, ARGS, compiled.dir);
+          svc = await spawnService('sync', storage, ARGS);
           verify(await pullEverything(device(svc.url, user.token, business.id)), pushes, `cycle ${cycle}`);
         }
         const running = svc;
@@ -93,7 +88,7 @@ describe('sync under kill -9', { concurrency: true }, () => {
         await Promise.all(writers);
         if (backend === 'sqlite') assert.equal(sqliteIntegrity(path.join(storage.dataDir, 'sync.db')), 'ok', `cycle ${cycle}`);
       }
-      svc = await spawnService('sync', storage, ARGS, compiled.dir);
+      svc = await spawnService('sync', storage, ARGS);
       const changes = await pullEverything(device(svc.url, user.token, business.id));
       verify(changes, pushes, 'after the last restart');
       assert.ok(pushes.filter((p) => p.acked).length > CYCLES, 'pushes were acknowledged between the kills');

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import path from 'node:path';
 import { PROJECT_ROOT } from '../../src/core/paths.js';
+import { nodeEntry } from '../helpers/node-entry.js';
 import { runCli } from '../../src/metrics/cli-commands.js';
 import type { TestStorage } from '../helpers/backends.js';
 
@@ -20,14 +20,9 @@ export function storageArgs(s: TestStorage): string[] {
   return ['--data-dir', s.dataDir, '--db-schema', s.pgSchema, ...(s.databaseUrl ? ['--database-url', s.databaseUrl] : [])];
 }
 
-/**
- * Starts `<kind>-service serve` on an ephemeral port and resolves once it
- * listens: from the TypeScript sources through tsx, or from `compiledDir`
- * (see compiled-services.ts) when a test starts it many times.
- */
-export async function spawnService(kind: ServiceKind, storage: TestStorage, extraArgs: string[] = [], compiledDir?: string): Promise<RealService> {
-  const entry = compiledDir ? [path.join(compiledDir, kind, 'cli.js')] : ['--import', 'tsx', path.join(PROJECT_ROOT, `src/${kind}/cli.ts`)];
-  const args = [...entry, 'serve', '--port', '0', '--log-level', 'info', ...storageArgs(storage), ...extraArgs];
+/** Starts `<kind>-service serve` on an ephemeral port and resolves once it listens. */
+export async function spawnService(kind: ServiceKind, storage: TestStorage, extraArgs: string[] = []): Promise<RealService> {
+  const args = [...nodeEntry(`src/${kind}/cli.ts`), 'serve', '--port', '0', '--log-level', 'info', ...storageArgs(storage), ...extraArgs];
   const child = spawn(process.execPath, args, {
     cwd: PROJECT_ROOT,
     env: { PATH: process.env['PATH'] ?? '' },

@@ -3,18 +3,18 @@ import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { once } from 'node:events';
-import path from 'node:path';
 import { BACKENDS, freshStorage, type TestStorage } from '../helpers/backends.js';
 import { call } from '../helpers/http.js';
 import { newBusiness, newUser } from '../helpers/sync.js';
 import { PROJECT_ROOT } from '../../src/core/paths.js';
 import { change, device } from './push-client.js';
+import { nodeEntry } from '../helpers/node-entry.js';
 
 interface Server { url: string; child: ChildProcess }
 
 /** Starts the real service process (the CLI) on an ephemeral port and waits for its "listening" log line. */
 async function startProcess(storage: TestStorage): Promise<Server> {
-  const args = ['--import', 'tsx', path.join(PROJECT_ROOT, 'src/sync/cli.ts'), 'serve', '--port', '0', '--data-dir', storage.dataDir, '--scrypt-log2n', '10'];
+  const args = [...nodeEntry('src/sync/cli.ts'), 'serve', '--port', '0', '--data-dir', storage.dataDir, '--scrypt-log2n', '10'];
   if (storage.databaseUrl) args.push('--database-url', storage.databaseUrl, '--db-schema', storage.pgSchema);
   const child = spawn(process.execPath, args, { cwd: PROJECT_ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LOG_LEVEL: 'info' } });
   let out = '';

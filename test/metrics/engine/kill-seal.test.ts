@@ -1,7 +1,6 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import type { Database } from '../../../src/core/storage/database.js';
 import type { MetricsStore } from '../../../src/metrics/domain/metrics-store.js';
 import { createEngineMetricsStore } from '../../../src/metrics/storage/engine-metrics-store.js';
@@ -9,6 +8,7 @@ import { WINDOW_MS } from '../../../src/metrics/storage/engine/windows.js';
 import type { MetricsTables } from '../../../src/metrics/storage/tables.js';
 import { BACKENDS, freshStorage, type TestStorage } from '../../helpers/backends.js';
 import { newTenant, openTestMetricsDatabase } from '../../helpers/metrics.js';
+import { nodeEntry } from '../../helpers/node-entry.js';
 
 /**
  * SIGKILL while the engine appends, seals and rolls up (a child process does
@@ -17,12 +17,11 @@ import { newTenant, openTestMetricsDatabase } from '../../helpers/metrics.js';
  * counts each stored sample once. KILL_CYCLES raises the number of kills.
  */
 const CYCLES = Number(process.env.KILL_CYCLES ?? 6);
-const CHILD = fileURLToPath(new URL('../../helpers/engine-child.ts', import.meta.url));
 const START = Date.UTC(2025, 0, 1);
 
 function runChild(storage: TestStorage, tenantId: string, startTs: number, killAfterMs: number): Promise<Array<[number, number]>> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', CHILD, storage.databaseUrl ?? '', storage.pgSchema, storage.dataDir, tenantId, String(startTs), '1000'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [...nodeEntry('test/helpers/engine-child.ts'), storage.databaseUrl ?? '', storage.pgSchema, storage.dataDir, tenantId, String(startTs), '1000'], { stdio: ['ignore', 'pipe', 'pipe'] });
     const acks: Array<[number, number]> = [];
     let buf = '';
     let err = '';
