@@ -8,8 +8,8 @@ import { call } from '../helpers/http.js';
 import { ingest, makeReport } from '../helpers/metrics.js';
 import { metricsToken, spawnService, type RealService } from './real-process.js';
 
-/** SIGKILL cycles per backend: 12 in CI (the suite's largest cost: a service start each), `KILL9_CYCLES=100` for a long run. */
-const CYCLES = Number(process.env['KILL9_CYCLES'] ?? 12);
+/** SIGKILL cycles per backend: 8 in CI (the suite's largest cost: a service start each), `KILL9_CYCLES=100` for a long run. */
+const CYCLES = Number(process.env['KILL9_CYCLES'] ?? 8);
 const WRITERS = 6;
 
 function sqliteIntegrity(file: string): string {

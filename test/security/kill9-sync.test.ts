@@ -9,8 +9,8 @@ import { newBusiness, newUser } from '../helpers/sync.js';
 import { change, device, type Device, type PulledChange } from '../sync/push-client.js';
 import { spawnService, type RealService } from './real-process.js';
 
-/** SIGKILL cycles per backend: 12 in CI (the suite's largest cost: a service start each), `KILL9_CYCLES=100` for a long run. */
-const CYCLES = Number(process.env['KILL9_CYCLES'] ?? 12);
+/** SIGKILL cycles per backend: 8 in CI (the suite's largest cost: a service start each), `KILL9_CYCLES=100` for a long run. */
+const CYCLES = Number(process.env['KILL9_CYCLES'] ?? 8);
 const DEVICES = 4;
 const PER_PUSH = 5;
 const ARGS = ['--scrypt-log2n', '10', '--user-rate-limit', '1000000', '--ip-rate-limit', '1000000'];

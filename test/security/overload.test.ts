@@ -110,7 +110,7 @@ describe('overload', { concurrency: true }, () => {
         assert.equal(put.status, 200);
         assert.equal(put.body.stored, REPORTS);
       }
-      const work = drive(256, 64, (i) => fresh(svc.url, 'GET',
+      const work = drive(128, 64, (i) => fresh(svc.url, 'GET',
         i % 2 ? `/api/v1/aggregate?from=${now - REPORTS * 10_000}&to=${now}&points=10000` : `/api/v1/host/h-${i % 40}?from=0&points=10000`,
         { token }));
       const probes = await probeWhile(svc.url, work);
