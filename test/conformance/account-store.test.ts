@@ -12,6 +12,13 @@ const FAR = 4_000_000_000_000;
 
 const user = (email = `u-${randomUUID()}@example.com`): User => ({ id: randomUUID(), email, name: 'U', passwordHash: 'scrypt$x', createdAt: 1 });
 
+/** A business `u` owns, so a business token of `u` for it may be saved. */
+async function ownedBusiness(deps: SyncDeps, u: User): Promise<string> {
+  const id = randomUUID();
+  await deps.businesses.createBusiness({ id, name: 'B', abn: '51824753556', createdBy: u.id, createdAt: 1 });
+  return id;
+}
+
 async function session(accounts: AccountStore, u: User, now: number, ttl = 60_000) {
   const issue = { userId: u.id, familyId: randomUUID(), accessHash: hash(), accessExpiresAt: now + ttl, refreshHash: hash(), refreshExpiresAt: now + 10 * ttl, sessionExpiresAt: FAR, now };
   await accounts.issueSession(issue);
@@ -49,10 +56,29 @@ for (const f of SYNC_STORE_FACTORIES) {
       assert.deepEqual(await accounts.findAccessGrant(s.accessHash, now), { userId: u.id, businessId: undefined, familyId: s.familyId, expiresAt: now + 60_000 });
       assert.equal(await accounts.findAccessGrant(s.accessHash, now + 60_000), undefined, 'expired at expires_at');
       assert.equal(await accounts.findAccessGrant(hash(), now), undefined);
-      const business = randomUUID();
+      const business = await ownedBusiness(deps, u);
       const bHash = hash();
-      await accounts.saveAccessToken(bHash, { userId: u.id, businessId: business, familyId: s.familyId, expiresAt: now + 1000 }, now);
+      assert.equal(await accounts.saveAccessToken(bHash, { userId: u.id, businessId: business, familyId: s.familyId, expiresAt: now + 1000 }, now), 'saved');
       assert.equal((await accounts.findAccessGrant(bHash, now))?.businessId, business);
+    });
+
+    test('saveAccessToken stores a business token only for a member of the business, and only while its family lives', async () => {
+      const { accounts } = deps;
+      const u = user();
+      const stranger = user();
+      await accounts.createUser(u);
+      await accounts.createUser(stranger);
+      const now = 1_000_000;
+      const business = await ownedBusiness(deps, u);
+      const theirs = await session(accounts, stranger, now);
+      const strangerHash = hash();
+      assert.equal(await accounts.saveAccessToken(strangerHash, { userId: stranger.id, businessId: business, familyId: theirs.familyId, expiresAt: now + 1000 }, now), 'not_member');
+      assert.equal(await accounts.findAccessGrant(strangerHash, now), undefined, 'nothing stored for a non-member');
+      const mine = await session(accounts, u, now);
+      await accounts.revokeFamily(u.id, mine.familyId);
+      const lateHash = hash();
+      assert.equal(await accounts.saveAccessToken(lateHash, { userId: u.id, businessId: business, familyId: mine.familyId, expiresAt: now + 1000 }, now), 'revoked');
+      assert.equal(await accounts.findAccessGrant(lateHash, now), undefined, 'nothing stored for a revoked family');
     });
 
     test('findAccessGrants answers many tokens at once: only the unexpired ones, by hash', async () => {
@@ -105,7 +131,7 @@ for (const f of SYNC_STORE_FACTORIES) {
       const a = await session(accounts, u, now);
       const b = await session(accounts, u, now);
       const bHash = hash();
-      await accounts.saveAccessToken(bHash, { userId: u.id, businessId: randomUUID(), familyId: a.familyId, expiresAt: now + 1000 }, now);
+      assert.equal(await accounts.saveAccessToken(bHash, { userId: u.id, businessId: await ownedBusiness(deps, u), familyId: a.familyId, expiresAt: now + 1000 }, now), 'saved');
       await accounts.revokeFamily(u.id, a.familyId);
       assert.equal(await accounts.findAccessGrant(a.accessHash, now), undefined);
       assert.equal(await accounts.findAccessGrant(bHash, now), undefined);

@@ -8,6 +8,10 @@ import type { BusinessStore } from '../../src/sync/businesses/business-store.js'
 import * as members from '../../src/sync/businesses/members.js';
 import { createKyselyBusinessStore } from '../../src/sync/businesses/kysely-business-store.js';
 import { holdAfter } from '../helpers/pg-hold.js';
+import type { AccountStore } from '../../src/sync/accounts/account-store.js';
+import { issueBusinessToken } from '../../src/sync/accounts/business-token.js';
+import { createKyselyAccountStore } from '../../src/sync/accounts/kysely-account-store.js';
+import { authenticateAccessToken } from '../../src/sync/http/auth-guard.js';
 
 const UNKNOWN = '00000000-0000-4000-8000-000000000000';
 
@@ -168,6 +172,30 @@ for (const backend of BACKENDS) {
       assert.equal((await call(s.url, 'GET', '/api/business', { token: removed.token })).status, 200, 'the user token is kept');
     });
 
+    test('a member removed while their business token is issued (membership checked, token not stored yet) gets 403 and no token', async () => {
+      const owner = await newUser(s);
+      const member = await newUser(s);
+      const biz = await newBusiness(s, owner);
+      await addMember(s, owner, biz.id, member);
+      const caller = await authenticateAccessToken(s.deps, member.token);
+      assert.ok(caller);
+      let reached!: () => void;
+      let release!: () => void;
+      const atGate = new Promise<void>((r) => { reached = r; });
+      const released = new Promise<void>((r) => { release = r; });
+      const accounts: AccountStore = {
+        ...s.deps.accounts,
+        saveAccessToken: async (...args) => { reached(); await released; return s.deps.accounts.saveAccessToken(...args); },
+      };
+      const issuing = issueBusinessToken({ ...s.deps, accounts }, caller, biz.id);
+      await atGate;
+      assert.equal((await call(s.url, 'DELETE', `/api/business/${biz.id}/members/${member.id}`, { token: owner.token })).status, 204);
+      release();
+      await assert.rejects(issuing, forbidden);
+      await addMember(s, owner, biz.id, member);
+      assert.equal((await call(s.url, 'POST', '/api/auth/token', { token: member.token, json: { business_id: biz.id } })).status, 200, 're-added, the member gets a new token');
+    });
+
     test('the last owner cannot be removed (409); with a second owner one may go', async () => {
       const owner = await newUser(s);
       const second = await newUser(s);
@@ -232,6 +260,28 @@ for (const backend of BACKENDS.filter((b) => b === 'postgres')) {
         const removal = await held.outcome();
         assert.ok(removal.waitedOn, 'the removal did not wait for the add in progress');
         assert.equal(removal.answer.status, 204);
+      } finally {
+        await held.close();
+      }
+    });
+
+    test('removing a member whose business token is being stored (uncommitted) waits for it and revokes the token: 401 even after a re-add', async () => {
+      const owner = await newUser(s);
+      const member = await newUser(s);
+      const biz = await newBusiness(s, owner);
+      await addMember(s, owner, biz.id, member);
+      const caller = await authenticateAccessToken(s.deps, member.token);
+      assert.ok(caller);
+      const held = await holdAfter(s.deps.database, { after: 'insert', table: 'access_tokens' },
+        () => call(s.url, 'DELETE', `/api/business/${biz.id}/members/${member.id}`, { token: owner.token }));
+      try {
+        const accounts = createKyselyAccountStore(held.db, 'postgres');
+        const issued = await issueBusinessToken({ ...s.deps, accounts }, caller, biz.id);
+        const removal = await held.outcome();
+        assert.ok(removal.waitedOn, 'the removal did not wait for the token being stored');
+        assert.equal(removal.answer.status, 204);
+        await addMember(s, owner, biz.id, member);
+        assert.equal((await call(s.url, 'GET', '/api/sync/status', { token: issued.token })).status, 401, 'the token issued during the removal survived it');
       } finally {
         await held.close();
       }

@@ -57,9 +57,12 @@ export interface AccountStore {
    * Stores a single access token (business-scoped tokens). One that joins a
    * family is stored only if the family still has an unexpired access token
    * (it was not revoked since the caller's token was checked), atomically with
-   * respect to `revokeFamily` and rotation: false, and nothing stored, when it has none.
+   * respect to `revokeFamily` and rotation: `revoked`, and nothing stored, when
+   * it has none. One for a business is stored only while the user is a member,
+   * atomically with respect to a removal (which deletes the user's tokens of
+   * that business): `not_member`, and nothing stored, otherwise.
    */
-  saveAccessToken(tokenHash: string, grant: AccessGrant, now: number): Promise<boolean>;
+  saveAccessToken(tokenHash: string, grant: AccessGrant, now: number): Promise<'saved' | 'revoked' | 'not_member'>;
   /** The grant of an unexpired access token; undefined when unknown, expired or revoked. */
   findAccessGrant(tokenHash: string, now: number): Promise<AccessGrant | undefined>;
   /** The grants of those of `tokenHashes` that are unexpired, by hash (the feed re-checks all sockets of a business at once). */

@@ -7,8 +7,9 @@ import { TOKEN_PREFIX } from './sessions.js';
 
 /**
  * A business-scoped access token for a member (404 unknown business, 403 not a
- * member). It joins the caller's refresh family, so ending or revoking that
- * session revokes it too, even one ending while it is issued (401 then). It
+ * member, even one removed while it is issued). It joins the caller's refresh
+ * family, so ending or revoking that session revokes it too, even one ending
+ * while it is issued (401 then). It
  * has no refresh token of its own: the client asks for a new one with its
  * (refreshed) user token.
  */
@@ -21,8 +22,8 @@ export async function issueBusinessToken(
   const now = ctx.now();
   const token = generateToken(TOKEN_PREFIX.business);
   const expiresAt = now + ctx.config.accessTokenTtlSeconds * 1000;
-  if (!(await ctx.accounts.saveAccessToken(hashToken(token), { userId: caller.userId, businessId, familyId: caller.familyId, expiresAt }, now))) {
-    throw new AppError('unauthorized', 'the access token is invalid, expired or revoked');
-  }
+  const saved = await ctx.accounts.saveAccessToken(hashToken(token), { userId: caller.userId, businessId, familyId: caller.familyId, expiresAt }, now);
+  if (saved === 'revoked') throw new AppError('unauthorized', 'the access token is invalid, expired or revoked');
+  if (saved === 'not_member') throw new AppError('forbidden', 'you are not a member of this business');
   return { token, expiresAt };
 }

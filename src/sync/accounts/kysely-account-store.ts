@@ -76,18 +76,23 @@ export function createKyselyAccountStore(db: Kysely<AccountTables>, dialect: Dia
         token_hash: tokenHash, user_id: grant.userId, business_id: grant.businessId ?? null,
         family_id: grant.familyId ?? null, expires_at: grant.expiresAt, created_at: now,
       };
-      const familyId = grant.familyId;
-      if (familyId === undefined) {
-        await db.insertInto('access_tokens').values(row).execute();
-        return true;
-      }
+      const { familyId, businessId } = grant;
       return db.transaction().execute(async (trx) => {
-        await lockUser(trx, grant.userId, 'shared');
-        const alive = await trx.selectFrom('access_tokens').select('token_hash')
-          .where('family_id', '=', familyId).where('expires_at', '>', now).limit(1).executeTakeFirst();
-        if (!alive) return false;
+        if (familyId !== undefined) {
+          await lockUser(trx, grant.userId, 'shared');
+          const alive = await trx.selectFrom('access_tokens').select('token_hash')
+            .where('family_id', '=', familyId).where('expires_at', '>', now).limit(1).executeTakeFirst();
+          if (!alive) return 'revoked';
+        }
+        if (businessId !== undefined) {
+          // FOR SHARE: a removal deleting the membership (and this user's tokens of the business) either waits for
+          // this insert and deletes the token with the others, or commits first and this finds no membership.
+          let membership = trx.selectFrom('memberships').select('user_id').where('business_id', '=', businessId).where('user_id', '=', grant.userId);
+          if (dialect === 'postgres') membership = membership.forShare();
+          if (!(await membership.executeTakeFirst())) return 'not_member';
+        }
         await trx.insertInto('access_tokens').values(row).execute();
-        return true;
+        return 'saved';
       });
     },
 

@@ -1,3 +1,5 @@
+import type { MembershipsTable } from '../businesses/tables.js';
+
 /**
  * Row shapes of the account tables (migration 0001_accounts). Times are epoch
  * milliseconds in BIGINT columns; tokens are stored only as SHA-256 hashes.
@@ -39,4 +41,6 @@ export interface AccountTables {
   users: UsersTable;
   access_tokens: AccessTokensTable;
   refresh_tokens: RefreshTokensTable;
+  /** Read only, to save a business token atomically with the membership it rests on (the businesses' table). */
+  memberships: Pick<MembershipsTable, 'business_id' | 'user_id'>;
 }
