@@ -33,6 +33,17 @@ function holding(store: BusinessStore, method: 'addMember' | 'removeMember') {
 
 const forbidden = (e: unknown) => isAppError(e) && e.code === 'forbidden';
 
+/** An owner's business with one member, and that member as the domain functions see a caller. */
+async function memberAsCaller(s: SyncUnderTest) {
+  const owner = await newUser(s);
+  const member = await newUser(s);
+  const biz = await newBusiness(s, owner);
+  await addMember(s, owner, biz.id, member);
+  const caller = await authenticateAccessToken(s.deps, member.token);
+  assert.ok(caller);
+  return { owner, member, biz, caller };
+}
+
 for (const backend of BACKENDS) {
   describe(`sync business members on ${backend}`, () => {
     let s: SyncUnderTest;
@@ -173,12 +184,7 @@ for (const backend of BACKENDS) {
     });
 
     test('a member removed while their business token is issued (membership checked, token not stored yet) gets 403 and no token', async () => {
-      const owner = await newUser(s);
-      const member = await newUser(s);
-      const biz = await newBusiness(s, owner);
-      await addMember(s, owner, biz.id, member);
-      const caller = await authenticateAccessToken(s.deps, member.token);
-      assert.ok(caller);
+      const { owner, member, biz, caller } = await memberAsCaller(s);
       let reached!: () => void;
       let release!: () => void;
       const atGate = new Promise<void>((r) => { reached = r; });
@@ -266,12 +272,7 @@ for (const backend of BACKENDS.filter((b) => b === 'postgres')) {
     });
 
     test('removing a member whose business token is being stored (uncommitted) waits for it and revokes the token: 401 even after a re-add', async () => {
-      const owner = await newUser(s);
-      const member = await newUser(s);
-      const biz = await newBusiness(s, owner);
-      await addMember(s, owner, biz.id, member);
-      const caller = await authenticateAccessToken(s.deps, member.token);
-      assert.ok(caller);
+      const { owner, member, biz, caller } = await memberAsCaller(s);
       const held = await holdAfter(s.deps.database, { after: 'insert', table: 'access_tokens' },
         () => call(s.url, 'DELETE', `/api/business/${biz.id}/members/${member.id}`, { token: owner.token }));
       try {
