@@ -47,6 +47,8 @@ const args = [
   ...passThrough,
   ...files.sort().map((f) => path.join(buildDir, f.replace(/\.ts$/, '.js'))),
 ];
+// Ctrl-C reaches the runner too, which ends the run; this process stays to remove the build (spawnSync returns then).
+for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(sig, () => {});
 const skipDir = mkdtempSync(path.join(tmpdir(), 'fleetsync-skips-'));
 const skipLog = path.join(skipDir, 'skips.ndjson');
 const r = spawnSync(process.execPath, args, { stdio: 'inherit', env: { ...process.env, FLEETSYNC_SKIP_LOG: skipLog } });
