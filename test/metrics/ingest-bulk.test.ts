@@ -214,6 +214,29 @@ for (const backend of BACKENDS) for (const threads of [1, 0]) {
       assert.equal(json.status, 415);
     });
 
+    test('a body of nothing but lines over the single-report limit is still NDJSON: 200, each line payload_too_large', async () => {
+      const t = await m.newTenant();
+      const big = JSON.stringify({ ...makeReport({ agentId: 'big', ts: NOW }), hostname: 'h'.repeat(9000) });
+      const r = await bulk(m.url, t.token, `${big}\n${big}\n`);
+      assert.equal(r.status, 200, r.text);
+      assert.deepEqual([r.body.stored, r.body.rejected], [0, 2]);
+      assert.deepEqual(r.body.results.map((l: { line: number; error: string }) => [l.line, l.error]), [[1, 'payload_too_large'], [2, 'payload_too_large']]);
+    });
+
+    test('a request with neither a body nor a Content-Type: 415 on both endpoints, its signature checked first with --secret; nothing stored', async () => {
+      const t = await m.newTenant();
+      for (const path of ['/api/v1/ingest/bulk', '/api/v1/ingest']) {
+        const r = await call(m.url, 'POST', path, { token: t.token });
+        assert.deepEqual([r.status, r.body.error], [415, 'unsupported_media_type'], `${path}: ${r.text}`);
+        const s = await signed.newTenant();
+        const forged = await call(signed.url, 'POST', path, { token: s.token, headers: { 'x-collector-signature': `sha256=${'0'.repeat(64)}` } });
+        assert.deepEqual([forged.status, forged.body.details], [401, 'x-collector-signature does not match the body'], path);
+        const signedEmpty = await call(signed.url, 'POST', path, { token: s.token, headers: { 'x-collector-signature': signBody(SECRET, Buffer.alloc(0)) } });
+        assert.equal(signedEmpty.status, 415, path);
+      }
+      assert.deepEqual((await call(m.url, 'GET', '/api/v1/hosts', { token: t.token })).body, []);
+    });
+
     test('the OpenAPI document describes the bulk route: NDJSON body, per-line results, its errors', async () => {
       const doc = (await call(m.url, 'GET', '/api/v1/openapi.json')).body;
       const op = doc.paths['/api/v1/ingest/bulk'].post;

@@ -37,6 +37,8 @@ export interface BulkLines {
   kind: Uint8Array<ArrayBuffer>;
   /** Lines parsed as JSON here (raw ones are counted by whoever parses them). */
   jsonLines: number;
+  /** Lines refused unread for their size: not known to be anything but JSON, so a body of only these is still NDJSON. */
+  oversized: number;
   /**
    * Ready lines, in order: host id, hostname and platform as indexes into `strings`, ts, metric names (`shape` i >= 0:
    * `shapes[i]`, the names many reports share; -(j + 1): `unshaped[j]`, past the shape table's bound), values up to `ends`.
@@ -145,7 +147,7 @@ export function readBulkLines(body: Uint8Array, opts: BulkLineOptions): BulkLine
   if (!count) throw new AppError('invalid_request', 'body holds no report: send one JSON report per line (application/x-ndjson)');
 
   const out: BulkLines = {
-    line: new Uint32Array(count), kind: new Uint8Array(count), jsonLines: 0,
+    line: new Uint32Array(count), kind: new Uint8Array(count), jsonLines: 0, oversized: 0,
     strings: [], text: new Uint32Array(3 * count), ts: new Float64Array(count), shape: new Int32Array(count), shapes: [], unshaped: [],
     ends: new Uint32Array(count), values: new Float64Array(32 * count), alerts: [], refused: [], raw: [],
   };
@@ -186,6 +188,7 @@ export function readBulkLines(body: Uint8Array, opts: BulkLineOptions): BulkLine
     out.line[n] = spans[3 * n]!;
     // The line's bytes, as a POST of it would count them.
     if (stop - start > opts.lineLimit) {
+      out.oversized++;
       refuse(new AppError('payload_too_large', `line is larger than the single-report body limit of ${opts.lineLimit} bytes`));
     } else {
       const text = bytes.toString('utf8', start, stop);
@@ -271,7 +274,7 @@ export function transferOf(lines: BulkLines): ArrayBuffer[] {
  * The items of a read body for `ingestReports`, in line order, each made only
  * when the iteration reaches it: a ready line as the tenant's prepared report,
  * a raw one through `parseRaw` (the event loop's parser and checks). Throws
- * `invalid_request` at the end when no line at all was JSON.
+ * `invalid_request` at the end when every line was read and none was JSON.
  */
 export function* bulkItems(lines: BulkLines, tenantId: string, parseRaw: (line: number, text: string) => { item: BulkItem; json: boolean }): Generator<BulkItem> {
   const alerts = new Map(lines.alerts);
@@ -308,5 +311,5 @@ export function* bulkItems(lines: BulkLines, tenantId: string, parseRaw: (line: 
       ready++;
     }
   }
-  if (!jsonLines) throw new AppError('invalid_request', 'body is not NDJSON: no line is JSON');
+  if (!jsonLines && !lines.oversized) throw new AppError('invalid_request', 'body is not NDJSON: no line is JSON');
 }

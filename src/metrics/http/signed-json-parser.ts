@@ -14,6 +14,19 @@ export function requireSignatureHeader(secret: string | undefined) {
 }
 
 /**
+ * A preValidation hook for a route whose only body parser is the one for `contentType`: a request with neither a
+ * body nor a Content-Type reaches no parser at all (Fastify skips them), so it is answered here as one would have
+ * been: its signature checked against its (empty) body, then 415, as for a body of any other type.
+ */
+export function requireParsedBody(secret: string | undefined, contentType: string) {
+  return async (request: { headers: Record<string, string | string[] | undefined>; body: unknown }): Promise<void> => {
+    if (request.body !== undefined) return;
+    checkSignature(secret, request.headers, Buffer.alloc(0));
+    throw new AppError('unsupported_media_type', `send the body as ${contentType}`);
+  };
+}
+
+/**
  * Checks `x-collector-signature` against the body bytes as sent (compressed when gzipped); throws `unauthorized`.
  * A request without the header never gets here: requireSignatureHeader answered it before its body was read.
  */

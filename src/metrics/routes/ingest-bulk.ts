@@ -9,7 +9,7 @@ import { clientGone } from '../http/client-gone.js';
 import type { BulkLinePool } from '../http/bulk-line-pool.js';
 import { MAX_BULK_REPORTS } from '../http/bulk-lines.js';
 import { useNdjsonReportParser } from '../http/ndjson-report-parser.js';
-import { requireSignatureHeader } from '../http/signed-json-parser.js';
+import { requireParsedBody, requireSignatureHeader } from '../http/signed-json-parser.js';
 import type { MetricsSelfMetrics } from '../self-metrics.js';
 import { AlertResultsSchema } from './ingest.js';
 import { AUTH_ERRORS, BEARER, errorResponses } from './schemas.js';
@@ -48,6 +48,7 @@ export async function registerBulkIngestRoute(
     scope.post('/api/v1/ingest/bulk', {
       config: { repeatable: true },
       onRequest: [authenticate(deps.store), requireSignatureHeader(deps.secret)],
+      preValidation: requireParsedBody(deps.secret, 'application/x-ndjson'),
       // The body's lines are read and checked by the parse threads; its schema below documents them for OpenAPI.
       validatorCompiler: (route) => (route.httpPart === 'body' ? () => true : compile(route)),
       bodyLimit: deps.bulkBodyLimit,

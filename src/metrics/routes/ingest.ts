@@ -5,7 +5,7 @@ import { ingestReport, type IngestDeps } from '../domain/ingest.js';
 import { ReportSchema } from '../domain/report-schema.js';
 import { authenticate, requestTenant } from '../http/authenticate.js';
 import { clientGone } from '../http/client-gone.js';
-import { requireSignatureHeader, useSignedJsonParser } from '../http/signed-json-parser.js';
+import { requireParsedBody, requireSignatureHeader, useSignedJsonParser } from '../http/signed-json-parser.js';
 import { AUTH_ERRORS, BEARER, errorResponses } from './schemas.js';
 import type { MetricsSelfMetrics } from '../self-metrics.js';
 
@@ -40,6 +40,7 @@ export async function registerIngestRoute(app: App, deps: IngestDeps & { secret:
     scope.post('/api/v1/ingest', {
       config: { repeatable: true },
       onRequest: [authenticate(deps.store), requireSignatureHeader(deps.secret)],
+      preValidation: requireParsedBody(deps.secret, 'application/json'),
       schema: {
         summary: 'Submit one agent report',
         description: 'Stores the report (durably, before answering), then routes its alerts. The body may be sent with `Content-Encoding: gzip` (decompressed size bounded by the body limit). When the server has a secret, `x-collector-signature` must be the hex HMAC-SHA256 of the raw body as sent (the compressed bytes when gzipped), optionally prefixed `sha256=`.',
