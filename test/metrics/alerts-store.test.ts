@@ -1,6 +1,6 @@
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { createAlertStore, FIRING_BATCH, hostKey, type AlertStore, type AlertTables, type NewAlert, type StoredAlert } from '../../src/metrics/alerts/alert-store.js';
+import { createAlertStore, FIRING_BATCH, hostKey, routeStates, type AlertStore, type AlertTables, type NewAlert, type StoredAlert } from '../../src/metrics/alerts/alert-store.js';
 import { databaseConn, type SqlConn } from '../../src/metrics/storage/engine/sql-conn.js';
 import type { Database } from '../../src/core/storage/database.js';
 import type { MetricsTables } from '../../src/metrics/storage/tables.js';
@@ -11,7 +11,7 @@ import { openTestMetricsDatabase } from '../helpers/metrics.js';
 function incident(over: Partial<NewAlert> = {}): NewAlert {
   return {
     tenantId: 't-a', hostId: 'web-1', fingerprint: 'f1', name: 'HighCpu', severity: 'critical', message: 'hot', labels: { team: 'ops' },
-    value: 97.5, threshold: 95, startsAt: 1_000, lastSeenAt: 1_000, resolvedAt: null, createdAt: 5_000, routes: {}, resolvePending: false, ...over,
+    value: 97.5, threshold: 95, startsAt: 1_000, lastSeenAt: 1_000, resolvedAt: null, createdAt: 5_000, routes: routeStates(), resolvePending: false, ...over,
   };
 }
 
@@ -51,7 +51,7 @@ for (const backend of BACKENDS) {
 
       cpu!.lastSeenAt = 2_000;
       cpu!.value = 99;
-      cpu!.routes = { pager: { notifiedAt: 6_000, outcome: 'failed', status: 500, error: 'receiver answered HTTP 500' } };
+      cpu!.routes = routeStates({ pager: { notifiedAt: 6_000, outcome: 'failed', status: 500, error: 'receiver answered HTTP 500' } });
       disk!.resolvedAt = 2_000;
       await record(store, { opened: [], updated: [cpu!, disk!] });
       const after = await store.firing('t-a', 'web-1');
@@ -186,7 +186,7 @@ for (const backend of BACKENDS) {
         ['other', 4_000, 4_000, null, 4, 'at 4000'],
       ], 'every row kept; the oldest open one carries the latest sighting, the others resolved at their own');
       const [kept] = await store.firing('t-m', 'web-1');
-      assert.deepEqual(kept!.routes, {
+      assert.deepEqual({ ...kept!.routes }, {
         pager: { notifiedAt: 10, outcome: 'delivered', status: 200, deliveredAt: 10 },
         chat: { notifiedAt: 20, outcome: 'delivered', status: 200, deliveredAt: 20 },
       }, 'per route, the state that delivered: the resolved notification still goes out');

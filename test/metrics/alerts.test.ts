@@ -83,6 +83,19 @@ test('delivers an Alertmanager v4 payload to a matching receiver and reports del
   assert.notEqual(first.fingerprint, p.alerts[1]!.fingerprint);
 });
 
+test('routes named like Object.prototype members (toString, constructor, __proto__) are notified of firing and resolved like any other', async (t) => {
+  const ok = await receiver((_req, res) => res.writeHead(200).end('ok'));
+  t.after(ok.close);
+  const names = ['toString', 'constructor', '__proto__', 'hasOwnProperty', 'pager'];
+  const router = createAlertRouter(names.map((name) => ({ name, url: ok.url, group_wait: '0s', send_resolved: true })), await routerOptions(t, 2000));
+  const firing = await router.route(ctx, [cpu]);
+  assert.deepEqual(firing.map((r) => [r.route, r.outcome]).sort(), names.map((n) => [n, 'delivered']).sort());
+  const resolved = await router.route({ ...ctx, ts: ctx.ts + 10_000 }, []);
+  assert.deepEqual(resolved.map((r) => [r.route, r.outcome, r.resolved]).sort(), names.map((n) => [n, 'delivered', true]).sort());
+  const received = ok.received.map((r) => { const p = r.body as { receiver: string; status: string }; return `${p.receiver} ${p.status}`; }).sort();
+  assert.deepEqual(received, names.flatMap((n) => [`${n} firing`, `${n} resolved`]).sort());
+});
+
 test('a receiver answering 500 yields failed with its status; others still deliver', async (t) => {
   const ok = await receiver((_req, res) => res.writeHead(204).end());
   const broken = await receiver((_req, res) => res.writeHead(500).end('boom'));
@@ -168,6 +181,10 @@ test('route matching: severity list, anchored case-sensitive glob, both must hol
   assert.equal(globMatches('Cp?', 'Cpus'), false);
   assert.equal(globMatches('a.c', 'abc'), false, 'dots are literal, not regex');
   assert.equal(globMatches('*', ''), true);
+  assert.equal(globMatches('Disk*', 'Disk*Full'), true, 'a * of the glob stays a wildcard where the name holds a *');
+  assert.equal(globMatches('*', '*x'), true);
+  assert.equal(globMatches('a*', 'a*b'), true);
+  assert.equal(globMatches('a*c', 'a*b'), false);
   assert.equal(globMatches('*a*a*a*a*a*b', 'a'.repeat(5000)), false, 'no catastrophic backtracking');
 });
 
@@ -204,7 +221,7 @@ test('loadAlertRoutes lists every problem of an invalid file', async (t) => {
     routes: [
       { name: 'a', url: 'ftp://x.example.com/' },
       { name: 'a', url: 'not a url' },
-      { name: 'b', url: 'http://x', headers: { 'Content-Type': 'text/plain' } },
+      { name: 'b', url: 'http://x', headers: { 'Content-Type': 'text/plain', 'Keep-Alive': 'timeout=5', Upgrade: 'h2c', Expect: '100-continue', 'Content-Encoding': 'gzip' } },
     ],
   }));
   await assert.rejects(loadAlertRoutes(semantic), (e: unknown) => {
@@ -213,7 +230,8 @@ test('loadAlertRoutes lists every problem of an invalid file', async (t) => {
       `alert routes file ${semantic}: routes.0.url: must use http or https`,
       `alert routes file ${semantic}: routes.1.name: "a" is used by an earlier route`,
       `alert routes file ${semantic}: routes.1.url: is not a valid URL`,
-      `alert routes file ${semantic}: routes.2.headers.Content-Type: is set by the service and cannot be configured`,
+      ...['Content-Type', 'Keep-Alive', 'Upgrade', 'Expect', 'Content-Encoding'].map((h) =>
+        `alert routes file ${semantic}: routes.2.headers.${h}: is set by the service or refused by its HTTP client, and cannot be configured`),
     ]);
     return true;
   });
@@ -344,7 +362,7 @@ test('a notification claimed by another report is left to it; a claim its instan
   assert.deepEqual(await router.route({ ...ctx, ts: ctx.ts + 20_000 }, [cpu]), [{ alert: 'HighCpu', route: 'pager', outcome: 'delivered', status: 200 }]);
   assert.equal(ok.received.length, 1);
   const [incident] = await options.store.firing(ctx.tenantId, ctx.hostId);
-  assert.deepEqual(incident!.routes, { pager: { notifiedAt: now, outcome: 'delivered', status: 200, deliveredAt: now } });
+  assert.deepEqual({ ...incident!.routes }, { pager: { notifiedAt: now, outcome: 'delivered', status: 200, deliveredAt: now } });
 });
 
 test('a resolved notification claimed by an instance that stopped is sent again by a later report once the claim expires', async (t) => {

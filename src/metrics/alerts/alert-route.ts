@@ -8,8 +8,11 @@ import { SeveritySchema, type Alert } from './alert.js';
 /** Bounds on the operator's routes file, so a runaway file fails at start rather than per ingest. */
 export const ROUTE_LIMITS = { maxRoutes: 64, maxHeaders: 16, headerValueLength: 4096 } as const;
 
-/** Headers the service sets itself or that frame the request; a route may not override them. */
-const RESERVED_HEADERS = new Set(['content-type', 'content-length', 'host', 'transfer-encoding', 'connection']);
+/**
+ * Headers the service sets itself, that describe its body or frame the request, or that fetch refuses outright
+ * (keep-alive, upgrade, expect: every delivery would fail): a route may not set them.
+ */
+const RESERVED_HEADERS = new Set(['content-type', 'content-length', 'content-encoding', 'host', 'transfer-encoding', 'connection', 'keep-alive', 'upgrade', 'expect']);
 
 /**
  * What fetch can send as a header value: one byte per character, no control character but tab. Anything else
@@ -83,8 +86,9 @@ export function globMatches(glob: string, text: string): boolean {
   let starG = -1;
   let starT = 0;
   while (t < text.length) {
-    if (g < glob.length && (glob[g] === '?' || glob[g] === text[t])) { g++; t++; }
-    else if (g < glob.length && glob[g] === '*') { starG = g++; starT = t; }
+    // A `*` of the glob is a wildcard even where the text has a `*` too: it is tried before the literal match.
+    if (g < glob.length && glob[g] === '*') { starG = g++; starT = t; }
+    else if (g < glob.length && (glob[g] === '?' || glob[g] === text[t])) { g++; t++; }
     else if (starG !== -1) { g = starG + 1; t = ++starT; }
     else return false;
   }
@@ -139,7 +143,7 @@ function* semanticProblems(routes: AlertRoute[]): Generator<string> {
     try { url = new URL(route.url); } catch { yield `routes.${i}.url: is not a valid URL`; }
     if (url && url.protocol !== 'http:' && url.protocol !== 'https:') yield `routes.${i}.url: must use http or https`;
     for (const header of Object.keys(route.headers ?? {})) {
-      if (RESERVED_HEADERS.has(header.toLowerCase())) yield `routes.${i}.headers.${header}: is set by the service and cannot be configured`;
+      if (RESERVED_HEADERS.has(header.toLowerCase())) yield `routes.${i}.headers.${header}: is set by the service or refused by its HTTP client, and cannot be configured`;
     }
     for (const [header, value] of Object.entries(route.headers ?? {})) {
       if (!HEADER_VALUE.test(value)) yield `routes.${i}.headers.${header}: the value may hold only tabs and printable Latin-1 characters (no CR, LF or other control character, nothing above U+00FF)`;

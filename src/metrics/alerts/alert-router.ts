@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Alert } from './alert.js';
 import { routeMatches, routeTiming, type AlertRoute, type RouteTiming } from './alert-route.js';
-import { hostKey, type AlertStore, type RouteNotification, type StoredAlert } from './alert-store.js';
+import { hostKey, routeStates, type AlertStore, type RouteNotification, type StoredAlert } from './alert-store.js';
 import { buildWebhookPayload, type AlertContext } from './webhook-payload.js';
 
 export { loadAlertRoutes, type AlertRoute } from './alert-route.js';
@@ -283,7 +283,7 @@ function reconcile(firing: StoredAlert[], ctx: AlertContext, alerts: Alert[], no
     } else {
       const incident: StoredAlert = {
         id: 0, tenantId: ctx.tenantId, hostId: ctx.hostId, fingerprint, name: alert.name, severity: alert.severity,
-        labels: alert.labels ?? {}, ...fields, startsAt: ctx.ts, lastSeenAt: ctx.ts, resolvedAt: null, createdAt: now, routes: {}, resolvePending: false,
+        labels: alert.labels ?? {}, ...fields, startsAt: ctx.ts, lastSeenAt: ctx.ts, resolvedAt: null, createdAt: now, routes: routeStates(), resolvePending: false,
       };
       current.push({ alert, incident, isNew: true, refreshed: false });
     }

@@ -70,13 +70,21 @@ export interface StoredAlert {
   lastSeenAt: number;
   resolvedAt: number | null;
   createdAt: number;
-  /** Route name -> notification state; routes that never matched are absent. */
+  /** Route name -> notification state; routes that never matched are absent. Always from `routeStates`. */
   routes: Record<string, RouteNotification>;
   /** Resolved, and a route's resolved notification is still to be delivered (failed, or claimed and in flight). */
   resolvePending: boolean;
 }
 
 export type NewAlert = Omit<StoredAlert, 'id'>;
+
+/**
+ * An incident's route states, keyed by route name without a prototype: a route may be named `toString`,
+ * `constructor` or `__proto__`, which a plain object would answer from Object.prototype (or take as its prototype).
+ */
+export function routeStates(stored: Record<string, RouteNotification> = {}): Record<string, RouteNotification> {
+  return Object.assign(Object.create(null) as Record<string, RouteNotification>, stored);
+}
 
 export interface AlertQuery {
   hostId?: string | undefined;
@@ -147,7 +155,7 @@ function fromRow(r: Row): StoredAlert {
     lastSeenAt: Number(r.last_seen_at),
     resolvedAt: r.resolved_at === null ? null : Number(r.resolved_at),
     createdAt: Number(r.created_at),
-    routes: JSON.parse(r.routes) as Record<string, RouteNotification>,
+    routes: routeStates(JSON.parse(r.routes) as Record<string, RouteNotification>),
     resolvePending: Number(r.resolve_pending) === 1,
   };
 }
