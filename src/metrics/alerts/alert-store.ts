@@ -100,6 +100,8 @@ export interface HostAlerts {
   open(): Promise<StoredAlert[]>;
   /** The host's incidents with these ids, open or resolved. */
   byIds(ids: number[]): Promise<StoredAlert[]>;
+  /** Of `fingerprints`, those of an incident of the host resolved after `ts` (by a report newer than `ts`). */
+  resolvedAfter(fingerprints: string[], ts: number): Promise<Set<string>>;
   /**
    * Stores new incidents of the host and the mutable fields of known ones (last seen, value, message, resolution,
    * route state); resolves the new incidents' ids, in order. At most one incident per fingerprint is open: opening a
@@ -256,6 +258,10 @@ export function createAlertStore(db: Kysely<AlertTables>, conn: SqlConn): AlertS
         return fn({
           open: async () => (await host.where((eb) => eb.or([eb('resolved_at', 'is', null), eb('resolve_pending', '=', 1)])).orderBy('id').execute()).map(fromRow),
           byIds: async (ids) => (ids.length ? (await host.where('id', 'in', ids).orderBy('id').execute()).map(fromRow) : []),
+          resolvedAfter: async (fingerprints, ts) => new Set(fingerprints.length
+            ? (await trx.selectFrom('alerts').select('fingerprint').where('tenant_id', '=', tenantId).where('host_id', '=', hostId)
+              .where('resolved_at', '>', ts).where('fingerprint', 'in', fingerprints).execute()).map((r) => r.fingerprint)
+            : []),
           async record({ opened, updated }) {
             // Resolutions first: an incident may open again once the one it follows is resolved.
             for (const a of updated) {
