@@ -2,7 +2,7 @@
 import { backoffDelay, type BackoffOptions } from './backoff.js';
 import { SyncClientError, isTransient } from './errors.js';
 import type { Session } from './session.js';
-import type { RequestBody } from './transport.js';
+import { json, type RequestBody } from './transport.js';
 import type { Attachment } from './wire.js';
 import { safeFilename } from '../sync/attachments/safe-filename.js';
 
@@ -40,7 +40,7 @@ export class AttachmentClient {
 
   async list(recordType: string, recordUuid: string): Promise<Attachment[]> {
     const q = `record_type=${encodeURIComponent(recordType)}&record_uuid=${encodeURIComponent(recordUuid)}`;
-    return (await this.session.businessRequest(this.business(), 'GET', `/api/sync/attachments?${q}`)).json() as Promise<Attachment[]>;
+    return this.session.businessRequest(this.business(), 'GET', `/api/sync/attachments?${q}`, { read: json<Attachment[]> });
   }
 
   /**
@@ -127,39 +127,45 @@ export class AttachmentClient {
     } else {
       body = () => new Blob([head, input.bytes as Uint8Array<ArrayBuffer>, tail]);
     }
-    const res = await this.session.businessRequest(this.business(), 'POST', '/api/sync/attachment', {
-      body, headers, signal: input.signal, ...(stream ? { init: { duplex: 'half' } } : {}),
+    const attachment = await this.session.businessRequest(this.business(), 'POST', '/api/sync/attachment', {
+      body, headers, signal: input.signal, ...(stream ? { init: { duplex: 'half' } } : {}), read: json<Attachment>,
     });
-    const attachment = (await res.json()) as Attachment;
     input.onProgress?.({ loaded: total, total });
     return attachment;
   }
 
-  private async downloadOnce(uuid: string, options: { onProgress?: (p: Progress) => void; signal?: AbortSignal }): Promise<Uint8Array> {
-    const res = await this.session.businessRequest(this.business(), 'GET', `/api/sync/attachment/${encodeURIComponent(uuid)}`, { signal: options.signal });
-    const total = Number(res.headers.get('content-length') ?? 0);
-    const chunks: Uint8Array[] = [];
-    let loaded = 0;
-    options.onProgress?.({ loaded, total });
-    try {
-      const reader = res.body!.getReader();
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done) break;
-        chunks.push(value);
-        loaded += value.length;
-        options.onProgress?.({ loaded, total });
-      }
-    } catch (e: unknown) {
-      if (options.signal?.aborted) throw e;
-      throw new SyncClientError('network', `attachment ${uuid}: the download broke off after ${loaded} of ${total} bytes`, { cause: e });
-    }
-    if (total && loaded !== total) throw new SyncClientError('network', `attachment ${uuid}: received ${loaded} of ${total} bytes`);
-    const out = new Uint8Array(loaded);
-    let at = 0;
-    for (const c of chunks) { out.set(c, at); at += c.length; }
-    return out;
+  private downloadOnce(uuid: string, options: { onProgress?: (p: Progress) => void; signal?: AbortSignal }): Promise<Uint8Array> {
+    // Read under the request's signals: the caller's signal and the client's close stop a download under way.
+    return this.session.businessRequest(this.business(), 'GET', `/api/sync/attachment/${encodeURIComponent(uuid)}`, {
+      signal: options.signal, read: (res) => readDownload(res, uuid, options),
+    });
   }
+}
+
+/** The body of a download, with progress; a body that breaks off is `network`. */
+async function readDownload(res: Response, uuid: string, options: { onProgress?: (p: Progress) => void; signal?: AbortSignal }): Promise<Uint8Array> {
+  const total = Number(res.headers.get('content-length') ?? 0);
+  const chunks: Uint8Array[] = [];
+  let loaded = 0;
+  options.onProgress?.({ loaded, total });
+  try {
+    const reader = res.body!.getReader();
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      chunks.push(value);
+      loaded += value.length;
+      options.onProgress?.({ loaded, total });
+    }
+  } catch (e: unknown) {
+    if (options.signal?.aborted) throw e;
+    throw new SyncClientError('network', `attachment ${uuid}: the download broke off after ${loaded} of ${total} bytes`, { cause: e });
+  }
+  if (total && loaded !== total) throw new SyncClientError('network', `attachment ${uuid}: received ${loaded} of ${total} bytes`);
+  const out = new Uint8Array(loaded);
+  let at = 0;
+  for (const c of chunks) { out.set(c, at); at += c.length; }
+  return out;
 }
 
 async function hexSha256(bytes: Uint8Array): Promise<string> {

@@ -1,6 +1,6 @@
 // Why: refresh tokens rotate and a reused one revokes the whole family, so exactly one refresh may be in flight however many calls wait on it.
 import { SyncClientError } from './errors.js';
-import type { RequestOptions, Transport } from './transport.js';
+import { json, type RequestOptions, type Transport } from './transport.js';
 import type { BusinessTokenReply, RefreshReply, SessionReply, User } from './wire.js';
 
 /** What a signed-in client holds; apps may persist it (the sync client keeps it in its local store). */
@@ -65,15 +65,13 @@ export class Session {
   }
 
   async register(input: { email: string; name: string; password: string }): Promise<User> {
-    const res = await this.transport.request('POST', '/api/auth/register', { json: input });
-    return this.adopt((await res.json()) as SessionReply);
+    return this.adopt(await this.transport.request('POST', '/api/auth/register', { json: input, read: json<SessionReply> }));
   }
 
   async login(input: { email: string; password: string }): Promise<User> {
     // Resent when it got no answer, like the sync calls: most often a pooled connection the server had just closed,
     // which it never read. Should the server have answered a lost one, that session goes unused and expires.
-    const res = await this.transport.request('POST', '/api/auth/login', { json: input, idempotent: true });
-    return this.adopt((await res.json()) as SessionReply);
+    return this.adopt(await this.transport.request('POST', '/api/auth/login', { json: input, idempotent: true, read: json<SessionReply> }));
   }
 
   /** Revokes the session on the server (its refresh token and every access token issued from it) and forgets it. */
@@ -89,7 +87,7 @@ export class Session {
   }
 
   /** Sends a request with the user token (refreshed when needed). */
-  async request(method: string, path: string, options: RequestOptions = {}): Promise<Response> {
+  async request<T = Response>(method: string, path: string, options: RequestOptions<T> = {}): Promise<T> {
     const token = await this.userToken();
     try {
       return await this.transport.request(method, path, { ...options, token });
@@ -102,7 +100,7 @@ export class Session {
   }
 
   /** Sends a request with a business-scoped token for `businessId` (obtained, and renewed, through the user token). */
-  async businessRequest(businessId: string, method: string, path: string, options: RequestOptions = {}): Promise<Response> {
+  async businessRequest<T = Response>(businessId: string, method: string, path: string, options: RequestOptions<T> = {}): Promise<T> {
     const first = await this.businessToken(businessId);
     try {
       return await this.transport.request(method, path, { ...options, token: first.token });
@@ -125,8 +123,7 @@ export class Session {
     let pending = this.businessTokenRequests.get(businessId);
     if (!pending) {
       pending = (async () => {
-        const res = await this.request('POST', '/api/auth/token', { json: { business_id: businessId }, idempotent: true });
-        const body = (await res.json()) as BusinessTokenReply;
+        const body = await this.request('POST', '/api/auth/token', { json: { business_id: businessId }, idempotent: true, read: json<BusinessTokenReply> });
         const t = { token: body.token, expiresAt: Date.parse(body.expires_at) };
         this.businessTokens.set(businessId, t);
         return t;
@@ -159,8 +156,7 @@ export class Session {
     if (!saved) throw this.signedOut();
     let body: RefreshReply;
     try {
-      const res = await this.transport.request('POST', '/api/auth/refresh', { json: { refresh_token: saved.refreshToken }, finishOnClose: true });
-      body = (await res.json()) as RefreshReply;
+      body = await this.transport.request('POST', '/api/auth/refresh', { json: { refresh_token: saved.refreshToken }, finishOnClose: true, read: json<RefreshReply> });
     } catch (e: unknown) {
       // Only a refusal ends the session; being offline does not.
       if (e instanceof SyncClientError && (e.code === 'unauthorized' || e.code === 'invalid_request')) {

@@ -7,7 +7,7 @@ import { Emitter } from './events.js';
 import { FeedConnection, type FeedSocketConstructor } from './feed.js';
 import { conflictKey, outboxKey, recordKey, type LocalConflict, type LocalRecord, type LocalStore, type OutboxEntry, type RecordData, type StoreOp } from './local-store.js';
 import { Session, type SavedSession, type SessionOptions } from './session.js';
-import { createTransport, type TransportOptions } from './transport.js';
+import { createTransport, json, type TransportOptions } from './transport.js';
 import { PUSH_LIMITS } from '../sync/changes/change-limits.js';
 import { MAX_JSON_DEPTH, jsonValueProblem } from '../sync/http/json-value.js';
 import type { Business, Change, Conflict, FeedMessage, PullResult, PushResult, Resolution, SyncStatus, User } from './wire.js';
@@ -212,11 +212,11 @@ export class SyncClient {
   }
 
   async listBusinesses(): Promise<Business[]> {
-    return (await this.session.request('GET', '/api/business')).json() as Promise<Business[]>;
+    return this.session.request('GET', '/api/business', { read: json<Business[]> });
   }
 
   async createBusiness(input: { name: string; abn: string }): Promise<Business> {
-    return (await this.session.request('POST', '/api/business', { json: input })).json() as Promise<Business>;
+    return this.session.request('POST', '/api/business', { json: input, read: json<Business> });
   }
 
   async addMember(businessId: string, email: string, role: 'owner' | 'member' = 'member'): Promise<void> {
@@ -876,15 +876,8 @@ export class SyncClient {
    * Sends a sync call and reads its JSON answer. Every sync call is safe to repeat: push retries are recognised by the
    * server, the others only read or are checked (resolve answers 409).
    */
-  private async businessCall<T>(method: string, path: string, options: { json?: unknown } = {}): Promise<T> {
-    const res = await this.session.businessRequest(this.requireBusiness(), method, path, { ...options, idempotent: true });
-    try {
-      return (await res.json()) as T;
-    } catch (e: unknown) {
-      // close() cuts short an answer being read as well as a request.
-      if (this.closed) throw new SyncClientError('closed', `${method} ${path}: the client was closed`, { cause: e });
-      throw e;
-    }
+  private businessCall<T>(method: string, path: string, options: { json?: unknown } = {}): Promise<T> {
+    return this.session.businessRequest(this.requireBusiness(), method, path, { ...options, idempotent: true, read: json<T> });
   }
 
   /** Runs store read-modify-writes one at a time (the engine's only lock; network calls happen outside it). */

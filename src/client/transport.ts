@@ -23,7 +23,7 @@ export interface TransportOptions {
 /** What `fetch` accepts as a body (named here: the project compiles without the DOM library). */
 export type RequestBody = NonNullable<RequestInit['body']>;
 
-export interface RequestOptions {
+export interface RequestOptions<T = Response> {
   token?: string | undefined;
   /** A JSON body (sent with `content-type: application/json`). */
   json?: unknown;
@@ -45,17 +45,29 @@ export interface RequestOptions {
    * may hold more than one). Never set for refresh: a refresh token is spent by its first use.
    */
   idempotent?: boolean;
+  /**
+   * Reads a 2xx answer's body into the result. It runs under the request's signals, so the caller's signal and the
+   * client's close cut a body still arriving short too, and a body that breaks off fails as `network` (or `closed`)
+   * like the request itself. Without it the request resolves with the Response at its headers.
+   */
+  read?: (res: Response) => Promise<T>;
 }
 
 export interface Transport {
   readonly baseUrl: string;
   /**
-   * Sends a request; resolves with a 2xx response, or throws `SyncClientError` (429s are waited out first; `closed`
-   * once the client is closed, also for a request or a wait in progress).
+   * Sends a request; resolves with what `read` made of a 2xx answer (the Response itself without `read`), or throws
+   * `SyncClientError` (429s are waited out first; `closed` once the client is closed, also for a request, a body
+   * being read or a wait in progress).
    */
-  request(method: string, path: string, options?: RequestOptions): Promise<Response>;
+  request<T = Response>(method: string, path: string, options?: RequestOptions<T>): Promise<T>;
   /** Waits `ms`; rejects with `closed` at once when the client is closed. */
   sleep(ms: number): Promise<void>;
+}
+
+/** The `read` of an answer whose body is JSON. */
+export function json<T>(res: Response): Promise<T> {
+  return res.json() as Promise<T>;
 }
 
 /** Resends of an idempotent request that got no answer. */
@@ -86,7 +98,8 @@ export function createTransport(o: TransportOptions, closing?: AbortSignal): Tra
     });
   }
 
-  async function once(method: string, path: string, r: RequestOptions): Promise<Response> {
+  /** One exchange: a non-2xx answer comes back unread (`value` absent), a 2xx one read by `r.read`. */
+  async function once<T>(method: string, path: string, r: RequestOptions<T>): Promise<{ res: Response; value?: T }> {
     if (closing?.aborted) throw closed(`${method} ${path}`);
     const headers: Record<string, string> = { ...r.headers };
     if (r.token) headers['authorization'] = `Bearer ${r.token}`;
@@ -100,27 +113,42 @@ export function createTransport(o: TransportOptions, closing?: AbortSignal): Tra
     // One signal for the caller's, the client's close and the time limit, combined by hand: AbortSignal.any is newer
     // than the runtimes the client supports (Node 20.3, Safari 17.4).
     const request = new AbortController();
-    const abort = () => request.abort();
+    // The signal's reason goes along: a caller who aborts with a reason gets that reason back.
+    const abort = (event: Event) => request.abort((event.target as AbortSignal).reason);
     const linked = [r.signal, r.finishOnClose ? undefined : closing].filter((x): x is AbortSignal => x !== undefined);
     for (const signal of linked) {
-      if (signal.aborted) request.abort();
+      if (signal.aborted) request.abort(signal.reason);
       else signal.addEventListener('abort', abort, { once: true });
     }
     let late = false;
     const timer = timeoutMs > 0 && !r.body ? setTimeout(() => { late = true; request.abort(); }, timeoutMs) : undefined;
     try {
-      return await doFetch(baseUrl + path, { method, headers, body, signal: request.signal, ...r.init } as RequestInit);
-    } catch (e: unknown) {
-      if (r.signal?.aborted) throw e;
-      if (closing?.aborted && !r.finishOnClose) throw closed(`${method} ${path}`);
-      if (late) {
-        const error = new SyncClientError('network', `${method} ${path}: no answer within ${timeoutMs} ms`, { cause: e });
-        timedOut.add(error);
-        throw error;
+      let res: Response;
+      try {
+        res = await doFetch(baseUrl + path, { method, headers, body, signal: request.signal, ...r.init } as RequestInit);
+      } catch (e: unknown) {
+        if (r.signal?.aborted) throw e;
+        if (closing?.aborted && !r.finishOnClose) throw closed(`${method} ${path}`);
+        if (late) {
+          const error = new SyncClientError('network', `${method} ${path}: no answer within ${timeoutMs} ms`, { cause: e });
+          timedOut.add(error);
+          throw error;
+        }
+        throw new SyncClientError('network', `${method} ${path}: no answer from the sync service`, { cause: e });
+      } finally {
+        clearTimeout(timer);
       }
-      throw new SyncClientError('network', `${method} ${path}: no answer from the sync service`, { cause: e });
+      if (!res.ok || !r.read) return { res };
+      try {
+        return { res, value: await r.read(res) };
+      } catch (e: unknown) {
+        if (r.signal?.aborted) throw e;
+        if (closing?.aborted && !r.finishOnClose) throw closed(`${method} ${path}`);
+        if (e instanceof SyncClientError) throw e;
+        // The connection broke off (or the bytes were not the JSON promised) after the answer began.
+        throw new SyncClientError('network', `${method} ${path}: the answer broke off before its end`, { cause: e });
+      }
     } finally {
-      clearTimeout(timer);
       for (const signal of linked) signal.removeEventListener('abort', abort);
     }
   }
@@ -128,18 +156,19 @@ export function createTransport(o: TransportOptions, closing?: AbortSignal): Tra
   return {
     baseUrl,
     sleep: (ms) => sleep(ms),
-    async request(method, path, r = {}) {
+    async request<T = Response>(method: string, path: string, r: RequestOptions<T> = {}): Promise<T> {
       for (let attempt = 0; ; attempt++) {
-        let res: Response;
+        let answer: { res: Response; value?: T };
         for (let resend = 0; ; resend++) {
           try {
-            res = await once(method, path, r);
+            answer = await once(method, path, r);
             break;
           } catch (e: unknown) {
             if (!(r.idempotent && e instanceof SyncClientError && e.code === 'network' && !timedOut.has(e) && resend < IDEMPOTENT_RESENDS)) throw e;
           }
         }
-        if (res.ok) return res;
+        const { res } = answer;
+        if (res.ok) return r.read ? answer.value as T : res as T;
         const error = await errorOf(res, method, path);
         // Waiting the time the server names is the contract of 429; hammering would only extend the limit.
         if (error.code === 'rate_limited' && attempt < maxRetries && error.retryAfter !== undefined && error.retryAfter <= maxWait) {

@@ -73,3 +73,57 @@ test('closing cuts short a request in flight and a 429 wait with closed, leaving
   assert.equal(stalled.calls(), 1, 'nothing is sent once closed');
   assert.equal(timers(), before, 'the timers of the wait and of the request\'s time limit are cleared');
 });
+
+/**
+ * A real HTTP server that answers 200 and sends `sent` bytes of a longer JSON body: then it cuts the connection
+ * (`cut`), or keeps it open without sending more. Node's real fetch reads it.
+ */
+async function partialAnswers(mode: 'cut' | 'stall') {
+  const { createServer } = await import('node:http');
+  let requests = 0;
+  const server = createServer((_req, res) => {
+    requests++;
+    res.writeHead(200, { 'content-type': 'application/json', 'content-length': '1000' });
+    res.write('{"changes": [');
+    if (mode === 'cut') setTimeout(() => res.socket?.destroy(), 10);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  return {
+    baseUrl: `http://127.0.0.1:${port}`,
+    requests: () => requests,
+    close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
+  };
+}
+
+const json = (res: Response) => res.json() as Promise<unknown>;
+
+test('an answer whose body breaks off is a network error, resent like no answer when the request is safe to repeat', { timeout: 10_000 }, async (t) => {
+  const server = await partialAnswers('cut');
+  t.after(server.close);
+  const transport = createTransport({ baseUrl: server.baseUrl });
+  await assert.rejects(transport.request('GET', '/api/sync/status', { read: json }), (e: unknown) => e instanceof SyncClientError && e.code === 'network' && /broke off/.test(e.message));
+  assert.equal(server.requests(), 1);
+  await assert.rejects(transport.request('POST', '/api/sync/pull', { json: {}, idempotent: true, read: json }), (e: unknown) => e instanceof SyncClientError && e.code === 'network');
+  assert.equal(server.requests(), 4, 'sent again twice');
+});
+
+test('closing, or the caller\'s signal, cuts short a body still arriving: closed, or the signal\'s reason', { timeout: 10_000 }, async (t) => {
+  const server = await partialAnswers('stall');
+  t.after(server.close);
+  const closing = new AbortController();
+  const transport = createTransport({ baseUrl: server.baseUrl }, closing.signal);
+  const reading = transport.request('GET', '/api/sync/status', { read: json });
+  while (server.requests() < 1) await new Promise((r) => setTimeout(r, 5));
+  await new Promise((r) => setTimeout(r, 50));
+  closing.abort();
+  await assert.rejects(reading, (e: unknown) => e instanceof SyncClientError && e.code === 'closed');
+
+  const caller = new AbortController();
+  const open = createTransport({ baseUrl: server.baseUrl });
+  const download = open.request('GET', '/api/sync/attachment/x', { signal: caller.signal, read: json });
+  while (server.requests() < 2) await new Promise((r) => setTimeout(r, 5));
+  await new Promise((r) => setTimeout(r, 50));
+  caller.abort(new Error('not needed any more'));
+  await assert.rejects(download, /not needed any more/);
+});
