@@ -42,6 +42,8 @@ async function main(): Promise<number | undefined> {
   if (options.once) {
     const r = await runOnce({ ...options, rules, log });
     const reports = (n: number) => `${n} report${n === 1 ? '' : 's'}`;
+    // Not the service's doing, and not what the exit status is about: said, and logged with each file's fault.
+    if (r.unsendable.length) console.error(`${PROGRAM}: dropped ${reports(r.unsendable.length)} from the spool unsent, their files damaged or gone: ${r.unsendable[0]}`);
     if (r.rejected.length) {
       const first = r.rejected[0]!;
       console.error(`${PROGRAM}: the metrics service at ${options.url} refused ${reports(r.rejected.length)}: ${first.status} ${first.error}${first.details ? `: ${first.details}` : ''}`);

@@ -142,8 +142,8 @@ test('cgroup CPU limits: v2 cpu.max, v1 CFS quota, unlimited', () => {
 test('parsers skip what they cannot read instead of inventing numbers', () => {
   assert.deepEqual(parsePressure('some avg10=x\ngarbage\n'), {});
   assert.deepEqual(parseSockstat('TCP: inuse 3 orphan\nnonsense\n'), { tcp: { inuse: 3 } });
-  for (const d of ['sda', 'vdb', 'xvdc', 'nvme0n1', 'dm-3', 'md127', 'mmcblk0']) assert.equal(isReportedBlockDevice(d), true, d);
-  for (const d of ['sda1', 'vdb2', 'nvme0n1p3', 'mmcblk0p1', 'loop7', 'ram0', 'zram0', 'fd0']) assert.equal(isReportedBlockDevice(d), false, d);
+  for (const d of ['sda', 'vdb', 'xvdc', 'nvme0n1', 'dm-3', 'md127', 'mmcblk0', 'zd0', 'nbd0', 'rbd12']) assert.equal(isReportedBlockDevice(d), true, d);
+  for (const d of ['sda1', 'vdb2', 'nvme0n1p3', 'mmcblk0p1', 'zd0p1', 'zd16p2', 'md127p1', 'nbd0p1', 'rbd12p3', 'loop7', 'ram0', 'zram0', 'fd0']) assert.equal(isReportedBlockDevice(d), false, d);
 });
 
 test('the agent id is the machine\'s: one machine id gives one UUID; no machine id falls back to a file in the state directory', async () => {

@@ -31,7 +31,9 @@ const SECTOR = 512;
 export function isReportedBlockDevice(name: string): boolean {
   if (/^(ram|zram|loop|fd)\d+$/.test(name)) return false;
   if (/^(h|s|v|xv)d[a-z]+\d+$/.test(name)) return false;
-  if (/^(nvme\d+n\d+|mmcblk\d+)p\d+$/.test(name)) return false;
+  // A disk whose name ends in a digit names its partitions `<disk>p<N>` (the kernel's rule): nvme0n1p1, mmcblk0p1,
+  // and as well md127p1, nbd0p1, rbd0p1, and zd0p1 (a ZFS volume, as on Proxmox hosts).
+  if (/\dp\d+$/.test(name)) return false;
   return true;
 }
 

@@ -25,10 +25,14 @@ export interface DeliveryLoop {
   stop(graceMs: number): Promise<void>;
 }
 
-/** What a drain did: reports the service took, refusals (with the service's words), and what is left spooled. */
+/**
+ * What a drain did: reports the service took, its refusals (with its words), spooled reports dropped unsent because
+ * their file was gone or damaged (the service never saw them), and what is left spooled.
+ */
 export interface DrainSummary {
   delivered: number;
   rejected: Array<{ status: number; error: string; details: string }>;
+  unsendable: string[];
   spooled: number;
   /** Why the last attempt must be retried later, when the drain stopped on a retryable failure. */
   retryReason?: string;
@@ -53,7 +57,8 @@ interface Prepared {
  */
 const TIMELY_TO_GROW = 8;
 
-function attempter(opts: DeliveryOptions, summary: DrainSummary): Attempter {
+/** `summary`: what `--once` reports; the running agent keeps none (it would grow with every refusal for good). */
+function attempter(opts: DeliveryOptions, summary?: DrainSummary): Attempter {
   const { spool, log } = opts;
   let failures = 0;
   // Halved on a 413 (a service with a smaller bulk limit), so the batch that fits is found in a few attempts; that
@@ -76,7 +81,7 @@ function attempter(opts: DeliveryOptions, summary: DrainSummary): Attempter {
     const batch = await encodeBatch(spool.readMany(entries, read, unsendable));
     for (const { entry, why } of unsendable) {
       await spool.removeMany([entry], 'rejected');
-      summary.rejected.push({ status: 0, error: 'unsendable', details: `spooled report ${entry.seq}: ${why}` });
+      summary?.unsendable.push(`spooled report ${entry.seq}: ${why}`);
       log.error('a spooled report cannot be sent (its file was removed or damaged); dropped from the spool', { seq: entry.seq, reportTs: entry.ts, why, rejectedTotal: spool.counters.rejected });
     }
     return read.length ? { entries: read, batch } : undefined;
@@ -103,7 +108,7 @@ function attempter(opts: DeliveryOptions, summary: DrainSummary): Attempter {
   };
   const refuse = async (entries: SpoolEntry[], status: number, error: string, details: string) => {
     await spool.removeMany(entries, 'rejected');
-    summary.rejected.push({ status, error, details });
+    summary?.rejected.push({ status, error, details });
     log.error('metrics service refused a report; not retrying it', {
       status, error, details, reports: entries.length, reportTs: entries[0]!.ts, lastReportTs: entries.at(-1)!.ts, rejectedTotal: spool.counters.rejected,
     });
@@ -118,7 +123,7 @@ function attempter(opts: DeliveryOptions, summary: DrainSummary): Attempter {
     if (failures === 0) prepareAhead(batch);
     const outcome = await opts.send(prepared.batch, signal);
     if (outcome.kind === 'retry') {
-      summary.retryReason = outcome.reason;
+      if (summary) summary.retryReason = outcome.reason;
       if (stopping()) return 0;
       answeredInRow = 0;
       // Sent again unchanged, a batch too big for the link would time out for ever. The attempt already waited the
@@ -138,7 +143,7 @@ function attempter(opts: DeliveryOptions, summary: DrainSummary): Attempter {
       }
       return Math.max(1, delay);
     }
-    delete summary.retryReason;
+    delete summary?.retryReason;
     if (failures > 0) log.info('metrics service reachable again, sending spooled reports', { afterAttempts: failures, spooled: spool.length });
     failures = 0;
     if (outcome.kind === 'too_large') {
@@ -160,7 +165,7 @@ function attempter(opts: DeliveryOptions, summary: DrainSummary): Attempter {
     }
     const delivered = batch.filter((_, i) => outcome.lines[i]!.status !== 'rejected');
     await spool.removeMany(delivered, 'delivered');
-    summary.delivered += delivered.length;
+    if (summary) summary.delivered += delivered.length;
     for (const [i, line] of outcome.lines.entries()) {
       const entry = batch[i]!;
       if (line.status === 'rejected') await refuse([entry], 422, line.error ?? 'rejected', line.details ?? '');
@@ -182,7 +187,7 @@ function attempter(opts: DeliveryOptions, summary: DrainSummary): Attempter {
 }
 
 function newSummary(): DrainSummary {
-  return { delivered: 0, rejected: [], spooled: 0 };
+  return { delivered: 0, rejected: [], unsendable: [], spooled: 0 };
 }
 
 /**
@@ -213,7 +218,7 @@ export async function drainSpool(opts: DeliveryOptions): Promise<DrainSummary> {
  * apart from collection, which only appends to the spool.
  */
 export function startDeliveryLoop(opts: DeliveryOptions): DeliveryLoop {
-  const sender = attempter(opts, newSummary());
+  const sender = attempter(opts);
   let stopping = false;
   let wake: (() => void) | undefined;
   /** Set by `notify` so an append racing with the "spool is empty" check is not missed. */
