@@ -125,14 +125,16 @@ function stripUndefined<T extends object>(o: T): T {
  * Starts the agent: a collection loop that appends a report to the spool every
  * interval, and a delivery loop that sends the spool in order. The two share
  * only the spool, so a slow or absent service never delays a collection.
- * Ticks follow a fixed schedule (start + k * interval); a tick that finds the
- * previous collection still running is skipped, not queued.
+ * Ticks follow a fixed schedule (start + k * interval) on the monotonic clock,
+ * so a step of the system clock (NTP, a VM resumed) neither stops nor floods
+ * collection; a tick that finds the previous collection still running is
+ * skipped, not queued. Reports carry the wall-clock time.
  */
 export async function startAgent(config: AgentConfig): Promise<AgentHandle> {
   const { c, log, spool, agentId, collector, report, delivery } = await prepare(config);
   const loop = startDeliveryLoop(delivery);
-  const started = Date.now();
-  await collector.prime(started);
+  const startedMono = performance.now();
+  await collector.prime(Date.now());
   log.info('host agent started', { agentId, url: c.url, intervalMs: c.intervalMs, spoolDir: spool.dir, spooled: spool.length, signed: Boolean(c.secret) });
 
   let stopped = false;
@@ -153,11 +155,11 @@ export async function startAgent(config: AgentConfig): Promise<AgentHandle> {
   };
   const schedule = () => {
     if (stopped) return;
-    tick = Math.max(tick + 1, Math.ceil((Date.now() - started) / c.intervalMs));
+    tick = Math.max(tick + 1, Math.ceil((performance.now() - startedMono) / c.intervalMs));
     timer = setTimeout(() => {
       collecting = collectOnce();
       void collecting.then(schedule);
-    }, started + tick * c.intervalMs - Date.now());
+    }, startedMono + tick * c.intervalMs - performance.now());
   };
   schedule();
 
