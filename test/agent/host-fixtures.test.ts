@@ -137,6 +137,19 @@ test('cgroup CPU limits: v2 cpu.max, v1 CFS quota, unlimited', () => {
     v1Quota: 'fs/cgroup/cpu,cpuacct/docker/abc/cpu.cfs_quota_us', v1Period: 'fs/cgroup/cpu,cpuacct/docker/abc/cpu.cfs_period_us',
   });
   assert.deepEqual(cgroupCpuFiles(''), {});
+  // In a container on a cgroup v1 host: the cgroup is named by its host path, and mounted with that path as its root.
+  const dockerV1 = '36 25 0:31 /docker/abc /sys/fs/cgroup/cpu,cpuacct ro,nosuid,nodev,noexec,relatime master:13 - cgroup cgroup rw,cpu,cpuacct\n'
+    + '37 25 0:32 /docker/abc /sys/fs/cgroup/memory ro,nosuid - cgroup cgroup rw,memory\n';
+  assert.deepEqual(cgroupCpuFiles('4:memory:/docker/abc\n2:cpu,cpuacct:/docker/abc\n', dockerV1), {
+    v1Quota: 'fs/cgroup/cpu,cpuacct/cpu.cfs_quota_us', v1Period: 'fs/cgroup/cpu,cpuacct/cpu.cfs_period_us',
+  });
+  // On the host the mount's root is `/`: the path is taken as it is.
+  const hostV1 = '36 25 0:31 / /sys/fs/cgroup/cpu,cpuacct rw,nosuid - cgroup cgroup rw,cpu,cpuacct\n';
+  assert.deepEqual(cgroupCpuFiles('2:cpu,cpuacct:/system.slice/host-agent.service\n', hostV1), {
+    v1Quota: 'fs/cgroup/cpu,cpuacct/system.slice/host-agent.service/cpu.cfs_quota_us', v1Period: 'fs/cgroup/cpu,cpuacct/system.slice/host-agent.service/cpu.cfs_period_us',
+  });
+  // cgroup v2 with the host's namespace, mounted with the container's cgroup as root.
+  assert.deepEqual(cgroupCpuFiles('0::/docker/abc\n', '30 25 0:27 /docker/abc /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n'), { v2: 'fs/cgroup/cpu.max' });
 });
 
 test('parsers skip what they cannot read instead of inventing numbers', () => {

@@ -1,3 +1,5 @@
+import { parseMountinfo } from './parse-mountinfo.js';
+
 /**
  * The CPU limit of the agent's cgroup, in cores: what a container may use,
  * which is what "how many CPUs" means inside one. cgroup v2 `cpu.max`
@@ -22,8 +24,13 @@ export function parseCfsQuota(quotaText: string, periodText: string): number | u
  * Where the agent's cgroup CPU files are, from /proc/self/cgroup: the v2
  * line `0::/path`, else the v1 controller line naming `cpu`. Paths are
  * relative to /sys/fs/cgroup (inside a cgroup namespace the path is `/`).
+ * `ownMountinfo` (the agent's /proc/self/mountinfo) tells where that cgroup is
+ * mounted: in a container on a cgroup v1 host, /proc/self/cgroup names the
+ * host's path (`/docker/<id>`), while the runtime mounts that very cgroup at
+ * /sys/fs/cgroup/cpu,cpuacct (mount root `/docker/<id>`), so the mount's root
+ * is taken off the path.
  */
-export function cgroupCpuFiles(procSelfCgroup: string): { v2?: string; v1Quota?: string; v1Period?: string } {
+export function cgroupCpuFiles(procSelfCgroup: string, ownMountinfo = ''): { v2?: string; v1Quota?: string; v1Period?: string } {
   let v2: string | undefined;
   let v1: { dir: string; path: string } | undefined;
   for (const line of procSelfCgroup.split('\n')) {
@@ -34,7 +41,17 @@ export function cgroupCpuFiles(procSelfCgroup: string): { v2?: string; v1Quota?:
     else if (controllers.split(',').includes('cpu')) v1 = { dir: controllers, path: p };
   }
   const join = (...parts: string[]) => parts.join('/').replace(/\/+/g, '/');
-  if (v1) return { v1Quota: join('fs/cgroup', v1.dir, v1.path, 'cpu.cfs_quota_us'), v1Period: join('fs/cgroup', v1.dir, v1.path, 'cpu.cfs_period_us') };
-  if (v2 !== undefined) return { v2: join('fs/cgroup', v2, 'cpu.max') };
+  const mounts = parseMountinfo(ownMountinfo);
+  /** `path` as seen under the mount at `mountPoint`: less the mount's root when the path lies within it. */
+  const within = (mountPoint: string, path: string) => {
+    const root = mounts.find((m) => m.mountPoint === mountPoint && m.fsType.startsWith('cgroup'))?.root;
+    if (root === undefined || root === '/') return path;
+    return path === root ? '/' : path.startsWith(`${root}/`) ? path.slice(root.length) : path;
+  };
+  if (v1) {
+    const dir = join('fs/cgroup', v1.dir, within(`/sys/fs/cgroup/${v1.dir}`, v1.path));
+    return { v1Quota: join(dir, 'cpu.cfs_quota_us'), v1Period: join(dir, 'cpu.cfs_period_us') };
+  }
+  if (v2 !== undefined) return { v2: join('fs/cgroup', within('/sys/fs/cgroup', v2), 'cpu.max') };
   return {};
 }

@@ -85,7 +85,7 @@ export function createCollector(opts: CollectorOptions): Collector {
   }
 
   async function cpuLimitCores(): Promise<number | undefined> {
-    const files = cgroupCpuFiles(await source.readOwn('proc/self/cgroup'));
+    const files = cgroupCpuFiles(await source.readOwn('proc/self/cgroup'), await source.readOwn('proc/self/mountinfo').catch(() => ''));
     if (files.v2) return parseCpuMax(await source.readOwn(`sys/${files.v2}`));
     if (files.v1Quota && files.v1Period) return parseCfsQuota(await source.readOwn(`sys/${files.v1Quota}`), await source.readOwn(`sys/${files.v1Period}`));
     return undefined;
