@@ -20,15 +20,15 @@ async function until(condition: () => boolean): Promise<void> {
   assert.ok(condition(), 'condition not reached');
 }
 
-interface Part { name: string; filename?: string; content: Buffer | string }
+interface Part { name: string; filename?: string; content: Buffer | string; rawDisposition?: string }
 
 /** A hand-built multipart body, so file names reach the server byte for byte (no client-side escaping). */
 function multipart(parts: Part[]): { body: Buffer; contentType: string } {
   const boundary = `----b${randomBytes(8).toString('hex')}`;
   const chunks: Buffer[] = [];
   for (const p of parts) {
-    const disposition = `form-data; name="${p.name}"${p.filename !== undefined ? `; filename="${p.filename}"` : ''}`;
-    const type = p.filename !== undefined ? '\r\nContent-Type: application/octet-stream' : '';
+    const disposition = p.rawDisposition ?? `form-data; name="${p.name}"${p.filename !== undefined ? `; filename="${p.filename}"` : ''}`;
+    const type = p.filename !== undefined || p.rawDisposition ? '\r\nContent-Type: application/octet-stream' : '';
     chunks.push(Buffer.from(`--${boundary}\r\nContent-Disposition: ${disposition}${type}\r\n\r\n`, 'utf8'), Buffer.from(p.content), Buffer.from('\r\n'));
   }
   chunks.push(Buffer.from(`--${boundary}--\r\n`));
@@ -119,6 +119,15 @@ for (const backend of BACKENDS) {
       const unicode = await upload(u.token, businessId, [...fields(randomUUID()), { name: 'file', filename: 'résumé.pdf', content: 'x' }]);
       const d = await fetch(`${s.url}/api/sync/attachment/${unicode.body.uuid}`, { headers: { authorization: `Bearer ${u.token}` } });
       assert.equal(d.headers.get('content-disposition'), `attachment; filename="r_sum_.pdf"; filename*=UTF-8''r%C3%A9sum%C3%A9.pdf`);
+    });
+
+    test('a lone surrogate in a file name (a UTF-16 filename*) is removed: the name answered is the name kept, on every backend', async () => {
+      const { u, businessId } = await member();
+      const r = await upload(u.token, businessId, [...fields(randomUUID()), { name: 'file', rawDisposition: `form-data; name="file"; filename*=utf-16le''%00%D8.%00p%00d%00f%00`, content: 'data' }]);
+      assert.equal(r.status, 201, r.text);
+      assert.equal(r.body.filename, '.pdf');
+      const listed = await call(s.url, 'GET', `/api/sync/attachments?record_type=${r.body.record_type}&record_uuid=${r.body.record_uuid}`, { token: u.token, headers: { 'x-business-id': businessId } });
+      assert.deepEqual(listed.body.map((a: { filename: string }) => a.filename), ['.pdf']);
     });
 
     test('file names are percent-decoded (RFC 7578 section 4.2): a name fetch\'s FormData sent as a%22b.txt is a"b.txt', async () => {

@@ -1,6 +1,8 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
+import net from 'node:net';
 import { Readable } from 'node:stream';
 import { ORPHAN_AFTER_MS, SWEEP_PAGE, removeOrphanBlobs } from '../../src/sync/attachments/orphan-blobs.js';
 import type { BlobStore, StoredRange } from '../../src/sync/attachments/blob-store.js';
@@ -34,6 +36,35 @@ for (const backend of BACKENDS) {
       const download = await call(s.url, 'GET', `/api/sync/attachment/${uploaded.body.uuid}`, { token: u.token, headers: { 'x-business-id': b.id } });
       assert.equal(download.status, 200);
       assert.equal(download.text, 'kept bytes');
+    });
+
+    test('an upload whose form fields come slowly after its file is not swept meanwhile: its bytes are stored only once the form is whole', async () => {
+      const u = await newUser(s);
+      const b = await newBusiness(s, u);
+      const boundary = 'SlowFieldsBoundary';
+      const part = (headers: string, value: string | Buffer) => Buffer.concat([Buffer.from(`--${boundary}\r\n${headers}\r\n\r\n`), Buffer.from(value), Buffer.from('\r\n')]);
+      const record = randomUUID();
+      const fileFirst = part('Content-Disposition: form-data; name="file"; filename="slow.txt"\r\nContent-Type: application/octet-stream', 'slow bytes');
+      const fields = Buffer.concat([part('Content-Disposition: form-data; name="record_type"', 'invoice'), part('Content-Disposition: form-data; name="record_uuid"', record), Buffer.from(`--${boundary}--\r\n`)]);
+      const socket = net.connect(Number(new URL(s.url).port), '127.0.0.1');
+      await once(socket, 'connect');
+      let answer = '';
+      socket.on('data', (c: Buffer) => { answer += c.toString(); });
+      socket.write(`POST /api/sync/attachment HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${u.token}\r\nX-Business-ID: ${b.id}\r\n`
+        + `Content-Type: multipart/form-data; boundary=${boundary}\r\nContent-Length: ${fileFirst.length + fields.length}\r\nConnection: close\r\n\r\n`);
+      // The file part, and the next part's start (only a delimiter tells the parser that the file has ended).
+      const cut = fileFirst.length + 60;
+      const body = Buffer.concat([fileFirst, fields]);
+      socket.write(body.subarray(0, cut));
+      // The file part has arrived whole; another instance starting now sweeps as if ten minutes had passed.
+      await new Promise((r) => setTimeout(r, 300));
+      assert.equal(await removeOrphanBlobs(s.deps.blobs, s.deps.attachments, Date.now() + ORPHAN_AFTER_MS + 1000), 0, 'the upload in progress left nothing to sweep');
+      socket.write(body.subarray(cut));
+      await once(socket, 'close');
+      assert.match(answer, /^HTTP\/1\.1 201/, answer);
+      const uuid = (JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4)) as { uuid: string }).uuid;
+      const download = await call(s.url, 'GET', `/api/sync/attachment/${uuid}`, { token: u.token, headers: { 'x-business-id': b.id } });
+      assert.deepEqual([download.status, download.text], [200, 'slow bytes']);
     });
 
     test('a later sweep reads only the blobs stored since the previous one, a bounded page at a time', async () => {

@@ -10,14 +10,26 @@ export interface StoredBlob {
   sha256: string;
 }
 
+/** Bytes taken in but not stored yet: invisible to `get` and to the orphan sweep until `commit`. */
+export interface StagedBlob extends StoredBlob {
+  /** Stores the bytes (durable and visible to `get` once it resolves); the staged copy is gone either way. */
+  commit(): Promise<void>;
+  /** Drops the staged bytes. */
+  discard(): Promise<void>;
+}
+
 /**
  * Where attachment bytes live: local disk by default, a shared store when
- * several instances serve one business. Implementations keep three promises:
+ * several instances serve one business. Implementations keep these promises:
  *
- * - `put` streams without buffering the whole content; it resolves only once
- *   the blob is durable (survives a crash) and visible to `get`. If the source
- *   stream fails (client aborted, size limit hit) or anything else goes wrong,
- *   it rejects and leaves nothing behind.
+ * - `stage` streams without buffering the whole content into a local staging
+ *   file, outside the store; `commit` then stores it. An upload stages its file
+ *   part and commits only once the rest of its form has arrived, however long
+ *   that takes, so the orphan sweep never sees a blob whose upload is still
+ *   going on. If the source stream fails (client aborted, size limit hit) or
+ *   anything else goes wrong, `stage` rejects and leaves nothing behind.
+ * - `put` is `stage` then `commit`: it resolves only once the blob is durable
+ *   (survives a crash) and visible to `get`.
  * - `get` returns the exact bytes `put` stored, or undefined for an unknown name.
  * - `delete` removes a blob; deleting an unknown name is not an error.
  * - `listStored` pages through the blobs stored in a time range, so blobs
@@ -25,6 +37,7 @@ export interface StoredBlob {
  *   a page at a time (never the whole store at once).
  */
 export interface BlobStore {
+  stage(content: Readable): Promise<StagedBlob>;
   put(content: Readable): Promise<StoredBlob>;
   get(storedName: string): Promise<{ stream: Readable; size: number } | undefined>;
   delete(storedName: string): Promise<void>;
@@ -47,6 +60,13 @@ export interface StoredRange {
   /** The last entry of the previous page. */
   after?: BlobEntry;
   limit: number;
+}
+
+/** `stage` then `commit`: the `put` of both stores. */
+export async function stageAndCommit(store: Pick<BlobStore, 'stage'>, content: Readable): Promise<StoredBlob> {
+  const { commit, discard: _discard, ...blob } = await store.stage(content);
+  await commit();
+  return blob;
 }
 
 /** Whether `e` comes after `after` in (storedAt, storedName) order: the page cursor both stores use. */

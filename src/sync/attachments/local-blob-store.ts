@@ -3,7 +3,7 @@ import { createReadStream } from 'node:fs';
 import { mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
-import { isAfter, isStoredName, type BlobEntry, type BlobStore } from './blob-store.js';
+import { isAfter, isStoredName, stageAndCommit, type BlobEntry, type BlobStore } from './blob-store.js';
 import { removeAbandoned, stageUpload } from './staging.js';
 
 /** Uploads in progress. A file left there is an upload a crash interrupted. */
@@ -19,21 +19,32 @@ export async function createLocalBlobStore(dir: string): Promise<BlobStore> {
   await mkdir(incoming, { recursive: true });
   await removeAbandoned(incoming);
 
-  return {
-    async put(content: Readable) {
+  const store: BlobStore = {
+    async stage(content: Readable) {
       const storedName = randomUUID();
       const tmp = path.join(incoming, storedName);
+      const discard = () => rm(tmp, { force: true });
       try {
         const measured = await stageUpload(content, tmp);
         await fsyncPath(tmp, 'r+');
-        await rename(tmp, path.join(dir, storedName));
-        await fsyncPath(dir, 'r');
-        return { storedName, ...measured };
+        return {
+          storedName, ...measured, discard,
+          async commit() {
+            try {
+              await rename(tmp, path.join(dir, storedName));
+              await fsyncPath(dir, 'r');
+            } finally {
+              await discard();
+            }
+          },
+        };
       } catch (e: unknown) {
-        await rm(tmp, { force: true });
+        await discard();
         throw e;
       }
     },
+
+    put: (content) => stageAndCommit(store, content),
 
     async get(storedName) {
       if (!isStoredName(storedName)) return undefined;
@@ -68,6 +79,7 @@ export async function createLocalBlobStore(dir: string): Promise<BlobStore> {
       return page;
     },
   };
+  return store;
 }
 
 function trim(page: BlobEntry[], limit: number): void {

@@ -1,6 +1,6 @@
 import type { FastifyRequest } from 'fastify';
 import { AppError } from '../../core/errors.js';
-import type { BlobStore, StoredBlob } from './blob-store.js';
+import type { BlobStore, StagedBlob, StoredBlob } from './blob-store.js';
 
 /** Multipart bounds besides the file size: the form has one file and two short text fields. */
 // files: 2 so that a second file part reaches the handler and gets a clear 400, not the plugin's generic limit error.
@@ -26,13 +26,15 @@ function isMalformedForm(e: unknown): boolean {
 
 /**
  * Reads a multipart form with exactly one part named `file`, streaming that
- * part straight into the blob store (fields may come before or after it).
- * A file above `maxBytes` stops the stream at once with 413; on any failure
- * the blob already written is deleted, so nothing is left behind.
+ * part into the blob store's staging (fields may come before or after it) and
+ * storing it once the whole form has arrived: a client slow to send the fields
+ * after the file never leaves a stored blob without its attachment for the
+ * orphan sweep to take. A file above `maxBytes` stops the stream at once with
+ * 413; on any failure the staged bytes are dropped, so nothing is left behind.
  */
 export async function readUpload(req: FastifyRequest, blobs: BlobStore, maxBytes: number): Promise<Upload> {
   if (!req.isMultipart()) throw new AppError('unsupported_media_type', 'expected multipart/form-data with a "file" part');
-  let blob: StoredBlob | undefined;
+  let blob: StagedBlob | undefined;
   let filename: string | undefined;
   const fields: Record<string, string> = {};
   try {
@@ -49,16 +51,18 @@ export async function readUpload(req: FastifyRequest, blobs: BlobStore, maxBytes
         if (part.file.truncated) tooLarge();
         else part.file.once('limit', tooLarge);
         filename = part.filename;
-        blob = await blobs.put(part.file);
+        blob = await blobs.stage(part.file);
       } else {
         if (part.valueTruncated) throw new AppError('invalid_request', `form field ${part.fieldname.slice(0, 64)} is longer than ${UPLOAD_FORM_LIMITS.fieldSize} bytes`);
         fields[part.fieldname] = String(part.value);
       }
     }
   } catch (e: unknown) {
-    if (blob) await blobs.delete(blob.storedName);
+    await blob?.discard();
     throw isMalformedForm(e) ? new AppError('invalid_request', `malformed multipart/form-data body: ${(e as Error).message}`) : e;
   }
   if (!blob) throw new AppError('invalid_request', 'the form has no "file" part');
-  return { fields, filename, blob };
+  await blob.commit();
+  const { storedName, size, sha256 } = blob;
+  return { fields, filename, blob: { storedName, size, sha256 } };
 }

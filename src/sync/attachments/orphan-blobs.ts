@@ -3,8 +3,9 @@ import type { BlobEntry, BlobStore } from './blob-store.js';
 
 /**
  * Age past which a blob without an attachment row is an orphan. An upload
- * stores its blob, then its row, within the 30 s request timeout; a younger
- * blob may be an upload in progress on this or another instance.
+ * stores its blob only once its whole form has arrived (multipart-upload.ts),
+ * then its row at once; a younger blob may be an upload finishing on this or
+ * another instance.
  */
 export const ORPHAN_AFTER_MS = 10 * 60_000;
 

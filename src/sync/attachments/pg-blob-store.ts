@@ -4,7 +4,7 @@ import { mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import type pg from 'pg';
-import { isStoredName, type BlobStore, type StoredBlob } from './blob-store.js';
+import { isStoredName, stageAndCommit, type BlobStore, type StoredBlob } from './blob-store.js';
 import { removeAbandoned, stageUpload } from './staging.js';
 
 /** Bytes per row: big enough that a 25 MiB file is ~100 rows, small enough that a download holds one chunk at a time. */
@@ -31,19 +31,31 @@ export async function createPgBlobStore(pool: pg.Pool, stagingDir: string): Prom
   await mkdir(stagingDir, { recursive: true });
   await removeAbandoned(stagingDir);
 
-  return {
-    async put(content: Readable) {
+  const store: BlobStore = {
+    async stage(content: Readable) {
       const storedName = randomUUID();
       const staged = path.join(stagingDir, storedName);
+      const discard = () => rm(staged, { force: true });
       try {
         // The client sets the pace of this part, so it holds no database connection.
         const blob = { storedName, ...await stageUpload(content, staged) };
-        await commitStaged(pool, staged, blob);
-        return blob;
-      } finally {
-        await rm(staged, { force: true });
+        return {
+          ...blob, discard,
+          async commit() {
+            try {
+              await commitStaged(pool, staged, blob);
+            } finally {
+              await discard();
+            }
+          },
+        };
+      } catch (e: unknown) {
+        await discard();
+        throw e;
       }
     },
+
+    put: (content) => stageAndCommit(store, content),
 
     async get(storedName) {
       if (!isStoredName(storedName)) return undefined;
@@ -78,6 +90,7 @@ export async function createPgBlobStore(pool: pg.Pool, stagingDir: string): Prom
       return rows.map((r) => ({ storedName: r.stored_name, storedAt: Number(r.created_at) }));
     },
   };
+  return store;
 }
 
 /**

@@ -4,9 +4,11 @@ export const MAX_FILENAME_LENGTH = 255;
 /**
  * Control characters, invisible format characters (a right-to-left override
  * shows `\u202Egnp.exe` as `exe.png`; zero-width characters make two names look
- * alike) and line or paragraph separators.
+ * alike), line or paragraph separators, and lone surrogates (a `filename*` in
+ * UTF-16 can carry one: it has no UTF-8 form, so each database would store its
+ * own replacement and the answer would not be the name kept).
  */
-const HIDDEN = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu;
+const HIDDEN = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}]/gu;
 
 /**
  * The name shown for an uploaded file. It is display data only (storage uses
