@@ -179,6 +179,10 @@ for (const backend of BACKENDS) for (const shared of SHARED_STATES) {
       }
       const ok = track(await openFeed(s.url, { businessId, userId: owner.id, token: await businessToken(s, owner, businessId) }));
       assert.equal(ok.ws.readyState, WebSocket.OPEN, 'a business token of this business is accepted');
+      // A plain GET that passes every check is answered in JSON too, not with an empty 404.
+      const plain = await call(s.url, 'GET', `/ws/sync?business_id=${businessId}&user_id=${owner.id}`, { token: owner.token });
+      assert.deepEqual([plain.status, plain.body.error], [400, 'invalid_request'], plain.text);
+      assert.match(plain.body.details, /Upgrade: websocket/);
     });
 
     test('a member removed from the business, or whose token is revoked, loses the feed at the next heartbeat (1008)', async () => {

@@ -53,9 +53,10 @@ export function registerFeedRoutes(app: App, deps: SyncDeps, options: FeedOption
     const hub = createFeedHub(deps.pubsub, options, scope.log, (businessId, credentials: readonly FeedCredential[]) => reauthorizeFeed(deps, businessId, credentials));
     scope.addHook('onClose', async () => hub.close());
 
-    scope.get('/ws/sync', {
-      websocket: true,
-      schema: { querystring: FeedQuery },
+    scope.route({
+      method: 'GET',
+      url: '/ws/sync',
+      schema: { querystring: FeedQuery, hide: true },
       onRequest: async (req) => {
         const token = requestToken(req.headers.authorization, req.query as Partial<Static<typeof FeedQuery>>);
         const caller = token ? await authenticateAccessToken(deps, token) : undefined;
@@ -83,35 +84,40 @@ export function registerFeedRoutes(app: App, deps: SyncDeps, options: FeedOption
           throw new AppError('rate_limited', `at most ${maxPerUser} change-feed connections per user; close one first`, { retry_after: FEED_CAP_RETRY_SECONDS });
         }
       },
-    }, async (socket, req) => {
-      // Counted synchronously on arrival, so upgrades that raced past the HTTP check are closed here.
-      const userId = req.caller.userId;
-      const open = (openByUser.get(userId) ?? 0) + 1;
-      if (open > maxPerUser) {
-        socket.close(TOO_MANY_FEEDS, 'too many change-feed connections for this user');
-        return;
-      }
-      openByUser.set(userId, open);
-      socket.once('close', () => {
-        const left = (openByUser.get(userId) ?? 1) - 1;
-        if (left > 0) openByUser.set(userId, left);
-        else openByUser.delete(userId);
-      });
-      // Nothing is expected from the client; a message is ignored rather than answered.
-      socket.on('message', () => undefined);
-      const query = req.query as Static<typeof FeedQuery>;
-      const businessId = query.business_id.toLowerCase();
-      const token = requestToken(req.headers.authorization, query)!;
-      try {
-        await hub.add(businessId, socket, { tokenHash: hashToken(token), userId: query.user_id.toLowerCase() });
-        if (socket.readyState !== socket.CLOSED) {
-          deps.selfMetrics.feedConnections.inc();
-          socket.once('close', () => deps.selfMetrics.feedConnections.dec());
+      // A plain GET that passed every check: a JSON error like any other, not the plugin's empty 404.
+      handler: async () => {
+        throw new AppError('invalid_request', 'the change feed is a WebSocket: send this request with Upgrade: websocket');
+      },
+      wsHandler: async (socket, req) => {
+        // Counted synchronously on arrival, so upgrades that raced past the HTTP check are closed here.
+        const userId = req.caller.userId;
+        const open = (openByUser.get(userId) ?? 0) + 1;
+        if (open > maxPerUser) {
+          socket.close(TOO_MANY_FEEDS, 'too many change-feed connections for this user');
+          return;
         }
-      } catch (e: unknown) {
-        req.log.error({ err: e }, 'feed subscription failed');
-        socket.close(1011, 'subscription failed');
-      }
+        openByUser.set(userId, open);
+        socket.once('close', () => {
+          const left = (openByUser.get(userId) ?? 1) - 1;
+          if (left > 0) openByUser.set(userId, left);
+          else openByUser.delete(userId);
+        });
+        // Nothing is expected from the client; a message is ignored rather than answered.
+        socket.on('message', () => undefined);
+        const query = req.query as Static<typeof FeedQuery>;
+        const businessId = query.business_id.toLowerCase();
+        const token = requestToken(req.headers.authorization, query)!;
+        try {
+          await hub.add(businessId, socket, { tokenHash: hashToken(token), userId: query.user_id.toLowerCase() });
+          if (socket.readyState !== socket.CLOSED) {
+            deps.selfMetrics.feedConnections.inc();
+            socket.once('close', () => deps.selfMetrics.feedConnections.dec());
+          }
+        } catch (e: unknown) {
+          req.log.error({ err: e }, 'feed subscription failed');
+          socket.close(1011, 'subscription failed');
+        }
+      },
     });
   });
 }
