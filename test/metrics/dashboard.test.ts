@@ -80,6 +80,21 @@ for (const backend of BACKENDS) {
       assert.doesNotMatch(body, /signout/, 'no session, nothing to sign out of');
     });
 
+    test('page parameters a schema would refuse (repeated, too long) fall back to the page\'s default, on every page', async () => {
+      const auth = { authorization: `Bearer ${tokens.a.token}`, accept: 'text/html' };
+      const odd = ['range=1h&range=6h', `range=${'x'.repeat(17)}`, 'dir=ascending', `sort=${'s'.repeat(17)}`, `q=${'q'.repeat(257)}`, `from=${'1'.repeat(33)}&to=2`, 'from=1969-12-31T00:00&to=1970-01-02T00:00'];
+      for (const path of ['/', '/hosts/web-1', '/fleet']) {
+        for (const q of odd) {
+          const r = await fetch(`${base}${path}?${q}`, { redirect: 'manual', headers: auth });
+          assert.equal(r.status, 200, `${path}?${q.slice(0, 40)}: ${r.status}`);
+          assert.match(r.headers.get('content-type') ?? '', /text\/html/);
+          const body = await r.text();
+          assert.doesNotMatch(body, /data-from="-/, `${path}?${q.slice(0, 40)}: no negative range reaches the charts`);
+        }
+      }
+      assert.match(await (await fetch(`${base}/`, { headers: auth })).text(), /maxlength="256"/, 'the filter box stops at the bound');
+    });
+
     test('a host list longer than a piece is streamed whole: every host once, the document closed', async () => {
       const { token } = await h.newTenant('big-fleet');
       const ts = clock - 20_000;

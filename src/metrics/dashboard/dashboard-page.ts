@@ -113,7 +113,7 @@ function dashboardShell(view: DashboardView, shown: number): string {
 ${rangeControls('/', view.range, extra)}
 <form class="filter" method="get" action="/" role="search">
 <input type="hidden" name="sort" value="${view.list.sort}"><input type="hidden" name="dir" value="${view.list.dir}">${view.range.preset ? html`<input type="hidden" name="range" value="${view.range.preset}">` : html`<input type="hidden" name="from" value="${view.range.from}"><input type="hidden" name="to" value="${view.range.to}">`}
-<label for="host-filter">Filter</label> <input id="host-filter" type="search" name="q" value="${view.list.q}" placeholder="name, id or platform" autocomplete="off"> <button type="submit">Filter</button>
+<label for="host-filter">Filter</label> <input id="host-filter" type="search" name="q" value="${view.list.q}" placeholder="name, id or platform" autocomplete="off" maxlength="256"> <button type="submit">Filter</button>
 </form>
 <div class="table-wrap">
 <table class="hosts" data-sort="${view.list.sort}" data-dir="${view.list.dir}">

@@ -65,6 +65,19 @@ const PageQuery = Type.Object({
 });
 
 /**
+ * A preValidation hook of the pages: a page parameter the schema would refuse (repeated, longer than its bound) is
+ * dropped, so the page shows its default for it instead of a JSON 400 (a filter typed past its length included).
+ */
+async function dropUnreadablePageQuery(req: { query: unknown }): Promise<void> {
+  const query = req.query as Record<string, unknown>;
+  for (const [key, spec] of Object.entries(PageQuery.properties)) {
+    const value = query[key];
+    const maxLength = (spec as { maxLength?: number }).maxLength ?? Infinity;
+    if (value !== undefined && (typeof value !== 'string' || value.length > maxLength)) delete query[key];
+  }
+}
+
+/**
  * GET / (the dashboard), the sign-in and sign-out forms, and the dashboard's
  * static assets. Registered in their own encapsulated scope, so the cookie and
  * form-body parsers apply to these routes only: the JSON API never reads a
@@ -80,6 +93,7 @@ export async function registerDashboard(app: App, deps: DashboardDeps): Promise<
     const scope = plugin.withTypeProvider<TypeBoxTypeProvider>();
 
     scope.get('/', {
+      preValidation: dropUnreadablePageQuery,
       schema: {
         querystring: PageQuery,
         tags: ['dashboard'],
@@ -109,6 +123,7 @@ export async function registerDashboard(app: App, deps: DashboardDeps): Promise<
     });
 
     scope.get('/hosts/:id', {
+      preValidation: dropUnreadablePageQuery,
       schema: {
         tags: ['dashboard'],
         summary: 'One host\'s page: charts over the range, every metric, its alerts',
@@ -160,6 +175,7 @@ export async function registerDashboard(app: App, deps: DashboardDeps): Promise<
     });
 
     scope.get('/fleet', {
+      preValidation: dropUnreadablePageQuery,
       schema: {
         tags: ['dashboard'],
         summary: 'The tenant\'s fleet page: aggregate charts, top 10 hosts by CPU, memory and disk, alerts',

@@ -26,8 +26,9 @@ function parseInstant(text: string | undefined): number | undefined {
   // A time past the largest a Date holds (year 275760) is unreadable like any other junk, not a failed page.
   if (/^\d{1,16}$/.test(text)) return Number(text) <= MAX_DATE_MS ? Number(text) : undefined;
   if (MINUTE_UTC.test(text)) {
+    // Before 1970 no report can be, and the series API takes no negative time: unreadable too.
     const ms = Date.parse(`${text}Z`);
-    return Number.isNaN(ms) ? undefined : ms;
+    return Number.isNaN(ms) || ms < 0 ? undefined : ms;
   }
   return undefined;
 }
