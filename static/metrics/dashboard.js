@@ -723,7 +723,9 @@
     ctx.stroke();
   }
   function renderHosts() {
-    if (!hostStatus || !table) return;
+    if (!hostStatus) return;
+    // The page of a tenant without hosts has no list: once a first host has reported, the server draws it whole.
+    if (!table) { if (hostStatus.hosts.length) location.reload(); return; }
     const needle = listState.q.trim().toLowerCase();
     const sign = listState.dir === 'asc' ? 1 : -1;
     const hosts = hostStatus.hosts
@@ -751,6 +753,8 @@
           el('span', { class: 'absolute' }, absoluteUtc(h.lastTs))));
     });
     table.tBodies[0].replaceChildren(...rows);
+    const total = document.querySelector('.counts .total');
+    if (total) total.textContent = hostStatus.hosts.length + (hostStatus.hosts.length === 1 ? ' host' : ' hosts');
     for (const s of ['up', 'late', 'down']) {
       const c = document.querySelector('.count[data-status="' + s + '"] strong');
       if (c) c.textContent = String(hostStatus.counts[s]);

@@ -87,3 +87,26 @@ test('a person signs in with a token, sees the hosts safely rendered, and signs 
   assert.deepEqual(consoleProblems, [], 'no CSP violation or other console error');
   assert.deepEqual(foreignRequests, [], 'no third-party request');
 });
+
+test('with JavaScript the host list follows the fleet: a tenant\'s first host appears without a reload by hand, and the total follows the rows', { skip: SKIP, timeout: 60_000 }, async (t) => {
+  const h = await startMetrics('sqlite');
+  t.after(() => h.close());
+  const tenant = await h.newTenant('acme');
+  const browser: Browser = await chromium.launch({ executablePath: CHROMIUM_PATH, args: LAUNCH_ARGS });
+  t.after(() => browser.close());
+  const page = await browser.newPage({ extraHTTPHeaders: { authorization: `Bearer ${tenant.token}` } });
+  page.setDefaultTimeout(30_000);
+  const problems: string[] = [];
+  page.on('pageerror', (e) => problems.push(e.message));
+  await page.goto(`${h.url}/`);
+  await page.locator('section.empty').waitFor();
+  assert.equal((await ingest(h.url, tenant.token, makeReport({ agentId: 'first', hostname: 'first.acme' }))).status, 200);
+  // The 10 s poll sees the host and the page draws the list.
+  await page.locator('table.hosts tr.host[data-host-id="first"]').waitFor();
+  assert.equal(await page.locator('.counts .total').innerText(), '1 host');
+  assert.equal((await ingest(h.url, tenant.token, makeReport({ agentId: 'second', hostname: 'second.acme' }))).status, 200);
+  await page.locator('table.hosts tr.host[data-host-id="second"]').waitFor();
+  assert.equal(await page.locator('.counts .total').innerText(), '2 hosts');
+  assert.equal(await page.locator('.count[data-status="up"] strong').innerText(), '2');
+  assert.deepEqual(problems, []);
+});

@@ -68,7 +68,7 @@ test('formatRelative covers seconds to days and a ts ahead of the server clock',
 test('the dashboard lists every host with status, CPU, memory, disk and last report, relative and absolute', () => {
   const page = render([host(), host({ hostId: 'db-1', hostname: 'db-1', platform: 'freebsd', cpuUsage: null, memoryPercent: 99.5, lastTs: NOW - 3_600_000 })], { session: true });
   assert.match(page, /^<!doctype html>/);
-  assert.match(page, /2 hosts: <span class="count up" data-status="up"><strong>1<\/strong> up<\/span> · <span class="count late" data-status="late"><strong>0<\/strong> late<\/span> · <span class="count down" data-status="down"><strong>1<\/strong> down/);
+  assert.match(page, /<span class="total">2 hosts<\/span>: <span class="count up" data-status="up"><strong>1<\/strong> up<\/span> · <span class="count late" data-status="late"><strong>0<\/strong> late<\/span> · <span class="count down" data-status="down"><strong>1<\/strong> down/);
   assert.match(page, /<a class="hostname" href="\/hosts\/web-1\?range=1h">web-1<\/a>/);
   assert.match(page, /<meter [^>]*value="42\.3"[^>]*>42\.3 %<\/meter>/);
   assert.match(page, /61\.0 %/);

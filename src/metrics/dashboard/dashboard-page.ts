@@ -109,7 +109,7 @@ function dashboardShell(view: DashboardView, shown: number): string {
 <p>Point an agent at <code>POST /api/v1/ingest</code> with this tenant's token; its host appears here after the first report.</p>
 </section>`
     : html`<h1>Hosts</h1>
-<p class="summary"><span class="counts">${count} ${count === 1 ? 'host' : 'hosts'}: ${(['up', 'late', 'down'] as const).map((s, i) => html`${i ? ' · ' : ''}<span class="count ${s}" data-status="${s}"><strong>${view.counts[s]}</strong> ${s}</span>`)}</span> · <span class="as-of">as of ${formatAbsolute(view.now)}</span></p>
+<p class="summary"><span class="counts"><span class="total">${count} ${count === 1 ? 'host' : 'hosts'}</span>: ${(['up', 'late', 'down'] as const).map((s, i) => html`${i ? ' · ' : ''}<span class="count ${s}" data-status="${s}"><strong>${view.counts[s]}</strong> ${s}</span>`)}</span> · <span class="as-of">as of ${formatAbsolute(view.now)}</span></p>
 ${rangeControls('/', view.range, extra)}
 <form class="filter" method="get" action="/" role="search">
 <input type="hidden" name="sort" value="${view.list.sort}"><input type="hidden" name="dir" value="${view.list.dir}">${view.range.preset ? html`<input type="hidden" name="range" value="${view.range.preset}">` : html`<input type="hidden" name="from" value="${view.range.from}"><input type="hidden" name="to" value="${view.range.to}">`}
