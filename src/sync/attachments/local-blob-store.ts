@@ -1,10 +1,9 @@
-import { randomUUID } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { isAfter, isStoredName, stageAndCommit, type BlobEntry, type BlobStore } from './blob-store.js';
-import { removeAbandoned, stageUpload } from './staging.js';
+import { removeAbandoned, stageBlob } from './staging.js';
 
 /** Uploads in progress. A file left there is an upload a crash interrupted. */
 const INCOMING = '.incoming';
@@ -20,29 +19,10 @@ export async function createLocalBlobStore(dir: string): Promise<BlobStore> {
   await removeAbandoned(incoming);
 
   const store: BlobStore = {
-    async stage(content: Readable) {
-      const storedName = randomUUID();
-      const tmp = path.join(incoming, storedName);
-      const discard = () => rm(tmp, { force: true });
-      try {
-        const measured = await stageUpload(content, tmp);
-        await fsyncPath(tmp, 'r+');
-        return {
-          storedName, ...measured, discard,
-          async commit() {
-            try {
-              await rename(tmp, path.join(dir, storedName));
-              await fsyncPath(dir, 'r');
-            } finally {
-              await discard();
-            }
-          },
-        };
-      } catch (e: unknown) {
-        await discard();
-        throw e;
-      }
-    },
+    stage: (content: Readable) => stageBlob(incoming, content, async (file, blob) => {
+      await rename(file, path.join(dir, blob.storedName));
+      await fsyncPath(dir, 'r');
+    }, (file) => fsyncPath(file, 'r+')),
 
     put: (content) => stageAndCommit(store, content),
 

@@ -1,11 +1,9 @@
-import { randomUUID } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { mkdir, rm } from 'node:fs/promises';
-import path from 'node:path';
+import { mkdir } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import type pg from 'pg';
 import { isStoredName, stageAndCommit, type BlobStore, type StoredBlob } from './blob-store.js';
-import { removeAbandoned, stageUpload } from './staging.js';
+import { removeAbandoned, stageBlob } from './staging.js';
 
 /** Bytes per row: big enough that a 25 MiB file is ~100 rows, small enough that a download holds one chunk at a time. */
 export const CHUNK_BYTES = 256 * 1024;
@@ -32,28 +30,8 @@ export async function createPgBlobStore(pool: pg.Pool, stagingDir: string): Prom
   await removeAbandoned(stagingDir);
 
   const store: BlobStore = {
-    async stage(content: Readable) {
-      const storedName = randomUUID();
-      const staged = path.join(stagingDir, storedName);
-      const discard = () => rm(staged, { force: true });
-      try {
-        // The client sets the pace of this part, so it holds no database connection.
-        const blob = { storedName, ...await stageUpload(content, staged) };
-        return {
-          ...blob, discard,
-          async commit() {
-            try {
-              await commitStaged(pool, staged, blob);
-            } finally {
-              await discard();
-            }
-          },
-        };
-      } catch (e: unknown) {
-        await discard();
-        throw e;
-      }
-    },
+    // The client sets the pace of the staging, so it holds no database connection; the commit copies local bytes.
+    stage: (content: Readable) => stageBlob(stagingDir, content, (file, blob) => commitStaged(pool, file, blob)),
 
     put: (content) => stageAndCommit(store, content),
 
