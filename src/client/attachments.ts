@@ -142,24 +142,22 @@ export class AttachmentClient {
   }
 }
 
-/** The body of a download, with progress; a body that breaks off is `network`. */
-async function readDownload(res: Response, uuid: string, options: { onProgress?: (p: Progress) => void; signal?: AbortSignal }): Promise<Uint8Array> {
+/**
+ * The body of a download, with progress. It is read as the transport's `read`: a body that breaks off is `network`,
+ * one cut by the caller's signal or the client's close rejects as that request would.
+ */
+async function readDownload(res: Response, uuid: string, options: { onProgress?: (p: Progress) => void }): Promise<Uint8Array> {
   const total = Number(res.headers.get('content-length') ?? 0);
   const chunks: Uint8Array[] = [];
   let loaded = 0;
   options.onProgress?.({ loaded, total });
-  try {
-    const reader = res.body!.getReader();
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      chunks.push(value);
-      loaded += value.length;
-      options.onProgress?.({ loaded, total });
-    }
-  } catch (e: unknown) {
-    if (options.signal?.aborted) throw e;
-    throw new SyncClientError('network', `attachment ${uuid}: the download broke off after ${loaded} of ${total} bytes`, { cause: e });
+  const reader = res.body!.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    chunks.push(value);
+    loaded += value.length;
+    options.onProgress?.({ loaded, total });
   }
   if (total && loaded !== total) throw new SyncClientError('network', `attachment ${uuid}: received ${loaded} of ${total} bytes`);
   const out = new Uint8Array(loaded);

@@ -98,12 +98,13 @@ export function createAlertRouter(routes: AlertRoute[], opts: AlertRouterOptions
     // Planned again and claimed under the host's hold, on what is committed now: of concurrent reports of one host, on
     // any instance, only the first finds a notification due, and the others find it claimed ('sending').
     const { current, resolved, openAfter, sends } = await opts.store.forHost(ctx.tenantId, ctx.hostId, async (host) => {
-      let held = plan(await host.open(), ctx, alerts, now, timed, claimLeaseMs);
+      const open = await host.open();
       // A late report (a spool sent out of order) does not open again an incident that a newer report already
       // resolved: that report showed the alert gone, and a receiver would be paged for what has cleared.
-      const opening = held.current.filter((c) => c.isNew).map((c) => c.incident.fingerprint);
+      const firing = new Set(open.filter((i) => i.resolvedAt === null).map((i) => i.fingerprint));
+      const opening = [...new Set(alerts.map(incidentFingerprint))].filter((f) => !firing.has(f));
       const superseded = opening.length ? await host.resolvedAfter(opening, ctx.ts) : new Set<string>();
-      if (superseded.size) held = plan(await host.open(), ctx, alerts.filter((a) => !superseded.has(incidentFingerprint(a))), now, timed, claimLeaseMs);
+      const held = plan(open, ctx, superseded.size ? alerts.filter((a) => !superseded.has(incidentFingerprint(a))) : alerts, now, timed, claimLeaseMs);
       for (const s of held.sends) {
         for (const c of s.firing) c.incident.routes[s.route.name] = claimed(c.incident.routes[s.route.name], now);
         for (const r of s.ending) {
