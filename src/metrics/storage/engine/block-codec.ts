@@ -422,7 +422,9 @@ function readPredicted(r: ByteReader, k: number, source: Float64Array, out: Floa
   const ratio = readFloat(r);
   if (k === 0) return out;
   out[0] = r.svarint();
-  for (let i = 1; i < k; i++) out[i] = out[i - 1]! + r.svarint() + Math.round(ratio * (source[i]! - source[i - 1]!));
+  // The residuals land in out[1..k-1] in one pass over the bytes, each then turned into its value in place.
+  r.svarints(out, k - 1, 1);
+  for (let i = 1; i < k; i++) out[i] = out[i - 1]! + out[i]! + Math.round(ratio * (source[i]! - source[i - 1]!));
   return out;
 }
 
@@ -477,9 +479,10 @@ function writeTimestamps(w: ByteWriter, ts: Float64Array): void {
 function readTimestamps(r: ByteReader, n: number, ts: Float64Array): Float64Array {
   if (!n) return ts;
   ts[0] = r.uvarint();
+  r.svarints(ts, n - 1, 1);
   let delta = 0;
   for (let i = 1; i < n; i++) {
-    delta = i === 1 ? r.svarint() : delta + r.svarint();
+    delta += ts[i]!;
     ts[i] = ts[i - 1]! + delta;
   }
   return ts;
