@@ -6,12 +6,18 @@ import { fromWireError, toWireError, type WireError } from './wire-error.js';
 
 export type ThreadRequest<Q> = Q & { id: number };
 export type ThreadReply<R> = { id: number; ok: true; result: R } | { id: number; ok: false; error: WireError };
+/** Posted once by a thread when its module has loaded and it answers requests. */
+type ThreadReady = { ready: true };
 
 export interface RequestThread<Q, R> {
   /** Posts `request` and resolves with the thread's result, or rejects with its error (an AppError stays one). */
   send(request: Q, transfer?: readonly Transferable[]): Promise<R>;
   /** Requests sent and not answered yet. */
   readonly pending: number;
+  /** Whether the thread has loaded and answers at once (a request sent before waits for its start, a few hundred ms). */
+  readonly ready: boolean;
+  /** Settles when the thread is ready, or has stopped without being so. */
+  readonly started: Promise<void>;
   terminate(): Promise<number>;
 }
 
@@ -28,6 +34,9 @@ export function startRequestThread<Q, R>(callerUrl: string, name: string, onGone
   worker.unref();
   const pending = new Map<number, { resolve: (r: R) => void; reject: (e: Error) => void }>();
   let nextId = 1;
+  let ready = false;
+  let settleStart!: () => void;
+  const started = new Promise<void>((resolve) => { settleStart = resolve; });
   const rejectAll = (e: Error) => {
     for (const p of pending.values()) p.reject(e);
     pending.clear();
@@ -43,7 +52,12 @@ export function startRequestThread<Q, R>(callerUrl: string, name: string, onGone
     rejectAll(new AppError('internal', `a ${name} thread's answer could not be read`));
     worker.unref();
   });
-  worker.on('message', (r: ThreadReply<R>) => {
+  worker.on('message', (r: ThreadReply<R> | ThreadReady) => {
+    if ('ready' in r) {
+      ready = true;
+      settleStart();
+      return;
+    }
     const p = pending.get(r.id);
     if (!p) return;
     pending.delete(r.id);
@@ -52,7 +66,10 @@ export function startRequestThread<Q, R>(callerUrl: string, name: string, onGone
     else p.reject(fromWireError(r.error));
   });
   worker.on('error', fail);
-  worker.on('exit', (code) => fail(new AppError('unavailable', `a ${name} thread stopped (${code}); retry`)));
+  worker.on('exit', (code) => {
+    settleStart();
+    fail(new AppError('unavailable', `a ${name} thread stopped (${code}); retry`));
+  });
   return {
     send(request, transfer) {
       const id = nextId++;
@@ -63,6 +80,8 @@ export function startRequestThread<Q, R>(callerUrl: string, name: string, onGone
       });
     },
     get pending() { return pending.size; },
+    get ready() { return ready; },
+    started,
     terminate: () => worker.terminate(),
   };
 }
@@ -110,4 +129,5 @@ export function answerRequests<Q, R>(handle: (request: Q) => { result: R; transf
       port.postMessage({ id: req.id, ok: false, error: toWireError(e) } satisfies ThreadReply<R>);
     }
   });
+  port.postMessage({ ready: true } satisfies ThreadReady);
 }

@@ -33,6 +33,26 @@ function day(windows: number): { blocks: Uint8Array[]; starts: number[] } {
 const pool = createFoldPool(1);
 after(() => pool.close());
 
+test('a thread still starting is not sent a part: the fold is done here meanwhile, and warm() settles once the thread is ready', async () => {
+  const cold = createFoldPool(1);
+  try {
+    const { blocks, starts } = day(24);
+    const grid = planGrid(DAY0, DAY0 + 24 * WINDOW_MS - 1, 500, { minWidth: 1, tiers: [WINDOW_MS] });
+    const warming = cold.warm();
+    const first = new Buckets(grid);
+    await cold.fold(first, blocks, starts);
+    assert.equal(cold.foldedApart, 0, 'the starting thread was not waited for');
+    assert.deepEqual(first.columns(true), local(grid, blocks));
+    await warming;
+    const second = new Buckets(grid);
+    await cold.fold(second, blocks, starts);
+    assert.equal(cold.foldedApart, 1, 'the ready thread folded a part');
+    assert.deepEqual(second.columns(true), local(grid, blocks));
+  } finally {
+    await cold.close();
+  }
+});
+
 function local(grid: ReturnType<typeof planGrid>, blocks: Uint8Array[]) {
   const b = new Buckets(grid);
   for (const x of blocks) b.addBlock(x);
@@ -44,6 +64,7 @@ test('a host-day folded half on a fold thread answers exactly what one thread fo
   // 500 points over the day: 172,837 ms buckets, not aligned to the windows, so one bucket spans the split.
   const grid = planGrid(DAY0, DAY0 + 24 * WINDOW_MS - 1, 500, { minWidth: 1, tiers: [WINDOW_MS] });
   assert.equal(grid.tier, null);
+  await pool.warm();
   const before = pool.foldedApart;
   const split = new Buckets(grid);
   await pool.fold(split, blocks, starts);

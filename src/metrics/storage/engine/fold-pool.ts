@@ -9,7 +9,9 @@ import { WINDOW_MS } from './windows.js';
  * (a host-day is 24 blocks, 242,000 samples). The event loop folds one part
  * of them while idle fold threads fold the others, as VictoriaMetrics spreads
  * one query over its cores; the parts are merged bucket for bucket. A busy
- * pool is not waited for: the query folds its blocks itself.
+ * pool is not waited for: the query folds its blocks itself. Threads start
+ * with the first series query of any length (warm), so that the first long
+ * one finds them ready.
  */
 export interface FoldPool {
   /**
@@ -17,6 +19,12 @@ export interface FoldPool {
    * whether one of its reports is in the range (Buckets.addBlock).
    */
   fold(buckets: Buckets, blocks: Uint8Array[], windowStarts: number[]): Promise<boolean[]>;
+  /**
+   * Starts the threads that are not running, and settles once they are ready. Until a thread is ready, queries fold
+   * without it: its start (loading the decoder into a new isolate) takes a few hundred milliseconds, which the first
+   * long query would otherwise wait for. Never rejects.
+   */
+  warm(): Promise<void>;
   /** Parts folded by the threads so far (what the tests check the pool by). */
   readonly foldedApart: number;
   close(): Promise<void>;
@@ -52,7 +60,7 @@ export function createFoldPool(threads: number): FoldPool {
     const out: FoldThread[] = [];
     for (let i = 0; i < slots.count; i++) {
       const t = slots.thread(i);
-      if (!t.pending) out.push(t);
+      if (t.ready && !t.pending) out.push(t);
     }
     return out;
   }
@@ -63,6 +71,14 @@ export function createFoldPool(threads: number): FoldPool {
   }
 
   return {
+    async warm() {
+      if (closed) return;
+      try {
+        await Promise.all(Array.from({ length: slots.count }, (_, i) => slots.thread(i).started));
+      } catch {
+        // A thread that cannot be started is not this call's failure: the fold that would use it reports it.
+      }
+    },
     get foldedApart() { return foldedApart; },
     async fold(buckets, blocks, windowStarts) {
       const idle = blocks.length >= MIN_BLOCKS_TO_SPLIT ? idleThreads() : [];

@@ -56,6 +56,7 @@ interface BlockMeta {
 }
 
 export async function readHost(conn: SqlConn, hostKey: number, q: SeriesRequest, pool?: FoldPool): Promise<StoredSeries> {
+  void pool?.warm();
   const metas = (await conn.all<BlockMeta>(
     'SELECT window_start, rows, min_ts, max_ts FROM blocks WHERE host_key = ? AND window_start >= ? AND window_start <= ? ORDER BY window_start',
     [hostKey, windowOf(q.from), q.to])).filter((b) => b.max_ts >= q.from && b.min_ts <= q.to);
@@ -187,6 +188,7 @@ async function readRaw(conn: SqlConn, hostKey: number, metas: BlockMeta[], q: Se
  * from raw rows.
  */
 export async function readAggregate(conn: SqlConn, tenantId: string, q: SeriesRequest, pool?: FoldPool): Promise<StoredSeries & { hosts: number }> {
+  void pool?.warm();
   const grid = planGrid(q.from, q.to, q.points, { minWidth: 10_000, tiers: [TENANT_FINE_MS, TENANT_COARSE_MS] });
   await assertAnswerFits(conn, tenantId, grid);
   const buckets = new Buckets(grid);
