@@ -1,6 +1,6 @@
 import { AppError } from '../../../core/errors.js';
 import { decodeSamples } from '../sample-codec.js';
-import { decodeBlock, divisorOf, visitBlock } from './block-codec.js';
+import { divisorOf, visitBlock } from './block-codec.js';
 import type { SeriesRequest, StoredSeries } from '../../domain/metrics-store.js';
 import { Buckets } from './buckets.js';
 import type { FoldPool } from './fold-pool.js';
@@ -90,21 +90,24 @@ function wholeWindows(q: Pick<SeriesRequest, 'from' | 'to'>): [number, number] {
   return [q.from, q.to + 1 - WINDOW_MS];
 }
 
-/** Reports in [from, to]: whole blocks count by their row count, the edge blocks by their timestamps. */
+/**
+ * Reports in [from, to], or some number past `points` once that is certain: whole blocks count by their row count,
+ * and only if they leave the answer open are the edge blocks read for their timestamps (through this thread's inflated
+ * blocks, where the fold that follows finds them again).
+ */
 async function countInRange(conn: SqlConn, hostKey: number, metas: BlockMeta[], q: SeriesRequest): Promise<number> {
   let n = 0;
+  const edges: BlockMeta[] = [];
   for (const m of metas) {
-    if (m.min_ts >= q.from && m.max_ts <= q.to) { n += m.rows; continue; }
+    if (m.min_ts >= q.from && m.max_ts <= q.to) n += m.rows;
+    else edges.push(m);
+  }
+  for (const m of edges) {
     if (n > q.points) return n;
-    const ts = await blockTimestamps(conn, hostKey, m.window_start);
-    for (const t of ts) if (t >= q.from && t <= q.to) n++;
+    const [row] = await conn.all<{ data: Uint8Array }>('SELECT data FROM blocks WHERE host_key = ? AND window_start = ?', [hostKey, m.window_start]);
+    if (row) visitBlock(row.data, (ts) => { for (const t of ts) if (t >= q.from && t <= q.to) n++; }, () => undefined);
   }
   return n;
-}
-
-async function blockTimestamps(conn: SqlConn, hostKey: number, windowStart: number): Promise<Float64Array> {
-  const [row] = await conn.all<{ data: Uint8Array }>('SELECT data FROM blocks WHERE host_key = ? AND window_start = ?', [hostKey, windowStart]);
-  return row ? decodeBlock(row.data).ts : new Float64Array();
 }
 
 /**
