@@ -52,7 +52,9 @@ export class InflateCache {
     ring.set(inflated, start + packed.byteLength);
     const entry: Entry = { key, start, packed: packed.byteLength, inflated: inflated.byteLength };
     this.queue.push(entry);
-    if (list) list.push(entry);
+    // Looked up again: making room may have dropped the key's other entries, and its list with them.
+    const same = this.entries.get(key);
+    if (same) same.push(entry);
     else this.entries.set(key, [entry]);
     return inflated;
   }
