@@ -5,6 +5,7 @@
  * `ConfigError` listing every bad value. Nothing else reads `process.env`.
  */
 import { isIP } from 'node:net';
+import { BEARER_TOKEN } from './auth/tokens.js';
 
 export interface Option<T> {
   /** Long flag name without dashes, e.g. `port` for `--port`. */
@@ -36,7 +37,7 @@ export class ConfigError extends Error {
 type Common = { flag: string; env: string; doc: string; secret?: boolean };
 
 /** A PostgreSQL schema name the services put in `search_path` and DDL unquoted: a plain lower-case identifier. */
-export const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
+export const SCHEMA_NAME = /^(?!pg_)[a-z_][a-z0-9_]{0,62}$/;
 
 function splitList(text: string): string[] {
   return text.split(',').map((s) => s.trim()).filter(Boolean);
@@ -72,6 +73,7 @@ export const opt = {
       parse: (r) => {
         if (!/^-?\d+$/.test(r.trim())) throw new Error(`"${r}" is not an integer`);
         const n = Number(r);
+        if (!Number.isSafeInteger(n)) throw new Error(`${r.trim().slice(0, 40)} is too large`);
         if (o.min !== undefined && n < o.min) throw new Error(`${n} is below the minimum ${o.min}`);
         if (o.max !== undefined && n > o.max) throw new Error(`${n} is above the maximum ${o.max}`);
         return n;
@@ -138,7 +140,8 @@ function parseArgv(spec: OptionsSpec, argv: string[], problems: string[]): Map<s
     }
     if (eq !== -1) out.set(name, arg.slice(eq + 1));
     else if (o.isBoolean) out.set(name, 'true');
-    else if (i + 1 < argv.length) out.set(name, argv[++i]!);
+    // The next flag is not this one's value (`--data-dir --metrics-token x`); a value that starts with -- takes `=`.
+    else if (i + 1 < argv.length && !argv[i + 1]!.startsWith('--')) out.set(name, argv[++i]!);
     else problems.push(`--${name} needs a value`);
   }
   return out;
@@ -185,13 +188,20 @@ export function helpText(title: string, spec: OptionsSpec): string {
 /** Options every HTTP service shares; services spread this into their own spec. */
 export function httpOptions(prefix: string, defaultPort: number) {
   return {
-    host: opt.string({ flag: 'host', env: `${prefix}_HOST`, default: '127.0.0.1', doc: 'Address to listen on.' }),
+    host: {
+      ...opt.string({ flag: 'host', env: `${prefix}_HOST`, default: '127.0.0.1', doc: 'Address to listen on.' }),
+      // Node takes an empty address for every interface: a blank line in an env file must not open the service up.
+      parse: (r: string) => { if (r.trim() === '') throw new Error('is empty: give 0.0.0.0 or :: to listen on every interface'); return r; },
+    },
     port: opt.int({ flag: 'port', env: `${prefix}_PORT`, default: defaultPort, min: 0, max: 65535, doc: 'TCP port to listen on (0 = ephemeral).' }),
-    dataDir: opt.string({ flag: 'data-dir', env: 'DATA_DIR', default: './data', doc: 'Directory for the embedded SQLite database and local files.' }),
+    dataDir: {
+      ...opt.string({ flag: 'data-dir', env: 'DATA_DIR', default: './data', doc: 'Directory for the embedded SQLite database and local files.' }),
+      parse: (r: string) => { if (r.trim() === '') throw new Error('is empty'); return r; },
+    },
     databaseUrl: opt.url({ flag: 'database-url', env: 'DATABASE_URL', protocols: ['postgres:', 'postgresql:'], secret: true, doc: 'PostgreSQL connection URL; when set, PostgreSQL replaces the embedded SQLite database.' }),
     dbSchema: {
-      ...opt.string({ flag: 'db-schema', env: `${prefix}_DB_SCHEMA`, default: prefix.toLowerCase(), doc: 'PostgreSQL schema holding this service\'s tables (created when absent): a-z, 0-9 and _, not starting with a digit.' }),
-      parse: (r: string) => { if (!SCHEMA_NAME.test(r)) throw new Error(`"${r}" is not a plain lower-case identifier (a-z, 0-9, _; at most 63)`); return r; },
+      ...opt.string({ flag: 'db-schema', env: `${prefix}_DB_SCHEMA`, default: prefix.toLowerCase(), doc: 'PostgreSQL schema holding this service\'s tables (created when absent): a-z, 0-9 and _, not starting with a digit or pg_.' }),
+      parse: (r: string) => { if (!SCHEMA_NAME.test(r)) throw new Error(`"${r}" is not a plain lower-case identifier (a-z, 0-9, _; at most 63; pg_ is PostgreSQL's)`); return r; },
     },
     redisUrl: opt.url({ flag: 'redis-url', env: 'REDIS_URL', protocols: ['redis:', 'rediss:'], secret: true, doc: 'Redis URL for shared rate limits and cross-instance notifications.' }),
     trustProxy: {
@@ -222,6 +232,8 @@ export function opsOptions(prefix: string) {
       parse: (r: string) => {
         if (r === '') return undefined;
         if (r.length < 16) throw new Error('must be at least 16 characters');
+        // Any other could never be presented in an Authorization header.
+        if (!BEARER_TOKEN.test(r)) throw new Error('may hold only A-Z, a-z, 0-9 and . _ ~ + / = -, at most 512 characters');
         return r;
       },
     },

@@ -29,7 +29,8 @@ export async function runCli(
   io: { print: (line: string) => void; fail: (line: string) => void } = { print: (l) => console.log(l), fail: (l) => console.error(l) },
 ): Promise<number> {
   if (argv.includes('--help') || argv.includes('-h') || argv.length === 0) {
-    io.print(`${USAGE}\n\n${helpText('metrics-service', metricsOptions)}`);
+    // Asked for, the help is the output; given for a missing command (exit 2), it is the error.
+    (argv.length === 0 ? io.fail : io.print)(`${USAGE}\n\n${helpText('metrics-service', metricsOptions)}`);
     return argv.length === 0 ? 2 : 0;
   }
   const firstFlag = argv.findIndex((a) => a.startsWith('--'));

@@ -6,7 +6,7 @@ import type { MetricsStore } from './domain/metrics-store.js';
 import { createBulkLinePool, type BulkLinePool } from './http/bulk-line-pool.js';
 import { createEngineMetricsStore } from './storage/engine-metrics-store.js';
 import { databaseConn, METRICS_SQLITE_CACHE_KIB } from './storage/engine/sql-conn.js';
-import { metricsMigrations } from './storage/migrations/index.js';
+import { metricsMigrations, RETIRED_METRICS_MIGRATIONS } from './storage/migrations/index.js';
 import { createMetricsSelfMetrics, type MetricsSelfMetrics } from './self-metrics.js';
 import type { MetricsTables } from './storage/tables.js';
 
@@ -77,5 +77,6 @@ export function openMetricsDatabase(config: Pick<MetricsConfig, 'databaseUrl' | 
     sqlitePageSize: 1024,
     sqliteTuning: { cacheKiB: METRICS_SQLITE_CACHE_KIB },
     migrations: metricsMigrations,
+    retiredMigrations: RETIRED_METRICS_MIGRATIONS,
   });
 }

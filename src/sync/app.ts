@@ -36,6 +36,8 @@ export async function buildSyncApp(deps: SyncDeps, options: BuildSyncAppOptions 
     logLevel: config.logLevel,
     bodyLimit: config.bodyLimit,
     trustProxy: config.trustProxy,
+    // As unknown routes: a request the router refuses (a malformed escape, an over-long id) counts against its IP.
+    countRefused: (req) => limitIp(deps, req),
     // Node's one total request timeout would cut off slow uploads; enforceRequestDeadlines bounds bodies instead.
     timeouts: { requestTimeoutMs: 0 },
     ...(options.logStream ? { logStream: options.logStream } : {}),

@@ -16,7 +16,9 @@ Commands:
 async function main(): Promise<number | undefined> {
   const [command, ...argv] = process.argv.slice(2);
   if (command === undefined || command === '--help' || command === '-h' || command === 'help') {
-    console.log(USAGE);
+    // Asked for, the usage is the output; given for a missing command (exit 2), it is the error.
+    if (command === undefined) console.error(USAGE);
+    else console.log(USAGE);
     return command === undefined ? EXIT_USAGE : 0;
   }
   if (command !== 'serve') {

@@ -84,8 +84,9 @@ export const syncOptions = {
 
 export type SyncConfig = ConfigOf<typeof syncOptions>;
 
-/** libuv's default thread pool size, used when UV_THREADPOOL_SIZE is not set. */
+/** libuv's default thread pool size, used when UV_THREADPOOL_SIZE is not set, and the most it starts. */
 const LIBUV_DEFAULT_POOL = 4;
+const LIBUV_MAX_POOL = 1024;
 
 export function loadSyncConfig(source: { argv?: string[]; env?: Record<string, string | undefined> } = {}): SyncConfig {
   const config = loadConfig(syncOptions, source);
@@ -94,7 +95,7 @@ export function loadSyncConfig(source: { argv?: string[]; env?: Record<string, s
     problems.push(`--pull-page-size (${config.pullPageSize}) must not exceed --pull-page-max (${config.pullPageMax})`);
   }
   // The pool size is fixed by the environment at process start (libuv reads it once); hashing must leave threads for file I/O.
-  const pool = Number(source.env?.['UV_THREADPOOL_SIZE'] ?? '') || LIBUV_DEFAULT_POOL;
+  const pool = libuvPoolSize(source.env?.['UV_THREADPOOL_SIZE']);
   if (config.passwordHashConcurrency >= pool) {
     problems.push(`--password-hash-concurrency (${config.passwordHashConcurrency}) must be below the libuv thread pool size (UV_THREADPOOL_SIZE=${pool}), so attachment file I/O never waits behind password hashing`);
   }
@@ -102,7 +103,19 @@ export function loadSyncConfig(source: { argv?: string[]; env?: Record<string, s
     if (!isOrigin(origin)) problems.push(`--feed-allowed-origins: "${origin}" is not an origin (scheme://host[:port], no path)`);
   }
   if (problems.length) throw new ConfigError(problems);
-  return config;
+  // As browsers send them (`https://app.example.com`, lower case, no slash): compared as given, `.../` never matched.
+  return { ...config, feedAllowedOrigins: config.feedAllowedOrigins.map((o) => new URL(o).origin) };
+}
+
+/**
+ * The thread pool size libuv takes from UV_THREADPOOL_SIZE, read as libuv reads it (uv's threadpool.c: an unsigned
+ * `atoi`, 0 taken as 1, at most 1024): `2.5` and `2x` are 2 threads, `0` and an empty value 1, a negative one 1024.
+ */
+export function libuvPoolSize(raw: string | undefined): number {
+  if (raw === undefined) return LIBUV_DEFAULT_POOL;
+  const n = Number.parseInt(raw, 10);
+  if (!n) return 1;
+  return n < 0 ? LIBUV_MAX_POOL : Math.min(n, LIBUV_MAX_POOL);
 }
 
 function isOrigin(raw: string): boolean {

@@ -38,6 +38,7 @@ function parse(response: string): Parsed {
 
 function assertShape(p: Parsed, status: number, error: string, what: string): void {
   assert.equal(p.status, status, what);
+  assert.match(p.headers.get('x-request-id') ?? '', /^[0-9a-f-]{36}$/, `${what}: every response carries a request id`);
   for (const [h, v] of Object.entries(SECURITY_HEADERS)) assert.equal(p.headers.get(h), v, `${what}: ${h}`);
   assert.match(p.headers.get('content-type') ?? '', /^application\/json/, what);
   assert.equal(p.headers.get('connection'), 'close', what);

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ConfigError, helpText, httpOptions, loadConfig, MAX_TIMER_MS, opt } from '../../src/core/config.js';
+import { ConfigError, helpText, httpOptions, loadConfig, MAX_TIMER_MS, opsOptions, opt } from '../../src/core/config.js';
 
 const spec = {
   ...httpOptions('DEMO', 8080),
@@ -61,4 +61,33 @@ test('--trust-proxy takes IPs, CIDRs, IPv4 netmasks and named ranges only; --db-
   for (const bad of ['Foo', 'a-b', '1abc', 'x;drop', 'a'.repeat(64)]) {
     assert.throws(() => loadConfig(spec, { argv: ['--db-schema', bad] }), /--db-schema.*plain lower-case identifier/, bad);
   }
+});
+
+test('an empty listen address is refused: Node would take it for every interface', () => {
+  for (const source of [{ env: { DEMO_HOST: '' } }, { argv: ['--host='] }, { env: { DEMO_HOST: '  ' } }]) {
+    assert.throws(() => loadConfig(spec, source), (e: unknown) => e instanceof ConfigError && /--host \/ DEMO_HOST: is empty/.test(e.message), JSON.stringify(source));
+  }
+  assert.equal(loadConfig(spec, { env: { DEMO_HOST: '::' } }).host, '::', 'every interface, said so');
+});
+
+test('a flag without its value does not take the next flag as one', () => {
+  assert.throws(() => loadConfig(spec, { argv: ['--data-dir', '--verbose'] }), (e: unknown) => e instanceof ConfigError && /--data-dir needs a value/.test(e.message));
+  assert.throws(() => loadConfig(spec, { argv: ['--data-dir', '--secret', 'x'] }), /--data-dir needs a value/);
+  assert.equal(loadConfig(spec, { argv: ['--data-dir=--odd-dir'] }).dataDir, '--odd-dir', 'a value that starts with -- is given with =');
+  assert.equal(loadConfig(spec, { argv: ['--data-dir', '-dir'] }).dataDir, '-dir');
+});
+
+test('a /metrics token is refused at start when no Authorization header could carry it', () => {
+  const ops = { ...spec, ...opsOptions('DEMO') };
+  assert.equal(loadConfig(ops, { env: { DEMO_METRICS_TOKEN: 'prometheus-scrape-token-01' } }).metricsToken, 'prometheus-scrape-token-01');
+  for (const bad of ['prometheus!scrape#token@01', 'a'.repeat(513), 'prometheus scrape token 01']) {
+    assert.throws(() => loadConfig(ops, { env: { DEMO_METRICS_TOKEN: bad } }), (e: unknown) => e instanceof ConfigError && /DEMO_METRICS_TOKEN: invalid value/.test(e.message) && !e.message.includes(bad), bad.slice(0, 20));
+  }
+});
+
+test('an integer past what a double holds exactly, an empty data directory and a pg_ schema are refused at start', () => {
+  assert.throws(() => loadConfig(spec, { argv: ['--body-limit', '9'.repeat(400)] }), /--body-limit.*is too large/);
+  assert.throws(() => loadConfig(spec, { env: { DATA_DIR: '' } }), /--data-dir \/ DATA_DIR: is empty/);
+  assert.throws(() => loadConfig(spec, { argv: ['--db-schema', 'pg_audit'] }), /--db-schema.*pg_ is PostgreSQL's/);
+  assert.equal(loadConfig(spec, { argv: ['--db-schema', 'audit_pg_x'] }).dbSchema, 'audit_pg_x');
 });

@@ -3,7 +3,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import pg from 'pg';
-import { createPgPool } from '../../src/core/storage/pg-pool.js';
+import { createServer, type AddressInfo } from 'node:net';
+import { openDatabase } from '../../src/core/storage/database.js';
+import { CONNECT_TIMEOUT_MS, createPgPool } from '../../src/core/storage/pg-pool.js';
 import { BACKENDS, TEST_DATABASE_URL as URL } from '../helpers/backends.js';
 
 test('a pool is made only on a plain lower-case identifier as its schema', async () => {
@@ -46,4 +48,16 @@ test('a connection PostgreSQL closes, idle or checked out, is dropped and replac
   await assert.rejects(client.query('SELECT 1'));
   client.release(true);
   assert.equal((await pool.query<{ one: number }>('SELECT 1 AS one')).rows[0]!.one, 1);
+});
+
+test('a PostgreSQL that accepts connections and never answers fails the start within the connect bound, not never', { timeout: CONNECT_TIMEOUT_MS + 20_000 }, async (t) => {
+  const silent = createServer(() => undefined);
+  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+  t.after(() => { silent.close(); });
+  const { port } = silent.address() as AddressInfo;
+  const started = Date.now();
+  await assert.rejects(openDatabase({
+    databaseUrl: `postgres://nobody@127.0.0.1:${port}/test`, pgSchema: 'stalled', dataDir: '.', sqliteFile: 'unused.db', migrations: () => ({}),
+  }), /timeout/i);
+  assert.ok(Date.now() - started < CONNECT_TIMEOUT_MS + 5_000, `gave up after ${Date.now() - started} ms`);
 });

@@ -53,6 +53,7 @@ test('/metrics refuses a missing or wrong token with 401 JSON', async (t) => {
     const r = await app.inject({ url: '/metrics', headers });
     assert.equal(r.statusCode, 401);
     assert.equal(r.json().error, 'unauthorized');
+    assert.equal(r.headers['www-authenticate'], 'Bearer realm="metrics"', 'says how to authenticate, as every 401 of the API');
     assert.doesNotMatch(r.body, /http_requests_total/);
   }
 });

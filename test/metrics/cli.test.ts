@@ -75,3 +75,14 @@ test('--help lists the commands and every option', async () => {
   const text = out.join('\n');
   for (const s of ['token create <tenant>', '--secret', 'METRICS_SECRET', '--retention-days', '--alert-routes', '--series-points']) assert.ok(text.includes(s), s);
 });
+
+test('--help prints the help to stdout (exit 0); no command at all prints it to stderr (exit 2)', async () => {
+  const out: string[] = [];
+  const err: string[] = [];
+  const io = { print: (l: string) => out.push(l), fail: (l: string) => err.push(l) };
+  assert.equal(await runCli(['--help'], {}, io), 0);
+  assert.deepEqual([out.length, err.length], [1, 0]);
+  assert.equal(await runCli([], {}, io), 2);
+  assert.deepEqual([out.length, err.length], [1, 1], 'the usage error goes to stderr');
+  assert.match(err[0]!, /token create <tenant>/);
+});

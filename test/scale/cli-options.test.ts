@@ -102,6 +102,15 @@ for (const cli of CLIS.filter((c) => c.portEnv)) {
   });
 }
 
+test('sync-service with no command prints its usage to stderr and exits 2; asked for, to stdout with 0', () => {
+  for (const [args, status, stream] of [[[], 2, 'stderr'], [['--help'], 0, 'stdout']] as const) {
+    const r = spawnSync(process.execPath, [...nodeEntry('src/sync/cli.ts'), ...args], { cwd: PROJECT_ROOT, encoding: 'utf8', timeout: 30_000, env: { PATH: process.env['PATH'] ?? '' } });
+    assert.equal(r.status, status, `${args.join(' ')}: ${r.stderr}`);
+    assert.match(stream === 'stderr' ? r.stderr : r.stdout, /sync-service serve/, `${args.join(' ')}: usage on ${stream}`);
+    assert.equal(stream === 'stderr' ? r.stdout : r.stderr, '', `${args.join(' ')}: nothing on the other stream`);
+  }
+});
+
 test('docs/deployment.md documents every option of both services and the agent', () => {
   const doc = readFileSync(path.join(PROJECT_ROOT, 'docs', 'deployment.md'), 'utf8');
   for (const cli of CLIS) {

@@ -62,5 +62,19 @@ for (const backend of BACKENDS) {
       assert.equal(r.status, 429);
       assert.equal((await call(own.url, 'GET', '/healthz')).status, 200, 'probes are never limited');
     });
+
+    test('so do requests the router refuses before any route (a malformed escape, a segment too long to be an id)', async (t) => {
+      const own = await startSync(backend, { ipRateLimit: 3 });
+      t.after(() => own.close());
+      for (const path of ['/api/business/%ZZ', `/api/business/${'x'.repeat(1600)}`, '/api/business/%ZZ']) {
+        const r = await call(own.url, 'GET', path);
+        assert.ok(r.status === 400 || r.status === 404, `${path.slice(0, 20)}: ${r.status}`);
+        assert.match(r.headers.get('x-request-id') ?? '', /^[0-9a-f-]{36}$/, 'a request id like every response');
+      }
+      const r = await call(own.url, 'GET', '/api/business/%ZZ');
+      assert.equal(r.status, 429);
+      assert.ok(Number(r.headers.get('retry-after')) > 0);
+      assert.equal((await call(own.url, 'GET', '/api/admin')).status, 429, 'the same budget as unknown routes');
+    });
   });
 }

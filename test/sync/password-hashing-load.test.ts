@@ -87,5 +87,11 @@ describe('sync password hashing configuration', () => {
     assert.throws(() => loadSyncConfig({ argv: ['--password-hash-concurrency', '4'] }), (e: unknown) => e instanceof ConfigError && /UV_THREADPOOL_SIZE=4/.test(e.message));
     assert.throws(() => loadSyncConfig({ argv: [], env: { UV_THREADPOOL_SIZE: '2', SYNC_PASSWORD_HASH_CONCURRENCY: '2' } }), ConfigError);
     assert.equal(loadSyncConfig({ argv: ['--password-hash-concurrency', '12'], env: { UV_THREADPOOL_SIZE: '16' } }).passwordHashConcurrency, 12);
+    // Read as libuv reads it (atoi, 0 taken as 1): these all start 1 or 2 threads, too few for 2 hashes and file I/O.
+    for (const size of ['2.5', '2x', ' 2', '0', '', 'four']) {
+      assert.throws(() => loadSyncConfig({ env: { UV_THREADPOOL_SIZE: size } }), (e: unknown) => e instanceof ConfigError && /UV_THREADPOOL_SIZE=[12]\b/.test(e.message), JSON.stringify(size));
+    }
+    assert.equal(loadSyncConfig({ env: { UV_THREADPOOL_SIZE: '3.9' } }).passwordHashConcurrency, 2, '3 threads: room for 2 hashes');
+    assert.equal(loadSyncConfig({ env: { UV_THREADPOOL_SIZE: '-1' } }).passwordHashConcurrency, 2, 'libuv reads a negative size as its largest pool');
   });
 });

@@ -11,6 +11,9 @@ describe('sync security options', () => {
       assert.throws(() => loadSyncConfig({ argv: ['--feed-allowed-origins', bad] }), (e: unknown) => e instanceof ConfigError && /is not an origin/.test(e.message), bad);
     }
     assert.deepEqual(loadSyncConfig().feedAllowedOrigins, [], 'no browser origin by default');
+    // Kept as a browser sends its Origin header, which is what they are compared with.
+    assert.deepEqual(loadSyncConfig({ argv: ['--feed-allowed-origins', 'https://app.example.com/,HTTPS://Other.Example.com:8443'] }).feedAllowedOrigins,
+      ['https://app.example.com', 'https://other.example.com:8443']);
   });
 
   test('defaults: 90-day sessions, 2 hashes at once with 32 waiting, 20 feed sockets per user', () => {

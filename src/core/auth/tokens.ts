@@ -21,9 +21,13 @@ export function safeEqual(a: string | Buffer, b: string | Buffer): boolean {
   return timingSafeEqual(ha, hb);
 }
 
+/** What a bearer token may be (RFC 6750's token68 characters), and how long: anything else is never presented. */
+const TOKEN = '[A-Za-z0-9._~+/=-]{8,512}';
+export const BEARER_TOKEN = new RegExp(`^${TOKEN}$`);
+const BEARER_HEADER = new RegExp(`^Bearer[ ]+(${TOKEN})\\s*$`, 'i');
+
 /** Extract the token from an `Authorization: Bearer <token>` header; undefined when absent or malformed. */
 export function parseBearer(header: string | undefined): string | undefined {
   if (!header) return undefined;
-  const m = /^Bearer[ ]+([A-Za-z0-9._~+/=-]{8,512})\s*$/i.exec(header);
-  return m?.[1];
+  return BEARER_HEADER.exec(header)?.[1];
 }

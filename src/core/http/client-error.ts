@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
@@ -17,6 +18,8 @@ function classify(err: ClientErrorLike): { status: number; body: { error: ErrorC
 function errorHead(body: string): Record<string, string> {
   return {
     ...SECURITY_HEADERS,
+    // Refused before Fastify made a request of it: an id of its own, as every response carries one.
+    'x-request-id': randomUUID(),
     'content-type': 'application/json; charset=utf-8',
     'content-length': String(Buffer.byteLength(body)),
     'cache-control': 'no-store',
@@ -62,6 +65,6 @@ export function onClientError(this: FastifyInstance, err: ClientErrorLike, socke
  * request body, if any, was never read.
  */
 export function onCheckExpectation(req: IncomingMessage, res: ServerResponse): void {
-  const body = JSON.stringify({ error: 'expectation_failed', details: `unsupported Expect: ${String(req.headers.expect).slice(0, 100)}; only 100-continue is` });
+  const body = JSON.stringify({ error: 'expectation_failed', details: `unsupported Expect: ${String(req.headers.expect).slice(0, 100)}; only 100-continue is supported` });
   res.writeHead(417, errorHead(body)).end(body);
 }

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type RawServerDefault } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest, type RawServerDefault } from 'fastify';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { SECURITY_HEADERS } from './security-headers.js';
@@ -27,6 +27,11 @@ export interface HttpAppOptions {
   timeouts?: Partial<HttpTimeouts>;
   /** Bounds on routes marked `config: { expensive: true }`; without it they are not bounded. */
   loadShedding?: LoadSheddingOptions;
+  /**
+   * Counts a request the router refused before any hook ran (a malformed `%` escape, a path segment too long to be
+   * an id), as the service counts unknown routes: it throws (a 429) to answer that instead.
+   */
+  countRefused?: (req: FastifyRequest) => Promise<void>;
 }
 
 /** Slow or stalled clients cannot hold a connection: every phase has an explicit bound. */
@@ -94,9 +99,16 @@ export function createHttpApp(opts: HttpAppOptions): App {
     return503OnClosing: false,
     // Node-level rejections (malformed request 400, slow client 408, huge headers 431) in the same shape as the rest.
     clientErrorHandler: onClientError,
-    frameworkErrors: (err, _req, reply) => {
-      const { status, body } = toErrorResponse(err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? paramTooLong() : err);
-      void (reply as FastifyReply).headers(SECURITY_HEADERS).code(status).send(body);
+    frameworkErrors: (err, req, reply) => {
+      const answer = (e: unknown) => {
+        const { status, body, headers } = toErrorResponse(e);
+        // As the error handler logs a refusal: this reply goes around it.
+        req.log.warn({ status, error: body.error, details: body.details }, 'request rejected');
+        void (reply as FastifyReply).headers({ ...SECURITY_HEADERS, ...headers, 'x-request-id': req.id }).code(status).send(body);
+      };
+      const refused = err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? paramTooLong() : err;
+      if (!opts.countRefused) return answer(refused);
+      opts.countRefused(req as FastifyRequest).then(() => answer(refused), answer);
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
 

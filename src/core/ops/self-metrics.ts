@@ -85,7 +85,10 @@ export function registerSelfMonitoring(app: FastifyInstance, metrics: SelfMetric
     },
   }, async (req, reply) => {
     const presented = parseBearer(req.headers.authorization);
-    if (!presented || !safeEqual(presented, token)) throw new AppError('unauthorized', 'a valid metrics token is required');
+    if (!presented || !safeEqual(presented, token)) {
+      void reply.header('www-authenticate', 'Bearer realm="metrics"');
+      throw new AppError('unauthorized', 'a valid metrics token is required');
+    }
     void reply.header('cache-control', 'no-store').type(metrics.registry.contentType);
     return metrics.registry.metrics();
   });

@@ -3,7 +3,7 @@ import path from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import pg from 'pg';
 import { Kysely, PostgresDialect, SqliteDialect, sql, type Migration, type SqliteDatabase } from 'kysely';
-import { assertSchemaName, createPgPool } from './pg-pool.js';
+import { assertSchemaName, CONNECT_TIMEOUT_MS, createPgPool } from './pg-pool.js';
 import { configureSqliteConnection, type SqliteTuning } from './sqlite-connection.js';
 
 export type DialectName = 'sqlite' | 'postgres';
@@ -35,6 +35,8 @@ export interface OpenDatabaseOptions {
   sqliteFile: string;
   /** Ordered migrations per dialect; names sort in the order they apply. */
   migrations: (dialect: DialectName) => Record<string, Migration>;
+  /** Names of migrations once applied and since folded into later ones: known, though no longer run. */
+  retiredMigrations?: readonly string[];
   /** Largest PostgreSQL pool. */
   pgPoolSize?: number;
   /** SQLite page size of a new file (an existing file keeps its own). */
@@ -47,7 +49,7 @@ export interface OpenDatabaseOptions {
 export async function openDatabase<DB>(opts: OpenDatabaseOptions): Promise<Database<DB>> {
   const database = opts.databaseUrl ? await openPostgres<DB>(opts, opts.databaseUrl) : openSqlite<DB>(opts);
   try {
-    await migrate(database, opts.migrations(database.dialect), opts.pgSchema);
+    await migrate(database, opts.migrations(database.dialect), opts.pgSchema, opts.retiredMigrations ?? []);
   } catch (e) {
     await database.close();
     throw e;
@@ -56,14 +58,23 @@ export async function openDatabase<DB>(opts: OpenDatabaseOptions): Promise<Datab
 }
 
 function openSqlite<DB>(opts: OpenDatabaseOptions): Database<DB> {
-  mkdirSync(opts.dataDir, { recursive: true });
-  const sqlite = new BetterSqlite3(path.join(opts.dataDir, opts.sqliteFile));
-  // Both only take effect on a new file, page size first (setting auto_vacuum fixes it). Incremental auto-vacuum
-  // lets freed pages go back to the filesystem piecemeal (PRAGMA incremental_vacuum) instead of staying for ever.
-  if (opts.sqlitePageSize) sqlite.pragma(`page_size = ${opts.sqlitePageSize}`);
-  sqlite.pragma('auto_vacuum = INCREMENTAL');
-  sqlite.pragma('journal_mode = WAL');
-  configureSqliteConnection(sqlite, opts.sqliteTuning);
+  const file = path.join(opts.dataDir, opts.sqliteFile);
+  let sqlite: BetterSqlite3.Database | undefined;
+  try {
+    mkdirSync(opts.dataDir, { recursive: true });
+    sqlite = new BetterSqlite3(file);
+    // Both only take effect on a new file, page size first (setting auto_vacuum fixes it). Incremental auto-vacuum
+    // lets freed pages go back to the filesystem piecemeal (PRAGMA incremental_vacuum) instead of staying for ever.
+    if (opts.sqlitePageSize) sqlite.pragma(`page_size = ${opts.sqlitePageSize}`);
+    sqlite.pragma('auto_vacuum = INCREMENTAL');
+    sqlite.pragma('journal_mode = WAL');
+    configureSqliteConnection(sqlite, opts.sqliteTuning);
+  } catch (e: unknown) {
+    sqlite?.close();
+    // SQLite's own words ("unable to open database file", "file is not a database") name neither the file nor the cause.
+    const code = (e as { code?: string }).code;
+    throw new Error(`cannot open the database ${path.resolve(file)}: ${e instanceof Error ? e.message : String(e)}${code ? ` (${code})` : ''}`, { cause: e });
+  }
   const db = new Kysely<DB>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
   return { db, dialect: 'sqlite', sqlite, close: () => db.destroy() };
 }
@@ -106,7 +117,8 @@ async function openPostgres<DB>(opts: OpenDatabaseOptions, url: string): Promise
 
 /** A pool on one service's schema, with BIGINT read as numbers (epoch milliseconds and versions, all below 2^53), and hot-path texts prepared (prepared.ts). */
 async function ensureSchema(url: string, schema: string): Promise<void> {
-  const client = new pg.Client({ connectionString: url });
+  // Bounded like the pool's connections: a server that accepts and never answers fails the start instead of hanging it.
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
   await client.connect();
   try {
     await client.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
@@ -121,7 +133,8 @@ async function ensureSchema(url: string, schema: string): Promise<void> {
 
 /**
  * Applies pending migrations, in name order, in ONE transaction: a failure
- * rolls every migration of this start back and stops the start. Processes
+ * rolls every migration of this start back and stops the start, as does a
+ * migration this version does not know (the database is a newer version's). Processes
  * that start together take turns: on PostgreSQL through a transaction-level
  * advisory lock keyed by the schema, on SQLite through BEGIN IMMEDIATE (a
  * deferred transaction would deadlock on its read-to-write upgrade). Kysely's
@@ -129,11 +142,16 @@ async function ensureSchema(url: string, schema: string): Promise<void> {
  * which is slow with many schemas and fails when another schema is dropped
  * meanwhile.
  */
-async function migrate<DB>(database: Database<DB>, migrations: Record<string, Migration>, pgSchema: string): Promise<void> {
+async function migrate<DB>(database: Database<DB>, migrations: Record<string, Migration>, pgSchema: string, retired: readonly string[]): Promise<void> {
   const apply = async (db: Kysely<DB>) => {
     await sql`CREATE TABLE IF NOT EXISTS schema_migrations (name varchar(255) PRIMARY KEY, timestamp varchar(255) NOT NULL)`.execute(db);
     const applied = await sql<{ name: string }>`SELECT name FROM schema_migrations`.execute(db);
     const done = new Set(applied.rows.map((r) => r.name));
+    // A newer version's layout: this code would read and write it as its own, and a rollback would then lose data.
+    const unknown = [...done].filter((name) => !(name in migrations) && !retired.includes(name)).sort();
+    if (unknown.length) {
+      throw new Error(`the database was migrated by a newer version of this service (${unknown.join(', ')}, unknown to this one): run that version or a later one`);
+    }
     for (const name of Object.keys(migrations).sort()) {
       if (done.has(name)) continue;
       try {

@@ -24,6 +24,9 @@ const MIGRATIONS: Array<[name: string, perDialect: Record<DialectName, Migration
   ['0009_alerts_resolve_pending', metrics0009],
 ];
 
+/** Applied by databases of earlier versions and folded into later migrations (0005 dropped what 0003 added). */
+export const RETIRED_METRICS_MIGRATIONS: readonly string[] = ['0003_host_status'];
+
 export function metricsMigrations(dialect: DialectName): Record<string, Migration> {
   return Object.fromEntries(MIGRATIONS.map(([name, perDialect]) => [name, perDialect[dialect]]));
 }
