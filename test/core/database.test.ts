@@ -74,7 +74,8 @@ for (const backend of BACKENDS) {
         child.once('exit', resolve);
       })));
       assert.deepEqual(runs, [0, 0, 0]);
-      const db = await openDatabase({ ...opts, migrations: () => ({}) });
+      // The same migration, already applied: this open runs nothing (one it did not know would be refused).
+      const db = await openDatabase({ ...opts, migrations: () => ({ '0001_items': { async up() { throw new Error('applied again'); } } }) });
       t.after(() => db.close());
       const n = await sql<{ n: number }>`select count(*) as n from schema_migrations`.execute(db.db);
       assert.equal(Number(n.rows[0]?.n), 1);
