@@ -124,3 +124,15 @@ test('every log line of a request carries its request id; bound tenant reaches t
   for (const line of lines) assert.ok('reqId' in JSON.parse(line) || !/request/.test(line), line);
   assert.doesNotMatch(all, /querysecret-abc|bearersecret-xyz|metrics-token-0123/);
 });
+
+test('a request the router refuses before any hook (a malformed escape) is counted as unmatched, like an unknown route', async (t) => {
+  const { app } = build();
+  t.after(() => app.close());
+  assert.equal((await app.inject({ url: '/api/item/%ZZ' })).statusCode, 400);
+  assert.equal((await app.inject({ url: '/api/item/%ZZ' })).statusCode, 400);
+  assert.equal((await app.inject({ url: '/nope' })).statusCode, 404);
+  const body = (await scrape(app)).body;
+  assert.equal(sample(body, 'http_requests_total', { method: 'GET', route: 'unmatched', status: '400' }), 2);
+  assert.equal(sample(body, 'http_requests_total', { method: 'GET', route: 'unmatched', status: '404' }), 1);
+  assert.equal(sample(body, 'http_request_duration_seconds_count', { method: 'GET', route: 'unmatched', status: '400' }), 2);
+});

@@ -11,6 +11,16 @@ import { registerLoadShedding, type LoadSheddingOptions } from './load-shedding.
 import { RequestLogController } from './request-log.js';
 import { AppError, shuttingDown } from '../errors.js';
 
+declare module 'fastify' {
+  interface FastifyInstance {
+    /**
+     * Told of each request the router refused before any hook ran (a malformed `%` escape, an over-long id): such a
+     * reply skips the onResponse hooks, so self-monitoring counts it from here.
+     */
+    refusedRequests: { listener: ((req: FastifyRequest, status: number, elapsedMs: number) => void) | undefined };
+  }
+}
+
 export type App = FastifyInstance<RawServerDefault, IncomingMessage, ServerResponse, FastifyBaseLogger, TypeBoxTypeProvider>;
 
 export interface HttpAppOptions {
@@ -105,12 +115,14 @@ export function createHttpApp(opts: HttpAppOptions): App {
         // As the error handler logs a refusal: this reply goes around it.
         req.log.warn({ status, error: body.error, details: body.details }, 'request rejected');
         void (reply as FastifyReply).headers({ ...SECURITY_HEADERS, ...headers, 'x-request-id': req.id }).code(status).send(body);
+        app.refusedRequests.listener?.(req as FastifyRequest, status, (reply as FastifyReply).elapsedTime);
       };
       const refused = err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? paramTooLong() : err;
       if (!opts.countRefused) return answer(refused);
       opts.countRefused(req as FastifyRequest).then(() => answer(refused), answer);
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
+  app.decorate('refusedRequests', { listener: undefined });
 
   // JSON only: a text/plain body is a 415, not a string that fails validation later.
   app.server.on('checkExpectation', onCheckExpectation);

@@ -67,12 +67,14 @@ export function registerSelfMonitoring(app: FastifyInstance, metrics: SelfMetric
     registers: [metrics.registry],
   });
 
-  app.addHook('onResponse', async (req, reply) => {
-    const labels = { method: req.method, route: routeLabel(req), status: String(reply.statusCode) };
+  const count = (method: string, route: string, status: number, elapsedMs: number) => {
+    const labels = { method, route, status: String(status) };
     requests.inc(labels);
-    latency.observe(labels, reply.elapsedTime / 1000);
-    if (reply.statusCode === 429) metrics.rateLimitRejections.inc({ route: labels.route });
-  });
+    latency.observe(labels, elapsedMs / 1000);
+    if (status === 429) metrics.rateLimitRejections.inc({ route });
+  };
+  app.addHook('onResponse', async (req, reply) => { count(req.method, routeLabel(req), reply.statusCode, reply.elapsedTime); });
+  app.refusedRequests.listener = (req, status, elapsedMs) => count(req.method, 'unmatched', status, elapsedMs);
 
   const token = opts.token;
   if (!token) return;
