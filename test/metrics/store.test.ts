@@ -225,6 +225,25 @@ for (const backend of BACKENDS) {
       assert.deepEqual(await store.appendReport(report(t.tenantId, 'h0', 8_000)), refusal('h0', 21));
     });
 
+    test('a name only hosts removed by retention held is free again, and counts anew when a host takes it up', async () => {
+      const t = await newTenant(store);
+      const names = (prefix: string, n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`${prefix}.${i}`, i]));
+      // 35 names on a host that retention removes, then 25 on a host that stays: 60, the limit.
+      assert.equal((await store.appendReport(report(t.tenantId, 'gone', 1_000, names('old', 35)))).status, 'stored');
+      assert.equal((await store.appendReport(report(t.tenantId, 'kept', 9_000, names('kept', 25)))).status, 'stored');
+      assert.equal((await store.appendReport(report(t.tenantId, 'new', 9_000, names('fresh', 1)))).status, 'limit_exceeded', 'at the limit');
+      await store.deleteBefore(5_000);
+      assert.equal(await store.hostExists(t.tenantId, 'gone'), false);
+      // Freed: 35 places, whether for names never seen or for names the removed host held.
+      assert.deepEqual(await store.appendReport(report(t.tenantId, 'new', 9_000, { ...names('fresh', 20), ...names('old', 15) })), { status: 'stored' });
+      const refused = await store.appendReport(report(t.tenantId, 'another', 9_000, names('old', 16)));
+      assert.deepEqual(refused, { status: 'limit_exceeded', details: 'the report would take the tenant to 61 distinct metric names; the limit is 60' },
+        'old.15 comes back as a name held again, and counts');
+      assert.equal((await store.appendReport(report(t.tenantId, 'another', 9_000, { ...names('old', 15), ...names('kept', 25) }))).status, 'stored', 'names other hosts hold are free to share');
+      const cpu = await store.readHostSeries(t.tenantId, 'new', { from: 0, to: 10_000, points: 10, minmax: false });
+      assert.equal((await store.metricNames(t.tenantId, cpu!.metrics.keys())).size, 35, 'every name of the new host reads back');
+    });
+
     test('new hosts sent at once, to one store or two on one database (two instances), never take a tenant past the host limit', async () => {
       const second = await openTestMetricsDatabase(storage);
       const other = openStore(second);

@@ -131,7 +131,9 @@ async function appendInTransaction(deps: WriterDeps, batch: HeadReport[], after:
     const reports = byTenant.get(tenantId)!;
     const { ids: tenantIds, missing } = await loadNameIds(conn, state, tenantId, reports);
     const { found, missing: newHosts } = await loadHosts(conn, state, tenantId, reports);
-    if ((missing.length || newHosts.length) && conn.dialect === 'postgres') {
+    // A host taking up a name it did not hold may take the tenant past its limit (when no other host holds the name):
+    // judged under the tenant's lock too, as new names and hosts are.
+    if (conn.dialect === 'postgres' && (missing.length || newHosts.length || takesUpNames(reports, found, tenantIds, state))) {
       await lockForLimits(conn, `tenant\n${tenantId}`);
       // Names and hosts another append created while this one waited: known now, and counted.
       if (missing.length) await lookUpNames(conn, tenantId, missing, tenantIds);
@@ -197,16 +199,9 @@ async function appendInTransaction(deps: WriterDeps, batch: HeadReport[], after:
         continue;
       }
     }
-    if (unknown) {
-      const count = tenantCounts.get(report.tenantId) ?? await countTenantNames(conn, report.tenantId);
-      tenantCounts.set(report.tenantId, count);
-      if (count + unknown.length > limits.perTenant) {
-        outcomes[index] = { status: 'limit_exceeded', details: `the report would take the tenant to ${count + unknown.length} distinct metric names; the limit is ${limits.perTenant}` };
-        continue;
-      }
-      fresh = true;
-    }
+    if (unknown) fresh = true;
     let newForHost: string[] = [];
+    let joining = 0;
     if (fresh) {
       if (conn.dialect === 'postgres') {
         if (!lockedHosts.has(hostMapKey)) {
@@ -221,6 +216,18 @@ async function appendInTransaction(deps: WriterDeps, batch: HeadReport[], after:
       }
       const known = hostIds ?? new Set<number>();
       newForHost = names.filter((n) => { const id = tenantIds.get(n); return id === undefined || !known.has(id); });
+      // The tenant's limit (judged first) counts the names its hosts hold: a name that only hosts removed by retention
+      // held is free again, and counts anew when a host takes it up (its id is kept: blocks and caches refer to it).
+      const knownIds = newForHost.flatMap((n) => { const id = tenantIds.get(n); return id === undefined ? [] : [id]; });
+      joining = newForHost.length && newForHost.length - (knownIds.length ? await countHeld(conn, knownIds) : 0);
+      if (joining) {
+        const count = tenantCounts.get(report.tenantId) ?? await countTenantNames(conn, report.tenantId);
+        tenantCounts.set(report.tenantId, count);
+        if (count + joining > limits.perTenant) {
+          outcomes[index] = { status: 'limit_exceeded', details: `the report would take the tenant to ${count + joining} distinct metric names; the limit is ${limits.perTenant}` };
+          continue;
+        }
+      }
       if (known.size + newForHost.length > limits.perHost) {
         outcomes[index] = { status: 'limit_exceeded', details: `the report would take host ${report.hostId} to ${known.size + newForHost.length} distinct metric names; the limit is ${limits.perHost}` };
         continue;
@@ -229,7 +236,6 @@ async function appendInTransaction(deps: WriterDeps, batch: HeadReport[], after:
     seen.add(seenKey);
     if (unknown) {
       await insertNames(conn, report.tenantId, unknown, tenantIds);
-      tenantCounts.set(report.tenantId, tenantCounts.get(report.tenantId)! + unknown.length);
       for (let i = 0; i < names.length; i++) if (metricIds[i] === -1) metricIds[i] = tenantIds.get(names[i]!)!;
     }
     if (!host) {
@@ -244,6 +250,7 @@ async function appendInTransaction(deps: WriterDeps, batch: HeadReport[], after:
     if (newForHost.length) {
       const newIds = newForHost.map((n) => tenantIds.get(n)!);
       await insertHostMetrics(conn, host.key, newIds);
+      if (joining) tenantCounts.set(report.tenantId, tenantCounts.get(report.tenantId)! + joining);
       // A new set: the cached one stays as it was until this transaction commits.
       hostIds = new Set(hostIds);
       for (const id of newIds) hostIds.add(id);
@@ -392,14 +399,37 @@ async function loadHostMetricIds(conn: SqlConn, keys: number[]): Promise<Map<num
   return out;
 }
 
+/** Whether a report of a known host carries a name its cached names lack (or its names are not cached yet). */
+function takesUpNames(reports: HeadReport[], found: Map<string, CachedHost>, tenantIds: Map<string, number>, state: WriterState): boolean {
+  return reports.some((r) => {
+    const host = found.get(r.hostId);
+    const held = host && state.hostMetricIds.get(host.key);
+    if (!held) return true;
+    return r.names.some((n) => { const id = tenantIds.get(n); return id === undefined || !held.has(id); });
+  });
+}
+
 async function countTenantHosts(conn: SqlConn, tenantId: string): Promise<number> {
   const [r] = await conn.all<{ n: number | string }>('SELECT COUNT(*) AS n FROM hosts WHERE tenant_id = ?', [tenantId]);
   return Number(r?.n ?? 0);
 }
 
+/** The tenant's names some host of it holds (this transaction's own additions included). */
 async function countTenantNames(conn: SqlConn, tenantId: string): Promise<number> {
-  const [r] = await conn.all<{ n: number | string }>('SELECT COUNT(*) AS n FROM metric_names WHERE tenant_id = ?', [tenantId]);
+  const [r] = await conn.all<{ n: number | string }>(
+    'SELECT COUNT(*) AS n FROM metric_names mn WHERE mn.tenant_id = ? AND EXISTS (SELECT 1 FROM host_metric_names hm WHERE hm.metric_id = mn.id)', [tenantId]);
   return Number(r?.n ?? 0);
+}
+
+/** How many of the names `ids` (of one tenant: an id is its tenant's) some host holds. */
+async function countHeld(conn: SqlConn, ids: number[]): Promise<number> {
+  let n = 0;
+  for (const chunk of chunks(ids)) {
+    const [r] = await conn.all<{ n: number | string }>(
+      `SELECT COUNT(DISTINCT metric_id) AS n FROM host_metric_names WHERE metric_id IN (${chunk.map(() => '?').join(',')})`, chunk);
+    n += Number(r?.n ?? 0);
+  }
+  return n;
 }
 
 async function insertNames(conn: SqlConn, tenantId: string, names: string[], into: Map<string, number>): Promise<void> {

@@ -8,6 +8,7 @@ import { metrics0006 } from './0006_head_rowid.js';
 import { metrics0007 } from './0007_tenant_windows_unrolled.js';
 import { metrics0008 } from './0008_alerts_open_unique.js';
 import { metrics0009 } from './0009_alerts_resolve_pending.js';
+import { metrics0010 } from './0010_host_metric_names_by_metric.js';
 
 /**
  * The metrics service's migrations, in the order they apply. Each entry gives
@@ -22,6 +23,7 @@ const MIGRATIONS: Array<[name: string, perDialect: Record<DialectName, Migration
   ['0007_tenant_windows_unrolled', metrics0007],
   ['0008_alerts_open_unique', metrics0008],
   ['0009_alerts_resolve_pending', metrics0009],
+  ['0010_host_metric_names_by_metric', metrics0010],
 ];
 
 /** Applied by databases of earlier versions and folded into later migrations (0005 dropped what 0003 added). */
