@@ -36,8 +36,6 @@ export async function buildSyncApp(deps: SyncDeps, options: BuildSyncAppOptions 
     logLevel: config.logLevel,
     bodyLimit: config.bodyLimit,
     trustProxy: config.trustProxy,
-    // As unknown routes: a request the router refuses (a malformed escape, an over-long id) counts against its IP.
-    countRefused: (req) => limitIp(deps, req),
     // Node's one total request timeout would cut off slow uploads; enforceRequestDeadlines bounds bodies instead.
     timeouts: { requestTimeoutMs: 0 },
     ...(options.logStream ? { logStream: options.logStream } : {}),
@@ -55,6 +53,8 @@ export async function buildSyncApp(deps: SyncDeps, options: BuildSyncAppOptions 
   drainEarlyAnswers(app);
   // A request for a route that does not exist has no token any route checked: it counts as unauthenticated (path scanning is throttled per IP).
   app.addHook('onRequest', async (req) => { if (req.is404) await limitIp(deps, req); });
+  // So does one the router refuses before any hook (a malformed escape, an over-long id).
+  app.refusedRequests.limit = (req) => limitIp(deps, req);
 
   await registerOpenApi(app, {
     title: 'Business data sync service', version: '1.0.0', path: '/api/openapi.json',

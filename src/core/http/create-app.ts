@@ -14,10 +14,14 @@ import { AppError, shuttingDown } from '../errors.js';
 declare module 'fastify' {
   interface FastifyInstance {
     /**
-     * Told of each request the router refused before any hook ran (a malformed `%` escape, an over-long id): such a
-     * reply skips the onResponse hooks, so self-monitoring counts it from here.
+     * What the service does with a request the router refused before any hook ran (a malformed `%` escape, a path
+     * segment too long to be an id): its onRequest and onResponse hooks never see it. `limit` counts it as the service
+     * counts unknown routes, and throws (a 429) to answer that instead; `observe` is told of the answer sent.
      */
-    refusedRequests: { listener: ((req: FastifyRequest, status: number, elapsedMs: number) => void) | undefined };
+    refusedRequests: {
+      limit: ((req: FastifyRequest) => Promise<void>) | undefined;
+      observe: ((req: FastifyRequest, status: number, elapsedMs: number) => void) | undefined;
+    };
   }
 }
 
@@ -37,11 +41,6 @@ export interface HttpAppOptions {
   timeouts?: Partial<HttpTimeouts>;
   /** Bounds on routes marked `config: { expensive: true }`; without it they are not bounded. */
   loadShedding?: LoadSheddingOptions;
-  /**
-   * Counts a request the router refused before any hook ran (a malformed `%` escape, a path segment too long to be
-   * an id), as the service counts unknown routes: it throws (a 429) to answer that instead.
-   */
-  countRefused?: (req: FastifyRequest) => Promise<void>;
 }
 
 /** Slow or stalled clients cannot hold a connection: every phase has an explicit bound. */
@@ -115,14 +114,15 @@ export function createHttpApp(opts: HttpAppOptions): App {
         // As the error handler logs a refusal: this reply goes around it.
         req.log.warn({ status, error: body.error, details: body.details }, 'request rejected');
         void (reply as FastifyReply).headers({ ...SECURITY_HEADERS, ...headers, 'x-request-id': req.id }).code(status).send(body);
-        app.refusedRequests.listener?.(req as FastifyRequest, status, (reply as FastifyReply).elapsedTime);
+        app.refusedRequests.observe?.(req as FastifyRequest, status, (reply as FastifyReply).elapsedTime);
       };
       const refused = err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? paramTooLong() : err;
-      if (!opts.countRefused) return answer(refused);
-      opts.countRefused(req as FastifyRequest).then(() => answer(refused), answer);
+      const { limit } = app.refusedRequests;
+      if (!limit) return answer(refused);
+      limit(req as FastifyRequest).then(() => answer(refused), answer);
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
-  app.decorate('refusedRequests', { listener: undefined });
+  app.decorate('refusedRequests', { limit: undefined, observe: undefined });
 
   // JSON only: a text/plain body is a 415, not a string that fails validation later.
   app.server.on('checkExpectation', onCheckExpectation);

@@ -74,7 +74,7 @@ export function registerSelfMonitoring(app: FastifyInstance, metrics: SelfMetric
     if (status === 429) metrics.rateLimitRejections.inc({ route });
   };
   app.addHook('onResponse', async (req, reply) => { count(req.method, routeLabel(req), reply.statusCode, reply.elapsedTime); });
-  app.refusedRequests.listener = (req, status, elapsedMs) => count(req.method, 'unmatched', status, elapsedMs);
+  app.refusedRequests.observe = (req, status, elapsedMs) => count(req.method, 'unmatched', status, elapsedMs);
 
   const token = opts.token;
   if (!token) return;
