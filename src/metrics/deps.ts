@@ -41,7 +41,7 @@ export async function createMetricsDeps(config: MetricsConfig, overrides: { now?
   return {
     database,
     store,
-    alertRouter: createAlertRouter(routes, { timeoutMs: config.alertTimeoutMs, store: alerts, now }),
+    alertRouter: createAlertRouter(routes, { timeoutMs: config.alertTimeoutMs, store: alerts, now, reportsAfter: (tenantId, hostId, ts) => store.countReportsAfter(tenantId, hostId, ts) }),
     alerts,
     selfMetrics: createMetricsSelfMetrics(),
     now,

@@ -10,7 +10,7 @@ import type { Alert } from '../../src/metrics/alerts/alert.js';
 import type { WebhookPayload } from '../../src/metrics/alerts/webhook-payload.js';
 import { BACKENDS } from '../helpers/backends.js';
 import { call } from '../helpers/http.js';
-import { ingest, makeReport, startMetrics, type MetricsHarness } from '../helpers/metrics.js';
+import { ingest, ingestBulk, makeReport, startMetrics, type MetricsHarness } from '../helpers/metrics.js';
 
 /**
  * Alert storms (issue 12): an agent repeats every firing alert in every
@@ -241,6 +241,51 @@ for (const backend of BACKENDS) {
       await report('web-5', [{ ...cpu, value: 97, message: 'newer 97' }]);
       assert.deepEqual(await seen(), [[97, 'newer 97', ts]], 'a newer report refreshes them');
       await report('web-5', []);
+    });
+
+    test('a late report carrying an alert that a newer report of the host did not carry opens no incident and pages nobody', async () => {
+      const before = hooks.plain.received.length;
+      await report('late-1', []);
+      const late = await ingest(h.url, token, makeReport({ agentId: 'late-1', ts: ts - 5_000, alerts: [cpu] }));
+      assert.equal(late.status, 200, late.text);
+      assert.deepEqual(late.body.alertResults, [], 'the newer report showed the alert gone');
+      const incidents = async () => (await call(h.url, 'GET', `/api/v1/alerts?host=late-1&from=0&to=${clock}`, { token })).body as Array<{ startsAt: number; resolvedAt: number | null }>;
+      assert.deepEqual(await incidents(), []);
+      assert.equal(hooks.plain.received.length, before);
+      const r = await report('late-1', [cpu]);
+      assert.deepEqual(r.body.alertResults, [{ alert: 'HighCpu', route: 'plain', outcome: 'delivered', status: 200 }], 'a newer report carrying it opens it');
+      assert.deepEqual((await incidents()).map((i) => [i.startsAt, i.resolvedAt]), [[ts, null]]);
+      await report('late-1', []);
+    });
+
+    test('in a bulk body, a report opens what it carries unless a newer report of the host was stored before the body or sent earlier in it', async () => {
+      const incidents = async (host: string) => ((await call(h.url, 'GET', `/api/v1/alerts?host=${host}&from=0&to=${clock}`, { token })).body as Array<{ startsAt: number; resolvedAt: number | null }>)
+        .map((i) => [i.startsAt, i.resolvedAt]);
+      const bulk = async (lines: Array<[string, number, Alert[]]>) => {
+        const r = await ingestBulk(h.url, token, lines.map(([agentId, at, alerts]) => makeReport({ agentId, ts: at, alerts })));
+        assert.ok(r.status === 200 || r.status === 202, r.text);
+        assert.equal(r.body.stored, lines.length, r.text);
+        return (r.body.results as Array<{ alertResults: unknown[] }>).map((l) => l.alertResults);
+      };
+      clock += 60_000;
+      const t0 = clock;
+      const before = hooks.plain.received.length;
+      // A backlog in order: the alert fired and cleared inside it, as the host saw it.
+      const inOrder = await bulk([['bk-1', t0 - 30_000, [cpu]], ['bk-1', t0 - 20_000, [cpu]], ['bk-1', t0 - 10_000, []]]);
+      assert.deepEqual(inOrder, [
+        [{ alert: 'HighCpu', route: 'plain', outcome: 'delivered', status: 200 }], [],
+        [{ alert: 'HighCpu', route: 'plain', resolved: true, outcome: 'delivered', status: 200 }],
+      ], 'the later lines, stored with it, do not make the first line late');
+      assert.deepEqual(await incidents('bk-1'), [[t0 - 30_000, t0 - 10_000]]);
+      // A newer line first: the older one carrying the alert is late.
+      assert.deepEqual(await bulk([['bk-2', t0 - 10_000, []], ['bk-2', t0 - 20_000, [cpu]]]), [[], []]);
+      assert.deepEqual(await incidents('bk-2'), []);
+      // A newer report stored before the body: every line of the body is late, whatever its later lines.
+      const quiet = await ingest(h.url, token, makeReport({ agentId: 'bk-3', ts: t0, alerts: [] }));
+      assert.equal(quiet.status, 200, quiet.text);
+      assert.deepEqual(await bulk([['bk-3', t0 - 20_000, [cpu]], ['bk-3', t0 - 10_000, [cpu]]]), [[], []]);
+      assert.deepEqual(await incidents('bk-3'), []);
+      assert.equal(hooks.plain.received.length, before + 2, 'bk-1\'s firing and resolved notifications, nothing else');
     });
 
     test('when one alert of a group resolves while another fires, the POST carries both and its status is firing', async () => {

@@ -278,6 +278,31 @@ for (const backend of BACKENDS) {
       await assert.rejects(read(limit + 1), (e: unknown) => (e as { code?: string }).code === 'limit_exceeded' && new RegExp(`ask for at most ${limit} points`).test((e as Error).message));
     });
 
+    test('countReportsAfter counts the host\'s newer reports in the head, in whole blocks and inside an edge block; none of another host or tenant', async () => {
+      const t = await newTenant(store);
+      const other = await newTenant(store);
+      const H = 3_600_000;
+      // Three reports in each of two windows, sealed; two more in the head.
+      for (const ts of [H + 1_000, H + 2_000, H + 3_000, 2 * H + 1_000, 2 * H + 2_000, 2 * H + 3_000]) await store.appendReport(report(t.tenantId, 'c', ts));
+      await store.appendReport(report(t.tenantId, 'c-other', 9 * H));
+      await store.appendReport(report(other.tenantId, 'c', 9 * H));
+      await store.flush();
+      const sealed = await databaseConn(database).all<{ rows: number | string }>(
+        'SELECT b.rows FROM blocks b JOIN hosts h ON h.key = b.host_key WHERE h.tenant_id = ? AND h.host_id = ? ORDER BY b.window_start', [t.tenantId, 'c']);
+      assert.deepEqual(sealed.map((b) => Number(b.rows)), [3, 3], 'both windows are sealed');
+      const now = Date.now();
+      for (const ts of [now - 2_000, now - 1_000]) await store.appendReport(report(t.tenantId, 'c', ts));
+      const after = (ts: number) => store.countReportsAfter(t.tenantId, 'c', ts);
+      assert.equal(await after(0), 8);
+      assert.equal(await after(H + 2_000), 6, 'inside the first block: one of its rows, the whole second block, the head');
+      assert.equal(await after(H + 3_000), 5);
+      assert.equal(await after(2 * H + 2_500), 3);
+      assert.equal(await after(now - 2_000), 1, 'in the head');
+      assert.equal(await after(now - 1_000), 0);
+      assert.equal(await store.countReportsAfter(t.tenantId, 'nobody', 0), 0);
+      assert.equal(await store.countReportsAfter(other.tenantId, 'c', 0), 1, 'another tenant\'s host of the same id is its own');
+    });
+
     test('latestByHost keeps the newest report even when an older one arrives later', async () => {
       const t = await newTenant(store);
       await store.appendReport({ ...report(t.tenantId, 'b', 2000, { 'cpu.usage': 20, 'memory.percent': 40 }), hostname: 'beta' });

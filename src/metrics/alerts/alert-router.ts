@@ -64,6 +64,8 @@ export interface AlertRouterOptions {
   /** Incidents and their notification state; shared by every instance, so any instance can take any report. */
   store: AlertStore;
   now: () => number;
+  /** How many stored reports of the host are newer than `ts` (MetricsStore.countReportsAfter). */
+  reportsAfter: (tenantId: string, hostId: string, ts: number) => Promise<number>;
 }
 
 /** Identity of an incident across reports: the alert's name, severity and agent labels (not its value or message). */
@@ -89,21 +91,27 @@ export function createAlertRouter(routes: AlertRoute[], opts: AlertRouterOptions
    * Routes one report; `openAfter` counts the host's incidents still open once it is recorded, `sent` says whether
    * it sent notifications (which can take up to the timeout). `read`: the host's open incidents, already asked for.
    * `failedRoutes`: the routes that failed earlier in the same request, by name, which are not called again.
+   * `pendingAfter`: how many reports of the host newer than this one are stored but still to be routed after it
+   * (the later lines of the same bulk body).
    */
-  async function routeOne(ctx: AlertContext, alerts: Alert[], read?: Promise<StoredAlert[]>, failedRoutes = new Map<string, Delivery>()): Promise<{ results: AlertResult[]; openAfter: number; sent: boolean }> {
+  async function routeOne(ctx: AlertContext, alerts: Alert[], read?: Promise<StoredAlert[]>, failedRoutes = new Map<string, Delivery>(), pendingAfter = () => 0): Promise<{ results: AlertResult[]; openAfter: number; sent: boolean }> {
     const now = opts.now();
     // The read without a hold decides whether the report can change anything: most reports of a quiet host cannot.
     const hint = plan(await (read ?? opts.store.firing(ctx.tenantId, ctx.hostId)), ctx, alerts, now, timed, claimLeaseMs);
     if (!hint.changed) return { results: [], openAfter: hint.openAfter, sent: false };
+    // A late report (a spool sent out of order, a relay's backlog) opens nothing once a newer report of the host was
+    // routed: that report did not carry the alert (it would have opened it, or kept it open), so it had cleared, and
+    // nobody is paged for what has cleared. Asked only when the report would open an incident, which is rare.
+    const late = hint.current.some((c) => c.isNew) && await opts.reportsAfter(ctx.tenantId, ctx.hostId, ctx.ts) > pendingAfter();
     // Planned again and claimed under the host's hold, on what is committed now: of concurrent reports of one host, on
     // any instance, only the first finds a notification due, and the others find it claimed ('sending').
     const { current, resolved, openAfter, sends } = await opts.store.forHost(ctx.tenantId, ctx.hostId, async (host) => {
       const open = await host.open();
-      // A late report (a spool sent out of order) does not open again an incident that a newer report already
-      // resolved: that report showed the alert gone, and a receiver would be paged for what has cleared.
+      // Nor does it open again an incident that a newer report resolved (asked again here, under the hold, as the
+      // incidents are: that report may have been routed since).
       const firing = new Set(open.filter((i) => i.resolvedAt === null).map((i) => i.fingerprint));
       const opening = [...new Set(alerts.map(incidentFingerprint))].filter((f) => !firing.has(f));
-      const superseded = opening.length ? await host.resolvedAfter(opening, ctx.ts) : new Set<string>();
+      const superseded = late ? new Set(opening) : opening.length ? await host.resolvedAfter(opening, ctx.ts) : new Set<string>();
       const held = plan(open, ctx, superseded.size ? alerts.filter((a) => !superseded.has(incidentFingerprint(a))) : alerts, now, timed, claimLeaseMs);
       for (const s of held.sends) {
         for (const c of s.firing) c.incident.routes[s.route.name] = claimed(c.incident.routes[s.route.name], now);
@@ -195,12 +203,21 @@ export function createAlertRouter(routes: AlertRoute[], opts: AlertRouterOptions
       const clear = new Set<string>();
       const failedRoutes = new Map<string, Delivery>();
       const answers: AlertResult[][] = [];
-      for (const { ctx, alerts } of reports) {
+      for (const [at, { ctx, alerts }] of reports.entries()) {
         const host = hostKey(ctx.tenantId, ctx.hostId);
         const read = firstReads.get(host);
         firstReads.delete(host);
         if (!alerts.length && clear.has(host)) { answers.push([]); continue; }
-        const { results, openAfter, sent } = await routeOne(ctx, alerts, read, failedRoutes);
+        // The body's later reports of the host are stored already, but routed after this one: they do not make it late.
+        const pendingAfter = () => {
+          let n = 0;
+          for (let i = at + 1; i < reports.length; i++) {
+            const later = reports[i]!.ctx;
+            if (later.ts > ctx.ts && later.hostId === ctx.hostId && later.tenantId === ctx.tenantId) n++;
+          }
+          return n;
+        };
+        const { results, openAfter, sent } = await routeOne(ctx, alerts, read, failedRoutes, pendingAfter);
         // A report that notified took a round of webhooks (up to the timeout): other requests may have recorded
         // incidents of the hosts still ahead meanwhile, so those read again when their turn comes.
         if (sent) firstReads.clear();

@@ -85,6 +85,15 @@ export async function readHost(conn: SqlConn, hostKey: number, q: SeriesRequest,
   return { bucketMs: grid.width, ...buckets.columns(q.minmax) };
 }
 
+/** The host's reports newer than `ts`, in the head and the blocks (whole blocks by their row count). */
+export async function countAfter(conn: SqlConn, hostKey: number, ts: number): Promise<number> {
+  const [head] = await conn.all<{ n: number | string }>('SELECT COUNT(*) AS n FROM reports WHERE host_key = ? AND ts > ?', [hostKey, ts]);
+  // A block of an earlier window ends before the window of `ts` begins.
+  const metas = await conn.all<BlockMeta>('SELECT window_start, rows, min_ts, max_ts FROM blocks WHERE host_key = ? AND window_start >= ? AND max_ts > ?',
+    [hostKey, windowOf(ts), ts]);
+  return Number(head?.n ?? 0) + await countInRange(conn, hostKey, metas, { from: ts + 1, to: Number.MAX_SAFE_INTEGER, points: Number.POSITIVE_INFINITY });
+}
+
 /** The starts of the windows the range covers whole, first and last: their rollup cells may be used uncut. */
 function wholeWindows(q: Pick<SeriesRequest, 'from' | 'to'>): [number, number] {
   return [q.from, q.to + 1 - WINDOW_MS];
@@ -95,7 +104,7 @@ function wholeWindows(q: Pick<SeriesRequest, 'from' | 'to'>): [number, number] {
  * and only if they leave the answer open are the edge blocks read for their timestamps (through this thread's inflated
  * blocks, where the fold that follows finds them again).
  */
-async function countInRange(conn: SqlConn, hostKey: number, metas: BlockMeta[], q: SeriesRequest): Promise<number> {
+async function countInRange(conn: SqlConn, hostKey: number, metas: BlockMeta[], q: Pick<SeriesRequest, 'from' | 'to' | 'points'>): Promise<number> {
   let n = 0;
   const edges: BlockMeta[] = [];
   for (const m of metas) {
