@@ -58,6 +58,21 @@ for (const backend of BACKENDS) {
       assert.equal((await rawPush(u.token, b.id, '{"note":"\\ud83d\\ude00"}')).status, 200, 'a proper surrogate pair is one character');
     });
 
+    test('a body that is not UTF-8 is refused with 400, never stored with U+FFFD (two such keys would have become one)', async () => {
+      const { u, b } = await member();
+      const body = (data: Buffer) => Buffer.concat([
+        Buffer.from(`{"business_id":"${b.id}","instance_id":"dev-1","changes":[{"table_name":"t","record_uuid":"${randomUUID()}","version":1,"operation":"create","data":`), data, Buffer.from('}]}')]);
+      for (const data of [
+        Buffer.concat([Buffer.from('{"note":"'), Buffer.from([0xed, 0xa0, 0x80]), Buffer.from('A"}')]), // an encoded surrogate
+        Buffer.concat([Buffer.from('{"'), Buffer.from([0xff]), Buffer.from('":"first","'), Buffer.from([0xfe]), Buffer.from('":"second"}')]),
+      ]) {
+        const r = await call(s.url, 'POST', '/api/sync/push', { token: u.token, body: body(data), headers: { 'content-type': 'application/json', 'x-business-id': b.id } });
+        assert.equal(r.status, 400, r.text);
+        assert.deepEqual(r.body, { error: 'invalid_request', details: 'body: not valid UTF-8' });
+      }
+      assert.equal(await status(u.token, b.id), 0);
+    });
+
     test('a number out of the double range (1e999) is refused with 400, never stored as null', async () => {
       const { u, b } = await member();
       for (const n of ['1e999', '-1e999', '123456789e400']) {

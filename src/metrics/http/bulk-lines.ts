@@ -1,4 +1,5 @@
 // Why: a bulk body's lines are parsed, checked and flattened off the event loop, and cross back as a few columns.
+import { isUtf8 } from 'node:buffer';
 import { AppError } from '../../core/errors.js';
 import { describeValidationError, validatorCompiler } from '../../core/http/validation.js';
 import type { Alert } from '../alerts/alert.js';
@@ -79,7 +80,7 @@ export function reportValidator(): Validator {
  * single ingest allows.
  * A line read here thus has no escape, and only an escape can put NUL or a
  * lone surrogate into JSON decoded from UTF-8 (raw control characters do not
- * parse, invalid UTF-8 decodes to U+FFFD): its text is well-formed unchecked.
+ * parse, and a line that is not UTF-8 was refused): its text is well-formed unchecked.
  */
 function needsFastifyParser(text: string): boolean {
   return text.charCodeAt(0) === 0xfeff || text.includes('\\u') || text.includes('__proto__') || text.includes('constructor') || nestsDeeperThan(text, MAX_TEXT_DEPTH);
@@ -190,6 +191,8 @@ export function readBulkLines(body: Uint8Array, opts: BulkLineOptions): BulkLine
     if (stop - start > opts.lineLimit) {
       out.oversized++;
       refuse(new AppError('payload_too_large', `line is larger than the single-report body limit of ${opts.lineLimit} bytes`));
+    } else if (!isUtf8(bytes.subarray(start, stop))) {
+      refuse(new AppError('invalid_request', 'body: not valid UTF-8'));
     } else {
       const text = bytes.toString('utf8', start, stop);
       let value: unknown;

@@ -1,5 +1,6 @@
 import { AppError } from '../../core/errors.js';
 import type { App } from '../../core/http/create-app.js';
+import { utf8Text } from '../../core/http/utf8-text.js';
 import { verifySignature } from '../domain/verify-signature.js';
 import { decodeBody } from './decode-body.js';
 
@@ -43,7 +44,7 @@ export function checkSignature(secret: string | undefined, headers: Record<strin
  * that, when a secret is configured, checks `x-collector-signature` against
  * the raw body bytes before any decompression or parsing: an unsigned or
  * forged body is never inflated nor parsed. A gzip body is inflated up to
- * `decodedLimit` bytes. Parsing itself is Fastify's default, which refuses
+ * `decodedLimit` bytes, and must be UTF-8 (utf8-text.ts). Parsing itself is Fastify's default, which refuses
  * `__proto__` and `constructor.prototype` keys.
  */
 export function useSignedJsonParser(scope: App, secret: string | undefined, decodedLimit: number): void {
@@ -56,8 +57,8 @@ export function useSignedJsonParser(scope: App, secret: string | undefined, deco
     } catch (e: unknown) {
       return done(e as Error, undefined);
     }
-    decodeBody(request, raw, decodedLimit).then(
-      (decoded) => parseJson(request, decoded.toString('utf8'), done),
+    decodeBody(request, raw, decodedLimit).then((decoded) => utf8Text(decoded)).then(
+      (text) => parseJson(request, text, done),
       (e: unknown) => done(e as Error, undefined),
     );
   });

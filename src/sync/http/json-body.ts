@@ -1,5 +1,6 @@
 import type { App } from '../../core/http/create-app.js';
 import { AppError } from '../../core/errors.js';
+import { utf8Text } from '../../core/http/utf8-text.js';
 import { jsonValueProblem } from './json-value.js';
 
 export { MAX_JSON_DEPTH, jsonValueProblem } from './json-value.js';
@@ -9,14 +10,20 @@ export { MAX_JSON_DEPTH, jsonValueProblem } from './json-value.js';
  * route runs, what JSON.parse accepts but the service cannot keep faithfully:
  * nesting deeper than `MAX_JSON_DEPTH`, and numbers outside the double range
  * (`1e999` parses as Infinity, which JSON.stringify would silently store as
- * null). Prototype-poisoning keys are refused as by Fastify's own parser.
+ * null), and bytes that are not UTF-8 (utf8-text.ts). Prototype-poisoning keys are refused as by Fastify's own parser.
  */
 export function useStrictJsonParser(app: App): void {
   const parse = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (req, body, done) => {
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (req, body, done) => {
+    let text: string;
+    try {
+      text = utf8Text(body as Buffer);
+    } catch (e: unknown) {
+      return done(e as Error, undefined);
+    }
     // Fastify types the default parser as possibly async; it answers through the callback.
-    void parse(req, body as string, (err, value) => {
+    void parse(req, text, (err, value) => {
       if (err) return done(err, undefined);
       const problem = jsonValueProblem(value);
       if (problem) return done(new AppError('invalid_request', problem), undefined);
