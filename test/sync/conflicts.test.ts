@@ -168,6 +168,7 @@ for (const backend of BACKENDS) {
       assert.deepEqual(ids_(await list(c, '?status=resolved')), [ids[1]]);
       assert.deepEqual(ids_(await list(c, '?status=all')), ids);
       assert.deepEqual(ids_(await list(c, `?status=all&after_id=${ids[0]}&limit=1`)), [ids[1]]);
+      assert.deepEqual(ids_(await list(c, '?status=all&limit=99999999999999999999')), ids, 'a limit past 2^53 is reduced too');
       const bad = await list(c, '?status=open');
       assert.equal(bad.status, 400);
     });

@@ -52,6 +52,10 @@ for (const backend of BACKENDS) {
       r = await dev.pull(0, 100);
       assert.equal(r.body.changes.length, 4);
       assert.equal(r.body.version, 4);
+      // However large: past 2^53 too (1e300 is an integer to JSON).
+      r = await call(s.url, 'POST', '/api/sync/pull', { token: dev.token, headers: { 'x-business-id': dev.businessId, 'content-type': 'application/json' }, body: '{"since_version":0,"limit":1e300}' });
+      assert.equal(r.status, 200, r.text);
+      assert.equal(r.body.changes.length, 4);
     });
 
     test('a page is the documented JSON: data as pushed (nested values, text that needs escaping), {} for a delete, every field typed', async () => {

@@ -52,8 +52,9 @@ for (const backend of BACKENDS) {
     test('invalid items are rejected with reasons while the valid ones are applied', async () => {
       const { dev } = await setup();
       const rec = randomUUID();
+      const upper = randomUUID().toUpperCase();
       const r = await dev.push({
-        changes: [change(rec, 1), { table_name: '../etc', record_uuid: rec, version: 1, operation: 'create', data: {} }, { ...change(randomUUID(), 1), operation: 'merge' }, 'nope'],
+        changes: [change(rec, 1), { table_name: '../etc', record_uuid: rec, version: 1, operation: 'create', data: {} }, { ...change(upper, 1), operation: 'merge' }, 'nope'],
         tombstones: [{ table_name: 'customers', record_uuid: 'x', version: 1 }],
       });
       assert.equal(r.status, 200);
@@ -63,6 +64,7 @@ for (const backend of BACKENDS) {
       assert.match(r.body.rejections[0].reason, /table_name/);
       assert.match(r.body.rejections[1].reason, /operation/);
       assert.match(r.body.rejections[3].reason, /record_uuid/);
+      assert.equal(r.body.rejections[1].record_uuid, upper.toLowerCase(), 'a UUID is answered lower-case, whichever rule refused its item');
       assert.equal((await dev.pullAll(0)).changes.length, 1);
     });
 

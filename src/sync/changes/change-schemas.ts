@@ -77,7 +77,7 @@ export type PushResult = Static<typeof PushResultSchema>;
 
 export const PullBodySchema = Type.Object({
   since_version: Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER }),
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: 'Page size; default --pull-page-size (500), a larger value is reduced to --pull-page-max (1000).' })),
+  limit: Type.Optional(Type.Integer({ minimum: 1, description: 'Page size; default --pull-page-size (500), a larger value is reduced to --pull-page-max (1000).' })),
   business_id: Type.Optional(Uuid),
 }, { additionalProperties: false });
 
@@ -101,7 +101,7 @@ export type ConflictFilter = Static<typeof ConflictFilterSchema>;
 export const ConflictListQuerySchema = Type.Object({
   status: Type.Optional(ConflictFilterSchema),
   after_id: Type.Optional(Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, description: 'Return conflicts with a larger id (paging).' })),
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: `Default ${CONFLICT_PAGE.default}; a larger value than ${CONFLICT_PAGE.max} is reduced to it.` })),
+  limit: Type.Optional(Type.Integer({ minimum: 1, description: `Default ${CONFLICT_PAGE.default}; a larger value than ${CONFLICT_PAGE.max} is reduced to it.` })),
 });
 
 /** The optional X-Business-ID header of every business-scoped endpoint (the rules are in resolveBusiness). */

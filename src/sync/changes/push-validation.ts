@@ -57,7 +57,12 @@ function identify(raw: unknown): { table_name?: string; record_uuid?: string } {
   if (!isPlainObject(raw)) return {};
   const out: { table_name?: string; record_uuid?: string } = {};
   if (typeof raw['table_name'] === 'string') out.table_name = raw['table_name'].slice(0, 100);
-  if (typeof raw['record_uuid'] === 'string') out.record_uuid = raw['record_uuid'].slice(0, 100);
+  // Answered as stored, lower-case, like the UUID of an item that passed.
+  const uuid = raw['record_uuid'];
+  if (typeof uuid === 'string') {
+    const lower = uuid.toLowerCase();
+    out.record_uuid = isUuid(lower) ? lower : uuid.slice(0, 100);
+  }
   return out;
 }
 
