@@ -92,6 +92,27 @@ for (const backend of BACKENDS) {
       assert.deepEqual(retry.body.conflicts.map((x: { id: number; resolution: string }) => [x.id, x.resolution]), [[id, 'local']]);
     });
 
+    test('a local resolution is not a push of its device: that device\'s own edit at its version is a conflict, not refused as a retry or as stale', async () => {
+      const { a, c, rec } = await twoDevices();
+      await a.push({ changes: [change(rec, 2, { name: 'A2' })] });
+      const first = (await c.push({ changes: [change(rec, 2, { name: 'C2' })] })).body.conflicts[0];
+      // Resolved by the other member; tablet-b, offline, goes on from its own version 2.
+      assert.equal((await resolve(a, first.id, 'local')).body.applied_version, 3);
+      const edit = { changes: [change(rec, 3, { name: 'C3' })] };
+      const r = await c.push(edit);
+      assert.deepEqual([r.body.accepted, r.body.rejections], [0, []], r.text);
+      assert.equal(r.body.conflicts.length, 1, 'kept as a conflict against the resolution, not lost');
+      const second = r.body.conflicts[0];
+      assert.deepEqual([JSON.parse(second.local_data), JSON.parse(second.remote_data), second.version], [{ name: 'C3' }, { name: 'C2' }, 3]);
+      assert.deepEqual((await c.push(edit)).body.conflicts.map((x: { id: number }) => x.id), [second.id], 'its retry answers the same conflict');
+      // Once another device has written above the resolution, the same holds (the audit's case).
+      assert.equal((await a.push({ changes: [change(rec, 4, { name: 'A4' })] })).body.accepted, 1);
+      const late = await c.push({ changes: [change(rec, 3, { name: 'C3 again' })] });
+      assert.deepEqual([late.body.rejections, late.body.conflicts.length], [[], 1]);
+      assert.deepEqual((await c.pullAll(0)).changes.map((x) => [x.version, x.record_version, x.instance_id]),
+        [[1, 1, 'phone-a'], [2, 2, 'phone-a'], [3, 3, 'tablet-b'], [4, 4, 'phone-a']], 'the resolution still carries its device\'s id');
+    });
+
     test('retrying the earlier of two conflicted pushes of one version answers its own conflict and stores none', async () => {
       const { a, c, rec } = await twoDevices();
       await a.push({ changes: [change(rec, 2, { name: 'A2' })] });

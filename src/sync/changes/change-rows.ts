@@ -4,7 +4,7 @@ import type { Change, Conflict, Operation } from './change-schemas.js';
 import type { ChangeTables } from './change-tables.js';
 import type { StoredChange } from './change-store.js';
 
-export type ChangeRow = Omit<Selectable<ChangeTables['sync_changes']>, 'prev_version'>;
+export type ChangeRow = Omit<Selectable<ChangeTables['sync_changes']>, 'prev_version' | 'resolves_conflict'>;
 type ConflictRow = Selectable<ChangeTables['sync_conflicts']>;
 
 export function toChange(row: ChangeRow): Change {

@@ -20,6 +20,8 @@ export interface ChangeTables {
     created_at: number;
     /** Server version of the previous change of the same record (null for its first): retry detection walks this chain. */
     prev_version: number | null;
+    /** The conflict a `local` resolution applied with this change; null for a pushed change (retry detection skips the others). */
+    resolves_conflict: number | null;
   };
   /** Current state of each record: its latest applied change. The version rule reads it. */
   sync_records: {

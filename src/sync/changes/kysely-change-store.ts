@@ -131,8 +131,11 @@ async function applyLocal(trx: Trx, businessId: string, conflict: Selectable<Cha
     instance_id: conflict.instance_id,
     created_at: now,
   };
-  const { id } = await trx.insertInto('sync_changes').values({ ...row, prev_version: current?.server_version ?? null }).returning('id').executeTakeFirstOrThrow();
-  const state = { record_version: row.record_version, server_version: serverVersion, instance_id: row.instance_id, data: row.data };
+  const { id } = await trx.insertInto('sync_changes').values({ ...row, prev_version: current?.server_version ?? null, resolves_conflict: conflict.id })
+    .returning('id').executeTakeFirstOrThrow();
+  // The record's state is from no device (''): the conflict's device never pushed this version, so its own edit at or
+  // below it is a conflict with it, not a retry nor stale.
+  const state = { record_version: row.record_version, server_version: serverVersion, instance_id: '', data: row.data };
   await trx.insertInto('sync_records').values({ business_id: businessId, table_name: row.table_name, record_uuid: row.record_uuid, ...state })
     .onConflict((oc) => oc.columns(['business_id', 'table_name', 'record_uuid']).doUpdateSet(state))
     .execute();

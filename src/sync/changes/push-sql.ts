@@ -45,10 +45,12 @@ const INSERT_CHANGE = 'INSERT INTO sync_changes (business_id, version, prev_vers
 const INSERT_RECORD = 'INSERT INTO sync_records (business_id, table_name, record_uuid, record_version, server_version, instance_id, data)';
 const UPSERT_RECORD = 'ON CONFLICT (business_id, table_name, record_uuid) DO UPDATE SET record_version = excluded.record_version, server_version = excluded.server_version, instance_id = excluded.instance_id, data = excluded.data';
 const LOCK_COUNTER = 'INSERT INTO sync_counters (business_id, server_version) VALUES ($1, 0) ON CONFLICT (business_id) DO UPDATE SET server_version = sync_counters.server_version RETURNING server_version';
-const WALK = (starts: string, business: string) => 'WITH RECURSIVE walk (version, prev_version, record_version, floor, table_name, record_uuid, operation, data, instance_id) AS ('
-  + `SELECT c.version, c.prev_version, c.record_version, s.floor, c.table_name, c.record_uuid, c.operation, c.data, c.instance_id FROM ${starts} JOIN sync_changes AS c ON c.business_id = ${business} AND c.version = s.sv `
+const WALK = (starts: string, business: string) => 'WITH RECURSIVE walk (version, prev_version, record_version, floor, table_name, record_uuid, operation, data, instance_id, resolves_conflict) AS ('
+  + `SELECT c.version, c.prev_version, c.record_version, s.floor, c.table_name, c.record_uuid, c.operation, c.data, c.instance_id, c.resolves_conflict FROM ${starts} JOIN sync_changes AS c ON c.business_id = ${business} AND c.version = s.sv `
   + 'UNION ALL '
-  + `SELECT c.version, c.prev_version, c.record_version, w.floor, c.table_name, c.record_uuid, c.operation, c.data, c.instance_id FROM walk AS w JOIN sync_changes AS c ON c.business_id = ${business} AND c.version = w.prev_version WHERE w.record_version > w.floor) `;
+  + `SELECT c.version, c.prev_version, c.record_version, w.floor, c.table_name, c.record_uuid, c.operation, c.data, c.instance_id, c.resolves_conflict FROM walk AS w JOIN sync_changes AS c ON c.business_id = ${business} AND c.version = w.prev_version WHERE w.record_version > w.floor) `;
+/** What the instance pushed on the walk: a `local` resolution's change carries its instance id, but was not pushed by it. */
+const OWN_PUSHED = 'SELECT table_name, record_uuid, record_version, operation, data FROM walk WHERE resolves_conflict IS NULL AND instance_id = ';
 
 const CHANGE_COLUMNS_OF_C = CHANGE_COLUMNS.split(', ').map((c) => `c.${c}`).join(', ');
 // SQLite walks (business_id, version) in order and stops at the limit. PostgreSQL plans the join without the
@@ -68,7 +70,7 @@ const SQLITE: PushSql = {
   readCounter: 'SELECT server_version FROM sync_counters WHERE business_id = ?',
   recordsByKey: `SELECT ${RECORD_COLUMNS} FROM sync_records WHERE business_id = ? AND (table_name, record_uuid) IN (SELECT value ->> 0, value ->> 1 FROM json_each(?))`,
   ownHistory: WALK("(SELECT value ->> 0 AS sv, value ->> 1 AS floor FROM json_each(?)) AS s", '?')
-    + 'SELECT table_name, record_uuid, record_version, operation, data FROM walk WHERE instance_id = ?',
+    + `${OWN_PUSHED}?`,
   write: `${INSERT_CHANGE} SELECT ?, value ->> '$[0]', value ->> '$[1]', value ->> '$[2]', value ->> '$[3]', value ->> '$[4]', value ->> '$[5]', value ->> '$[6]', value ->> '$[7]', value ->> '$[8]' FROM json_each(?) ORDER BY key`,
   // `WHERE true` lets SQLite parse ON CONFLICT after INSERT ... SELECT.
   upsertRecords: `${INSERT_RECORD} SELECT ?, value ->> '$[0]', value ->> '$[1]', value ->> '$[2]', value ->> '$[3]', value ->> '$[4]', value ->> '$[5]' FROM json_each(?) WHERE true ${UPSERT_RECORD}`,
@@ -83,7 +85,7 @@ const POSTGRES: PushSql = {
   readCounter: 'SELECT server_version FROM sync_counters WHERE business_id = $1',
   recordsByKey: `SELECT ${RECORD_COLUMNS} FROM sync_records WHERE business_id = $1 AND (table_name, record_uuid) IN (SELECT * FROM unnest($2::text[], $3::text[]))`,
   ownHistory: WALK('unnest($2::bigint[], $3::bigint[]) AS s (sv, floor)', '$1')
-    + 'SELECT table_name, record_uuid, record_version, operation, data FROM walk WHERE instance_id = $4',
+    + `${OWN_PUSHED}$4`,
   write: `WITH ins AS (${INSERT_CHANGE} `
     + 'SELECT $1, v, pv, t, u, o, d, rv, i, ca FROM unnest($2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[], $9::text[], $10::bigint[]) AS c (v, pv, t, u, o, d, rv, i, ca)), '
     + `rec AS (${INSERT_RECORD} SELECT $1, t, u, rv, sv, i, d FROM unnest($11::text[], $12::text[], $13::bigint[], $14::bigint[], $15::text[], $16::text[]) AS r (t, u, rv, sv, i, d) ${UPSERT_RECORD}) `

@@ -6,6 +6,7 @@ import { sessionLifetimeMigration } from './0003_session_lifetime.js';
 import { cleanupIndexesMigration } from './0004_cleanup_indexes.js';
 import { dropRecordUuidIndexMigration } from './0005_drop_record_uuid_index.js';
 import { changeChainMigration } from './0006_change_chain.js';
+import { resolutionChangesMigration } from './0007_resolution_changes.js';
 
 /**
  * The sync service's migrations, in the order they apply. Names sort in that
@@ -20,6 +21,7 @@ const MIGRATIONS: ReadonlyArray<readonly [name: string, build: (dialect: Dialect
   ['0004_cleanup_indexes', () => cleanupIndexesMigration],
   ['0005_drop_record_uuid_index', () => dropRecordUuidIndexMigration],
   ['0006_change_chain', () => changeChainMigration],
+  ['0007_resolution_changes', () => resolutionChangesMigration],
 ];
 
 export function syncMigrations(dialect: DialectName): Record<string, Migration> {
