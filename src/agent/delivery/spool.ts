@@ -44,8 +44,6 @@ const NAME = /^r-(\d{16})-(0|[1-9]\d*)\.json$/;
 const COUNTERS = 'counters.json';
 /** Read errors that no later try can cure: such a report is counted as rejected rather than retried for ever. */
 const FOR_GOOD = new Set(['ENOENT', 'EISDIR', 'EACCES', 'EPERM', 'ENOTDIR']);
-/** JSON's whitespace bytes. */
-const WHITESPACE = new Set([0x20, 0x09, 0x0a, 0x0d]);
 /**
  * Spool files read in one go before the event loop gets a turn. Synchronously: a small file in the page cache takes
  * microseconds, a promise round trip through the thread pool several times that in CPU (a week's backlog is 60,000
@@ -234,7 +232,9 @@ export class Spool {
       if (code && FOR_GOOD.has(code)) return `its file cannot be read (${code})`;
       throw e;
     }
-    if (!body.some((b) => !WHITESPACE.has(b))) return 'its file is blank';
+    // Blank as the service judges a bulk line (String.prototype.trim: a form feed, NBSP, U+2028, a BOM too), which it
+    // skips without a result: sent, such a file left the answer a result short, and the batch was retried for ever.
+    if (body.toString('utf8').trim() === '') return 'its file is blank';
     // One line, as the agent writes it, goes as it is (the service judges it); a body of several lines is sent
     // re-serialized on one line, so it must parse.
     if (body.includes(0x0a)) {
