@@ -34,7 +34,7 @@ test('reports cross as columns and read back as they were, any range of them, pa
   const { reports: columns, transfer } = wire.take();
   assert.equal(wire.size, 0, 'the builder starts over');
   assert.equal(columns.strings.length, 2 + 7 + 7 + 1, 'each distinct string once');
-  assert.equal(transfer.length, 1, 'one buffer moved per message');
+  assert.equal(transfer.length, 5);
   const known = receive(shapes, new Map());
   const all = readWireReports(columns, known, 0, 300).map(plain);
   assert.deepEqual(all, reports.map(expected));
@@ -61,7 +61,7 @@ test('a message past the arrays\' kept size reads back whole, and so does the sm
   const big = Array.from({ length: 3_000 }, (_, i) => report('h', i, Array.from({ length: 30 }, (_, k) => [`m${k}`, i + k] as [string, number])));
   for (const r of big) wire.add(r);
   const first = wire.take().reports;
-  assert.equal(first.valueCount, 90_000);
+  assert.equal(first.values.length, 90_000);
   const known = receive(shapes, new Map());
   assert.deepEqual(readWireReports(first, known, 2_999, 3_000).map(plain), [expected(big[2_999]!)]);
   const small = report('s', 5, [['m0', 1]]);

@@ -7,44 +7,21 @@ import { NO_SHAPE, type ShapeTable } from '../../domain/report-shapes.js';
  * The reports of one message to the writer thread, as columns. A bulk body's
  * thousand reports as objects cost each thread about a microsecond apiece to
  * clone and outlived a scavenge or two on both sides; as columns they are a
- * handful of arrays, all in one buffer that is moved (transferred), not copied:
- * each buffer a message transfers costs about 2 µs on the sender alone (five
- * took 14 µs a message, one 5-7), and most messages carry one or two reports.
+ * handful of arrays, moved (transferred), not copied.
  */
 export interface WireReports {
   count: number;
-  /** Values of all the reports together. */
-  valueCount: number;
   /** The message's distinct strings; `text` indexes them. */
   strings: string[];
-  /** Per report: NO_SHAPE's names. */
-  names: Array<[report: number, names: string[]]>;
-  /** The columns (wireColumns): ts and values as float64, then text, shape and ends as 32-bit integers. */
-  data: ArrayBuffer;
-}
-
-/** The columns of a message, as views of its buffer. */
-export interface WireColumns {
-  ts: Float64Array<ArrayBuffer>;
-  /** Every report's values, one report after the other; report i's end at `ends[i]`. */
-  values: Float64Array<ArrayBuffer>;
   /** Per report: its tenant id, host id, hostname and platform, as indexes into `strings`. */
   text: Uint32Array<ArrayBuffer>;
+  ts: Float64Array<ArrayBuffer>;
   /** Per report: its shape (report-shapes.ts), or NO_SHAPE with its names in `names`. */
   shape: Int32Array<ArrayBuffer>;
+  names: Array<[report: number, names: string[]]>;
+  /** Every report's values, one report after the other; report i's end at `ends[i]`. */
+  values: Float64Array<ArrayBuffer>;
   ends: Uint32Array<ArrayBuffer>;
-}
-
-export function wireColumns(w: WireReports): WireColumns {
-  const n = w.count;
-  const ints = 8 * (n + w.valueCount);
-  return {
-    ts: new Float64Array(w.data, 0, n),
-    values: new Float64Array(w.data, 8 * n, w.valueCount),
-    text: new Uint32Array(w.data, ints, 4 * n),
-    shape: new Int32Array(w.data, ints + 16 * n, n),
-    ends: new Uint32Array(w.data, ints + 20 * n, n),
-  };
 }
 
 export interface WireBuilder {
@@ -109,13 +86,10 @@ export function createWireBuilder(shapes: ShapeTable): WireBuilder {
     },
     take() {
       const end = n ? ends[n - 1]! : 0;
-      const reports: WireReports = { count: n, valueCount: end, strings, names, data: new ArrayBuffer(8 * (n + end) + 24 * n) };
-      const out = wireColumns(reports);
-      out.ts.set(ts.subarray(0, n));
-      out.values.set(values.subarray(0, end));
-      out.text.set(text.subarray(0, 4 * n));
-      out.shape.set(shape.subarray(0, n));
-      out.ends.set(ends.subarray(0, n));
+      const reports: WireReports = {
+        count: n, strings, names,
+        text: text.slice(0, 4 * n), ts: ts.slice(0, n), shape: shape.slice(0, n), values: values.slice(0, end), ends: ends.slice(0, n),
+      };
       n = 0;
       strings = [];
       stringIndex = new Map();
@@ -127,7 +101,7 @@ export function createWireBuilder(shapes: ShapeTable): WireBuilder {
         ends = new Uint32Array(FIRST_REPORTS);
         values = new Float64Array(32 * FIRST_REPORTS);
       }
-      return { reports, transfer: [reports.data] };
+      return { reports, transfer: [reports.text.buffer, reports.ts.buffer, reports.shape.buffer, reports.values.buffer, reports.ends.buffer] };
     },
   };
 }
@@ -135,18 +109,17 @@ export function createWireBuilder(shapes: ShapeTable): WireBuilder {
 /** Reports [from, to) of a message as the writer takes them; values are views of the message's array. */
 export function readWireReports(w: WireReports, shapeNames: ReadonlyMap<number, readonly string[]>, from: number, to: number): HeadReport[] {
   const own = w.names.length ? new Map(w.names) : undefined;
-  const { ts, values, text, shape, ends } = wireColumns(w);
   const out: HeadReport[] = [];
   for (let i = from; i < to; i++) {
-    const s = shape[i]!;
+    const s = w.shape[i]!;
     out.push({
-      tenantId: w.strings[text[4 * i]!]!,
-      hostId: w.strings[text[4 * i + 1]!]!,
-      hostname: w.strings[text[4 * i + 2]!]!,
-      platform: w.strings[text[4 * i + 3]!]!,
-      ts: ts[i]!,
+      tenantId: w.strings[w.text[4 * i]!]!,
+      hostId: w.strings[w.text[4 * i + 1]!]!,
+      hostname: w.strings[w.text[4 * i + 2]!]!,
+      platform: w.strings[w.text[4 * i + 3]!]!,
+      ts: w.ts[i]!,
       names: s === NO_SHAPE ? own!.get(i)! : shapeNames.get(s)!,
-      values: values.subarray(i ? ends[i - 1]! : 0, ends[i]!),
+      values: w.values.subarray(i ? w.ends[i - 1]! : 0, w.ends[i]!),
     });
   }
   return out;
