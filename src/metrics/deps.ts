@@ -6,6 +6,7 @@ import type { MetricsStore } from './domain/metrics-store.js';
 import { createBulkLinePool, type BulkLinePool } from './http/bulk-line-pool.js';
 import { createEngineMetricsStore } from './storage/engine-metrics-store.js';
 import { databaseConn, METRICS_SQLITE_CACHE_KIB } from './storage/engine/sql-conn.js';
+import { countHostReportsAfter } from './storage/engine/reader.js';
 import { metricsMigrations, RETIRED_METRICS_MIGRATIONS } from './storage/migrations/index.js';
 import { createMetricsSelfMetrics, type MetricsSelfMetrics } from './self-metrics.js';
 import type { MetricsTables } from './storage/tables.js';
@@ -36,12 +37,12 @@ export async function createMetricsDeps(config: MetricsConfig, overrides: { now?
   const database = await openMetricsDatabase(config);
   const now = overrides.now ?? Date.now;
   const store = createMetricsStore(database, config, now);
-  const alerts = createAlertStore(database.db.withTables<AlertTables>(), databaseConn(database));
+  const alerts = createAlertStore(database.db.withTables<AlertTables>(), databaseConn(database), countHostReportsAfter);
   const bulkLines = createBulkLinePool(config.bulkParseThreads);
   return {
     database,
     store,
-    alertRouter: createAlertRouter(routes, { timeoutMs: config.alertTimeoutMs, store: alerts, now, reportsAfter: (tenantId, hostId, ts) => store.countReportsAfter(tenantId, hostId, ts) }),
+    alertRouter: createAlertRouter(routes, { timeoutMs: config.alertTimeoutMs, store: alerts, now }),
     alerts,
     selfMetrics: createMetricsSelfMetrics(),
     now,

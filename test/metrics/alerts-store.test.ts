@@ -1,6 +1,7 @@
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createAlertStore, FIRING_BATCH, hostKey, routeStates, type AlertStore, type AlertTables, type NewAlert, type StoredAlert } from '../../src/metrics/alerts/alert-store.js';
+import { countHostReportsAfter } from '../../src/metrics/storage/engine/reader.js';
 import { databaseConn, type SqlConn } from '../../src/metrics/storage/engine/sql-conn.js';
 import type { Database } from '../../src/core/storage/database.js';
 import type { MetricsTables } from '../../src/metrics/storage/tables.js';
@@ -33,7 +34,7 @@ for (const backend of BACKENDS) {
     before(async () => {
       storage = await freshStorage(backend);
       database = await openTestMetricsDatabase(storage);
-      store = createAlertStore(database.db.withTables<AlertTables>(), databaseConn(database));
+      store = createAlertStore(database.db.withTables<AlertTables>(), databaseConn(database), countHostReportsAfter);
     });
     after(async () => {
       await database.close();
@@ -93,7 +94,7 @@ for (const backend of BACKENDS) {
       let statements = 0;
       const conn = databaseConn(database);
       const counting: SqlConn = { ...conn, all: (text, params) => { statements++; return conn.all(text, params); } };
-      const coalesced = createAlertStore(database.db.withTables<AlertTables>(), counting);
+      const coalesced = createAlertStore(database.db.withTables<AlertTables>(), counting, countHostReportsAfter);
       const [a1, a1again, b1, a2, none] = await Promise.all([
         coalesced.firing('t-a', 'web-1'), coalesced.firing('t-a', 'web-1'), coalesced.firing('t-b', 'web-1'),
         coalesced.firing('t-a', 'web-2'), coalesced.firing('t-a', 'web-9'),
@@ -117,7 +118,7 @@ for (const backend of BACKENDS) {
       const conn = databaseConn(database);
       let fail = true;
       const flaky: SqlConn = { ...conn, all: (text, params) => (fail ? Promise.reject(new Error('database away')) : conn.all(text, params)) };
-      const s = createAlertStore(database.db.withTables<AlertTables>(), flaky);
+      const s = createAlertStore(database.db.withTables<AlertTables>(), flaky, countHostReportsAfter);
       const reads = await Promise.allSettled([s.firing('t-a', 'web-1'), s.firing('t-a', 'web-2')]);
       assert.deepEqual(reads.map((r) => r.status), ['rejected', 'rejected']);
       fail = false;
@@ -184,7 +185,7 @@ for (const backend of BACKENDS) {
       await insert('other', 4_000, 4_000, null, 4, {});
       await database.close();
       database = await openTestMetricsDatabase(storage);
-      store = createAlertStore(database.db.withTables<AlertTables>(), databaseConn(database));
+      store = createAlertStore(database.db.withTables<AlertTables>(), databaseConn(database), countHostReportsAfter);
 
       const all = await store.list('t-m', { from: 0, to: 100_000, limit: 100 });
       assert.deepEqual(all.map((a) => [a.fingerprint, a.startsAt, a.lastSeenAt, a.resolvedAt, a.value, a.message]).sort(), [

@@ -11,6 +11,7 @@ import { Ajv } from 'ajv';
 import { ALERT_LIMITS, AlertsSchema, type Alert } from '../../src/metrics/alerts/alert.js';
 import { ConfigError } from '../../src/core/config.js';
 import { createAlertStore, type AlertStore, type AlertTables, type NewAlert } from '../../src/metrics/alerts/alert-store.js';
+import { countHostReportsAfter } from '../../src/metrics/storage/engine/reader.js';
 import { databaseConn } from '../../src/metrics/storage/engine/sql-conn.js';
 import { openMetricsDatabase } from '../../src/metrics/deps.js';
 import type { TestContext } from 'node:test';
@@ -20,9 +21,7 @@ async function routerOptions(t: TestContext, timeoutMs: number, now: () => numbe
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'alerts-'));
   const database = await openMetricsDatabase({ databaseUrl: undefined, dbSchema: 'unused', dataDir });
   t.after(async () => { await database.close(); rmSync(dataDir, { recursive: true, force: true }); });
-  // These tests route reports without storing them: the store holds no report newer than the one routed (what
-  // storing them changes is tested through the service, in alerts-grouping.test.ts).
-  return { timeoutMs, store: createAlertStore(database.db.withTables<AlertTables>(), databaseConn(database)), now, reportsAfter: async () => 0 };
+  return { timeoutMs, store: createAlertStore(database.db.withTables<AlertTables>(), databaseConn(database), countHostReportsAfter), now };
 }
 
 interface Received { headers: IncomingMessage['headers']; body: unknown }

@@ -4,6 +4,7 @@ import type { Database } from '../../src/core/storage/database.js';
 import type { MetricsStore, NewReport } from '../../src/metrics/domain/metrics-store.js';
 import { createAlertStore, type AlertTables } from '../../src/metrics/alerts/alert-store.js';
 import { startRetentionSweep } from '../../src/metrics/domain/retention.js';
+import { countHostReportsAfter } from '../../src/metrics/storage/engine/reader.js';
 import { databaseConn } from '../../src/metrics/storage/engine/sql-conn.js';
 import { createEngineMetricsStore } from '../../src/metrics/storage/engine-metrics-store.js';
 import type { MetricsTables } from '../../src/metrics/storage/tables.js';
@@ -278,7 +279,7 @@ for (const backend of BACKENDS) {
       await assert.rejects(read(limit + 1), (e: unknown) => (e as { code?: string }).code === 'limit_exceeded' && new RegExp(`ask for at most ${limit} points`).test((e as Error).message));
     });
 
-    test('countReportsAfter counts the host\'s newer reports in the head, in whole blocks and inside an edge block; none of another host or tenant', async () => {
+    test('countHostReportsAfter counts the host\'s newer reports in the head, in whole blocks and inside an edge block; none of another host or tenant', async () => {
       const t = await newTenant(store);
       const other = await newTenant(store);
       const H = 3_600_000;
@@ -292,15 +293,16 @@ for (const backend of BACKENDS) {
       assert.deepEqual(sealed.map((b) => Number(b.rows)), [3, 3], 'both windows are sealed');
       const now = Date.now();
       for (const ts of [now - 2_000, now - 1_000]) await store.appendReport(report(t.tenantId, 'c', ts));
-      const after = (ts: number) => store.countReportsAfter(t.tenantId, 'c', ts);
+      const conn = databaseConn(database);
+      const after = (ts: number) => countHostReportsAfter(conn, t.tenantId, 'c', ts);
       assert.equal(await after(0), 8);
       assert.equal(await after(H + 2_000), 6, 'inside the first block: one of its rows, the whole second block, the head');
       assert.equal(await after(H + 3_000), 5);
       assert.equal(await after(2 * H + 2_500), 3);
       assert.equal(await after(now - 2_000), 1, 'in the head');
       assert.equal(await after(now - 1_000), 0);
-      assert.equal(await store.countReportsAfter(t.tenantId, 'nobody', 0), 0);
-      assert.equal(await store.countReportsAfter(other.tenantId, 'c', 0), 1, 'another tenant\'s host of the same id is its own');
+      assert.equal(await countHostReportsAfter(conn, t.tenantId, 'nobody', 0), 0);
+      assert.equal(await countHostReportsAfter(conn, other.tenantId, 'c', 0), 1, 'another tenant\'s host of the same id is its own');
     });
 
     test('latestByHost keeps the newest report even when an older one arrives later', async () => {
@@ -350,7 +352,7 @@ for (const backend of BACKENDS) {
       await store.appendReport(report(t.tenantId, 'stale', now - 40 * day));
       await store.appendReport(report(t.tenantId, 'live', now - 31 * day));
       await store.appendReport(report(t.tenantId, 'live', now - 29 * day));
-      const alerts = createAlertStore(database.db.withTables<AlertTables>(), databaseConn(database));
+      const alerts = createAlertStore(database.db.withTables<AlertTables>(), databaseConn(database), countHostReportsAfter);
       const incident = (name: string, lastSeenAt: number, resolvedAt: number | null) => ({
         tenantId: t.tenantId, hostId: 'live', fingerprint: name, name, severity: 'warning' as const, message: null, labels: {}, value: null,
         threshold: null, startsAt: now - 35 * day, lastSeenAt, resolvedAt, createdAt: now - 35 * day, routes: {}, resolvePending: false,

@@ -64,8 +64,6 @@ export interface AlertRouterOptions {
   /** Incidents and their notification state; shared by every instance, so any instance can take any report. */
   store: AlertStore;
   now: () => number;
-  /** How many stored reports of the host are newer than `ts` (MetricsStore.countReportsAfter). */
-  reportsAfter: (tenantId: string, hostId: string, ts: number) => Promise<number>;
 }
 
 /** Identity of an incident across reports: the alert's name, severity and agent labels (not its value or message). */
@@ -99,18 +97,18 @@ export function createAlertRouter(routes: AlertRoute[], opts: AlertRouterOptions
     // The read without a hold decides whether the report can change anything: most reports of a quiet host cannot.
     const hint = plan(await (read ?? opts.store.firing(ctx.tenantId, ctx.hostId)), ctx, alerts, now, timed, claimLeaseMs);
     if (!hint.changed) return { results: [], openAfter: hint.openAfter, sent: false };
-    // A late report (a spool sent out of order, a relay's backlog) opens nothing once a newer report of the host was
-    // routed: that report did not carry the alert (it would have opened it, or kept it open), so it had cleared, and
-    // nobody is paged for what has cleared. Asked only when the report would open an incident, which is rare.
-    const late = hint.current.some((c) => c.isNew) && await opts.reportsAfter(ctx.tenantId, ctx.hostId, ctx.ts) > pendingAfter();
     // Planned again and claimed under the host's hold, on what is committed now: of concurrent reports of one host, on
     // any instance, only the first finds a notification due, and the others find it claimed ('sending').
     const { current, resolved, openAfter, sends } = await opts.store.forHost(ctx.tenantId, ctx.hostId, async (host) => {
       const open = await host.open();
-      // Nor does it open again an incident that a newer report resolved (asked again here, under the hold, as the
-      // incidents are: that report may have been routed since).
+      // A late report (a spool sent out of order, a relay's backlog) opens nothing once a newer report of the host is
+      // stored (but for the body's later lines, routed after it): that report did not carry the alert (it would have
+      // opened it, or kept it open), so it had cleared, and nobody is paged for what has cleared; nor, so, does it open
+      // again an incident that a newer report resolved. Asked under the hold, on its connection, only when the report
+      // would open an incident, which is rare.
       const firing = new Set(open.filter((i) => i.resolvedAt === null).map((i) => i.fingerprint));
       const opening = [...new Set(alerts.map(incidentFingerprint))].filter((f) => !firing.has(f));
+      const late = opening.length > 0 && await host.reportsAfter(ctx.ts) > pendingAfter();
       const superseded = late ? new Set(opening) : opening.length ? await host.resolvedAfter(opening, ctx.ts) : new Set<string>();
       const held = plan(open, ctx, superseded.size ? alerts.filter((a) => !superseded.has(incidentFingerprint(a))) : alerts, now, timed, claimLeaseMs);
       for (const s of held.sends) {

@@ -1,5 +1,5 @@
-import { sql, type Kysely } from 'kysely';
-import type { SqlConn } from '../storage/engine/sql-conn.js';
+import { CompiledQuery, sql, type Kysely } from 'kysely';
+import { heldConn, type SqlConn } from '../storage/engine/sql-conn.js';
 import type { Severity } from './alert.js';
 
 /**
@@ -102,6 +102,8 @@ export interface HostAlerts {
   byIds(ids: number[]): Promise<StoredAlert[]>;
   /** Of `fingerprints`, those of an incident of the host resolved after `ts` (by a report newer than `ts`). */
   resolvedAfter(fingerprints: string[], ts: number): Promise<Set<string>>;
+  /** How many stored reports of the host are newer than `ts`, read in the hold's transaction. */
+  reportsAfter(ts: number): Promise<number>;
   /**
    * Stores new incidents of the host and the mutable fields of known ones (last seen, value, message, resolution,
    * route state); resolves the new incidents' ids, in order. At most one incident per fingerprint is open: opening a
@@ -246,7 +248,10 @@ export const hostKey = (tenantId: string, hostId: string) => `${tenantId}\0${hos
  * whose SQLite driver queues concurrent queries behind a mutex that wakes every waiter at each release (64
  * reports in flight: thousands of wake-ups and ~6 KiB of garbage per report). The rest stays on Kysely.
  */
-export function createAlertStore(db: Kysely<AlertTables>, conn: SqlConn): AlertStore {
+/** How many stored reports of a host are newer than `ts`, on the connection given (the storage engine's countHostReportsAfter). */
+export type ReportsAfter = (conn: SqlConn, tenantId: string, hostId: string, ts: number) => Promise<number>;
+
+export function createAlertStore(db: Kysely<AlertTables>, conn: SqlConn, reportsAfter: ReportsAfter): AlertStore {
   return {
     firing: coalescedFiring(conn),
     forHost(tenantId, hostId, fn) {
@@ -258,6 +263,10 @@ export function createAlertStore(db: Kysely<AlertTables>, conn: SqlConn): AlertS
         return fn({
           open: async () => (await host.where((eb) => eb.or([eb('resolved_at', 'is', null), eb('resolve_pending', '=', 1)])).orderBy('id').execute()).map(fromRow),
           byIds: async (ids) => (ids.length ? (await host.where('id', 'in', ids).orderBy('id').execute()).map(fromRow) : []),
+          reportsAfter: (ts) => reportsAfter(heldConn(conn.dialect, async (text, params) => {
+            const r = await trx.executeQuery(CompiledQuery.raw(text, [...params]));
+            return { rows: r.rows, changes: Number(r.numAffectedRows ?? 0) };
+          }), tenantId, hostId, ts),
           resolvedAfter: async (fingerprints, ts) => new Set(fingerprints.length
             ? (await trx.selectFrom('alerts').select('fingerprint').where('tenant_id', '=', tenantId).where('host_id', '=', hostId)
               .where('resolved_at', '>', ts).where('fingerprint', 'in', fingerprints).execute()).map((r) => r.fingerprint)

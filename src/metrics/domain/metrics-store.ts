@@ -46,8 +46,6 @@ export interface MetricsStore {
   /** Host ids of a tenant, sorted. */
   listHosts(tenantId: string): Promise<string[]>;
   hostExists(tenantId: string, hostId: string): Promise<boolean>;
-  /** How many stored reports of the host are newer than `ts` (0 when the tenant has no such host). */
-  countReportsAfter(tenantId: string, hostId: string, ts: number): Promise<number>;
   /**
    * A host's series over [from, to]: every report as it is when at most
    * `points` fall in the range, otherwise per-metric means over at most

@@ -7,7 +7,7 @@ import { DEFAULT_WRITER_OPTIONS, type WriterOptions } from './engine/engine-writ
 import { createFoldPool, defaultFoldThreads } from './engine/fold-pool.js';
 import { latestByHost } from './engine/latest.js';
 import { TailRows } from './engine/tail-rows.js';
-import { aggregatePointsLimit, countAfter, readAggregate, readHost, stableRead } from './engine/reader.js';
+import { aggregatePointsLimit, readAggregate, readHost, stableRead } from './engine/reader.js';
 import { databaseConn } from './engine/sql-conn.js';
 import { createWorkerWriter } from './engine/worker-writer.js';
 import type { MetricsTables } from './tables.js';
@@ -134,10 +134,6 @@ export function createEngineMetricsStore(database: Database<MetricsTables>, opts
     },
     async hostExists(tenantId, hostId) {
       return (await hostKeyOf(tenantId, hostId)) !== undefined;
-    },
-    async countReportsAfter(tenantId, hostId, ts) {
-      const key = await hostKeyOf(tenantId, hostId);
-      return key === undefined ? 0 : stableRead(conn, tenantId, ts, Number.MAX_SAFE_INTEGER, () => countAfter(conn, key, ts));
     },
     async readHostSeries(tenantId, hostId, q) {
       const key = await hostKeyOf(tenantId, hostId);

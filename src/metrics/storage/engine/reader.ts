@@ -85,8 +85,17 @@ export async function readHost(conn: SqlConn, hostKey: number, q: SeriesRequest,
   return { bucketMs: grid.width, ...buckets.columns(q.minmax) };
 }
 
+/**
+ * How many stored reports of the tenant's host are newer than `ts` (0 for no such host), read so that a seal
+ * landing meanwhile is neither missed nor counted twice (stableRead).
+ */
+export async function countHostReportsAfter(conn: SqlConn, tenantId: string, hostId: string, ts: number): Promise<number> {
+  const [host] = await conn.all<{ key: number }>('SELECT key FROM hosts WHERE tenant_id = ? AND host_id = ?', [tenantId, hostId]);
+  return host ? stableRead(conn, tenantId, ts, Number.MAX_SAFE_INTEGER, () => countAfter(conn, Number(host.key), ts)) : 0;
+}
+
 /** The host's reports newer than `ts`, in the head and the blocks (whole blocks by their row count). */
-export async function countAfter(conn: SqlConn, hostKey: number, ts: number): Promise<number> {
+async function countAfter(conn: SqlConn, hostKey: number, ts: number): Promise<number> {
   const [head] = await conn.all<{ n: number | string }>('SELECT COUNT(*) AS n FROM reports WHERE host_key = ? AND ts > ?', [hostKey, ts]);
   // A block of an earlier window ends before the window of `ts` begins.
   const metas = await conn.all<BlockMeta>('SELECT window_start, rows, min_ts, max_ts FROM blocks WHERE host_key = ? AND window_start >= ? AND max_ts > ?',
