@@ -130,6 +130,22 @@ for (const backend of BACKENDS) {
       assert.deepEqual(listed.body.map((a: { filename: string }) => a.filename), ['.pdf']);
     });
 
+    test('raw bytes of a file name that are not UTF-8 read as U+FFFD: the name is a label, the file\'s bytes are kept exactly', async () => {
+      const { u, businessId } = await member();
+      const boundary = 'b0undary';
+      const head = (name: string) => Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n`);
+      const body = Buffer.concat([
+        head('record_type'), Buffer.from('invoice\r\n'), head('record_uuid'), Buffer.from(`${randomUUID()}\r\n`),
+        Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="a`), Buffer.from([0xff, 0xc0, 0x80]),
+        Buffer.from(`.txt"\r\nContent-Type: application/octet-stream\r\n\r\n`), Buffer.from([0xff, 0x00, 0xfe]), Buffer.from(`\r\n--${boundary}--\r\n`),
+      ]);
+      const r = await call(s.url, 'POST', '/api/sync/attachment', { token: u.token, body, headers: { 'content-type': `multipart/form-data; boundary=${boundary}`, 'x-business-id': businessId } });
+      assert.equal(r.status, 201, r.text);
+      assert.match(r.body.filename, /^a\uFFFD+\.txt$/);
+      const d = await fetch(`${s.url}/api/sync/attachment/${r.body.uuid}`, { headers: { authorization: `Bearer ${u.token}` } });
+      assert.deepEqual([...new Uint8Array(await d.arrayBuffer())], [0xff, 0x00, 0xfe]);
+    });
+
     test('file names are percent-decoded (RFC 7578 section 4.2): a name fetch\'s FormData sent as a%22b.txt is a"b.txt', async () => {
       const { u, businessId } = await member();
       const form = new FormData();
