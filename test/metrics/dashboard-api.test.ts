@@ -126,6 +126,11 @@ for (const backend of BACKENDS) {
         assert.equal(top.status, 200, metric);
       }
       assert.equal((await call(h.url, 'GET', '/api/v1/sparklines?metric=cpu.usage&points=501', { token: acme.token })).status, 400);
+      for (const [query, details] of [['from=20&to=10', /after to/], ['from=abc', /from: must be a decimal integer/], ['points=0', /points: must be >= 1/], ['', /metric: is required/]] as const) {
+        const r = await call(h.url, 'GET', `/api/v1/sparklines?${query.length ? `metric=cpu.usage&${query}` : ''}`, { token: acme.token });
+        assert.deepEqual([r.status, r.body.error], [400, 'invalid_request'], query);
+        assert.match(r.body.details, details, query);
+      }
       assert.equal((await call(h.url, 'GET', '/api/v1/sparklines?metric=cpu.usage')).status, 401);
     });
 
@@ -214,7 +219,7 @@ test('the reads of every host (top, top lists, sparklines) are shed with the ser
   const h = await startMetrics('sqlite', { maxExpensivePerPrincipal: 0 });
   t.after(() => h.close());
   const tenant = await h.newTenant('shed');
-  for (const path of ['/api/v1/top?metric=cpu.usage', '/api/v1/top/lists?metrics=cpu.usage', '/api/v1/sparklines?metric=cpu.usage', '/api/v1/aggregate']) {
+  for (const path of ['/api/v1/top?metric=cpu.usage', '/api/v1/top/lists?metrics=cpu.usage', '/api/v1/sparklines?metric=cpu.usage', '/api/v1/aggregate', '/api/v1/host/web-1']) {
     const r = await call(h.url, 'GET', path, { token: tenant.token });
     assert.deepEqual([r.status, r.body.error, r.headers.get('retry-after')], [503, 'unavailable', '1'], path);
   }

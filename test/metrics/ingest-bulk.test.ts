@@ -184,6 +184,9 @@ for (const backend of BACKENDS) for (const threads of [1, 0]) {
       }
       const corrupt = await bulk(m.url, t.token, Buffer.from('not gzip at all'), { 'content-encoding': 'gzip' });
       assert.equal(corrupt.status, 400);
+      const corruptOne = await call(m.url, 'POST', '/api/v1/ingest', { token: t.token, body: Buffer.from('not gzip at all'), headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' } });
+      assert.deepEqual([corruptOne.status, corruptOne.body.error], [400, 'invalid_request'], 'single ingest too');
+      assert.match(corruptOne.body.details, /not valid gzip/);
     });
 
     test('a decompression bomb is refused with 413 on both endpoints, nothing stored', async () => {

@@ -88,6 +88,10 @@ for (const backend of BACKENDS) {
       ['a huge array', makeReport({ cpu: { usage: 1, perCore: Array.from({ length: 2000 }, () => 1) } }), /^body cpu\.perCore: must NOT have more than 1024 items$/],
       ['an alert of the wrong shape', makeReport({ alerts: [{ name: 'x', severity: 'apocalyptic' }] as never }), /^body alerts\.0\.severity/],
       ['a JSON array body', [1, 2, 3], /^body: must be object$/],
+      ['two disks with one path', makeReport({ ts: NOW, disks: [{ path: '/', total: 1, used: 0, available: 1, percent: 0 }, { path: '/', total: 2, used: 0, available: 2, percent: 0 }] }),
+        /^body disks\.1\.total: metric disk\.\/\.total is reported twice$/],
+      ['a metric name over 256 characters', makeReport({ ts: NOW, network: { ['k'.repeat(260)]: 1 } as never }), /^body network\.k{260}/],
+      ['nesting deeper than 6 levels inside network', makeReport({ ts: NOW, network: { a: { a: { a: { a: { a: { a: { a: 1 } } } } } } } as never }), /^body network\.a\.a\.a\.a\.a\.a: nested deeper than 6 levels$/],
     ];
     for (const [what, body, details] of bad) {
       test(`400 for ${what}, naming the field; nothing stored`, async () => {

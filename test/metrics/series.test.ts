@@ -174,6 +174,21 @@ for (const backend of BACKENDS) {
       assert.deepEqual([r.body.timestamps, r.body.metrics], [[], {}]);
     });
 
+    test('aggregate: 422 limit_exceeded when the tenant\'s names times the buckets pass 2,000,000 values, naming the budget that fits', async () => {
+      const c = await m.newTenant();
+      // Three hosts of 800 names each (under the per-host limit of 1,000): about 2,450 names with the base ones.
+      for (let i = 0; i < 3; i++) {
+        const network = Object.fromEntries(Array.from({ length: 800 }, (_, j) => [`h${i}k${j}`, j]));
+        assert.equal((await ingest(m.url, c.token, makeReport({ agentId: `n${i}`, ts: NOW - 1000, network: network as never }))).status, 200);
+      }
+      const range = `from=${NOW - 20_000_000}&to=${NOW}`;
+      const r = await get(c.token, `/api/v1/aggregate?${range}&points=1000`);
+      assert.deepEqual([r.status, r.body.error], [422, 'limit_exceeded'], r.text);
+      const fits = Number(/ask for at most (\d+) points/.exec(r.body.details)?.[1]);
+      assert.ok(fits >= 800 && fits < 1000, r.body.details);
+      assert.equal((await get(c.token, `/api/v1/aggregate?${range}&points=${fits}`)).status, 200, 'the budget it names is served');
+    });
+
     test('400 for non-integer bounds, from after to, or points beyond the cap', async () => {
       const cases: Array<[string, RegExp]> = [
         ['from=abc', /querystring from: must be a decimal integer/],
