@@ -247,6 +247,8 @@ for (const backend of BACKENDS) {
       const outsider = await newUser(s);
       const list = await call(s.url, 'GET', `/api/sync/attachments?record_type=invoice&record_uuid=${rec}`, { token: outsider.token, headers: { 'x-business-id': a } });
       assert.equal(list.status, 403);
+      const listUnknown = await call(s.url, 'GET', `/api/sync/attachments?record_type=invoice&record_uuid=${rec}`, { token: ownerA.token, headers: { 'x-business-id': randomUUID() } });
+      assert.deepEqual([listUnknown.status, listUnknown.body.details], [404, 'no such business']);
       const listViaB = await call(s.url, 'GET', `/api/sync/attachments?record_type=invoice&record_uuid=${rec}`, { token: await businessToken(s, ownerB, b) });
       assert.deepEqual(listViaB.body, []);
       assert.equal((await get(outsider.token)).status, 404);

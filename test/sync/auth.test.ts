@@ -260,6 +260,9 @@ for (const backend of BACKENDS) {
         ['POST', '/api/business', { name: 'X', abn: '51824753556' }],
         ['POST', '/api/auth/token', { business_id: b.id }],
         ['GET', `/api/business/${b.id}/members`, undefined],
+        ['POST', `/api/business/${b.id}/members`, { email: 'someone@example.com' }],
+        ['DELETE', `/api/business/${b.id}/members/${u.id}`, undefined],
+        ['POST', '/api/auth/logout', undefined],
       ] as const) {
         const r = await call(s.url, method, path, { token: t, ...(json ? { json } : {}) });
         assert.equal(r.status, 403, `${method} ${path}`);

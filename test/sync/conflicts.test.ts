@@ -247,6 +247,12 @@ for (const backend of BACKENDS) {
       assert.equal((await resolve(c, conflict.id, 'mine')).status, 400);
       assert.equal((await call(s.url, 'POST', '/api/sync/conflicts/abc/resolve', { token: c.token, headers: { 'x-business-id': c.businessId }, json: { resolution: 'local' } })).status, 400);
       assert.equal((await call(s.url, 'POST', `/api/sync/conflicts/${conflict.id}/resolve`, { json: { resolution: 'local' } })).status, 401);
+      const unknown = await call(s.url, 'GET', '/api/sync/conflicts', { token: c.token, headers: { 'x-business-id': randomUUID() } });
+      assert.deepEqual([unknown.status, unknown.body.details], [404, 'no such business'], 'the list of an unknown business');
+      for (const q of ['after_id=abc', 'after_id=-1', 'limit=0', 'limit=1.5']) {
+        const bad = await list(c, `?${q}`);
+        assert.deepEqual([bad.status, bad.body.error], [400, 'invalid_request'], q);
+      }
       assert.equal((await list(c)).body[0].resolution, 'pending', 'still pending after every refused attempt');
     });
   });

@@ -1,5 +1,6 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { BACKENDS } from '../helpers/backends.js';
 import { call } from '../helpers/http.js';
 import { addMember, businessToken, newBusiness, newUser, startSync, type SyncUnderTest } from '../helpers/sync.js';
@@ -92,6 +93,12 @@ for (const backend of BACKENDS) {
       assert.equal((await call(s.url, 'POST', `/api/business/${biz.id}/members`, { token: owner.token, json: { email: 'bad' } })).status, 400);
       assert.equal((await call(s.url, 'POST', `/api/business/${biz.id}/members`, { token: owner.token, json: { email: m.email, role: 'admin' } })).status, 400);
       assert.equal((await call(s.url, 'POST', `/api/business/${biz.id}/members`, { token: owner.token, json: {} })).status, 400);
+      const nobody = await call(s.url, 'POST', `/api/business/${randomUUID()}/members`, { token: owner.token, json: { email: m.email } });
+      assert.deepEqual([nobody.status, nobody.body.details], [404, 'no such business']);
+      const malformed = await call(s.url, 'POST', '/api/business/not-a-uuid/members', { token: owner.token, json: { email: m.email } });
+      assert.deepEqual([malformed.status, malformed.body.error], [400, 'invalid_request']);
+      const removeMalformed = await call(s.url, 'DELETE', `/api/business/not-a-uuid/members/${m.id}`, { token: owner.token });
+      assert.deepEqual([removeMalformed.status, removeMalformed.body.error], [400, 'invalid_request'], 'a malformed business id on removal too');
     });
 
     test('only owners add members: a member gets 403, an outsider 403, and nothing changes', async () => {

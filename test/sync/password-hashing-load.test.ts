@@ -78,6 +78,14 @@ for (const backend of BACKENDS) {
       }
       // Shed attempts were never counted against the lockout: the address is not locked.
       assert.equal((await call(own.url, 'POST', '/api/auth/login', { json: { email: u.email, password: u.password } })).status, 200);
+      // Registrations hash a password too, in the same queue.
+      const registrations = await Promise.all(Array.from({ length: 10 }, (_, i) => call(own.url, 'POST', '/api/auth/register', {
+        json: { email: `queued-${i}-${u.email}`, name: 'Queued', password: 'a long enough passphrase 42' },
+      })));
+      const shedRegistrations = registrations.filter((r) => r.status === 503);
+      assert.equal(shedRegistrations.length + registrations.filter((r) => r.status === 201).length, 10, registrations.map((r) => r.status).join(','));
+      assert.ok(shedRegistrations.length >= 1, 'registrations past the queue are shed');
+      for (const r of shedRegistrations) assert.deepEqual([r.body.error, r.headers.get('retry-after')], ['unavailable', String(r.body.retry_after)]);
     });
   });
 }

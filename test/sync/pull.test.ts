@@ -137,7 +137,13 @@ for (const backend of BACKENDS) {
       assert.deepEqual(r.body, { changes: [], version: 0, has_more: false }, 'the business token pulls its own, empty, business');
       r = await call(s.url, 'POST', '/api/sync/pull', { headers: { 'x-business-id': b.id }, json: { since_version: 0 } });
       assert.equal(r.status, 401);
-      assert.ok(u);
+      r = await call(s.url, 'POST', '/api/sync/pull', { token: u.token, headers: { 'x-business-id': randomUUID() }, json: { since_version: 0 } });
+      assert.deepEqual([r.status, r.body.details], [404, 'no such business']);
+      // A body past the limit (1 MiB) and a body that is not JSON.
+      r = await call(s.url, 'POST', '/api/sync/pull', { token: u.token, headers: { 'x-business-id': b.id, 'content-type': 'application/json' }, body: `{"since_version":0,"pad":"${'x'.repeat(1_100_000)}"}` });
+      assert.deepEqual([r.status, r.body.error], [413, 'payload_too_large']);
+      r = await call(s.url, 'POST', '/api/sync/pull', { token: u.token, headers: { 'x-business-id': b.id, 'content-type': 'text/plain' }, body: 'since_version=0' });
+      assert.deepEqual([r.status, r.body.error], [415, 'unsupported_media_type']);
     });
   });
 }

@@ -1,5 +1,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import WebSocket from 'ws';
 import { BACKENDS } from '../helpers/backends.js';
 import { call, type Reply } from '../helpers/http.js';
 import { SHARED_STATES, newUser, startSync, type SyncUnderTest } from '../helpers/sync.js';
@@ -34,6 +36,20 @@ for (const backend of BACKENDS) for (const shared of SHARED_STATES) {
       for (let i = 0; i < 5; i++) assert.equal((await call(s.url, 'GET', '/api/business', { token: a.token })).status, 200, `request ${i + 1}`);
       assertRateLimited(await call(s.url, 'GET', '/api/business', { token: a.token }), 'sixth request');
       assertRateLimited(await call(s.url, 'POST', '/api/business', { token: a.token, json: { name: 'x', abn: '51824753556' } }), 'any endpoint');
+      assertRateLimited(await call(s.url, 'POST', '/api/auth/token', { token: a.token, json: { business_id: randomUUID() } }), 'a business token');
+      // The feed's upgrade too, refused before it becomes a WebSocket.
+      const upgrade = await new Promise<{ status: number; retryAfter: string | undefined; body: string }>((resolve, reject) => {
+        const ws = new WebSocket(`${s.url.replace('http', 'ws')}/ws/sync?business_id=${randomUUID()}&user_id=${a.id}`, { headers: { authorization: `Bearer ${a.token}` } });
+        ws.once('unexpected-response', (_req, res) => {
+          let body = '';
+          res.on('data', (c: Buffer) => { body += String(c); });
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, retryAfter: res.headers['retry-after'], body }));
+        });
+        ws.once('open', () => { ws.close(); reject(new Error('the upgrade was accepted')); });
+        ws.once('error', () => undefined);
+      });
+      assert.deepEqual([upgrade.status, JSON.parse(upgrade.body).error], [429, 'rate_limited'], 'the feed upgrade');
+      assert.ok(Number(upgrade.retryAfter) >= 1, `Retry-After: ${upgrade.retryAfter}`);
       assert.deepEqual((await call(s.url, 'GET', '/api/business', { token: a.token })).body.error, 'rate_limited');
       assert.equal((await call(s.url, 'GET', '/api/business', { token: b.token })).status, 200, 'another user has their own budget');
       await s.nextMinute();
