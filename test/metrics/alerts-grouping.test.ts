@@ -254,7 +254,15 @@ for (const backend of BACKENDS) {
       assert.equal(hooks.plain.received.length, before);
       const r = await report('late-1', [cpu]);
       assert.deepEqual(r.body.alertResults, [{ alert: 'HighCpu', route: 'plain', outcome: 'delivered', status: 200 }], 'a newer report carrying it opens it');
-      assert.deepEqual((await incidents()).map((i) => [i.startsAt, i.resolvedAt]), [[ts, null]]);
+      const opened = ts;
+      assert.deepEqual((await incidents()).map((i) => [i.startsAt, i.resolvedAt]), [[opened, null]]);
+      assert.deepEqual((await report('late-1', [])).body.alertResults, [{ alert: 'HighCpu', route: 'plain', resolved: true, outcome: 'delivered', status: 200 }]);
+      // Late again, now between the opening and the resolving report: the incident is not opened again.
+      const between = await ingest(h.url, token, makeReport({ agentId: 'late-1', ts: opened + 5_000, alerts: [cpu] }));
+      assert.deepEqual([between.status, between.body.alertResults], [200, []]);
+      assert.deepEqual((await incidents()).map((i) => [i.startsAt, i.resolvedAt]), [[opened, ts]]);
+      assert.equal(hooks.plain.received.length, before + 2, 'its firing and resolved notifications, nothing for the late reports');
+      assert.deepEqual((await report('late-1', [cpu])).body.alertResults.map((x: { outcome: string }) => x.outcome), ['delivered'], 'a report newer than the resolution fires again');
       await report('late-1', []);
     });
 

@@ -81,15 +81,6 @@ for (const backend of BACKENDS) {
       assert.equal((await store.firing('t-b', 'web-1')).length, 1);
     });
 
-    test('resolvedAfter names the fingerprints of the host\'s incidents resolved after a time, of this tenant and host only', async () => {
-      const at = (resolvedAt: number | null, over: Partial<NewAlert> = {}) => incident({ tenantId: 't-late', hostId: 'late-1', fingerprint: `r${resolvedAt}`, resolvedAt, ...over });
-      await record(store, { opened: [at(3_000), at(9_000), at(null), at(9_000, { tenantId: 't-late-other', fingerprint: 'theirs' }), at(9_000, { hostId: 'late-2', fingerprint: 'sibling' })], updated: [] });
-      const asked = ['r3000', 'r9000', 'rnull', 'theirs', 'sibling', 'unknown'];
-      assert.deepEqual([...await store.forHost('t-late', 'late-1', (host) => host.resolvedAfter(asked, 5_000))], ['r9000']);
-      assert.deepEqual([...await store.forHost('t-late', 'late-1', (host) => host.resolvedAfter(asked, 9_000))], [], 'resolved at the time itself is not after it');
-      assert.deepEqual([...await store.forHost('t-late', 'late-1', (host) => host.resolvedAfter([], 0))], []);
-    });
-
     test('firing reads asked for together are one statement, and each caller gets only its own host\'s incidents', async () => {
       let statements = 0;
       const conn = databaseConn(database);

@@ -97,22 +97,6 @@ test('routes named like Object.prototype members (toString, constructor, __proto
   assert.deepEqual(received, names.flatMap((n) => [`${n} firing`, `${n} resolved`]).sort());
 });
 
-test('a late report carrying an alert that a newer report resolved opens no incident and pages nobody; a newer one opens it again', async (t) => {
-  const ok = await receiver((_req, res) => res.writeHead(200).end('ok'));
-  t.after(ok.close);
-  const options = await routerOptions(t, 2000);
-  const router = createAlertRouter([{ name: 'pager', url: ok.url, group_wait: '0s', send_resolved: true }], options);
-  const at = (s: number) => ({ ...ctx, ts: ctx.ts + s * 1000 });
-  assert.deepEqual((await router.route(at(10), [cpu])).map((r) => r.outcome), ['delivered']);
-  assert.deepEqual((await router.route(at(30), [])).map((r) => [r.outcome, r.resolved]), [['delivered', true]]);
-  assert.deepEqual(await router.route(at(20), [cpu]), [], 'the late +20 s report pages nobody');
-  const incidents = () => options.store.list(ctx.tenantId, { from: 0, to: Number.MAX_SAFE_INTEGER, limit: 10 });
-  assert.deepEqual((await incidents()).map((i) => [i.startsAt, i.resolvedAt]), [[at(10).ts, at(30).ts]]);
-  assert.deepEqual((await router.route(at(40), [cpu])).map((r) => r.outcome), ['delivered'], 'a report newer than the resolution fires again');
-  assert.deepEqual((await incidents()).map((i) => [i.startsAt, i.resolvedAt]), [[at(40).ts, null], [at(10).ts, at(30).ts]]);
-  assert.deepEqual(ok.received.map((r) => (r.body as { status: string }).status), ['firing', 'resolved', 'firing']);
-});
-
 test('a receiver answering 500 yields failed with its status; others still deliver', async (t) => {
   const ok = await receiver((_req, res) => res.writeHead(204).end());
   const broken = await receiver((_req, res) => res.writeHead(500).end('boom'));

@@ -103,14 +103,12 @@ export function createAlertRouter(routes: AlertRoute[], opts: AlertRouterOptions
       const open = await host.open();
       // A late report (a spool sent out of order, a relay's backlog) opens nothing once a newer report of the host is
       // stored (but for the body's later lines, routed after it): that report did not carry the alert (it would have
-      // opened it, or kept it open), so it had cleared, and nobody is paged for what has cleared; nor, so, does it open
-      // again an incident that a newer report resolved. Asked under the hold, on its connection, only when the report
-      // would open an incident, which is rare.
+      // opened it, or kept it open), or resolved it since, so it had cleared, and nobody is paged for what has cleared.
+      // Asked under the hold, on its connection, only when the report would open an incident, which is rare.
       const firing = new Set(open.filter((i) => i.resolvedAt === null).map((i) => i.fingerprint));
-      const opening = [...new Set(alerts.map(incidentFingerprint))].filter((f) => !firing.has(f));
-      const late = opening.length > 0 && await host.reportsAfter(ctx.ts) > pendingAfter();
-      const superseded = late ? new Set(opening) : opening.length ? await host.resolvedAfter(opening, ctx.ts) : new Set<string>();
-      const held = plan(open, ctx, superseded.size ? alerts.filter((a) => !superseded.has(incidentFingerprint(a))) : alerts, now, timed, claimLeaseMs);
+      const opens = alerts.some((a) => !firing.has(incidentFingerprint(a)));
+      const late = opens && await host.reportsAfter(ctx.ts) > pendingAfter();
+      const held = plan(open, ctx, late ? alerts.filter((a) => firing.has(incidentFingerprint(a))) : alerts, now, timed, claimLeaseMs);
       for (const s of held.sends) {
         for (const c of s.firing) c.incident.routes[s.route.name] = claimed(c.incident.routes[s.route.name], now);
         for (const r of s.ending) {

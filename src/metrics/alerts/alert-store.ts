@@ -1,5 +1,5 @@
 import { CompiledQuery, sql, type Kysely } from 'kysely';
-import { heldConn, type SqlConn } from '../storage/engine/sql-conn.js';
+import { heldReader, type SqlConn, type SqlReader } from '../storage/engine/sql-conn.js';
 import type { Severity } from './alert.js';
 
 /**
@@ -100,8 +100,6 @@ export interface HostAlerts {
   open(): Promise<StoredAlert[]>;
   /** The host's incidents with these ids, open or resolved. */
   byIds(ids: number[]): Promise<StoredAlert[]>;
-  /** Of `fingerprints`, those of an incident of the host resolved after `ts` (by a report newer than `ts`). */
-  resolvedAfter(fingerprints: string[], ts: number): Promise<Set<string>>;
   /** How many stored reports of the host are newer than `ts`, read in the hold's transaction. */
   reportsAfter(ts: number): Promise<number>;
   /**
@@ -243,14 +241,14 @@ function coalescedFiring(conn: SqlConn): AlertStore['firing'] {
 /** One host's key in maps of hosts of several tenants. */
 export const hostKey = (tenantId: string, hostId: string) => `${tenantId}\0${hostId}`;
 
+/** How many stored reports of a host are newer than `ts`, on the connection given (the storage engine's countHostReportsAfter). */
+export type ReportsAfter = (conn: SqlReader, tenantId: string, hostId: string, ts: number) => Promise<number>;
+
 /**
  * `conn` serves the read every stored report makes (its host's open incidents, coalesced): a prepared statement, not Kysely,
  * whose SQLite driver queues concurrent queries behind a mutex that wakes every waiter at each release (64
  * reports in flight: thousands of wake-ups and ~6 KiB of garbage per report). The rest stays on Kysely.
  */
-/** How many stored reports of a host are newer than `ts`, on the connection given (the storage engine's countHostReportsAfter). */
-export type ReportsAfter = (conn: SqlConn, tenantId: string, hostId: string, ts: number) => Promise<number>;
-
 export function createAlertStore(db: Kysely<AlertTables>, conn: SqlConn, reportsAfter: ReportsAfter): AlertStore {
   return {
     firing: coalescedFiring(conn),
@@ -263,14 +261,8 @@ export function createAlertStore(db: Kysely<AlertTables>, conn: SqlConn, reports
         return fn({
           open: async () => (await host.where((eb) => eb.or([eb('resolved_at', 'is', null), eb('resolve_pending', '=', 1)])).orderBy('id').execute()).map(fromRow),
           byIds: async (ids) => (ids.length ? (await host.where('id', 'in', ids).orderBy('id').execute()).map(fromRow) : []),
-          reportsAfter: (ts) => reportsAfter(heldConn(conn.dialect, async (text, params) => {
-            const r = await trx.executeQuery(CompiledQuery.raw(text, [...params]));
-            return { rows: r.rows, changes: Number(r.numAffectedRows ?? 0) };
-          }), tenantId, hostId, ts),
-          resolvedAfter: async (fingerprints, ts) => new Set(fingerprints.length
-            ? (await trx.selectFrom('alerts').select('fingerprint').where('tenant_id', '=', tenantId).where('host_id', '=', hostId)
-              .where('resolved_at', '>', ts).where('fingerprint', 'in', fingerprints).execute()).map((r) => r.fingerprint)
-            : []),
+          reportsAfter: (ts) => reportsAfter(heldReader(conn.dialect, async (text, params) => (await trx.executeQuery(CompiledQuery.raw(text, [...params]))).rows),
+            tenantId, hostId, ts),
           async record({ opened, updated }) {
             // Resolutions first: an incident may open again once the one it follows is resolved.
             for (const a of updated) {

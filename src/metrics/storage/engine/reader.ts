@@ -5,7 +5,7 @@ import type { SeriesRequest, StoredSeries } from '../../domain/metrics-store.js'
 import { Buckets } from './buckets.js';
 import type { FoldPool } from './fold-pool.js';
 import { planGrid, type Grid } from './query-plan.js';
-import type { SqlConn } from './sql-conn.js';
+import type { SqlConn, SqlReader } from './sql-conn.js';
 import { HOST_TIER_MS, TENANT_COARSE_MS, TENANT_FINE_MS, WINDOW_MS, windowOf } from './windows.js';
 
 /**
@@ -22,7 +22,7 @@ import { HOST_TIER_MS, TENANT_COARSE_MS, TENANT_FINE_MS, WINDOW_MS, windowOf } f
  * it would miss those rows. The versions are read before and after; if a seal
  * landed in between, the read is done again.
  */
-export async function stableRead<T>(conn: SqlConn, tenantId: string, from: number, to: number, read: () => Promise<T>): Promise<T> {
+export async function stableRead<T>(conn: SqlReader, tenantId: string, from: number, to: number, read: () => Promise<T>): Promise<T> {
   // An aligned bucket grid reaches back at most one bucket (no wider than the range) before `from`.
   const lo = windowOf(Math.max(0, from - (to - from + 1))) - WINDOW_MS;
   const versions = async () => {
@@ -89,13 +89,13 @@ export async function readHost(conn: SqlConn, hostKey: number, q: SeriesRequest,
  * How many stored reports of the tenant's host are newer than `ts` (0 for no such host), read so that a seal
  * landing meanwhile is neither missed nor counted twice (stableRead).
  */
-export async function countHostReportsAfter(conn: SqlConn, tenantId: string, hostId: string, ts: number): Promise<number> {
+export async function countHostReportsAfter(conn: SqlReader, tenantId: string, hostId: string, ts: number): Promise<number> {
   const [host] = await conn.all<{ key: number }>('SELECT key FROM hosts WHERE tenant_id = ? AND host_id = ?', [tenantId, hostId]);
   return host ? stableRead(conn, tenantId, ts, Number.MAX_SAFE_INTEGER, () => countAfter(conn, Number(host.key), ts)) : 0;
 }
 
 /** The host's reports newer than `ts`, in the head and the blocks (whole blocks by their row count). */
-async function countAfter(conn: SqlConn, hostKey: number, ts: number): Promise<number> {
+async function countAfter(conn: SqlReader, hostKey: number, ts: number): Promise<number> {
   const [head] = await conn.all<{ n: number | string }>('SELECT COUNT(*) AS n FROM reports WHERE host_key = ? AND ts > ?', [hostKey, ts]);
   // A block of an earlier window ends before the window of `ts` begins.
   const metas = await conn.all<BlockMeta>('SELECT window_start, rows, min_ts, max_ts FROM blocks WHERE host_key = ? AND window_start >= ? AND max_ts > ?',
@@ -113,7 +113,7 @@ function wholeWindows(q: Pick<SeriesRequest, 'from' | 'to'>): [number, number] {
  * and only if they leave the answer open are the edge blocks read for their timestamps (through this thread's inflated
  * blocks, where the fold that follows finds them again).
  */
-async function countInRange(conn: SqlConn, hostKey: number, metas: BlockMeta[], q: Pick<SeriesRequest, 'from' | 'to' | 'points'>): Promise<number> {
+async function countInRange(conn: SqlReader, hostKey: number, metas: BlockMeta[], q: Pick<SeriesRequest, 'from' | 'to' | 'points'>): Promise<number> {
   let n = 0;
   const edges: BlockMeta[] = [];
   for (const m of metas) {

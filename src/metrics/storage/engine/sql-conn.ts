@@ -54,27 +54,16 @@ export async function runAgainWhenUndone<T>(attempt: () => Promise<T>, retryAlso
   }
 }
 
+/** What a read needs of a connection: the statements of reader.ts that may run on a connection held by another layer. */
+export type SqlReader = Pick<SqlConn, 'dialect' | 'all'>;
+
 /**
- * A SqlConn over a connection another layer holds in a transaction (the alert store's hold, on Kysely): `query` runs
- * one statement there (`?` placeholders; turned into `$n` for PostgreSQL here), and so does everything else, a nested
- * transaction included. Asking the pool for a second connection while holding one could wait for ever once every
- * connection is held so.
+ * A SqlReader over a connection another layer holds in a transaction (the alert store's hold, on Kysely): `query`
+ * runs one statement there (`?` placeholders, turned into `$n` for PostgreSQL here). Asking the pool for a second
+ * connection while holding one could wait for ever once every connection is held so.
  */
-export function heldConn(dialect: DialectName, query: (text: string, params: readonly unknown[]) => Promise<{ rows: unknown[]; changes: number }>): SqlConn {
-  const text = (t: string) => (dialect === 'postgres' ? pgStatement(t).text : t);
-  const self: SqlConn = {
-    dialect,
-    all: async <T>(t: string, params: readonly unknown[] = []) => (await query(text(t), params)).rows as T[],
-    run: async (t, params = []) => (await query(text(t), params)).changes,
-    async runEach(t, paramLists) {
-      const out: number[] = [];
-      for (const params of paramLists) out.push((await query(text(t), params)).changes);
-      return out;
-    },
-    exec: async (t) => { await query(t, []); },
-    transaction: (fn) => fn(self),
-  };
-  return self;
+export function heldReader(dialect: DialectName, query: (text: string, params: readonly unknown[]) => Promise<unknown[]>): SqlReader {
+  return { dialect, all: async <T>(t: string, params: readonly unknown[] = []) => (await query(dialect === 'postgres' ? pgStatement(t).text : t, params)) as T[] };
 }
 
 /** A SqlConn over an open database's own connection (SQLite) or pool (PostgreSQL). */
