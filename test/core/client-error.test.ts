@@ -1,9 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { connect } from 'node:net';
-import { once } from 'node:events';
 import { createHttpApp, type App } from '../../src/core/http/create-app.js';
 import { SECURITY_HEADERS } from '../../src/core/http/security-headers.js';
+import { rawExchange } from '../helpers/http.js';
 
 const SHORT = { headersTimeoutMs: 300, requestTimeoutMs: 600, keepAliveTimeoutMs: 300, checkIntervalMs: 50 };
 
@@ -13,18 +12,6 @@ async function build(): Promise<{ app: App; port: number }> {
   app.get('/ok', async () => ({ ok: true }));
   await app.listen({ host: '127.0.0.1', port: 0 });
   return { app, port: (app.server.address() as { port: number }).port };
-}
-
-/** Writes raw bytes on a fresh connection and resolves with everything received once the server closes it. */
-async function raw(port: number, data: string | Buffer): Promise<string> {
-  const socket = connect(port, '127.0.0.1');
-  await once(socket, 'connect');
-  let received = '';
-  socket.on('data', (c: Buffer) => { received += String(c); });
-  socket.on('error', () => undefined);
-  socket.write(data);
-  await once(socket, 'close');
-  return received;
 }
 
 interface Parsed { status: number; headers: Map<string, string>; body: unknown }
@@ -61,35 +48,35 @@ test('requests Node\'s parser rejects get 400 with the security headers and the 
     'GET /ok HTTP/1.1\r\nHost: x\r\nX: a\u0000b\r\n\r\n',
     'GET /ok HTTP/1.1\r\n\r\n',
   ];
-  for (const request of malformed) assertShape(parse(await raw(port, request)), 400, 'invalid_request', JSON.stringify(request));
+  for (const request of malformed) assertShape(parse(await rawExchange(port, request)), 400, 'invalid_request', JSON.stringify(request));
 });
 
 test('headers past the size limit get 431 header_too_large in the same shape', async (t) => {
   const { app, port } = await build();
   t.after(() => app.close());
-  const response = await raw(port, `GET /ok HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`);
+  const response = await rawExchange(port, `GET /ok HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`);
   assertShape(parse(response), 431, 'header_too_large', 'oversized headers');
 });
 
 test('a client too slow with its headers or body gets 408 request_timeout in the same shape', { timeout: 10_000 }, async (t) => {
   const { app, port } = await build();
   t.after(() => app.close());
-  assertShape(parse(await raw(port, 'GET /ok HTTP/1.1\r\nHost: x\r\n')), 408, 'request_timeout', 'stalled headers');
-  assertShape(parse(await raw(port, 'POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 50\r\n\r\n{"n":')), 408, 'request_timeout', 'stalled body');
+  assertShape(parse(await rawExchange(port, 'GET /ok HTTP/1.1\r\nHost: x\r\n')), 408, 'request_timeout', 'stalled headers');
+  assertShape(parse(await rawExchange(port, 'POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 50\r\n\r\n{"n":')), 408, 'request_timeout', 'stalled body');
 });
 
 test('a well-formed request on the same server is answered normally', async (t) => {
   const { app, port } = await build();
   t.after(() => app.close());
-  const response = await raw(port, 'GET /ok HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+  const response = await rawExchange(port, 'GET /ok HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
   assert.match(response, /^HTTP\/1\.1 200/);
 });
 
 test('an Expect other than 100-continue gets 417 expectation_failed in the same shape, and 100-continue still works', async (t) => {
   const { app, port } = await build();
   t.after(() => app.close());
-  const refused = parse(await raw(port, 'POST /echo HTTP/1.1\r\nHost: x\r\nExpect: foo\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}'));
+  const refused = parse(await rawExchange(port, 'POST /echo HTTP/1.1\r\nHost: x\r\nExpect: foo\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}'));
   assertShape(refused, 417, 'expectation_failed', 'Expect: foo');
-  const ok = await raw(port, 'POST /echo HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Type: application/json\r\nContent-Length: 7\r\nConnection: close\r\n\r\n{"n":1}');
+  const ok = await rawExchange(port, 'POST /echo HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Type: application/json\r\nContent-Length: 7\r\nConnection: close\r\n\r\n{"n":1}');
   assert.match(ok, /^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 200/);
 });

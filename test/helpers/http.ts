@@ -1,3 +1,5 @@
+import { once } from 'node:events';
+import { connect } from 'node:net';
 import type { App } from '../../src/core/http/create-app.js';
 
 /** Starts `app` on an ephemeral loopback port and returns its base URL. */
@@ -38,4 +40,16 @@ export async function call<T = any>(
   let parsed: unknown = text;
   if ((res.headers.get('content-type') ?? '').includes('json') && text) parsed = JSON.parse(text);
   return { status: res.status, headers: res.headers, body: parsed as T, text };
+}
+
+/** Writes raw bytes on a fresh connection to `port` and resolves with everything received once the server closes it. */
+export async function rawExchange(port: number, data: string | Buffer): Promise<string> {
+  const socket = connect(port, '127.0.0.1');
+  await once(socket, 'connect');
+  let received = '';
+  socket.on('data', (c: Buffer) => { received += String(c); });
+  socket.on('error', () => undefined);
+  socket.write(data);
+  await once(socket, 'close');
+  return received;
 }

@@ -1,7 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { connect } from 'node:net';
-import { once } from 'node:events';
+import { rawExchange } from '../helpers/http.js';
 import { startMetrics } from '../helpers/metrics.js';
 import { startSync } from '../helpers/sync.js';
 
@@ -10,14 +9,7 @@ import { startSync } from '../helpers/sync.js';
  * the 400 of a request without Host; test/core/client-error.test.ts covers the shared app itself, 408 included).
  */
 async function raw(url: string, data: string): Promise<{ status: number; body: { error?: string; details?: string } }> {
-  const socket = connect(Number(new URL(url).port), '127.0.0.1');
-  await once(socket, 'connect');
-  let received = '';
-  socket.on('data', (c: Buffer) => { received += String(c); });
-  socket.on('error', () => undefined);
-  socket.write(data);
-  await once(socket, 'close');
-  const [head = '', body = ''] = received.split('\r\n\r\n', 2);
+  const [head = '', body = ''] = (await rawExchange(Number(new URL(url).port), data)).split('\r\n\r\n', 2);
   return { status: Number(head.split(' ')[1]), body: JSON.parse(body) as { error?: string; details?: string } };
 }
 
