@@ -181,7 +181,8 @@ for (const backend of BACKENDS) {
         const network = Object.fromEntries(Array.from({ length: 800 }, (_, j) => [`h${i}k${j}`, j]));
         assert.equal((await ingest(m.url, c.token, makeReport({ agentId: `n${i}`, ts: NOW - 1000, network: network as never }))).status, 200);
       }
-      const range = `from=${NOW - 20_000_000}&to=${NOW}`;
+      // 1,000 buckets of 20 s, whole multiples of the aggregate's 10 s unit.
+      const range = `from=${NOW - 20_000_000}&to=${NOW - 1}`;
       const r = await get(c.token, `/api/v1/aggregate?${range}&points=1000`);
       assert.deepEqual([r.status, r.body.error], [422, 'limit_exceeded'], r.text);
       const fits = Number(/ask for at most (\d+) points/.exec(r.body.details)?.[1]);
@@ -282,6 +283,20 @@ for (const backend of BACKENDS) {
       assert.equal(r.body.bucketMs, 10_000);
       assert.deepEqual(r.body.timestamps, Array.from({ length: 6 }, (_, i) => T0 + i * 10_000));
       assert.deepEqual(r.body.metrics['cpu.usage'], [25, 25.5, 26, 26.5, 27, 27.5]);
+    });
+
+    test('aggregate buckets are whole multiples of 10 s, so hosts reporting every 10 s at different phases weigh the same in every bucket', async () => {
+      const c = await m.newTenant();
+      // Three hosts with constant values, 10 s apart each, at phases 0, 3 and 7 s.
+      const reports = [[0, 10], [3_000, 20], [7_000, 60]].flatMap(([phase, usage], h) =>
+        Array.from({ length: 360 }, (_, i) => makeReport({ agentId: `p${h}`, ts: T0 + phase! + i * 10_000, cpu: { usage: usage! } })));
+      assert.equal((await ingestBulk(m.url, c.token, reports)).status, 200);
+      // 84 points over the hour ask for 42.9 s buckets, which would hold 4 samples of one host and 5 of another.
+      const r = await get(c.token, `/api/v1/aggregate?from=${T0}&to=${T0 + 3_599_999}&points=84&metrics=cpu.usage`);
+      assert.equal(r.status, 200);
+      assert.equal(r.body.bucketMs, 50_000);
+      assert.equal(r.body.timestamps.length, 72);
+      assert.deepEqual(r.body.metrics['cpu.usage'], Array.from({ length: 72 }, () => 30), 'every bucket is the mean of the three hosts');
     });
 
     test('every read path answers 401 without a valid token', async () => {

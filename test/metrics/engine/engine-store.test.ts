@@ -7,7 +7,7 @@ import { planGrid } from '../../../src/metrics/storage/engine/query-plan.js';
 import { HeadWindows, scanHead } from '../../../src/metrics/storage/engine/head-windows.js';
 import { findSealable, sealWindow } from '../../../src/metrics/storage/engine/sealer.js';
 import { databaseConn, type SqlConn } from '../../../src/metrics/storage/engine/sql-conn.js';
-import { HOST_TIER_MS, TENANT_COARSE_MS, TENANT_FINE_MS, WINDOW_MS } from '../../../src/metrics/storage/engine/windows.js';
+import { AGGREGATE_UNIT_MS, HOST_TIER_MS, TENANT_COARSE_MS, TENANT_FINE_MS, WINDOW_MS } from '../../../src/metrics/storage/engine/windows.js';
 import type { MetricsTables } from '../../../src/metrics/storage/tables.js';
 import { BACKENDS, freshStorage, type TestStorage } from '../../helpers/backends.js';
 import { newTenant, openTestMetricsDatabase } from '../../helpers/metrics.js';
@@ -186,7 +186,7 @@ for (const backend of BACKENDS) {
         const samples = samplesOf(tenantA, hostId);
         const inRange = samples.filter((s) => s.ts >= from && s.ts <= to).length;
         if (inRange <= points) { assert.equal(got.bucketMs, null, 'raw within the budget'); continue; }
-        const grid = planGrid(from, to, points, { minWidth: 1, tiers: [HOST_TIER_MS] });
+        const grid = planGrid(from, to, points, { unit: 1, tiers: [HOST_TIER_MS] });
         assert.equal(got.bucketMs, grid.width);
         if (grid.tier) tiered++;
         assertMatchesBrute(got, await store.metricNames(tenantA, got.metrics.keys()), samples.filter((s) => s.ts >= from && s.ts <= to), from, `host ${hostId} [${from}, ${to}] ${points}`);
@@ -205,7 +205,7 @@ for (const backend of BACKENDS) {
         const to = from + Math.floor(r() * (HOURS + 1) * WINDOW_MS);
         // A few budgets small enough for hour buckets (the coarse tier), the rest anywhere.
         const points = k < 6 ? 1 + (k % 3) : 1 + Math.floor(r() * 500);
-        const grid = planGrid(from, to, points, { minWidth: 10_000, tiers: [TENANT_FINE_MS, TENANT_COARSE_MS] });
+        const grid = planGrid(from, to, points, { unit: AGGREGATE_UNIT_MS, tiers: [TENANT_FINE_MS, TENANT_COARSE_MS] });
         tiersSeen.add(grid.tier);
         const got = await store.readAggregate(tenantA, { from, to, points, minmax: true });
         assert.equal(got.bucketMs, grid.width);

@@ -37,7 +37,7 @@ test('a thread still starting is not sent a part: the fold is done here meanwhil
   const cold = createFoldPool(1);
   try {
     const { blocks, starts } = day(24);
-    const grid = planGrid(DAY0, DAY0 + 24 * WINDOW_MS - 1, 500, { minWidth: 1, tiers: [WINDOW_MS] });
+    const grid = planGrid(DAY0, DAY0 + 24 * WINDOW_MS - 1, 500, { unit: 1, tiers: [WINDOW_MS] });
     const warming = cold.warm();
     const first = new Buckets(grid);
     await cold.fold(first, blocks, starts);
@@ -62,7 +62,7 @@ function local(grid: ReturnType<typeof planGrid>, blocks: Uint8Array[]) {
 test('a host-day folded half on a fold thread answers exactly what one thread folds, buckets straddling the split included', async () => {
   const { blocks, starts } = day(24);
   // 500 points over the day: 172,837 ms buckets, not aligned to the windows, so one bucket spans the split.
-  const grid = planGrid(DAY0, DAY0 + 24 * WINDOW_MS - 1, 500, { minWidth: 1, tiers: [WINDOW_MS] });
+  const grid = planGrid(DAY0, DAY0 + 24 * WINDOW_MS - 1, 500, { unit: 1, tiers: [WINDOW_MS] });
   assert.equal(grid.tier, null);
   await pool.warm();
   const before = pool.foldedApart;
@@ -75,7 +75,7 @@ test('a host-day folded half on a fold thread answers exactly what one thread fo
 test('a grid wider than the data and a query starting mid-day fold the same apart as together', async () => {
   const { blocks, starts } = day(12);
   for (const [from, to, points] of [[DAY0 - 3 * WINDOW_MS, DAY0 + 30 * WINDOW_MS, 97], [DAY0 + 5_555_555, DAY0 + 11 * WINDOW_MS, 1000]] as const) {
-    const grid = planGrid(from, to, points, { minWidth: 1, tiers: [] });
+    const grid = planGrid(from, to, points, { unit: 1, tiers: [] });
     const split = new Buckets(grid);
     await pool.fold(split, blocks, starts);
     assert.deepEqual(split.columns(true), local(grid, blocks));
@@ -98,7 +98,7 @@ test('more metrics than one slab of accumulators holds: every metric keeps its o
     blocks.push(encodeBlock({ ts, columns: cols }));
     starts.push(start);
   }
-  const grid = planGrid(DAY0, DAY0 + 8 * WINDOW_MS - 1, 2000, { minWidth: 1, tiers: [] });
+  const grid = planGrid(DAY0, DAY0 + 8 * WINDOW_MS - 1, 2000, { unit: 1, tiers: [] });
   const split = new Buckets(grid);
   await pool.fold(split, blocks, starts);
   const got = split.columns(true);
@@ -115,7 +115,7 @@ test('more metrics than one slab of accumulators holds: every metric keeps its o
 
 test(`fewer than ${MIN_BLOCKS_TO_SPLIT} blocks, or every fold thread busy: the query folds its blocks itself`, async () => {
   const { blocks, starts } = day(MIN_BLOCKS_TO_SPLIT * 4);
-  const grid = planGrid(DAY0, DAY0 + blocks.length * WINDOW_MS - 1, 300, { minWidth: 1, tiers: [] });
+  const grid = planGrid(DAY0, DAY0 + blocks.length * WINDOW_MS - 1, 300, { unit: 1, tiers: [] });
   const before = pool.foldedApart;
   const small = new Buckets(grid);
   await pool.fold(small, blocks.slice(0, MIN_BLOCKS_TO_SPLIT - 1), starts.slice(0, MIN_BLOCKS_TO_SPLIT - 1));
@@ -132,7 +132,7 @@ test(`fewer than ${MIN_BLOCKS_TO_SPLIT} blocks, or every fold thread busy: the q
 
 test('a block the fold thread cannot decode fails the read; the pool serves the next one', async () => {
   const { blocks, starts } = day(8);
-  const grid = planGrid(DAY0, DAY0 + 8 * WINDOW_MS - 1, 500, { minWidth: 1, tiers: [] });
+  const grid = planGrid(DAY0, DAY0 + 8 * WINDOW_MS - 1, 500, { unit: 1, tiers: [] });
   const broken = [...blocks];
   broken[7] = Uint8Array.from([1, 2, 3, 4]);
   let decodeError: Error | undefined;
@@ -157,7 +157,7 @@ test('subgrid: the buckets a span can fall in, at their offset in the whole grid
 test('no fold threads (one core): every block is folded by the query itself', async () => {
   const none = createFoldPool(0);
   const { blocks, starts } = day(6);
-  const grid = planGrid(DAY0, DAY0 + 6 * WINDOW_MS - 1, 100, { minWidth: 1, tiers: [] });
+  const grid = planGrid(DAY0, DAY0 + 6 * WINDOW_MS - 1, 100, { unit: 1, tiers: [] });
   const b = new Buckets(grid);
   await none.fold(b, blocks, starts);
   assert.equal(none.foldedApart, 0);

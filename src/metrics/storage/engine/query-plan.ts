@@ -6,7 +6,10 @@
  * bucket holds only the samples of [from, to]: the edge buckets' spans past
  * the range are left out (the reader folds a window the range only partly
  * covers from its samples, not from its rollup). The coarsest tier that is no
- * coarser than the requested resolution is used.
+ * coarser than the requested resolution is used. Widths are multiples of
+ * `unit` (the aggregate's is the agent's 10 s interval: every host reporting
+ * at it puts as many samples in each bucket as every other, so each weighs
+ * the same in the bucket's mean; windows.ts).
  */
 export interface Grid {
   /** Start of the first bucket (a multiple of width, at or before `from`). */
@@ -20,18 +23,20 @@ export interface Grid {
   to: number;
 }
 
-export function planGrid(from: number, to: number, points: number, opts: { minWidth: number; tiers: readonly number[] }): Grid {
-  let width = Math.max(opts.minWidth, Math.ceil((to - from + 1) / points));
-  let tier: number | null = null;
-  for (const t of opts.tiers) if (t <= width && (tier === null || t > tier)) tier = t;
-  const unit = tier ?? 1;
-  width = Math.ceil(width / unit) * unit;
+export function planGrid(from: number, to: number, points: number, opts: { unit: number; tiers: readonly number[] }): Grid {
+  let width = Math.max(opts.unit, Math.ceil((to - from + 1) / points));
   for (;;) {
+    width = Math.ceil(width / opts.unit) * opts.unit;
+    let tier: number | null = null;
+    for (const t of opts.tiers) if (t <= width && (tier === null || t > tier)) tier = t;
+    // Tiers are multiples of the unit, so a whole number of cells is a whole number of units too.
+    const step = tier ?? opts.unit;
+    width = Math.ceil(width / step) * step;
     const first = Math.floor(from / width);
     const count = Math.floor(to / width) - first + 1;
-    // Alignment can add one bucket past the budget: widen by one unit until it fits.
+    // Alignment can add one bucket past the budget: widen by one step until it fits.
     if (count <= points) return { start: first * width, width, count, tier, from, to };
-    width += unit;
+    width += step;
   }
 }
 

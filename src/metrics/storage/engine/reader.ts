@@ -6,7 +6,7 @@ import { Buckets } from './buckets.js';
 import type { FoldPool } from './fold-pool.js';
 import { planGrid, type Grid } from './query-plan.js';
 import type { SqlConn, SqlReader } from './sql-conn.js';
-import { HOST_TIER_MS, TENANT_COARSE_MS, TENANT_FINE_MS, WINDOW_MS, windowOf } from './windows.js';
+import { AGGREGATE_UNIT_MS, HOST_TIER_MS, TENANT_COARSE_MS, TENANT_FINE_MS, WINDOW_MS, windowOf } from './windows.js';
 
 /**
  * The read side: a host's series and a tenant's aggregate, from the head,
@@ -64,7 +64,7 @@ export async function readHost(conn: SqlConn, hostKey: number, q: SeriesRequest,
   const headRows = Number(head?.n ?? 0);
   if (await countInRange(conn, hostKey, metas, q) + headRows <= q.points) return readRaw(conn, hostKey, metas, q);
 
-  const grid = planGrid(q.from, q.to, q.points, { minWidth: 1, tiers: [HOST_TIER_MS] });
+  const grid = planGrid(q.from, q.to, q.points, { unit: 1, tiers: [HOST_TIER_MS] });
   const buckets = new Buckets(grid);
   // A window's rollup is one cell of the whole window: a window the range only partly covers is read from its samples.
   const [wholeFrom, wholeTo] = wholeWindows(q);
@@ -210,7 +210,7 @@ async function readRaw(conn: SqlConn, hostKey: number, metas: BlockMeta[], q: Se
  */
 export async function readAggregate(conn: SqlConn, tenantId: string, q: SeriesRequest, pool?: FoldPool): Promise<StoredSeries & { hosts: number }> {
   void pool?.warm();
-  const grid = planGrid(q.from, q.to, q.points, { minWidth: 10_000, tiers: [TENANT_FINE_MS, TENANT_COARSE_MS] });
+  const grid = planGrid(q.from, q.to, q.points, { unit: AGGREGATE_UNIT_MS, tiers: [TENANT_FINE_MS, TENANT_COARSE_MS] });
   await assertAnswerFits(conn, tenantId, grid);
   const buckets = new Buckets(grid);
   // Only windows the range overlaps; of those, rollups only of the windows it covers whole (a cell cannot be cut at

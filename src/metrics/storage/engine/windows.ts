@@ -19,3 +19,9 @@ export const TENANT_COARSE_MS = 3_600_000;
 export function windowOf(ts: number): number {
   return Math.floor(ts / WINDOW_MS) * WINDOW_MS;
 }
+
+/**
+ * The aggregate's bucket widths are multiples of this, the agent's default interval: every host at that interval
+ * (or at one dividing it) puts the same number of samples in each bucket, so each weighs the same in the mean.
+ */
+export const AGGREGATE_UNIT_MS = 10_000;
