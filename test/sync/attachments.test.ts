@@ -146,6 +146,14 @@ for (const backend of BACKENDS) {
       assert.deepEqual([...new Uint8Array(await d.arrayBuffer())], [0xff, 0x00, 0xfe]);
     });
 
+    test('a multipart boundary too long for the parser is a 400 naming the boundary, not a 500', async () => {
+      const { u, businessId } = await member();
+      for (const boundary of ['b'.repeat(253), `"${'b'.repeat(1000)}"`]) {
+        const r = await call(s.url, 'POST', '/api/sync/attachment', { token: u.token, body: 'x', headers: { 'content-type': `multipart/form-data; boundary=${boundary}`, 'x-business-id': businessId } });
+        assert.deepEqual([r.status, r.body.error, r.body.details], [400, 'invalid_request', 'malformed multipart/form-data body: the boundary is too long (RFC 2046 allows 70 characters)']);
+      }
+    });
+
     test('file names are percent-decoded (RFC 7578 section 4.2): a name fetch\'s FormData sent as a%22b.txt is a"b.txt', async () => {
       const { u, businessId } = await member();
       const form = new FormData();

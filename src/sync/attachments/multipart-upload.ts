@@ -19,9 +19,14 @@ export interface Upload {
  * (with a system or database `code`) stay 500.
  */
 const MALFORMED_FORM = /^(Multipart: Boundary not found|Malformed |Unexpected end of |Part terminated early)/;
+/** busboy's boundary search takes at most 256 bytes ("\r\n--" and the boundary); RFC 2046 allows 70 characters. */
+const BOUNDARY_TOO_LONG = /^The needle cannot have a length bigger than/;
 
-function isMalformedForm(e: unknown): boolean {
-  return e instanceof Error && !('code' in e) && !('statusCode' in e) && MALFORMED_FORM.test(e.message);
+/** The 400 a busboy parse error is, or undefined for any other error. */
+function malformedForm(e: unknown): AppError | undefined {
+  if (!(e instanceof Error) || 'code' in e || 'statusCode' in e) return undefined;
+  if (BOUNDARY_TOO_LONG.test(e.message)) return new AppError('invalid_request', 'malformed multipart/form-data body: the boundary is too long (RFC 2046 allows 70 characters)');
+  return MALFORMED_FORM.test(e.message) ? new AppError('invalid_request', `malformed multipart/form-data body: ${e.message}`) : undefined;
 }
 
 /**
@@ -59,7 +64,7 @@ export async function readUpload(req: FastifyRequest, blobs: BlobStore, maxBytes
     }
   } catch (e: unknown) {
     await blob?.discard();
-    throw isMalformedForm(e) ? new AppError('invalid_request', `malformed multipart/form-data body: ${(e as Error).message}`) : e;
+    throw malformedForm(e) ?? e;
   }
   if (!blob) throw new AppError('invalid_request', 'the form has no "file" part');
   await blob.commit();
