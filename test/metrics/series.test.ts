@@ -260,6 +260,9 @@ for (const backend of BACKENDS) {
         assert.equal(r400.status, 400, bad);
         assert.equal(r400.body.error, 'invalid_request', 'a path that does not decode names no id');
       }
+      const withToken = await get(c.token, `/api/v1/host/%E9?token=${c.token}`);
+      assert.equal(withToken.status, 400);
+      assert.ok(withToken.body.details.includes('token=[REDACTED]') && !withToken.text.includes(c.token), 'a token in the query of such a path is not quoted back');
     });
 
     test('the aggregate is the mean of every sample of the tenant\'s hosts only, per aligned bucket', async () => {

@@ -148,6 +148,10 @@ for (const backend of BACKENDS) for (const shared of SHARED_STATES) {
         f.ws.close();
         const wrong = `${u.token.slice(0, -4)}abcd`;
         assert.equal((await refusal(() => openFeed(own.url, { businessId: b.id, userId: u.id, token: wrong, via: 'query' }))).status, 401);
+        // A path that does not decode is refused quoting the URL: its token redacted there too, in the answer and the log.
+        const bad = await call(own.url, 'GET', `/ws/sync%E9?business_id=${b.id}&token=${u.token}`);
+        assert.deepEqual([bad.status, bad.body.error], [400, 'invalid_request']);
+        assert.ok(bad.body.details.includes('token=[REDACTED]') && !bad.text.includes(u.token.slice(-20)), bad.text);
         const logs = own.logs.join('');
         assert.ok(logs.includes('/ws/sync?'), 'the upgrade requests are logged');
         assert.ok(logs.includes('token=[REDACTED]'));

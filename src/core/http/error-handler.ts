@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { ERROR_STATUS, isAppError, type ErrorCode } from '../errors.js';
 import { databaseFailure } from '../storage/unavailable.js';
+import { redactUrl } from './redact.js';
 import { describeValidationError } from './validation.js';
 
 declare module 'fastify' {
@@ -61,9 +62,11 @@ export function toErrorResponse(err: unknown, safe = false): { status: number; b
   return { status: 500, body: { error: 'internal', details: 'an unexpected error occurred; it has been logged' } };
 }
 
-// Fastify's own 4xx messages are safe to show; strip the "FST_..." prefixes and body echoes.
+// Fastify's own 4xx messages are safe to show; strip the "FST_..." prefixes and body echoes. A URL that does not
+// decode is quoted whole: its query's secrets (a feed's ?token=) are redacted, as in the request log.
 function clientMessage(fe: Partial<FastifyError>): string {
-  const msg = (fe.message ?? 'invalid request').replace(/^FST_\w+:\s*/, '');
+  const msg = (fe.message ?? 'invalid request').replace(/^FST_\w+:\s*/, '')
+    .replace(/^'(.*)' is not a valid url component$/s, (_, url: string) => `'${redactUrl(url)}' is not a valid url component`);
   return msg.length > 300 ? `${msg.slice(0, 300)}...` : msg;
 }
 
