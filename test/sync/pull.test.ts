@@ -144,6 +144,13 @@ for (const backend of BACKENDS) {
       assert.deepEqual([r.status, r.body.error], [413, 'payload_too_large']);
       r = await call(s.url, 'POST', '/api/sync/pull', { token: u.token, headers: { 'x-business-id': b.id, 'content-type': 'text/plain' }, body: 'since_version=0' });
       assert.deepEqual([r.status, r.body.error], [415, 'unsupported_media_type']);
+      // A Content-Encoding is refused whatever the bytes: compressed JSON would be read as text.
+      for (const encoding of ['gzip', 'GZIP ', 'br']) {
+        r = await call(s.url, 'POST', '/api/sync/pull', { token: u.token, headers: { 'x-business-id': b.id, 'content-type': 'application/json', 'content-encoding': encoding }, body: '{"since_version":0}' });
+        assert.deepEqual([r.status, r.body.error], [415, 'unsupported_media_type'], encoding);
+      }
+      r = await call(s.url, 'POST', '/api/sync/pull', { token: u.token, headers: { 'x-business-id': b.id, 'content-type': 'application/json', 'content-encoding': 'identity' }, body: '{"since_version":0}' });
+      assert.equal(r.status, 200, 'identity is no encoding');
     });
   });
 }
