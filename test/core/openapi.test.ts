@@ -36,3 +36,13 @@ test('both services publish OpenAPI documents with one bearer scheme and one err
     assert.ok(secured > 0 && errors > 0, name);
   }
 });
+
+test('the sync upload documents its multipart form (file, record_type, record_uuid) for generated clients', async (t) => {
+  const s = await startSync('sqlite');
+  t.after(() => s.close());
+  const doc = (await call(s.url, 'GET', '/api/openapi.json')).body;
+  const form = doc.paths['/api/sync/attachment'].post.requestBody.content['multipart/form-data'].schema;
+  assert.deepEqual(Object.keys(form.properties), ['file', 'record_type', 'record_uuid']);
+  assert.deepEqual([...form.required].sort(), ['file', 'record_type', 'record_uuid']);
+  assert.equal(form.properties.file.format, 'binary');
+});

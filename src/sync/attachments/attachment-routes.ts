@@ -3,12 +3,13 @@ import { Type } from 'typebox';
 import type { Readable } from 'node:stream';
 import type { FastifyRequest } from 'fastify';
 import type { App } from '../../core/http/create-app.js';
+import { validatorCompiler } from '../../core/http/validation.js';
 import type { SyncDeps } from '../deps.js';
 import { isMember, requireUser, resolveBusiness } from '../http/auth-guard.js';
 import { BearerSecurity, errors } from '../http/schemas.js';
 import { normalizeUuid } from '../../core/uuid.js';
 import { BusinessHeaderSchema } from '../changes/change-schemas.js';
-import { AttachmentListQuerySchema, AttachmentParamsSchema, AttachmentSchema } from './attachment-schemas.js';
+import { AttachmentListQuerySchema, AttachmentParamsSchema, AttachmentSchema, UploadFormSchema } from './attachment-schemas.js';
 import { listAttachments, openAttachment, saveAttachment, type AttachmentDeps } from './attachments.js';
 import { readUpload } from './multipart-upload.js';
 import { contentDisposition } from './safe-filename.js';
@@ -27,14 +28,19 @@ export function registerAttachmentRoutes(app: App, deps: SyncDeps): void {
   void app.register(async (scope) => {
     // Encapsulated: only these routes parse multipart, and the file is never buffered.
     await scope.register(multipart, { throwFileSizeLimit: true });
+    const compile = validatorCompiler();
 
     scope.post('/api/sync/attachment', {
       onRequest: auth,
       // A large file on a slow link may take minutes: bounded by inactivity, not total time.
       config: { upload: true },
+      // The form is streamed and checked by readUpload and saveAttachment; its schema below documents it for OpenAPI.
+      validatorCompiler: (route) => (route.httpPart === 'body' ? () => true : compile(route)),
       schema: {
         tags: ['attachments'], summary: 'Upload a file for a record (multipart/form-data: file, record_type, record_uuid)', security: BearerSecurity,
         description: `At most ${maxBytes} bytes by default (--attachment-max-bytes); larger uploads get 413 and leave nothing stored.`,
+        consumes: ['multipart/form-data'],
+        body: UploadFormSchema,
         headers: BusinessHeaderSchema,
         response: { 201: AttachmentSchema, ...errors(400, 401, 403, 404, 408, 413, 415) },
       },

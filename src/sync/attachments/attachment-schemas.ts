@@ -13,9 +13,18 @@ export const AttachmentSchema = Type.Object({
 });
 export type Attachment = Static<typeof AttachmentSchema>;
 
+const RecordType = Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]{0,62}$', description: 'Identifier, like a table name.' });
+
 export const AttachmentListQuerySchema = Type.Object({
-  record_type: Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]{0,62}$', description: 'Identifier, like a table name.' }),
+  record_type: RecordType,
   record_uuid: Uuid,
 });
+
+/** The upload's multipart/form-data parts, for the OpenAPI document (the form is streamed and checked by readUpload and saveAttachment). */
+export const UploadFormSchema = Type.Object({
+  file: Type.String({ format: 'binary', description: 'The file\'s bytes, stored exactly; its file name is kept for display.' }),
+  record_type: RecordType,
+  record_uuid: Uuid,
+}, { description: 'Exactly one file part, named file; the fields may come before or after it.' });
 
 export const AttachmentParamsSchema = Type.Object({ uuid: Uuid });
