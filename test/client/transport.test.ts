@@ -127,3 +127,22 @@ test('closing, or the caller\'s signal, cuts short a body still arriving: closed
   caller.abort(new Error('not needed any more'));
   await assert.rejects(download, /not needed any more/);
 });
+
+test('a 429 whose retry_after is past maxRetryAfterSeconds (a lockout\'s 900 s) fails at once with rate_limited and its retryAfter; one within it is waited out', async () => {
+  for (const [retryAfter, sent] of [[900, 1], [121, 1], [1, 2]] as const) {
+    let calls = 0;
+    const waited: number[] = [];
+    const t = createTransport({
+      baseUrl: 'http://sync.invalid',
+      fetch: (async () => (++calls === 1
+        ? new Response(JSON.stringify({ error: 'rate_limited', retry_after: retryAfter }), { status: 429 })
+        : new Response('{}', { status: 200, headers: { 'content-type': 'application/json' } }))) as unknown as typeof fetch,
+      sleep: async (ms: number) => { waited.push(ms); },
+    }, new AbortController().signal);
+    const call = t.request('GET', '/api/sync/status');
+    if (sent === 1) await assert.rejects(call, (e: unknown) => e instanceof SyncClientError && e.code === 'rate_limited' && e.retryAfter === retryAfter);
+    else await call;
+    assert.equal(calls, sent, `retry_after ${retryAfter}`);
+    assert.deepEqual(waited, sent === 1 ? [] : [retryAfter * 1000]);
+  }
+});

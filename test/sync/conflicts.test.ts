@@ -81,6 +81,20 @@ for (const backend of BACKENDS) {
       assert.equal((await list(c)).body.length, 1, 'no second conflict stored');
     });
 
+    test('two devices creating one record: the loser\'s create resolved local pulls as a create at record version 2', async () => {
+      const owner = await newUser(s);
+      const b = await newBusiness(s, owner);
+      const a = device(s.url, owner.token, b.id, 'phone-a');
+      const c = device(s.url, owner.token, b.id, 'tablet-b');
+      const rec = randomUUID();
+      await a.push({ changes: [change(rec, 1, { name: 'from a' })] });
+      const conflict = (await c.push({ changes: [change(rec, 1, { name: 'from c' })] })).body.conflicts[0];
+      assert.equal(conflict.operation, 'create');
+      assert.equal((await resolve(c, conflict.id, 'local')).status, 200);
+      const { changes } = await a.pullAll(0);
+      assert.deepEqual(changes.map((x) => [x.operation, x.record_version, x.instance_id, x.data['name']]), [['create', 1, 'phone-a', 'from a'], ['create', 2, 'tablet-b', 'from c']]);
+    });
+
     test('retrying a conflicted push after its conflict was resolved local answers that conflict', async () => {
       const { a, c, rec } = await twoDevices();
       await a.push({ changes: [change(rec, 2, { name: 'A2' })] });

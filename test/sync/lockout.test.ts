@@ -31,6 +31,16 @@ for (const backend of BACKENDS) {
       assert.equal(r.body.token, undefined);
     });
 
+    test('a lock holds back new sign-ins only: the owner\'s signed-in sessions go on, their tokens and refresh included', async () => {
+      const u = await newUser(s);
+      for (let i = 0; i < 5; i++) await login(u.email, 'wrong password');
+      assert.equal((await login(u.email, u.password)).status, 429);
+      assert.equal((await call(s.url, 'GET', '/api/business', { token: u.token })).status, 200, 'the access token still works');
+      const refreshed = await call(s.url, 'POST', '/api/auth/refresh', { json: { refresh_token: u.refreshToken } });
+      assert.equal(refreshed.status, 200, refreshed.text);
+      assert.equal((await call(s.url, 'GET', '/api/business', { token: refreshed.body.token })).status, 200);
+    });
+
     test('the lock lasts 15 minutes from the locking failure and attempts during it do not extend it', async () => {
       const u = await newUser(s);
       for (let i = 0; i < 5; i++) await login(u.email, 'wrong password');
