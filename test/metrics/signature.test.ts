@@ -58,6 +58,17 @@ for (const backend of BACKENDS) {
       assert.equal(r.status, 200);
     });
 
+    test('a captured signed body sent again is a duplicate: stored once, its host\'s series unchanged', async () => {
+      const t = await signed.newTenant();
+      const body = JSON.stringify(makeReport({ agentId: 'replayed', cpu: { usage: 7 } }));
+      const headers = { 'x-collector-signature': hmac(body) };
+      assert.equal((await ingest(signed.url, t.token, body, { headers })).body.duplicate, false);
+      const again = await ingest(signed.url, t.token, body, { headers });
+      assert.deepEqual([again.status, again.body.duplicate], [200, true]);
+      const series = await call(signed.url, 'GET', '/api/v1/host/replayed?from=0', { token: t.token });
+      assert.deepEqual(series.body.metrics['cpu.usage'], [7]);
+    });
+
     test('401 for a missing, forged, wrong-key or other-body signature; nothing stored', async () => {
       const t = await signed.newTenant();
       const body = JSON.stringify(makeReport({ agentId: 'forged' }));
