@@ -130,11 +130,42 @@ test('install-agent.sh installs the bundle, the unit and a private env file (DES
   assert.deepEqual(readdirSync(path.join(root, 'usr/local/lib/host-agent')), ['host-agent.cjs'], 'an upgrade leaves no stale bundle');
   assert.equal(readFileSync(path.join(root, 'usr/local/lib/host-agent/host-agent.cjs'), 'utf8'), '// bundle\n');
   const unit = readFileSync(path.join(root, 'etc/systemd/system/host-agent.service'), 'utf8');
-  assert.equal(unit, readFileSync(path.join(PROJECT_ROOT, 'deploy/host-agent.service'), 'utf8'));
+  // The unit runs the node the script checked (the first on PATH), not whatever /usr/bin/node is.
+  assert.equal(unit, readFileSync(path.join(PROJECT_ROOT, 'deploy/host-agent.service'), 'utf8').replace('ExecStart=/usr/bin/node ', `ExecStart=${path.join(bin, 'node')} `));
   // The memory flags the benchmark measured are the ones installed: node flags before the installed bundle, malloc tuning in Environment=.
   const launch = agentLaunch(unit);
-  assert.match(unit, /ExecStart=\/usr\/bin\/node (--\S+ )+\/usr\/local\/lib\/host-agent\/host-agent\.cjs /);
+  assert.match(unit, /ExecStart=\S+\/node (--\S+ )+\/usr\/local\/lib\/host-agent\/host-agent\.cjs /);
   assert.ok(launch.nodeFlags.includes('--jitless'), launch.nodeFlags.join(' '));
   assert.equal(launch.env['MALLOC_ARENA_MAX'], '1');
   assert.equal(statSync(path.join(root, 'etc/host-agent/env')).mode & 0o777, 0o600);
+  // The agent runs as a DynamicUser: its configuration must be readable by it, whatever umask the script runs with.
+  assert.equal(statSync(path.join(root, 'etc/host-agent/config.json')).mode & 0o777, 0o644);
+});
+
+test('install-agent.sh enables the unit but starts it only once the env file has a token; a private config of an earlier install is made readable', () => {
+  const dest = tempDir('agent-install-systemd-');
+  dirs.push(dest);
+  const bundle = path.join(dest, 'host-agent.cjs');
+  writeFileSync(bundle, '// bundle\n');
+  const bin = path.join(dest, 'bin');
+  mkdirSync(bin);
+  writeFileSync(path.join(bin, 'node'), '#!/bin/sh\necho 22\n', { mode: 0o755 });
+  const calls = path.join(dest, 'systemctl.log');
+  writeFileSync(path.join(bin, 'fake-systemctl'), `#!/bin/sh\necho "$*" >> ${calls}\n`, { mode: 0o755 });
+  const root = path.join(dest, 'root');
+  mkdirSync(path.join(root, 'etc/host-agent'), { recursive: true });
+  writeFileSync(path.join(root, 'etc/host-agent/config.json'), '{ "services": [], "alerts": [] }\n', { mode: 0o600 });
+  const install = () => spawnSync('sh', [path.join(PROJECT_ROOT, 'scripts/install-agent.sh'), bundle], {
+    encoding: 'utf8', env: { ...process.env, PATH: `${bin}:${process.env['PATH']}`, DESTDIR: root, SYSTEMCTL: path.join(bin, 'fake-systemctl') },
+  });
+  let r = install();
+  assert.equal(r.status, 0, r.stderr);
+  assert.deepEqual(readFileSync(calls, 'utf8').trim().split('\n'), ['daemon-reload', 'enable host-agent.service'], 'no token yet: not started');
+  assert.match(r.stdout, /not started: set HOST_AGENT_URL and HOST_AGENT_TOKEN/);
+  assert.equal(statSync(path.join(root, 'etc/host-agent/config.json')).mode & 0o777, 0o644);
+  writeFileSync(path.join(root, 'etc/host-agent/env'), 'HOST_AGENT_URL=https://metrics.example.com\nHOST_AGENT_TOKEN=mtk_x\n', { mode: 0o600 });
+  writeFileSync(calls, '');
+  r = install();
+  assert.equal(r.status, 0, r.stderr);
+  assert.deepEqual(readFileSync(calls, 'utf8').trim().split('\n'), ['daemon-reload', 'enable host-agent.service', 'restart host-agent.service'], 'an upgrade with a token restarts it');
 });
