@@ -11,6 +11,7 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, sy
 import { availableParallelism, tmpdir } from 'node:os';
 import path from 'node:path';
 import { buildSync } from 'esbuild';
+import { ensureSqliteAddon } from './native-addon.mjs';
 
 function findFiles(dir, suffix) {
   const out = [];
@@ -20,6 +21,12 @@ function findFiles(dir, suffix) {
     else if (name.endsWith(suffix)) out.push(p);
   }
   return out;
+}
+
+const addonProblem = ensureSqliteAddon(path.resolve('.'), 'npm test');
+if (addonProblem) {
+  console.error(addonProblem);
+  process.exit(1);
 }
 
 const filters = process.argv.slice(2).filter((a) => !a.startsWith('--'));

@@ -6,6 +6,7 @@
 import { existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { ensureSqliteAddon } from './native-addon.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const stamp = path.join(root, 'dist', '.build-complete');
@@ -39,6 +40,11 @@ if (args.includes('--help') || args.includes('-h')) {
   register();
   await import(pathToFileURL(path.join(root, 'src', 'start.ts')).href);
 } else {
+  const addonProblem = ensureSqliteAddon(root, 'npm start');
+  if (addonProblem) {
+    process.stderr.write(`${addonProblem}\n`);
+    process.exit(1);
+  }
   if (!buildIsCurrent()) {
     const started = Date.now();
     process.stderr.write('npm start: building dist/ (first start or sources changed)...\n');
