@@ -125,7 +125,7 @@ async function main(): Promise<void> {
   process.once('SIGINT', () => stop(0));
   process.once('SIGTERM', () => stop(0));
   const dataDir = path.resolve(o.dataDir);
-  mkdirSync(dataDir, { recursive: true });
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   console.error(`${PROGRAM}: opening the database in ${dataDir} (migrations run on the first start and after upgrades)...`);
   const { qs, created } = await firstToken(dataDir, process.env);
 

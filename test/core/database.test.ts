@@ -1,5 +1,6 @@
 import { describe, test } from 'node:test';
 import { spawn } from 'node:child_process';
+import { statSync } from 'node:fs';
 import path from 'node:path';
 import assert from 'node:assert/strict';
 import BetterSqlite3 from 'better-sqlite3';
@@ -101,4 +102,13 @@ describe('database on sqlite with a second writer (a writer thread)', () => {
     other.prepare('INSERT INTO items (id, big) VALUES (2, 2)').run();
     assert.deepEqual((await d.db.selectFrom('items').select('id').orderBy('id').execute()).map((r) => r.id), [1, 2]);
   });
+});
+
+test('a data directory the embedded database creates is private (0700): it holds token and password hashes', async (t) => {
+  const s = await freshStorage('sqlite');
+  t.after(() => s.cleanup());
+  const dataDir = path.join(s.dataDir, 'new', 'data');
+  const d = await openDatabase({ databaseUrl: undefined, pgSchema: 'unused', dataDir, sqliteFile: 'x.db', migrations });
+  t.after(() => d.close());
+  assert.equal(statSync(dataDir).mode & 0o777, 0o700);
 });

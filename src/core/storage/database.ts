@@ -61,7 +61,8 @@ function openSqlite<DB>(opts: OpenDatabaseOptions): Database<DB> {
   const file = path.join(opts.dataDir, opts.sqliteFile);
   let sqlite: BetterSqlite3.Database | undefined;
   try {
-    mkdirSync(opts.dataDir, { recursive: true });
+    // Private: it holds the token and password hashes (and, for sync, the attachments); an existing directory is left as it is.
+    mkdirSync(opts.dataDir, { recursive: true, mode: 0o700 });
     sqlite = new BetterSqlite3(file);
     // Both only take effect on a new file, page size first (setting auto_vacuum fixes it). Incremental auto-vacuum
     // lets freed pages go back to the filesystem piecemeal (PRAGMA incremental_vacuum) instead of staying for ever.

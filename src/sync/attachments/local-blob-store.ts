@@ -15,7 +15,7 @@ const INCOMING = '.incoming';
  */
 export async function createLocalBlobStore(dir: string): Promise<BlobStore> {
   const incoming = path.join(dir, INCOMING);
-  await mkdir(incoming, { recursive: true });
+  await mkdir(incoming, { recursive: true, mode: 0o700 });
   await removeAbandoned(incoming);
 
   const store: BlobStore = {
