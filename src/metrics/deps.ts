@@ -1,4 +1,5 @@
 import { openDatabase, type Database } from '../core/storage/database.js';
+import { writeLogLine } from '../core/log-line.js';
 import { createAlertRouter, loadAlertRoutes, type AlertRouter } from './alerts/alert-router.js';
 import { createAlertStore, type AlertStore, type AlertTables } from './alerts/alert-store.js';
 import type { MetricsConfig } from './config.js';
@@ -64,7 +65,7 @@ export function createMetricsStore(database: Database<MetricsTables>, config: Pi
   return createEngineMetricsStore(database, {
     limits: { perHost: config.maxMetricsPerHost, perTenant: config.maxMetricsPerTenant, hostsPerTenant: config.maxHostsPerTenant },
     now,
-    onError: (e) => process.stderr.write(JSON.stringify({ level: 50, time: Date.now(), msg: 'storage engine background work failed', err: e instanceof Error ? e.message : String(e) }) + '\n'),
+    onError: (e) => writeLogLine('error', 'metrics', 'storage engine background work failed', e),
   });
 }
 
@@ -74,6 +75,7 @@ export function openMetricsDatabase(config: Pick<MetricsConfig, 'databaseUrl' | 
     pgSchema: config.dbSchema,
     dataDir: config.dataDir,
     sqliteFile: 'metrics.db',
+    service: 'metrics',
     // Sealed blocks are rows of several KiB spilling into overflow pages; 1 KiB pages waste ~6 % of them, 4 KiB ~20 %.
     sqlitePageSize: 1024,
     sqliteTuning: { cacheKiB: METRICS_SQLITE_CACHE_KIB },

@@ -95,6 +95,7 @@ export async function createSyncDeps(config: SyncConfig, options: SyncDepsOption
       pgSchema: config.dbSchema,
       dataDir: config.dataDir,
       sqliteFile: SQLITE_FILE,
+      service: 'sync',
       migrations: syncMigrations,
     });
   } catch (e: unknown) {

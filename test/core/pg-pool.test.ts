@@ -21,14 +21,14 @@ test('a connection PostgreSQL closes, idle or checked out, is dropped and replac
   const admin = new pg.Client({ connectionString: URL });
   await admin.connect();
   t.after(() => admin.end());
-  const pool = createPgPool(URL, 'public', 2);
+  const pool = createPgPool(URL, 'public', 2, 'metrics');
   t.after(() => pool.end());
   const pids = async () => (await admin.query<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE application_name = $1`, [name])).rows.map((r) => r.pid);
   const name = `pg-pool-test-${process.pid}`;
   const warnings: string[] = [];
-  const write = process.stderr.write.bind(process.stderr);
-  process.stderr.write = ((chunk: string) => { warnings.push(String(chunk)); return true; }) as typeof process.stderr.write;
-  t.after(() => { process.stderr.write = write; });
+  const write = process.stdout.write.bind(process.stdout);
+  process.stdout.write = ((chunk: string) => { warnings.push(String(chunk)); return true; }) as typeof process.stdout.write;
+  t.after(() => { process.stdout.write = write; });
 
   // Idle in the pool.
   await pool.query(`SET application_name = '${name}'`);
@@ -37,7 +37,11 @@ test('a connection PostgreSQL closes, idle or checked out, is dropped and replac
   await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1', [name]);
   await idleDropped;
   assert.equal((await pool.query<{ one: number }>('SELECT 1 AS one')).rows[0]!.one, 1, 'a new connection serves the next query');
-  assert.ok(warnings.some((w) => /closed an idle connection/.test(w)), warnings.join(''));
+  const line = warnings.map((w) => JSON.parse(w) as Record<string, unknown>).find((w) => /closed an idle connection/.test(String(w['msg'])));
+  assert.ok(line, warnings.join(''));
+  // In the services' log format, on their stream: ISO time, the service named.
+  assert.deepEqual([line['level'], line['service'], typeof line['err']], [40, 'metrics', 'string']);
+  assert.match(String(line['time']), /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
 
   // Checked out, between two queries (a transaction's await).
   const client = await pool.connect();

@@ -39,6 +39,8 @@ export interface OpenDatabaseOptions {
   retiredMigrations?: readonly string[];
   /** Largest PostgreSQL pool. */
   pgPoolSize?: number;
+  /** The service, named in the pool's own log lines (a connection the server closed). */
+  service?: string;
   /** SQLite page size of a new file (an existing file keeps its own). */
   sqlitePageSize?: number;
   /** SQLite page cache and checkpoint interval of this connection, where the defaults do not fit the service's load. */
@@ -111,7 +113,7 @@ function withStatementCache(sqlite: BetterSqlite3.Database): SqliteDatabase {
 async function openPostgres<DB>(opts: OpenDatabaseOptions, url: string): Promise<Database<DB>> {
   assertSchemaName(opts.pgSchema);
   await ensureSchema(url, opts.pgSchema);
-  const pool = createPgPool(url, opts.pgSchema, opts.pgPoolSize ?? 10);
+  const pool = createPgPool(url, opts.pgSchema, opts.pgPoolSize ?? 10, opts.service);
   const db = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
   return { db, dialect: 'postgres', pgPool: pool, pgTarget: { url, schema: opts.pgSchema }, close: () => db.destroy() };
 }

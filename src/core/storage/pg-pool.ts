@@ -1,6 +1,7 @@
 // Why: a service's PostgreSQL pool is made one way, by the service and by its writer threads, which must not load the query builder to get it.
 import pg from 'pg';
 import { SCHEMA_NAME } from '../config.js';
+import { writeLogLine } from '../log-line.js';
 import { nameMarkedStatements } from './prepared.js';
 
 /** The schema name goes into `search_path` and DDL unquoted-safe only if it is a plain identifier. */
@@ -16,9 +17,10 @@ export const CONNECT_TIMEOUT_MS = 10_000;
  * A connection the server closes (a restart, a failover, `pg_terminate_backend`, `idle_session_timeout`) is an
  * `error` event on its client and, when idle, on the pool: unheard, either would end the process. Here an idle one
  * is logged and dropped by the pool, which opens a new connection when next needed; a checked-out one fails its
- * query in flight or its next one, whose caller sees the error and releases the client to be dropped.
+ * query in flight or its next one, whose caller sees the error and releases the client to be dropped. `service` names
+ * the service in that log line.
  */
-export function createPgPool(url: string, schema: string, max: number): pg.Pool {
+export function createPgPool(url: string, schema: string, max: number, service?: string): pg.Pool {
   assertSchemaName(schema);
   const pool = new pg.Pool({
     connectionString: url,
@@ -29,15 +31,10 @@ export function createPgPool(url: string, schema: string, max: number): pg.Pool 
     options: `-c search_path=${schema}`,
     types: { getTypeParser: ((oid: number, format?: 'text' | 'binary') => (oid === 20 ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format as 'text'))) as typeof pg.types.getTypeParser },
   });
-  pool.on('error', (err) => warn('PostgreSQL closed an idle connection; a new one is opened when needed', err));
+  pool.on('error', (err) => writeLogLine('warn', service, 'PostgreSQL closed an idle connection; a new one is opened when needed', err));
   pool.on('connect', (client) => {
     client.on('error', () => undefined);
     nameMarkedStatements(client);
   });
   return pool;
-}
-
-/** One line as the service's logger writes it (this module also runs in writer threads, which have no logger). */
-function warn(msg: string, err: Error): void {
-  process.stderr.write(JSON.stringify({ level: 40, time: Date.now(), msg, err: err.message }) + '\n');
 }

@@ -37,7 +37,7 @@ if ('sqliteFile' in target) {
   syncLog = wal.sync;
   closeConnection = async () => { db.close(); wal.close(); };
 } else {
-  const pool = createPgPool(target.pgUrl, target.pgSchema, target.poolSize);
+  const pool = createPgPool(target.pgUrl, target.pgSchema, target.poolSize, 'metrics');
   conn = pgConn(pool);
   closeConnection = () => pool.end();
 }
