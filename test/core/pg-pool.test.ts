@@ -37,7 +37,7 @@ test('a connection PostgreSQL closes, idle or checked out, is dropped and replac
   await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1', [name]);
   await idleDropped;
   assert.equal((await pool.query<{ one: number }>('SELECT 1 AS one')).rows[0]!.one, 1, 'a new connection serves the next query');
-  const line = warnings.map((w) => JSON.parse(w) as Record<string, unknown>).find((w) => /closed an idle connection/.test(String(w['msg'])));
+  const line = warnings.filter((w) => w.startsWith('{')).map((w) => JSON.parse(w) as Record<string, unknown>).find((w) => /closed an idle connection/.test(String(w['msg'])));
   assert.ok(line, warnings.join(''));
   // In the services' log format, on their stream: ISO time, the service named.
   assert.deepEqual([line['level'], line['service'], typeof line['err']], [40, 'metrics', 'string']);
