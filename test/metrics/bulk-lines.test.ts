@@ -4,7 +4,7 @@ import { AppError } from '../../src/core/errors.js';
 import { flattenReport } from '../../src/metrics/domain/flatten.js';
 import type { BulkItem } from '../../src/metrics/domain/ingest.js';
 import { createBulkLinePool } from '../../src/metrics/http/bulk-line-pool.js';
-import { bulkItems, readBulkLines, type BulkLineOptions, type BulkLines, nestsDeeperThan } from '../../src/metrics/http/bulk-lines.js';
+import { bulkItems, LINES_PER_TURN, readBulkLines, readBulkLinesTakingTurns, type BulkLineOptions, type BulkLines, nestsDeeperThan } from '../../src/metrics/http/bulk-lines.js';
 import { ReportMetrics } from '../../src/metrics/domain/report-shapes.js';
 import { makeReport, ndjson } from '../helpers/metrics.js';
 
@@ -149,4 +149,17 @@ test('nestsDeeperThan counts the brackets that open objects and arrays, never th
   assert.equal(nestsDeeperThan('[]'.repeat(1000), 1), false, 'siblings are not nesting');
   assert.equal(nestsDeeperThan(`{"s":"${'['.repeat(100)}","a":[[]]}`, 3), false, 'many brackets in a string, little nesting: walked, not refused');
   assert.equal(nestsDeeperThan(`{"s":"${'['.repeat(100)}","a":[[]]}`, 2), true);
+});
+
+test('on the event loop a body is read a slice of lines per turn, other work runs in between, and the lines are those a parse thread reads', async () => {
+  const reports = Array.from({ length: 5 * LINES_PER_TURN + 3 }, (_, i) => makeReport({ agentId: `h${i % 7}`, ts: NOW - 60_000 + i, cpu: { usage: i % 100 } }));
+  const body = bytes(ndjson(reports) + '\nnot json\n{"agentId": 1}');
+  let turns = 0;
+  let counting = true;
+  const count = () => { if (counting) { turns++; setImmediate(count); } };
+  setImmediate(count);
+  const taken = await readBulkLinesTakingTurns(body, OPTS);
+  counting = false;
+  assert.ok(turns >= 5, `other work ran ${turns} times while ${reports.length + 2} lines were read`);
+  assert.deepEqual(taken, readBulkLines(body, OPTS));
 });

@@ -1,6 +1,6 @@
 import { shuttingDown } from '../../core/errors.js';
 import { createThreadSlots } from '../../core/worker/request-thread.js';
-import { readBulkLines, type BulkLineOptions, type BulkLines } from './bulk-lines.js';
+import { readBulkLinesTakingTurns, type BulkLineOptions, type BulkLines } from './bulk-lines.js';
 
 /**
  * Parsing, checking and flattening a bulk body's reports is most of what a
@@ -9,7 +9,7 @@ import { readBulkLines, type BulkLineOptions, type BulkLines } from './bulk-line
  * VictoriaMetrics parses on every core: the event loop keeps answering other
  * requests meanwhile, and bodies are read in parallel where there are cores.
  * Without a thread (`--bulk-parse-threads 0`, the default on two cores) the
- * body is read on the event loop.
+ * body is read on the event loop, a slice of lines per turn.
  */
 export interface BulkLinePool {
   read(body: Uint8Array, opts: BulkLineOptions): Promise<BulkLines>;
@@ -32,7 +32,7 @@ export function createBulkLinePool(threads: number): BulkLinePool {
     get readApart() { return readApart; },
     async read(body, opts) {
       if (closed) throw shuttingDown();
-      if (!slots.count) return readBulkLines(body, opts);
+      if (!slots.count) return readBulkLinesTakingTurns(body, opts);
       // The thread with the fewest bodies waiting; each reads its queue in order.
       let slot = 0;
       for (let i = 1; i < slots.count; i++) if (slots.pending(i) < slots.pending(slot)) slot = i;

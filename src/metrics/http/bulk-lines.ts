@@ -123,10 +123,36 @@ export function nestsDeeperThan(text: string, limit: number): boolean {
 /**
  * Reads a decompressed NDJSON body: the limits on the whole body first
  * (413 past MAX_BULK_REPORTS, 400 for a body without a line), then every line
- * with the checks of single ingest. Pure: runs in a parse thread or, without
- * one, on the event loop.
+ * with the checks of single ingest. Pure: runs in a parse thread (readBulkLines)
+ * or, without one, on the event loop (readBulkLinesTakingTurns).
  */
 export function readBulkLines(body: Uint8Array, opts: BulkLineOptions): BulkLines {
+  const steps = bulkLineSteps(body, opts);
+  for (;;) {
+    const step = steps.next();
+    if (step.done) return step.value;
+  }
+}
+
+/** Lines read between two turns of the event loop: about 15 ms of a 2-core machine's time (8,000 reports/s). */
+export const LINES_PER_TURN = 128;
+
+/**
+ * readBulkLines on the event loop, giving other requests a turn every LINES_PER_TURN lines: a body of 10,000 reports
+ * is about a second of parsing, which single reports of other tenants would otherwise wait behind (measured: 215 ms at
+ * the median, 700 ms at worst, while two 5,000-report bodies were read at a time).
+ */
+export async function readBulkLinesTakingTurns(body: Uint8Array, opts: BulkLineOptions): Promise<BulkLines> {
+  const steps = bulkLineSteps(body, opts);
+  for (;;) {
+    const step = steps.next();
+    if (step.done) return step.value;
+    await new Promise<void>((resolve) => setImmediate(resolve));
+  }
+}
+
+/** The reading, yielding after every LINES_PER_TURN lines; returns the lines read. */
+function* bulkLineSteps(body: Uint8Array, opts: BulkLineOptions): Generator<void, BulkLines, void> {
   const validate = reportValidator();
   // The body is cut into lines as bytes and each line decoded on its own (0x0A is never part of a UTF-8 sequence, so
   // the lines and their text are those of the decoded body split at "\n"): a body is never one string of megabytes,
@@ -184,6 +210,7 @@ export function readBulkLines(body: Uint8Array, opts: BulkLineOptions): BulkLine
     out.refused.push({ error: e.code, details: e.details, of });
   };
   for (; n < count; n++) {
+    if (n > 0 && n % LINES_PER_TURN === 0) yield;
     const start = spans[3 * n + 1]!;
     const stop = spans[3 * n + 2]!;
     out.line[n] = spans[3 * n]!;
