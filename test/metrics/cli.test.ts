@@ -64,7 +64,9 @@ for (const backend of BACKENDS) {
       assert.equal(unknown.err, 'metrics-service: unknown command: token explode (see metrics-service --help)');
       const option = await cli('token', 'list', '--retention-days', 'x');
       assert.equal(option.code, 2);
-      assert.match(option.err, /--retention-days/);
+      assert.equal(option.err, 'metrics-service: --retention-days / METRICS_RETENTION_DAYS: "x" is not an integer (see metrics-service token --help)');
+      const serveOptions = await cli('token', 'list', '--port', '9999', '--retention-days', '7');
+      assert.equal(serveOptions.code, 0, 'serve\'s command line reused: accepted');
     });
   });
 }
@@ -85,4 +87,33 @@ test('--help prints the help to stdout (exit 0); no command at all prints it to 
   assert.equal(await runCli([], {}, io), 2);
   assert.deepEqual([out.length, err.length], [1, 1], 'the usage error goes to stderr');
   assert.match(err[0]!, /token create <tenant>/);
+});
+
+test('a token command without its argument, or with one too many, says so with its usage line (exit 2)', async () => {
+  const cases: [string[], string][] = [
+    [['token', 'create'], 'token create: missing <tenant>; usage: metrics-service token create <tenant> [options]'],
+    [['token', 'create', '--data-dir', 'x'], 'token create: missing <tenant>; usage: metrics-service token create <tenant> [options]'],
+    [['token', 'revoke'], 'token revoke: missing <token-id>; usage: metrics-service token revoke <token-id> [options]'],
+    [['token', 'list', 'acme'], 'token list: unexpected argument "acme"; usage: metrics-service token list [options]'],
+    [['token'], 'token: missing command (create, list or revoke)'],
+  ];
+  for (const [argv, problem] of cases) {
+    const err: string[] = [];
+    assert.equal(await runCli(argv, {}, { print: () => {}, fail: (l) => err.push(l) }), 2, argv.join(' '));
+    assert.deepEqual(err, [`metrics-service: ${problem} (see metrics-service token --help)`]);
+  }
+  const err: string[] = [];
+  assert.equal(await runCli(['--data-dir', 'x'], {}, { print: () => {}, fail: (l) => err.push(l) }), 2);
+  assert.deepEqual(err, ['metrics-service: missing command (serve or token) before the options (see metrics-service --help)']);
+});
+
+test('token --help shows the token commands and only the storage options they read', async () => {
+  for (const argv of [['token', '--help'], ['token', 'create', '-h']]) {
+    const out: string[] = [];
+    assert.equal(await runCli(argv, {}, { print: (l) => out.push(l), fail: (l) => out.push(l) }), 0);
+    const text = out.join('\n');
+    for (const s of ['token create <tenant>', 'token revoke <token-id>', '--data-dir', '--database-url', 'DATABASE_URL', '--db-schema']) assert.ok(text.includes(s), s);
+    for (const s of ['metrics-service serve', '--port', '--secret', '--retention-days']) assert.ok(!text.includes(s), `${argv.join(' ')} shows ${s}`);
+    assert.match(text, /serve's other options are accepted and checked, but not used/);
+  }
 });
