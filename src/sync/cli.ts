@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+/** The sync-service command line: one command, serve, whose options are in config.ts. */
 import { EXIT_USAGE, isAddressInUse, portInUseMessage, usageError } from '../core/cli/cli-error.js';
 import { exitWithParent } from '../core/cli/exit-with-parent.js';
 import { ConfigError } from '../core/config.js';
@@ -22,7 +23,8 @@ async function main(): Promise<number | undefined> {
     return command === undefined ? EXIT_USAGE : 0;
   }
   if (command !== 'serve') {
-    console.error(usageError(PROGRAM, [`unknown command "${command}"`]));
+    // Options come after the command: `--port 8081 serve` lacks one rather than naming --port.
+    console.error(usageError(PROGRAM, [command.startsWith('-') ? 'missing command (serve) before the options' : `unknown command "${command}"`]));
     return EXIT_USAGE;
   }
   if (argv.includes('--help') || argv.includes('-h')) {

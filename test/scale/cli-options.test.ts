@@ -111,6 +111,12 @@ test('sync-service with no command prints its usage to stderr and exits 2; asked
   }
 });
 
+test('sync-service given options before its command says the command is missing, not that --port is one', () => {
+  const r = run(CLIS[1]!, ['--port', '8081', 'serve']);
+  assert.equal(r.status, 2, r.out);
+  assert.equal(r.out, 'sync-service: missing command (serve) before the options (see sync-service --help)\n');
+});
+
 test('docs/deployment.md documents every option of both services and the agent', () => {
   const doc = readFileSync(path.join(PROJECT_ROOT, 'docs', 'deployment.md'), 'utf8');
   for (const cli of CLIS) {
