@@ -22,6 +22,8 @@ export interface Option<T> {
   isBoolean?: boolean;
   /** Never printed back (help shows no default, errors show no value). */
   secret?: boolean;
+  /** What a valid value is, e.g. `must be at least 16 characters`: a refused secret is told this, never its own fault. */
+  rule?: string;
 }
 
 export type OptionsSpec = Record<string, Option<unknown>>;
@@ -34,7 +36,7 @@ export class ConfigError extends Error {
   }
 }
 
-type Common = { flag: string; env: string; doc: string; secret?: boolean };
+type Common = { flag: string; env: string; doc: string; secret?: boolean; rule?: string };
 
 /** A PostgreSQL schema name the services put in `search_path` and DDL unquoted: a plain lower-case identifier. */
 export const SCHEMA_NAME = /^(?!pg_)[a-z_][a-z0-9_]{0,62}$/;
@@ -109,14 +111,16 @@ export const opt = {
     return { ...o, parse: splitList };
   },
   url(o: Common & { protocols: string[] }): Option<string | undefined> {
+    const rule = `must be a URL starting with ${o.protocols.map((p) => `${p}//`).join(' or ')}`;
     return {
       ...o,
+      rule,
       default: undefined,
       parse: (r) => {
         if (r === '') return undefined;
         let u: URL;
-        try { u = new URL(r); } catch { throw new Error('is not a valid URL'); }
-        if (!o.protocols.includes(u.protocol)) throw new Error(`must use one of ${o.protocols.join(', ')}`);
+        try { u = new URL(r); } catch { throw new Error(rule); }
+        if (!o.protocols.includes(u.protocol)) throw new Error(rule);
         return r;
       },
     };
@@ -166,8 +170,9 @@ export function loadConfig<S extends OptionsSpec>(
       out[key] = o.parse(raw);
     } catch (e: unknown) {
       const msg = e instanceof Error ? e.message : String(e);
-      // A secret's value is never echoed, nor is why it was refused (the reason can hint at it); an empty one has nothing to hide.
-      problems.push(`--${o.flag} / ${o.env}: ${o.secret && raw !== '' ? 'invalid value' : msg}`);
+      // A secret's value is never echoed, nor is why it was refused (the reason can hint at it), only the whole rule it
+      // broke; an empty one has nothing to hide.
+      problems.push(`--${o.flag} / ${o.env}: ${o.secret && raw !== '' ? `invalid value${o.rule ? `: ${o.rule}` : ''}` : msg}`);
     }
   }
   if (problems.length) throw new ConfigError(problems);
@@ -229,6 +234,7 @@ export function opsOptions(prefix: string) {
   return {
     metricsToken: {
       ...opt.optionalString({ flag: 'metrics-token', env: `${prefix}_METRICS_TOKEN`, secret: true, doc: 'Bearer token Prometheus presents to scrape /metrics (at least 16 characters); /metrics is not served without it.' }),
+      rule: 'must be 16-512 characters of A-Z, a-z, 0-9 and . _ ~ + / = -',
       parse: (r: string) => {
         if (r === '') return undefined;
         if (r.length < 16) throw new Error('must be at least 16 characters');

@@ -13,6 +13,7 @@ export const metricsOptions = {
       flag: 'secret', env: 'METRICS_SECRET', secret: true,
       doc: 'HMAC-SHA256 key for ingest signatures (at least 16 characters); when set, both ingest endpoints need a valid x-collector-signature header.',
     }),
+    rule: 'must be at least 16 characters',
     // Given but empty (METRICS_SECRET=$(cat a-missing-file)) would quietly accept unsigned reports: refused at start.
     parse: (r: string) => {
       if (r === '') throw new Error('is empty: unset it to accept unsigned reports');

@@ -73,17 +73,31 @@ for (const cli of CLIS.filter((c) => c.portEnv)) {
     assert.match(r.out, oneLineError(cli));
     assert.match(r.out, new RegExp(`${cli.portEnv}: 99999 is above the maximum 65535`));
     assert.match(r.out, /LOG_LEVEL: "chatty" is not one of/);
-    assert.match(r.out, /REDIS_URL: invalid value/);
+    assert.match(r.out, /REDIS_URL: invalid value: must be a URL starting with redis:\/\/ or rediss:\/\//);
   });
 
   test(`${cli.name} never echoes a secret option's value in its errors`, () => {
     const r = run(cli, [...cli.serve, '--database-url', 'mysql://user:s3cr3t-pw@db/x', '--metrics-token', 'short-s3cr3t']);
     assert.equal(r.status, 2, r.out);
-    assert.match(r.out, /--database-url .*invalid value/);
-    assert.match(r.out, /--metrics-token .*invalid value/);
+    assert.match(r.out, /--database-url \/ DATABASE_URL: invalid value: must be a URL starting with postgres:\/\/ or postgresql:\/\/;/);
+    assert.match(r.out, /--metrics-token \/ \w+: invalid value: must be 16-512 characters of A-Z, a-z, 0-9 and \. _ ~ \+ \/ = -/);
     assert.doesNotMatch(r.out, /s3cr3t/);
   });
 }
+
+test('metrics-service --secret too short says the rule it broke: at least 16 characters', () => {
+  const r = run(CLIS[0]!, ['serve', '--secret', 'short']);
+  assert.equal(r.status, 2, r.out);
+  assert.equal(r.out, 'metrics-service: --secret / METRICS_SECRET: invalid value: must be at least 16 characters (see metrics-service --help)\n');
+});
+
+test('every secret option of both services and the agent that refuses a value says its rule', () => {
+  for (const cli of CLIS) {
+    for (const o of Object.values(cli.spec).filter((x) => x.secret)) {
+      try { o.parse('x'); } catch { assert.match(o.rule ?? '', /^must /, `${cli.name} --${o.flag} refuses "x" without a rule`); }
+    }
+  }
+});
 
 for (const cli of CLIS.filter((c) => c.portEnv)) {
   test(`${cli.name} serve on a port in use: one line naming the address and --port, exit 1, no stack trace`, async () => {
