@@ -24,6 +24,8 @@ export interface Option<T> {
   secret?: boolean;
   /** What a valid value is, e.g. `must be at least 16 characters`: a refused secret is told this, never its own fault. */
   rule?: string;
+  /** The default as a rule, for one computed from the machine: help shows it with this machine's value, not the value alone. */
+  defaultRule?: string;
 }
 
 export type OptionsSpec = Record<string, Option<unknown>>;
@@ -183,7 +185,8 @@ export function loadConfig<S extends OptionsSpec>(
 export function helpText(title: string, spec: OptionsSpec): string {
   const lines = [title, '', 'Options (flag, environment variable, default):'];
   for (const o of Object.values(spec)) {
-    const def = o.secret || o.default === undefined || o.default === '' ? '' : ` [default: ${Array.isArray(o.default) ? o.default.join(',') : String(o.default)}]`;
+    const value = Array.isArray(o.default) ? o.default.join(',') : String(o.default);
+    const def = o.secret || o.default === undefined || o.default === '' ? '' : ` [default: ${o.defaultRule ? `${o.defaultRule}; ${value} on this machine` : value}]`;
     const req = o.required ? ' (required)' : '';
     lines.push(`  --${o.flag}${o.isBoolean ? '' : ' <value>'}  (${o.env})${req}${def}`, `      ${o.doc}`);
   }

@@ -1,3 +1,4 @@
+/** The metrics service's options, declared once: --help, validation and the config object all come from them. */
 import os from 'node:os';
 import { ConfigError, httpOptions, loadConfig, opsOptions, opt, type ConfigOf } from '../core/config.js';
 
@@ -5,9 +6,13 @@ import { ConfigError, httpOptions, loadConfig, opsOptions, opt, type ConfigOf } 
  * Every option of the metrics service. Read once at start by `loadMetricsConfig`;
  * tests build a config with overrides instead of touching the environment.
  */
+const shared = { ...httpOptions('METRICS', 8080), ...opsOptions('METRICS') };
+
 export const metricsOptions = {
-  ...httpOptions('METRICS', 8080),
-  ...opsOptions('METRICS'),
+  ...shared,
+  // The shared Redis options serve the sync service's rate limits and change feed; this service has neither.
+  redisUrl: { ...shared.redisUrl, doc: 'Not used: the metrics service keeps nothing in Redis (no rate limits, no change feed); accepted as every service\'s shared options are.' },
+  redisPrefix: { ...shared.redisPrefix, doc: 'Not used, as --redis-url is not: the metrics service keeps nothing in Redis.' },
   secret: {
     ...opt.optionalString({
       flag: 'secret', env: 'METRICS_SECRET', secret: true,
@@ -25,11 +30,14 @@ export const metricsOptions = {
     flag: 'bulk-body-limit', env: 'METRICS_BULK_BODY_LIMIT', default: 32 * 1_048_576, min: 1024,
     doc: 'Largest POST /api/v1/ingest/bulk body in bytes, both as sent and once decompressed (a gzip body inflating past it is refused with 413).',
   }),
-  bulkParseThreads: opt.int({
-    // Two cores are the event loop's and the storage writer's: on two, a parse thread made bulk ingest cost a quarter more CPU (docs/benchmarks.md).
-    flag: 'bulk-parse-threads', env: 'METRICS_BULK_PARSE_THREADS', default: Math.max(0, Math.min(4, os.availableParallelism() - 2)), min: 0, max: 64,
-    doc: 'Threads that parse and check POST /api/v1/ingest/bulk bodies off the event loop (default: one per core beyond two, at most 4); 0 reads them on the event loop.',
-  }),
+  bulkParseThreads: {
+    ...opt.int({
+      // Two cores are the event loop's and the storage writer's: on two, a parse thread made bulk ingest cost a quarter more CPU (docs/benchmarks.md).
+      flag: 'bulk-parse-threads', env: 'METRICS_BULK_PARSE_THREADS', default: Math.max(0, Math.min(4, os.availableParallelism() - 2)), min: 0, max: 64,
+      doc: 'Threads that parse and check POST /api/v1/ingest/bulk bodies off the event loop; 0 reads them on the event loop.',
+    }),
+    defaultRule: 'one per core beyond two, at most 4',
+  },
   seriesPoints: opt.int({
     flag: 'series-points', env: 'METRICS_SERIES_POINTS', default: 500, min: 1, max: 100_000,
     doc: 'Point budget of a series when the request gives no ?points=; longer ranges are averaged into this many buckets.',

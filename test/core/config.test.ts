@@ -44,6 +44,11 @@ test('help lists every option with its variable', () => {
   }
 });
 
+test('help states a default computed from the machine as its rule, with this machine\'s value', () => {
+  const threads = { threads: { ...opt.int({ flag: 'threads', env: 'DEMO_THREADS', default: 3, doc: 'Threads.' }), defaultRule: 'one per core' } };
+  assert.match(helpText('demo', threads), /--threads <value> {2}\(DEMO_THREADS\) \[default: one per core; 3 on this machine\]\n/);
+});
+
 test('a delay a timer cannot keep (above 2^31 - 1 ms) is refused, not fired every millisecond', () => {
   const timers = { ...spec, sweepMs: opt.ms({ flag: 'sweep-ms', env: 'DEMO_SWEEP_MS', default: 1000, min: 1, doc: 'Sweep.' }) };
   assert.equal(loadConfig(timers, { argv: ['--sweep-ms', String(MAX_TIMER_MS)] }).sweepMs, MAX_TIMER_MS);

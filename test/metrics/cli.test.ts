@@ -78,6 +78,16 @@ test('--help lists the commands and every option', async () => {
   for (const s of ['token create <tenant>', '--secret', 'METRICS_SECRET', '--retention-days', '--alert-routes', '--series-points']) assert.ok(text.includes(s), s);
 });
 
+test('--help states the rule of --bulk-parse-threads\' default, and that the Redis options are not used', async () => {
+  const out: string[] = [];
+  assert.equal(await runCli(['--help'], {}, { print: (l) => out.push(l), fail: (l) => out.push(l) }), 0);
+  const text = out.join('\n');
+  assert.match(text, /--bulk-parse-threads <value> {2}\(METRICS_BULK_PARSE_THREADS\) \[default: one per core beyond two, at most 4; \d on this machine\]/);
+  assert.match(text, /--redis-url <value> {2}\(REDIS_URL\)\n {6}Not used: the metrics service keeps nothing in Redis/);
+  assert.match(text, /--redis-prefix <value> {2}\(METRICS_REDIS_PREFIX\) \[default: metrics:\]\n {6}Not used/);
+  assert.doesNotMatch(text, /rate limits and cross-instance notifications/);
+});
+
 test('--help prints the help to stdout (exit 0); no command at all prints it to stderr (exit 2)', async () => {
   const out: string[] = [];
   const err: string[] = [];
