@@ -1,3 +1,4 @@
+/** The agent's --config file (units to watch, local alert rules), read and checked at start, before anything runs. */
 import { readFile } from 'node:fs/promises';
 import type { Severity } from '../metrics/alerts/alert.js';
 import { AGENT_ALERT_LIMITS, AGENT_SEVERITIES } from './alerts/alert-limits.js';
@@ -76,7 +77,9 @@ export async function loadAgentConfigFile(file: string): Promise<AgentConfigFile
   try {
     parsed = JSON.parse(await readFile(file, 'utf8'));
   } catch (e: unknown) {
-    throw new Error(`${file}: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+    // JSON.parse quotes the text it stopped in, line breaks and all: escaped, the error stays the one line the CLI prints.
+    const why = [...(e instanceof Error ? e.message : String(e))].map((c) => (c < ' ' ? JSON.stringify(c).slice(1, -1) : c)).join('');
+    throw new Error(`${file}: ${why}`, { cause: e });
   }
   return parseAgentConfigFile(parsed, file);
 }

@@ -153,6 +153,10 @@ test('a bad --config file, --agent-id or --hostname is a usage error: exit 2 in 
   const twice = await cli([...common, '--config', config]);
   assert.equal(twice.code, 2);
   assert.equal(twice.stderr, `host-agent: --config / HOST_AGENT_CONFIG: ${config}: /services: "cron.service" is named twice (see host-agent --help)\n`);
+  writeFileSync(config, 'no\njson\n');
+  const notJson = await cli([...common, '--config', config]);
+  assert.equal(notJson.code, 2);
+  assert.match(notJson.stderr, /^host-agent: --config \/ HOST_AGENT_CONFIG: .*config\.json: Unexpected token .*"no\\njson\\n" is not valid JSON \(see host-agent --help\)\n$/);
   const missing = await cli([...common, '--config', `${config}.gone`]);
   assert.equal(missing.code, 2);
   assert.match(missing.stderr, /^host-agent: --config \/ HOST_AGENT_CONFIG: .*config\.json\.gone: ENOENT.* \(see host-agent --help\)\n$/);
