@@ -113,16 +113,20 @@ test('an https URL is delivered over TLS by the bundle (TLS is loaded only for i
   }
 });
 
-test('install-agent.sh installs the bundle, the unit and a private env file (DESTDIR, no systemd)', () => {
-  const dest = tempDir('agent-install-');
+/** A scratch install: a bundle to install, a `node` of a supported line first on PATH (whatever runs the test), a root. */
+function installScratch(prefix: string): { dest: string; bundle: string; bin: string; root: string } {
+  const dest = tempDir(prefix);
   dirs.push(dest);
   const bundle = path.join(dest, 'host-agent.cjs');
   writeFileSync(bundle, '// bundle\n');
-  // A `node` of a supported line first on PATH, whatever runs this test.
   const bin = path.join(dest, 'bin');
   mkdirSync(bin);
   writeFileSync(path.join(bin, 'node'), '#!/bin/sh\necho 22\n', { mode: 0o755 });
-  const root = path.join(dest, 'root');
+  return { dest, bundle, bin, root: path.join(dest, 'root') };
+}
+
+test('install-agent.sh installs the bundle, the unit and a private env file (DESTDIR, no systemd)', () => {
+  const { dest, bundle, bin, root } = installScratch('agent-install-');
   mkdirSync(path.join(root, 'usr/local/lib/host-agent'), { recursive: true });
   writeFileSync(path.join(root, 'usr/local/lib/host-agent/host-agent.mjs'), '// the ES module bundle of an earlier install\n');
   const r = spawnSync('sh', [path.join(PROJECT_ROOT, 'scripts/install-agent.sh'), bundle], { encoding: 'utf8', env: { ...process.env, PATH: `${bin}:${process.env['PATH']}`, DESTDIR: path.join(dest, 'root') } });
@@ -143,16 +147,9 @@ test('install-agent.sh installs the bundle, the unit and a private env file (DES
 });
 
 test('install-agent.sh enables the unit but starts it only once the env file has a token; a private config of an earlier install is made readable', () => {
-  const dest = tempDir('agent-install-systemd-');
-  dirs.push(dest);
-  const bundle = path.join(dest, 'host-agent.cjs');
-  writeFileSync(bundle, '// bundle\n');
-  const bin = path.join(dest, 'bin');
-  mkdirSync(bin);
-  writeFileSync(path.join(bin, 'node'), '#!/bin/sh\necho 22\n', { mode: 0o755 });
+  const { dest, bundle, bin, root } = installScratch('agent-install-systemd-');
   const calls = path.join(dest, 'systemctl.log');
   writeFileSync(path.join(bin, 'fake-systemctl'), `#!/bin/sh\necho "$*" >> ${calls}\n`, { mode: 0o755 });
-  const root = path.join(dest, 'root');
   mkdirSync(path.join(root, 'etc/host-agent'), { recursive: true });
   writeFileSync(path.join(root, 'etc/host-agent/config.json'), '{ "services": [], "alerts": [] }\n', { mode: 0o600 });
   const install = () => spawnSync('sh', [path.join(PROJECT_ROOT, 'scripts/install-agent.sh'), bundle], {
