@@ -36,6 +36,15 @@ export function validatorCompiler(): FastifySchemaCompiler<unknown> {
   };
 }
 
+/**
+ * The compiler of a route whose body is read and checked by its own code as it streams in (a multipart upload, an
+ * NDJSON body): its `body` schema documents it for OpenAPI and is not run; the other parts are validated as anywhere.
+ */
+export function documentedBodyCompiler(): FastifySchemaCompiler<unknown> {
+  const compile = validatorCompiler();
+  return (route) => (route.httpPart === 'body' ? () => true : compile(route));
+}
+
 /** Wraps a coercing validator of a text part (query, params, headers) so numeric properties accept only decimal text. */
 function decimalOnly(schema: SchemaNode, validate: TextValidator): TextValidator {
   const properties = (schema['properties'] ?? {}) as Record<string, SchemaNode>;

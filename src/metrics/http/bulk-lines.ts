@@ -139,8 +139,8 @@ export const LINES_PER_TURN = 128;
 
 /**
  * readBulkLines on the event loop, giving other requests a turn every LINES_PER_TURN lines: a body of 10,000 reports
- * is about a second of parsing, which single reports of other tenants would otherwise wait behind (measured: 215 ms at
- * the median, 700 ms at worst, while two 5,000-report bodies were read at a time).
+ * is about a second of parsing, which single reports of other tenants would otherwise wait behind (`npm run bench --
+ * bulk-fairness`: 258-427 ms at the median before, 45-58 ms after, behind two 5,000-report bodies at a time).
  */
 export async function readBulkLinesTakingTurns(body: Uint8Array, opts: BulkLineOptions): Promise<BulkLines> {
   const steps = bulkLineSteps(body, opts);

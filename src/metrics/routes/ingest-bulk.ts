@@ -1,7 +1,7 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { App } from '../../core/http/create-app.js';
-import { validatorCompiler } from '../../core/http/validation.js';
+import { documentedBodyCompiler } from '../../core/http/validation.js';
 import type { AlertResult } from '../alerts/alert-router.js';
 import { ingestReports, type IngestDeps } from '../domain/ingest.js';
 import { authenticate, requestTenant } from '../http/authenticate.js';
@@ -44,13 +44,12 @@ export async function registerBulkIngestRoute(
   await app.register(async (plugin) => {
     const scope = plugin.withTypeProvider<TypeBoxTypeProvider>();
     const items = useNdjsonReportParser(scope, deps.secret, { bulkBodyLimit: deps.bulkBodyLimit, lineLimit: deps.bodyLimit }, deps.bulkLines, deps);
-    const compile = validatorCompiler();
     scope.post('/api/v1/ingest/bulk', {
       config: { repeatable: true },
       onRequest: [authenticate(deps.store), requireSignatureHeader(deps.secret)],
       preValidation: requireParsedBody(deps.secret, 'application/x-ndjson'),
-      // The body's lines are read and checked by the parse threads; its schema below documents them for OpenAPI.
-      validatorCompiler: (route) => (route.httpPart === 'body' ? () => true : compile(route)),
+      // The body's lines are read and checked by bulk-lines.ts; its schema below documents them for OpenAPI.
+      validatorCompiler: documentedBodyCompiler(),
       bodyLimit: deps.bulkBodyLimit,
       schema: {
         summary: 'Submit many agent reports (NDJSON)',

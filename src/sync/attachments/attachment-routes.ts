@@ -3,7 +3,7 @@ import { Type } from 'typebox';
 import type { Readable } from 'node:stream';
 import type { FastifyRequest } from 'fastify';
 import type { App } from '../../core/http/create-app.js';
-import { validatorCompiler } from '../../core/http/validation.js';
+import { documentedBodyCompiler } from '../../core/http/validation.js';
 import type { SyncDeps } from '../deps.js';
 import { isMember, requireUser, resolveBusiness } from '../http/auth-guard.js';
 import { BearerSecurity, errors } from '../http/schemas.js';
@@ -28,14 +28,13 @@ export function registerAttachmentRoutes(app: App, deps: SyncDeps): void {
   void app.register(async (scope) => {
     // Encapsulated: only these routes parse multipart, and the file is never buffered.
     await scope.register(multipart, { throwFileSizeLimit: true });
-    const compile = validatorCompiler();
 
     scope.post('/api/sync/attachment', {
       onRequest: auth,
       // A large file on a slow link may take minutes: bounded by inactivity, not total time.
       config: { upload: true },
       // The form is streamed and checked by readUpload and saveAttachment; its schema below documents it for OpenAPI.
-      validatorCompiler: (route) => (route.httpPart === 'body' ? () => true : compile(route)),
+      validatorCompiler: documentedBodyCompiler(),
       schema: {
         tags: ['attachments'], summary: 'Upload a file for a record (multipart/form-data: file, record_type, record_uuid)', security: BearerSecurity,
         description: `At most ${maxBytes} bytes by default (--attachment-max-bytes); larger uploads get 413 and leave nothing stored.`,

@@ -24,7 +24,7 @@ export interface Grid {
 }
 
 export function planGrid(from: number, to: number, points: number, opts: { unit: number; tiers: readonly number[] }): Grid {
-  let width = Math.max(opts.unit, Math.ceil((to - from + 1) / points));
+  let width = Math.ceil((to - from + 1) / points);
   for (;;) {
     width = Math.ceil(width / opts.unit) * opts.unit;
     let tier: number | null = null;
