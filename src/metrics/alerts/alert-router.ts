@@ -95,7 +95,10 @@ export function createAlertRouter(routes: AlertRoute[], opts: AlertRouterOptions
   async function routeOne(ctx: AlertContext, alerts: Alert[], read?: Promise<StoredAlert[]>, failedRoutes = new Map<string, Delivery>(), pendingAfter = () => 0): Promise<{ results: AlertResult[]; openAfter: number; sent: boolean }> {
     const now = opts.now();
     // The read without a hold decides whether the report can change anything: most reports of a quiet host cannot.
-    const hint = plan(await (read ?? opts.store.firing(ctx.tenantId, ctx.hostId)), ctx, alerts, now, timed, claimLeaseMs);
+    const known = await (read ?? opts.store.firing(ctx.tenantId, ctx.hostId));
+    // Most reports: no alert, and nothing open or pending to resolve. The plan would find nothing to do.
+    if (!alerts.length && !known.length) return { results: [], openAfter: 0, sent: false };
+    const hint = plan(known, ctx, alerts, now, timed, claimLeaseMs);
     if (!hint.changed) return { results: [], openAfter: hint.openAfter, sent: false };
     // Planned again and claimed under the host's hold, on what is committed now: of concurrent reports of one host, on
     // any instance, only the first finds a notification due, and the others find it claimed ('sending').
