@@ -52,6 +52,22 @@ test('two disks with the same path are refused rather than merged', () => {
   assert.throws(() => flattenReport(makeReport({ disks: [d, d] })), invalid(/disks\.1\.total: metric disk\.\/\.total is reported twice/));
 });
 
+test('a name reported twice is refused however many names come between, before and after the remembered names start over', () => {
+  const between: Record<string, unknown> = { 'x.y': 1 };
+  for (let i = 0; i < 20_000; i++) between[`k${i}`] = i;
+  between['x'] = { y: 2 };
+  assert.throws(() => flattenReport(makeReport({ network: between })), invalid(/network\.x\.y is reported twice/));
+  const nginx = { name: 'nginx', restarts: 1 };
+  const many: Record<string, number> = {};
+  for (let i = 0; i < 20_000; i++) many[`m${i}`] = i;
+  assert.throws(() => flattenReport(makeReport({ network: many, services: [nginx, nginx] })), invalid(/service\.nginx\.restarts is reported twice/));
+  // And the next report, with the same names once each, is whole.
+  const m = flattenReport(makeReport({ network: many, services: [nginx] }));
+  assert.equal(m.get('network.m19999'), 19_999);
+  assert.equal(m.get('service.nginx.restarts'), 1);
+  assert.equal(new Set(m.keys()).size, m.size);
+});
+
 test('overlong metric names are refused', () => {
   assert.throws(() => flattenReport(makeReport({ network: { ['k'.repeat(300)]: 1 } })), invalid(/longer than/));
 });

@@ -25,20 +25,48 @@ export const FREE_FORM_SECTIONS = ['network', 'diskio', 'system', 'pressure', 's
  * with the same path).
  */
 export function flattenReport(report: Report): ReportMetrics {
-  const names: string[] = [];
-  const values: number[] = [];
-  const seen = new Set<string>();
-  flattenInto(report, {
-    add(name, value) {
-      if (seen.has(name)) return false;
-      seen.add(name);
-      names.push(name);
-      values.push(value);
-      return true;
-    },
-  });
-  return new ReportMetrics(names, Float64Array.from(values));
+  // A rare huge report's arrays are not kept for the small ones after it.
+  if (scratch.values.length > KEEP_SCRATCH_VALUES) { scratch.names = []; scratch.values = new Float64Array(64); }
+  scratch.count = 0;
+  scratch.report++;
+  flattenInto(report, scratch);
+  return new ReportMetrics(scratch.names.slice(0, scratch.count), scratch.values.slice(0, scratch.count));
 }
+
+const KEEP_SCRATCH_VALUES = 4096;
+/** Most names of earlier reports `scratch` remembers; past it, it starts over (names a client invents cost memory once). */
+const MAX_REMEMBERED_NAMES = 10_000;
+
+/**
+ * One report's names and values while it is flattened, reused from report to report (this runs once per ingested
+ * report, synchronously, never re-entered): only the answer's two exact-size copies are allocated. A repeated name
+ * is found by the number of the report that last added it; agents send the same names in every report, so at steady
+ * state the map only has its entries' numbers changed.
+ */
+const scratch = {
+  names: [] as string[],
+  values: new Float64Array(64),
+  count: 0,
+  report: 0,
+  lastReportOf: new Map<string, number>(),
+  add(name: string, value: number): boolean {
+    if (this.lastReportOf.get(name) === this.report) return false;
+    // Started over once the names of earlier reports (those not in this one) reach the bound: amortised, however large this report.
+    if (this.lastReportOf.size - this.count >= MAX_REMEMBERED_NAMES) {
+      this.lastReportOf = new Map();
+      for (let i = 0; i < this.count; i++) this.lastReportOf.set(this.names[i]!, this.report);
+    }
+    this.lastReportOf.set(name, this.report);
+    if (this.count === this.values.length) {
+      const grown = new Float64Array(2 * this.count);
+      grown.set(this.values);
+      this.values = grown;
+    }
+    this.names[this.count] = name;
+    this.values[this.count++] = value;
+    return true;
+  },
+};
 
 /** Where flattening puts each metric, in order; `add` answers false for a name it already holds (refused as reported twice). */
 export interface MetricSink {
