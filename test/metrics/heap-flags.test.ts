@@ -7,7 +7,7 @@ import { once } from 'node:events';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { flagName, SERVICE_ENV, SERVICE_V8_FLAGS, serviceV8Flags } from '../../src/core/cli/heap-flags.js';
+import { SERVICE_ENV, SERVICE_V8_FLAGS } from '../../src/core/cli/heap-flags.js';
 import { PROJECT_ROOT } from '../../src/core/paths.js';
 import { nodeEntry } from '../helpers/node-entry.js';
 
@@ -38,15 +38,6 @@ async function serveProcess(nodeArgs: string[], ipc: boolean, env: Record<string
   }
 }
 
-test('collections stay on the thread that needs them on two cores or fewer, and use V8\'s helper threads beyond', () => {
-  assert.ok(serviceV8Flags(1).includes('--single-threaded-gc'));
-  assert.ok(serviceV8Flags(2).includes('--single-threaded-gc'));
-  assert.ok(!serviceV8Flags(3).includes('--single-threaded-gc'));
-  assert.ok(serviceV8Flags(16).includes('--max-semi-space-size=4'));
-  assert.deepEqual(['--no-single-threaded-gc', '--max_semi_space_size=8', '--heap-growing-percent'].map(flagName),
-    ['--single-threaded-gc', '--max-semi-space-size', '--heap-growing-percent']);
-});
-
 describe('serve heap flags', { skip: unsupported }, () => {
   test('serve runs with the service heap flags and malloc arenas, in the process that was started', async () => {
     const { argv, env } = await serveProcess([], false);
@@ -68,9 +59,6 @@ describe('serve heap flags', { skip: unsupported }, () => {
     assert.ok(argv.includes('--max-semi-space-size=8'));
     assert.ok(!argv.includes('--max-semi-space-size=4'));
     assert.ok(argv.includes('--heap-growing-percent=30'));
-    // Turned off by the operator (on a machine of two cores or fewer, where it is one of the service's flags).
-    const off = await serveProcess(['--no-single-threaded-gc'], false);
-    assert.ok(off.argv.includes('--no-single-threaded-gc') && !off.argv.includes('--single-threaded-gc'), off.argv.join(' '));
   });
 
   test('a process with an IPC channel is not re-executed (its launcher passes the flags)', async () => {

@@ -1,5 +1,3 @@
-import os from 'node:os';
-
 /**
  * V8's default heap sizing is made for throughput on big machines: a young
  * generation of 2 x 16 MiB per isolate and an old generation left to grow to
@@ -8,19 +6,7 @@ import os from 'node:os';
  * the service instead; they are V8 startup flags, so a `serve` started without
  * them re-executes itself with them (same process id, same arguments).
  */
-export function serviceV8Flags(cores: number = os.availableParallelism()): string[] {
-  return [
-    ...HEAP_SIZING,
-    // On two cores or fewer, collections run on the thread that needs them. Under load the service's own threads
-    // (event loop, writer, fold thread, libuv's pool) already keep both cores busy, and V8's helper threads
-    // (parallel scavenges, concurrent marking and sweeping) only add to the contention: they were 3.8 s of the
-    // service's 16 s of CPU on the peers benchmark's ingest. Interleaved runs on 2 cores: ingest +13-19 %, CPU per
-    // report -10 %, queries no slower (docs/benchmarks.md). With more cores the helpers run beside the event loop.
-    ...(cores <= 2 ? ['--single-threaded-gc'] : []),
-  ];
-}
-
-const HEAP_SIZING: readonly string[] = [
+export const SERVICE_V8_FLAGS: readonly string[] = [
   // Young generation 2 x 4 MiB (the writer thread's too): a scavenge every few MiB of short-lived request garbage
   // costs what is still alive, and little is; measured no slower than 16 MiB on the ingest benchmark.
   '--max-semi-space-size=4',
@@ -29,14 +15,6 @@ const HEAP_SIZING: readonly string[] = [
   // showed no ingest cost for the more frequent collections (docs/benchmarks.md).
   '--heap-growing-percent=30',
 ];
-
-/** The flags for this machine's cores. */
-export const SERVICE_V8_FLAGS: readonly string[] = serviceV8Flags();
-
-/** A flag's name without its value, as V8 reads it: `--no-x` names the same flag as `--x`, `_` is `-`. */
-export function flagName(flag: string): string {
-  return flag.split('=')[0]!.replace(/_/g, '-').replace(/^--no-/, '--');
-}
 
 /**
  * glibc gives each thread that allocates its own malloc arena, up to 8 per
@@ -59,8 +37,8 @@ export const SERVICE_ENV: Readonly<Record<string, string>> = { MALLOC_ARENA_MAX:
  */
 export function execWithServiceHeapFlags(): void {
   if (process.channel || typeof process.execve !== 'function') return;
-  const given = new Set(`${process.execArgv.join(' ')} ${process.env['NODE_OPTIONS'] ?? ''}`.split(/\s+/).filter(Boolean).map(flagName));
-  const missing = SERVICE_V8_FLAGS.filter((f) => !given.has(flagName(f)));
+  const given = `${process.execArgv.join(' ')} ${process.env['NODE_OPTIONS'] ?? ''}`;
+  const missing = SERVICE_V8_FLAGS.filter((f) => !given.includes(f.slice(0, f.indexOf('='))));
   const unset = Object.keys(SERVICE_ENV).filter((k) => process.env[k] === undefined);
   if (!missing.length && !unset.length) return;
   process.execve(process.execPath, [process.execPath, ...missing, ...process.execArgv, ...process.argv.slice(1)], { ...SERVICE_ENV, ...process.env });
