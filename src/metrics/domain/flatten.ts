@@ -1,6 +1,6 @@
 import { AppError } from '../../core/errors.js';
 import type { Report } from './report-schema.js';
-import { ReportMetrics } from './report-shapes.js';
+import { createShapeTable, ReportMetrics } from './report-shapes.js';
 import { assertReportText, isNameText } from './report-text.js';
 
 /** Deepest nesting followed inside `network` and a service entry; deeper reports get 400. */
@@ -25,45 +25,30 @@ export const FREE_FORM_SECTIONS = ['network', 'diskio', 'system', 'pressure', 's
  * with the same path).
  */
 export function flattenReport(report: Report): ReportMetrics {
-  // A rare huge report's arrays are not kept for the small ones after it.
-  if (scratch.values.length > KEEP_SCRATCH_VALUES) { scratch.names = []; scratch.values = new Float64Array(64); }
-  scratch.count = 0;
-  scratch.report++;
-  flattenInto(report, scratch);
-  return new ReportMetrics(scratch.names.slice(0, scratch.count), scratch.values.slice(0, scratch.count));
+  names.reset();
+  // A rare huge report's values array is not kept for the small ones after it.
+  if (values.length > KEEP_VALUES) values = new Float64Array(64);
+  flattenInto(report, sink);
+  return new ReportMetrics(names.names.slice(0, names.size), values.slice(0, names.size));
 }
 
-const KEEP_SCRATCH_VALUES = 4096;
-/** Most names of earlier reports `scratch` remembers; past it, it starts over (names a client invents cost memory once). */
-const MAX_REMEMBERED_NAMES = 10_000;
-
+const KEEP_VALUES = 4096;
 /**
- * One report's names and values while it is flattened, reused from report to report (this runs once per ingested
- * report, synchronously, never re-entered): only the answer's two exact-size copies are allocated. A repeated name
- * is found by the number of the report that last added it; agents send the same names in every report, so at steady
- * state the map only has its entries' numbers changed.
+ * One report's names and values while it is flattened, reused from report to report as a bulk body's lines reuse
+ * theirs (bulk-lines.ts): this runs once per ingested report, synchronously, never re-entered, and only the answer's
+ * two exact-size copies are allocated.
  */
-const scratch = {
-  names: [] as string[],
-  values: new Float64Array(64),
-  count: 0,
-  report: 0,
-  lastReportOf: new Map<string, number>(),
-  add(name: string, value: number): boolean {
-    if (this.lastReportOf.get(name) === this.report) return false;
-    // Started over once the names of earlier reports (those not in this one) reach the bound: amortised, however large this report.
-    if (this.lastReportOf.size - this.count >= MAX_REMEMBERED_NAMES) {
-      this.lastReportOf = new Map();
-      for (let i = 0; i < this.count; i++) this.lastReportOf.set(this.names[i]!, this.report);
+const names = createShapeTable().nameList();
+let values = new Float64Array(64);
+const sink: MetricSink = {
+  add(name, value) {
+    if (!names.add(name)) return false;
+    if (names.size > values.length) {
+      const grown = new Float64Array(2 * values.length);
+      grown.set(values);
+      values = grown;
     }
-    this.lastReportOf.set(name, this.report);
-    if (this.count === this.values.length) {
-      const grown = new Float64Array(2 * this.count);
-      grown.set(this.values);
-      this.values = grown;
-    }
-    this.names[this.count] = name;
-    this.values[this.count++] = value;
+    values[names.size - 1] = value;
     return true;
   },
 };

@@ -64,26 +64,29 @@ export function createShapeTable(maxNodes = MAX_NODES): ShapeTable {
     nameList() {
       const names: string[] = [];
       let count = 0;
-      // The node of the names so far; undefined once past the table's bound, where a Set finds repeats instead.
+      // The node of the names so far; undefined once past the table's bound.
       let node: Node | undefined = root;
-      let seen: Set<string> | undefined;
+      // Off the trie's known paths a repeat is found by the number of the list (reset to reset) that last added the
+      // name: the names so far are numbered once, when the list first leaves a known path, then each as it is added.
+      let list = 0;
+      let numberedSoFar = false;
+      let lastListOf = new Map<string, number>();
       return {
         names,
         get size() { return count; },
         add(name) {
-          if (node) {
-            const known = node.next?.get(name);
-            // A node is made only for a name not already in the list before it, so a known path has no repeat.
-            if (!known) {
-              if (includes(names, count, name)) return false;
-              node = childOf(node, name);
-              if (!node) seen = new Set(names.slice(0, count));
-            } else node = known;
+          const known = node?.next?.get(name);
+          // A node is made only for a name not already in the list before it, so a known path has no repeat.
+          if (known) node = known;
+          else {
+            if (!numberedSoFar) {
+              for (let i = 0; i < count; i++) lastListOf.set(names[i]!, list);
+              numberedSoFar = true;
+            }
+            if (lastListOf.get(name) === list) return false;
+            if (node) node = childOf(node, name);
           }
-          if (seen) {
-            if (seen.has(name)) return false;
-            seen.add(name);
-          }
+          if (numberedSoFar) lastListOf.set(name, list);
           names[count++] = name;
           return true;
         },
@@ -93,7 +96,10 @@ export function createShapeTable(maxNodes = MAX_NODES): ShapeTable {
         reset() {
           count = 0;
           node = root;
-          seen = undefined;
+          list++;
+          numberedSoFar = false;
+          // Names clients invent cost memory once, not for good.
+          if (lastListOf.size > MAX_NODES) lastListOf = new Map();
         },
       };
     },
@@ -104,11 +110,6 @@ export function createShapeTable(maxNodes = MAX_NODES): ShapeTable {
     },
   };
   return table;
-}
-
-function includes(names: readonly string[], count: number, name: string): boolean {
-  for (let i = 0; i < count; i++) if (names[i] === name) return true;
-  return false;
 }
 
 /**
