@@ -33,7 +33,11 @@ export async function run(argv: string[]): Promise<string> {
   const service = spawn(process.execPath, [cli, 'serve', '--port', String(port), '--data-dir', dir, '--log-level', 'warn'], { stdio: 'ignore' });
   const url = `http://127.0.0.1:${port}`;
   try {
+    // A service that exits (a port in use) or never gets ready fails the run instead of leaving it waiting.
+    const deadline = Date.now() + 30_000;
     for (;;) {
+      if (service.exitCode !== null) throw new Error(`the service exited with ${service.exitCode} before it was ready`);
+      if (Date.now() > deadline) throw new Error('the service was not ready within 30 s');
       try { if ((await fetch(`${url}/readyz`)).ok) break; } catch { /* not listening yet */ }
       await new Promise((r) => setTimeout(r, 100));
     }
@@ -87,8 +91,10 @@ export async function run(argv: string[]): Promise<string> {
       `| ${fmt(latencies.length)} | ${ms(0.5)} / ${ms(0.95)} / ${ms(0.99)} / ${latencies.at(-1)!.toFixed(1)} | ${fmt(bulkBodies)} | ${fmt((bulkBodies * bulkReports) / seconds)} | ${load.toFixed(1)} |`,
     ].join('\n');
   } finally {
-    service.kill('SIGTERM');
-    await new Promise((r) => service.once('exit', r));
+    if (service.exitCode === null) {
+      service.kill('SIGTERM');
+      await new Promise((r) => service.once('exit', r));
+    }
     rmSync(dir, { recursive: true, force: true });
   }
 }
