@@ -66,7 +66,9 @@ export async function readUpload(req: FastifyRequest, blobs: BlobStore, maxBytes
     await blob?.discard();
     throw malformedForm(e) ?? e;
   }
-  if (!blob) throw new AppError('invalid_request', 'the form has no "file" part');
+  // busboy drops, without a word, a part whose name or file name holds a bare CR or LF (raw, or percent-encoded in
+  // filename*): say so, or a client that sent one is told it sent no file.
+  if (!blob) throw new AppError('invalid_request', 'the form has no "file" part (a part whose name or file name holds a line break is ignored)');
   await blob.commit();
   const { storedName, size, sha256 } = blob;
   return { fields, filename, blob: { storedName, size, sha256 } };
