@@ -8,7 +8,7 @@
  * on every start, as an agent's own config file would.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
+import { readFileSync, writeFileSync, existsSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -18,6 +18,7 @@ import { ConfigError, helpText, loadConfig, opt } from './core/config.js';
 import { loadMetricsConfig } from './metrics/config.js';
 import { createMetricsStore, openMetricsDatabase } from './metrics/deps.js';
 import { issueToken } from './metrics/domain/tenant-tokens.js';
+import { makeDir } from './core/make-dir.js';
 
 const startOptions = {
   dataDir: opt.string({ flag: 'data-dir', env: 'DATA_DIR', default: './data', doc: 'Directory for both services\' SQLite files, the agent spool and quickstart.json.' }),
@@ -125,7 +126,7 @@ async function main(): Promise<void> {
   process.once('SIGINT', () => stop(0));
   process.once('SIGTERM', () => stop(0));
   const dataDir = path.resolve(o.dataDir);
-  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  makeDir(dataDir, 0o700);
   console.error(`${PROGRAM}: opening the database in ${dataDir} (migrations run on the first start and after upgrades)...`);
   const { qs, created } = await firstToken(dataDir, process.env);
 

@@ -1,6 +1,7 @@
 import { createHmac, randomUUID } from 'node:crypto';
-import { mkdir, open, readFile, rename } from 'node:fs/promises';
+import { open, readFile, rename } from 'node:fs/promises';
 import path from 'node:path';
+import { makeDir } from '../core/make-dir.js';
 
 /**
  * This program's application id for machine-id(5)'s "application-specific
@@ -51,7 +52,7 @@ export async function persistentAgentId(dir: string): Promise<string> {
   } catch (e: unknown) {
     if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
   }
-  await mkdir(dir, { recursive: true, mode: 0o700 });
+  makeDir(dir, 0o700);
   const id = randomUUID();
   const fh = await open(`${file}.tmp`, 'w', 0o600);
   try { await fh.writeFile(`${id}\n`); await fh.sync(); } finally { await fh.close(); }

@@ -67,6 +67,14 @@ for (const cli of CLIS) {
 }
 
 for (const cli of CLIS.filter((c) => c.portEnv)) {
+  // Node's recursive mkdir spins for ever under procfs; the service must say what it could not create and exit.
+  test(`${cli.name} with a data directory that cannot be created exits naming it (under /proc, where fs.mkdir would spin)`, { skip: process.platform !== 'linux' && 'procfs is Linux\'s' }, () => {
+    const r = run(cli, [...cli.serve, '--port', '0', '--data-dir', '/proc/fleetsync-cli-test/data']);
+    assert.equal(r.status, 1, r.out);
+    assert.match(r.out, new RegExp(`^${cli.name}: cannot open the database /proc/fleetsync-cli-test/data/\\w+\\.db: ENOENT: no such file or directory, mkdir '/proc/fleetsync-cli-test'`));
+    assert.doesNotMatch(r.out, /\n\s+at /, 'no stack trace');
+  });
+
   test(`${cli.name} reads options from the environment and validates them the same way`, () => {
     const r = run(cli, cli.serve, { [cli.portEnv!]: '99999', LOG_LEVEL: 'chatty', REDIS_URL: 'http://not-redis' });
     assert.equal(r.status, 2, r.out);

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
-import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
+import { readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { makeDir } from '../../core/make-dir.js';
 
 /**
  * A spool belongs to one destination: the service URL and the token together.
@@ -19,7 +20,7 @@ export function destinationKey(url: string, token: string): string {
  */
 export async function destinationSpoolDir(stateDir: string, url: string, token: string): Promise<string> {
   const dir = path.join(stateDir, `spool-${destinationKey(url, token)}`);
-  await mkdir(dir, { recursive: true, mode: 0o700 });
+  makeDir(dir, 0o700);
   const label = path.join(dir, 'destination.json');
   const want = `${JSON.stringify({ url })}\n`;
   if ((await readFile(label, 'utf8').catch(() => '')) !== want) await writeFile(label, want, { mode: 0o600 });

@@ -1,7 +1,8 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { mkdir, open, readdir, readFile, rename, unlink } from 'node:fs/promises';
+import { open, readdir, readFile, rename, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from '../logger.js';
+import { makeDir } from '../../core/make-dir.js';
 
 /**
  * One spooled report: a file `r-<seq>-<ts>.json` holding the exact body to send. Its path is not kept (`Spool` derives
@@ -120,7 +121,7 @@ export class Spool {
 
   /** Opens (creating) the spool directory and indexes what a previous run left; half-written files are removed. */
   static async open(opts: SpoolOptions): Promise<Spool> {
-    await mkdir(opts.dir, { recursive: true, mode: 0o700 });
+    makeDir(opts.dir, 0o700);
     let counters: SpoolCounters = { dropped: 0, rejected: 0 };
     try {
       counters = await readCounters(opts.dir);

@@ -1,10 +1,10 @@
-import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import pg from 'pg';
 import { Kysely, PostgresDialect, SqliteDialect, sql, type Migration, type SqliteDatabase } from 'kysely';
 import { assertSchemaName, CONNECT_TIMEOUT_MS, createPgPool } from './pg-pool.js';
 import { configureSqliteConnection, type SqliteTuning } from './sqlite-connection.js';
+import { makeDir } from '../make-dir.js';
 
 export type DialectName = 'sqlite' | 'postgres';
 
@@ -64,7 +64,7 @@ function openSqlite<DB>(opts: OpenDatabaseOptions): Database<DB> {
   let sqlite: BetterSqlite3.Database | undefined;
   try {
     // Private: it holds the token and password hashes (and, for sync, the attachments); an existing directory is left as it is.
-    mkdirSync(opts.dataDir, { recursive: true, mode: 0o700 });
+    makeDir(opts.dataDir, 0o700);
     sqlite = new BetterSqlite3(file);
     // Both only take effect on a new file, page size first (setting auto_vacuum fixes it). Incremental auto-vacuum
     // lets freed pages go back to the filesystem piecemeal (PRAGMA incremental_vacuum) instead of staying for ever.

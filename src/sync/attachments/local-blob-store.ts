@@ -1,9 +1,10 @@
 import { createReadStream } from 'node:fs';
-import { mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises';
+import { open, readdir, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { isAfter, isStoredName, stageAndCommit, type BlobEntry, type BlobStore } from './blob-store.js';
 import { removeAbandoned, stageBlob } from './staging.js';
+import { makeDir } from '../../core/make-dir.js';
 
 /** Uploads in progress. A file left there is an upload a crash interrupted. */
 const INCOMING = '.incoming';
@@ -15,7 +16,7 @@ const INCOMING = '.incoming';
  */
 export async function createLocalBlobStore(dir: string): Promise<BlobStore> {
   const incoming = path.join(dir, INCOMING);
-  await mkdir(incoming, { recursive: true, mode: 0o700 });
+  makeDir(incoming, 0o700);
   await removeAbandoned(incoming);
 
   const store: BlobStore = {

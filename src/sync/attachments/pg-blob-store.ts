@@ -1,9 +1,9 @@
 import { createReadStream } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import type pg from 'pg';
 import { isStoredName, stageAndCommit, type BlobStore, type StoredBlob } from './blob-store.js';
 import { removeAbandoned, stageBlob } from './staging.js';
+import { makeDir } from '../../core/make-dir.js';
 
 /** Bytes per row: big enough that a 25 MiB file is ~100 rows, small enough that a download holds one chunk at a time. */
 export const CHUNK_BYTES = 256 * 1024;
@@ -26,7 +26,7 @@ const SCHEMA_LOCK = 7_461_001;
  */
 export async function createPgBlobStore(pool: pg.Pool, stagingDir: string): Promise<BlobStore> {
   await ensureTables(pool);
-  await mkdir(stagingDir, { recursive: true });
+  makeDir(stagingDir);
   await removeAbandoned(stagingDir);
 
   const store: BlobStore = {

@@ -1,0 +1,46 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { makeDir } from '../../src/core/make-dir.js';
+import { PROJECT_ROOT } from '../../src/core/paths.js';
+
+function scratch(t: { after(fn: () => void): void }): string {
+  const dir = mkdtempSync(path.join(tmpdir(), 'make-dir-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+test('makeDir creates the missing parents with the mode given and leaves what exists as it is', (t) => {
+  const root = scratch(t);
+  mkdirSync(path.join(root, 'kept'), { mode: 0o755 });
+  const target = path.join(root, 'kept', 'a', 'b');
+  makeDir(target, 0o700);
+  assert.equal(statSync(path.join(root, 'kept')).mode & 0o777, 0o755);
+  for (const d of [path.join(root, 'kept', 'a'), target]) assert.equal(statSync(d).mode & 0o777, 0o700, d);
+  makeDir(target, 0o700);
+  makeDir(path.relative(process.cwd(), target));
+  assert.ok(statSync(target).isDirectory());
+});
+
+test('makeDir refuses a file or a dangling link in the path, and creates nothing past it', (t) => {
+  const root = scratch(t);
+  writeFileSync(path.join(root, 'file'), 'x');
+  assert.throws(() => makeDir(path.join(root, 'file')), { code: 'EEXIST' });
+  assert.throws(() => makeDir(path.join(root, 'file', 'sub')), { code: 'ENOTDIR' });
+  symlinkSync(path.join(root, 'nowhere'), path.join(root, 'dangling'));
+  assert.throws(() => makeDir(path.join(root, 'dangling', 'sub')), { code: 'ENOENT' });
+  assert.equal(existsSync(path.join(root, 'nowhere')), false);
+});
+
+// Node's recursive mkdir spins for ever there (procfs answers ENOENT to any new name); a child process, so that a
+// regression fails this test by its timeout instead of hanging the run.
+test('makeDir under /proc fails at once with ENOENT', { skip: process.platform !== 'linux' && 'procfs is Linux\'s' }, () => {
+  const r = spawnSync(process.execPath, ['--import', 'tsx', '-e',
+    "const { makeDir } = await import('./src/core/make-dir.ts'); try { makeDir('/proc/fleetsync-make-dir/x'); } catch (e) { console.log(e.code); }"],
+  { cwd: PROJECT_ROOT, encoding: 'utf8', timeout: 20_000 });
+  assert.equal(r.signal, null, 'makeDir did not return within 20 s');
+  assert.equal(r.stdout.trim(), 'ENOENT', r.stderr);
+});
