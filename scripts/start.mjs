@@ -48,7 +48,7 @@ if (args.includes('--help') || args.includes('-h')) {
   if (!buildIsCurrent()) {
     const started = Date.now();
     process.stderr.write('npm start: building dist/ (first start or sources changed)...\n');
-    const { build } = await import('esbuild');
+    const { build, stop } = await import('esbuild');
     const entryPoints = listTs(path.join(root, 'src'));
     try {
       await build({ entryPoints, outdir: path.join(root, 'dist'), outbase: path.join(root, 'src'), platform: 'node', format: 'esm', target: 'node22', logLevel: 'error' });
@@ -56,6 +56,8 @@ if (args.includes('--help') || args.includes('-h')) {
       process.stderr.write('npm start: the build failed (see above)\n');
       process.exit(1);
     }
+    // esbuild's service process would otherwise stay beside the launcher for as long as the services run.
+    await stop();
     mkdirSync(path.dirname(stamp), { recursive: true });
     writeFileSync(stamp, `${new Date().toISOString()}\n`);
     process.stderr.write(`npm start: built ${entryPoints.length} files in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);

@@ -58,7 +58,10 @@ function run(name: string, script: string, args: string[], env: Record<string, s
   const entry = fromSource ? ['--import', 'tsx', path.join(here, script.replace(/\.js$/, '.ts'))] : [path.join(here, script)];
   // The IPC channel is the children's lifeline: it closes when the launcher dies, even by SIGKILL, and they stop (exitWithParent).
   // It does not survive an exec, so a child that would re-execute itself with its heap flags (and environment) gets them here instead.
-  const child = spawn(process.execPath, [...nodeFlags, ...entry, ...args], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], env: { ...process.env, ...env } });
+  // Detached (a process group of its own): Ctrl-C or a closed terminal signals the launcher alone, which stops each child
+  // with one SIGTERM. In the terminal's group, a child got the terminal's SIGINT and then the launcher's SIGTERM, and
+  // took the second signal as "exit now" instead of draining.
+  const child = spawn(process.execPath, [...nodeFlags, ...entry, ...args], { detached: true, stdio: ['ignore', 'inherit', 'inherit', 'ipc'], env: { ...process.env, ...env } });
   child.on('exit', (code, signal) => {
     if (!stopping) {
       console.error(`${name} exited (${signal ?? code}); stopping the others`);
@@ -98,6 +101,16 @@ function portFree(host: string, port: number): Promise<boolean> {
   });
 }
 
+/**
+ * Under `npm start`, npm is the parent, and npm passes SIGINT and SIGTERM on but exits on SIGHUP (and on SIGKILL)
+ * without a word to its child: the launcher then stops too, when it finds it has a new parent.
+ */
+function stopWithNpm(): void {
+  if (process.env['npm_lifecycle_event'] !== 'start') return;
+  const npm = process.ppid;
+  setInterval(() => { if (process.ppid !== npm) stop(0); }, 500).unref();
+}
+
 let stopping = false;
 function stop(code: number): void {
   if (stopping) return;
@@ -123,8 +136,9 @@ async function main(): Promise<void> {
       process.exit(1);
     }
   }
-  process.once('SIGINT', () => stop(0));
-  process.once('SIGTERM', () => stop(0));
+  // `on`, not `once`: under npm, Ctrl-C comes twice (from the terminal, and passed on by npm).
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => stop(0));
+  stopWithNpm();
   const dataDir = path.resolve(o.dataDir);
   makeDir(dataDir, 0o700);
   console.error(`${PROGRAM}: opening the database in ${dataDir} (migrations run on the first start and after upgrades)...`);

@@ -142,6 +142,50 @@ test('SIGTERM to `npm start` stops the whole process tree: npm, the launcher, bo
   }
 });
 
+test('SIGHUP to npm, which exits without passing it on, stops the whole tree as well', { timeout: TREE_TIMEOUT }, async (t) => {
+  const storage = await freshStorage('sqlite');
+  t.after(() => storage.cleanup());
+  const ports = { metrics: await freePort(), sync: await freePort() };
+  const { child, output } = await startLauncher(['npm', 'start', '--'], storage.dataDir, ports);
+  t.after(() => { for (const p of [child.pid!, ...descendants(child.pid!)]) { try { process.kill(p, 'SIGKILL'); } catch { /* gone */ } } });
+  await until(async () => (/\bmtk_[A-Za-z0-9_-]{43}\b/.test(output.text) ? true : undefined), `the banner in:\n${output.text}`, TREE_TIMEOUT - 60_000);
+  const tree = descendants(child.pid!);
+  assert.ok(tree.length >= 4, `npm's tree holds the launcher, two services and the agent: ${tree.length} processes`);
+  child.kill('SIGHUP');
+  await once(child, 'exit');
+  await until(async () => (tree.every((p) => !alive(p)) ? true : undefined), 'every process of the tree to exit', 30_000).catch((e: unknown) => {
+    throw new Error(`${String(e)}; alive: ${tree.filter(alive).map((p) => readFileSync(`/proc/${p}/cmdline`, 'utf8').replace(/\0/g, ' ')).join(' | ')}`);
+  });
+});
+
+// A terminal's Ctrl-C signals its whole foreground process group. The services are in groups of their own, so each
+// gets the launcher's one SIGTERM and drains; in the terminal's group they got SIGINT and SIGTERM at once, and a
+// second signal means "exit now".
+test('Ctrl-C (SIGINT to the terminal\'s process group) stops the services by one signal each: they drain, none is cut short', async (t) => {
+  const storage = await freshStorage('sqlite');
+  t.after(() => storage.cleanup());
+  const ports = { metrics: await freePort(), sync: await freePort() };
+  const child = spawn(process.execPath, [...nodeEntry('src/start.ts'), '--data-dir', storage.dataDir, '--metrics-port', String(ports.metrics), '--sync-port', String(ports.sync)], {
+    cwd: PROJECT_ROOT, stdio: ['ignore', 'pipe', 'pipe'], detached: true,
+    env: { ...process.env, LOG_LEVEL: 'info', HOST_AGENT_LOG_LEVEL: 'info' },
+  });
+  let out = '';
+  child.stdout.on('data', (c: Buffer) => { out += String(c); });
+  child.stderr.on('data', (c: Buffer) => { out += String(c); });
+  t.after(() => { for (const p of [child.pid!, ...descendants(child.pid!)]) { try { process.kill(p, 'SIGKILL'); } catch { /* gone */ } } });
+  await until(async () => (/\bmtk_[A-Za-z0-9_-]{43}\b/.test(out) && out.includes('host agent started') ? true : undefined), `the banner and the agent in:\n${out}`);
+  const tree = descendants(child.pid!);
+  assert.equal(tree.length, 3, 'two services and the agent');
+  process.kill(-child.pid!, 'SIGINT');
+  const [code] = await once(child, 'exit') as [number | null];
+  await until(async () => (tree.every((p) => !alive(p)) ? true : undefined), 'the services and the agent to exit', 30_000);
+  assert.equal(code, 0, out);
+  assert.doesNotMatch(out, /second signal/, out);
+  // Both services and the agent logged their one signal: the launcher's SIGTERM.
+  const signals = [...out.matchAll(/"signal":"(SIG[A-Z]+)"/g)].map((m) => m[1]);
+  assert.deepEqual(signals, ['SIGTERM', 'SIGTERM', 'SIGTERM'], out);
+});
+
 test('children die with the launcher even when it is killed outright (SIGKILL)', async (t) => {
   const storage = await freshStorage('sqlite');
   t.after(() => storage.cleanup());

@@ -65,8 +65,7 @@ async function main(): Promise<number | undefined> {
       process.exit(1);
     });
   };
-  process.once('SIGTERM', () => shutdown('SIGTERM'));
-  process.once('SIGINT', () => shutdown('SIGINT'));
+  for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.once(signal, () => shutdown(signal));
   return undefined;
 }
 

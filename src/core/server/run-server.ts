@@ -10,7 +10,7 @@ export interface RunServerOptions {
 }
 
 /**
- * Listens and installs SIGTERM/SIGINT handling: stop accepting, let in-flight
+ * Listens and installs SIGTERM/SIGINT/SIGHUP handling: stop accepting, let in-flight
  * requests finish (Fastify's close), run `onShutdown`, exit. A second signal or
  * the timeout forces the exit.
  */
@@ -39,7 +39,7 @@ export async function runServer(app: App, opts: RunServerOptions): Promise<strin
       process.exit(1);
     }
   };
-  process.once('SIGTERM', () => void shutdown('SIGTERM'));
-  process.once('SIGINT', () => void shutdown('SIGINT'));
+  // SIGHUP too (a closed terminal): its default is to die on the spot, and the service has no configuration to reload.
+  for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.once(signal, () => void shutdown(signal));
   return address;
 }
