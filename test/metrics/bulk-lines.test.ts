@@ -163,3 +163,22 @@ test('on the event loop a body is read a slice of lines per turn, other work run
   assert.ok(turns >= 5, `other work ran ${turns} times while ${reports.length + 2} lines were read`);
   assert.deepEqual(taken, readBulkLines(body, OPTS));
 });
+
+test('on the event loop bodies are read one after the other, each still a slice per turn: the first is done before the second starts', async () => {
+  const onLoop = createBulkLinePool(0);
+  after(() => onLoop.close());
+  const body = (agent: string) => bytes(ndjson(Array.from({ length: 4 * LINES_PER_TURN }, (_, i) => makeReport({ agentId: agent, ts: NOW - 60_000 + i }))));
+  let turns = 0;
+  let counting = true;
+  const count = () => { if (counting) { turns++; setImmediate(count); } };
+  setImmediate(count);
+  const doneAt: Record<string, number> = {};
+  const read = (agent: string) => onLoop.read(body(agent), OPTS).then((lines) => { doneAt[agent] = turns; return lines; });
+  const [a, b] = await Promise.all([read('a'), read('b')]);
+  counting = false;
+  // Four slices each. Interleaved (a slice of each per turn) both finish after about 4 turns; one after the other, the
+  // second about 4 turns after the first.
+  assert.ok(doneAt['a']! <= 5 && doneAt['b']! >= doneAt['a']! + 3, `first done after ${doneAt['a']} turns, second after ${doneAt['b']}`);
+  assert.equal(a.line.length, 4 * LINES_PER_TURN);
+  assert.equal(b.line.length, 4 * LINES_PER_TURN);
+});

@@ -28,11 +28,19 @@ export function createBulkLinePool(threads: number): BulkLinePool {
   const slots = createThreadSlots<BulkLineRequest, BulkLines>(import.meta.url, 'bulk-line-worker', threads);
   let readApart = 0;
   let closed = false;
+  // The body being read on the event loop; the next waits for it. Read in turns with each other, bodies kept their
+  // parsed lines alive two to four times longer, into V8's old generation: a quarter less bulk throughput. Other
+  // requests still get a turn between slices.
+  let reading: Promise<unknown> = Promise.resolve();
   return {
     get readApart() { return readApart; },
     async read(body, opts) {
       if (closed) throw shuttingDown();
-      if (!slots.count) return readBulkLinesTakingTurns(body, opts);
+      if (!slots.count) {
+        const mine = reading.then(() => readBulkLinesTakingTurns(body, opts));
+        reading = mine.catch(() => undefined);
+        return mine;
+      }
       // The thread with the fewest bodies waiting; each reads its queue in order.
       let slot = 0;
       for (let i = 1; i < slots.count; i++) if (slots.pending(i) < slots.pending(slot)) slot = i;
