@@ -1,4 +1,4 @@
-import { test } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
@@ -102,9 +102,9 @@ function alive(pid: number): boolean {
   }
 }
 
-async function startLauncher(command: string[], dataDir: string, ports: { metrics: number; sync: number }, extraEnv: Record<string, string> = {}) {
+async function startLauncher(command: string[], dataDir: string, ports: { metrics: number; sync: number }, extraEnv: Record<string, string> = {}, detached = false) {
   const child = spawn(command[0]!, [...command.slice(1), '--data-dir', dataDir, '--metrics-port', String(ports.metrics), '--sync-port', String(ports.sync)], {
-    cwd: PROJECT_ROOT, stdio: ['ignore', 'pipe', 'pipe'],
+    cwd: PROJECT_ROOT, stdio: ['ignore', 'pipe', 'pipe'], detached,
     env: { ...process.env, HOST_AGENT_INTERVAL_MS: '500', LOG_LEVEL: 'warn', HOST_AGENT_LOG_LEVEL: 'warn', ...extraEnv },
   });
   const output = { text: '' };
@@ -114,16 +114,33 @@ async function startLauncher(command: string[], dataDir: string, ports: { metric
 }
 
 const TREE_TIMEOUT = 300_000;
+const BANNER = /\bmtk_[A-Za-z0-9_-]{43}\b/;
 
-test('SIGTERM to `npm start` stops the whole process tree: npm, the launcher, both services and the agent; the ports are free again', { timeout: TREE_TIMEOUT }, async (t) => {
+/**
+ * `command` (npm start, or the launcher itself) on fresh storage and ports, the whole tree killed after the test;
+ * resolves once `ready` holds for its output, with the processes under it.
+ */
+async function runningTree(t: TestContext, command: string[], opts: { detached?: boolean; env?: Record<string, string>; ready?: (out: string) => boolean } = {}) {
   const storage = await freshStorage('sqlite');
   t.after(() => storage.cleanup());
   const ports = { metrics: await freePort(), sync: await freePort() };
-  const { child, output } = await startLauncher(['npm', 'start', '--'], storage.dataDir, ports);
+  const { child, output } = await startLauncher(command, storage.dataDir, ports, opts.env, opts.detached);
   t.after(() => { for (const p of [child.pid!, ...descendants(child.pid!)]) { try { process.kill(p, 'SIGKILL'); } catch { /* gone */ } } });
+  const ready = opts.ready ?? ((out: string) => BANNER.test(out));
   // The build may run first (stale dist/): allow for it.
-  await until(async () => (/\bmtk_[A-Za-z0-9_-]{43}\b/.test(output.text) ? true : undefined), `the banner in:\n${output.text}`, TREE_TIMEOUT - 60_000);
-  const tree = descendants(child.pid!);
+  await until(async () => (ready(output.text) ? true : undefined), `the banner in:\n${output.text}`, TREE_TIMEOUT - 60_000);
+  return { child, output, ports, tree: descendants(child.pid!) };
+}
+
+/** Waits until none of `tree` is alive; names the ones that are if they outlive 30 s. */
+async function allGone(tree: number[], what: string): Promise<void> {
+  await until(async () => (tree.every((p) => !alive(p)) ? true : undefined), what, 30_000).catch((e: unknown) => {
+    throw new Error(`${String(e)}; alive: ${tree.filter(alive).map((p) => readFileSync(`/proc/${p}/cmdline`, 'utf8').replace(/\0/g, ' ')).join(' | ')}`);
+  });
+}
+
+test('SIGTERM to `npm start` stops the whole process tree: npm, the launcher, both services and the agent; the ports are free again', { timeout: TREE_TIMEOUT }, async (t) => {
+  const { child, ports, tree } = await runningTree(t, ['npm', 'start', '--']);
   assert.ok(tree.length >= 4, `npm's tree holds the launcher, two services and the agent: ${tree.length} processes`);
   const commandLines = tree.map((p) => { try { return readFileSync(`/proc/${p}/cmdline`, 'utf8').replace(/\0/g, ' '); } catch { return ''; } });
   assert.ok(!/\bsh -c\b/.test(commandLines.join('\n')), 'no shell chain between npm and node');
@@ -134,7 +151,7 @@ test('SIGTERM to `npm start` stops the whole process tree: npm, the launcher, bo
   for (const [k, v] of Object.entries(SERVICE_ENV)) assert.ok(metricsEnv.includes(`${k}=${v}`), `${k}=${v} in the metrics service's environment`);
   child.kill('SIGTERM');
   await once(child, 'exit');
-  await until(async () => (tree.every((p) => !alive(p)) ? true : undefined), 'every process of the tree to exit', 30_000);
+  await allGone(tree, 'every process of the tree to exit');
   for (const port of [ports.metrics, ports.sync]) {
     const server = createServer();
     await new Promise<void>((resolve, reject) => { server.once('error', reject); server.listen(port, '127.0.0.1', resolve); });
@@ -143,62 +160,37 @@ test('SIGTERM to `npm start` stops the whole process tree: npm, the launcher, bo
 });
 
 test('SIGHUP to npm, which exits without passing it on, stops the whole tree as well', { timeout: TREE_TIMEOUT }, async (t) => {
-  const storage = await freshStorage('sqlite');
-  t.after(() => storage.cleanup());
-  const ports = { metrics: await freePort(), sync: await freePort() };
-  const { child, output } = await startLauncher(['npm', 'start', '--'], storage.dataDir, ports);
-  t.after(() => { for (const p of [child.pid!, ...descendants(child.pid!)]) { try { process.kill(p, 'SIGKILL'); } catch { /* gone */ } } });
-  await until(async () => (/\bmtk_[A-Za-z0-9_-]{43}\b/.test(output.text) ? true : undefined), `the banner in:\n${output.text}`, TREE_TIMEOUT - 60_000);
-  const tree = descendants(child.pid!);
+  const { child, tree } = await runningTree(t, ['npm', 'start', '--']);
   assert.ok(tree.length >= 4, `npm's tree holds the launcher, two services and the agent: ${tree.length} processes`);
   child.kill('SIGHUP');
   await once(child, 'exit');
-  await until(async () => (tree.every((p) => !alive(p)) ? true : undefined), 'every process of the tree to exit', 30_000).catch((e: unknown) => {
-    throw new Error(`${String(e)}; alive: ${tree.filter(alive).map((p) => readFileSync(`/proc/${p}/cmdline`, 'utf8').replace(/\0/g, ' ')).join(' | ')}`);
-  });
+  await allGone(tree, 'every process of the tree to exit');
 });
 
 // A terminal's Ctrl-C signals its whole foreground process group. The services are in groups of their own, so each
 // gets the launcher's one SIGTERM and drains; in the terminal's group they got SIGINT and SIGTERM at once, and a
 // second signal means "exit now".
 test('Ctrl-C (SIGINT to the terminal\'s process group) stops the services by one signal each: they drain, none is cut short', async (t) => {
-  const storage = await freshStorage('sqlite');
-  t.after(() => storage.cleanup());
-  const ports = { metrics: await freePort(), sync: await freePort() };
-  const child = spawn(process.execPath, [...nodeEntry('src/start.ts'), '--data-dir', storage.dataDir, '--metrics-port', String(ports.metrics), '--sync-port', String(ports.sync)], {
-    cwd: PROJECT_ROOT, stdio: ['ignore', 'pipe', 'pipe'], detached: true,
-    env: { ...process.env, LOG_LEVEL: 'info', HOST_AGENT_LOG_LEVEL: 'info' },
+  const { child, output, tree } = await runningTree(t, [process.execPath, ...nodeEntry('src/start.ts')], {
+    detached: true, env: { LOG_LEVEL: 'info', HOST_AGENT_LOG_LEVEL: 'info' },
+    ready: (out) => BANNER.test(out) && out.includes('host agent started'),
   });
-  let out = '';
-  child.stdout.on('data', (c: Buffer) => { out += String(c); });
-  child.stderr.on('data', (c: Buffer) => { out += String(c); });
-  t.after(() => { for (const p of [child.pid!, ...descendants(child.pid!)]) { try { process.kill(p, 'SIGKILL'); } catch { /* gone */ } } });
-  await until(async () => (/\bmtk_[A-Za-z0-9_-]{43}\b/.test(out) && out.includes('host agent started') ? true : undefined), `the banner and the agent in:\n${out}`);
-  const tree = descendants(child.pid!);
   assert.equal(tree.length, 3, 'two services and the agent');
   process.kill(-child.pid!, 'SIGINT');
   const [code] = await once(child, 'exit') as [number | null];
-  await until(async () => (tree.every((p) => !alive(p)) ? true : undefined), 'the services and the agent to exit', 30_000);
-  assert.equal(code, 0, out);
-  assert.doesNotMatch(out, /second signal/, out);
+  await allGone(tree, 'the services and the agent to exit');
+  assert.equal(code, 0, output.text);
+  assert.doesNotMatch(output.text, /second signal/, output.text);
   // Both services and the agent logged their one signal: the launcher's SIGTERM.
-  const signals = [...out.matchAll(/"signal":"(SIG[A-Z]+)"/g)].map((m) => m[1]);
-  assert.deepEqual(signals, ['SIGTERM', 'SIGTERM', 'SIGTERM'], out);
+  const signals = [...output.text.matchAll(/"signal":"(SIG[A-Z]+)"/g)].map((m) => m[1]);
+  assert.deepEqual(signals, ['SIGTERM', 'SIGTERM', 'SIGTERM'], output.text);
 });
 
 test('children die with the launcher even when it is killed outright (SIGKILL)', async (t) => {
-  const storage = await freshStorage('sqlite');
-  t.after(() => storage.cleanup());
-  const ports = { metrics: await freePort(), sync: await freePort() };
-  const { child, output } = await startLauncher([process.execPath, ...nodeEntry('src/start.ts')], storage.dataDir, ports);
-  t.after(() => { for (const p of [child.pid!, ...descendants(child.pid!)]) { try { process.kill(p, 'SIGKILL'); } catch { /* gone */ } } });
-  await until(async () => (/\bmtk_[A-Za-z0-9_-]{43}\b/.test(output.text) ? true : undefined), `the banner in:\n${output.text}`);
-  const tree = descendants(child.pid!);
+  const { child, tree } = await runningTree(t, [process.execPath, ...nodeEntry('src/start.ts')]);
   assert.equal(tree.length, 3, 'two services and the agent');
   child.kill('SIGKILL');
-  await until(async () => (tree.every((p) => !alive(p)) ? true : undefined), 'the orphaned services and agent to stop', 30_000).catch((e: unknown) => {
-    throw new Error(`${String(e)}; alive: ${tree.filter(alive).map((p) => readFileSync(`/proc/${p}/cmdline`, 'utf8').replace(/\0/g, ' ')).join(' | ')}\n${output.text}`);
-  });
+  await allGone(tree, 'the orphaned services and agent to stop');
 });
 
 test('a second start on a port in use says so in one line, exits 1 and starts nothing', async (t) => {
