@@ -140,7 +140,7 @@ async function main(): Promise<void> {
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => stop(0));
   stopWithNpm();
   const dataDir = path.resolve(o.dataDir);
-  makeDir(dataDir, 0o700);
+  makeDir(dataDir, 0o700, 'the data directory');
   console.error(`${PROGRAM}: opening the database in ${dataDir} (migrations run on the first start and after upgrades)...`);
   const { qs, created } = await firstToken(dataDir, process.env);
 

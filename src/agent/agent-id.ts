@@ -52,7 +52,7 @@ export async function persistentAgentId(dir: string): Promise<string> {
   } catch (e: unknown) {
     if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
   }
-  makeDir(dir, 0o700);
+  makeDir(dir, 0o700, 'the agent\'s state directory (--spool-dir)');
   const id = randomUUID();
   const fh = await open(`${file}.tmp`, 'w', 0o600);
   try { await fh.writeFile(`${id}\n`); await fh.sync(); } finally { await fh.close(); }

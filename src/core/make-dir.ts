@@ -8,11 +8,22 @@ import path from 'node:path';
  * ENOENT as "the parent is missing", creates the parent (EEXIST) and tries
  * again; procfs answers ENOENT to any new name, so that loop never ends. Here
  * the missing components are found first and created in order, once each, and
- * any failure is final: under /proc the error is the child's ENOENT. Synchronous:
- * it runs when a service, the agent or a store opens, a few system calls.
+ * any failure is final: under /proc the error is the child's ENOENT. With `what`
+ * ("the attachment directory") the error says what the directory is for and its
+ * whole path; the system's code stays. Synchronous: it runs when a service, the
+ * agent or a store opens, a few system calls.
  */
-export function makeDir(dir: string, mode?: number): void {
-  const target = path.resolve(dir);
+export function makeDir(dir: string, mode?: number, what?: string): void {
+  try {
+    makeMissing(path.resolve(dir), mode);
+  } catch (e) {
+    if (!what) throw e;
+    // The system's message names only the component that failed, not what the directory is for.
+    throw Object.assign(new Error(`cannot create ${what} ${path.resolve(dir)}: ${e instanceof Error ? e.message : String(e)}`, { cause: e }), { code: (e as { code?: string }).code });
+  }
+}
+
+function makeMissing(target: string, mode: number | undefined): void {
   const missing: string[] = [];
   for (let d = target; ; d = path.dirname(d)) {
     // A dangling link counts as there (lstat), so that the name under it fails ENOENT, as it does in Node's mkdir.

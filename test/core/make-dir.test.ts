@@ -44,3 +44,11 @@ test('makeDir under /proc fails at once with ENOENT', { skip: process.platform !
   assert.equal(r.signal, null, 'makeDir did not return within 20 s');
   assert.equal(r.stdout.trim(), 'ENOENT', r.stderr);
 });
+
+test('makeDir with what the directory is for names it and the whole path, and keeps the system\'s code', (t) => {
+  const root = scratch(t);
+  writeFileSync(path.join(root, 'file'), 'x');
+  const target = path.join(root, 'file', 'spool', 'a');
+  assert.throws(() => makeDir(target, 0o700, 'the spool directory'), (e: Error & { code?: string }) =>
+    e.code === 'ENOTDIR' && e.message.startsWith(`cannot create the spool directory ${target}: ENOTDIR: not a directory, `));
+});

@@ -66,6 +66,15 @@ for (const cli of CLIS) {
   });
 }
 
+test('sync-service names a directory it cannot create by what it is for', { skip: process.platform !== 'linux' && 'procfs is Linux\'s' }, (t) => {
+  const sync = CLIS.find((c) => c.name === 'sync-service')!;
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'dir-error-'));
+  t.after(() => rmSync(dataDir, { recursive: true, force: true }));
+  const r = run(sync, [...sync.serve, '--port', '0', '--data-dir', dataDir, '--attachment-dir', '/proc/fleetsync-cli-test/attachments']);
+  assert.equal(r.status, 1, r.out);
+  assert.match(r.out, /^sync-service: cannot create the attachment directory \/proc\/fleetsync-cli-test\/attachments\/\.incoming: ENOENT: no such file or directory, mkdir '\/proc\/fleetsync-cli-test'\n$/);
+});
+
 for (const cli of CLIS.filter((c) => c.portEnv)) {
   // Node's recursive mkdir spins for ever under procfs; the service must say what it could not create and exit.
   test(`${cli.name} with a data directory that cannot be created exits naming it (under /proc, where fs.mkdir would spin)`, { skip: process.platform !== 'linux' && 'procfs is Linux\'s' }, () => {

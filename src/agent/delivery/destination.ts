@@ -20,7 +20,7 @@ export function destinationKey(url: string, token: string): string {
  */
 export async function destinationSpoolDir(stateDir: string, url: string, token: string): Promise<string> {
   const dir = path.join(stateDir, `spool-${destinationKey(url, token)}`);
-  makeDir(dir, 0o700);
+  makeDir(dir, 0o700, 'the spool directory');
   const label = path.join(dir, 'destination.json');
   const want = `${JSON.stringify({ url })}\n`;
   if ((await readFile(label, 'utf8').catch(() => '')) !== want) await writeFile(label, want, { mode: 0o600 });

@@ -121,7 +121,7 @@ export class Spool {
 
   /** Opens (creating) the spool directory and indexes what a previous run left; half-written files are removed. */
   static async open(opts: SpoolOptions): Promise<Spool> {
-    makeDir(opts.dir, 0o700);
+    makeDir(opts.dir, 0o700, 'the spool directory');
     let counters: SpoolCounters = { dropped: 0, rejected: 0 };
     try {
       counters = await readCounters(opts.dir);

@@ -16,7 +16,7 @@ const INCOMING = '.incoming';
  */
 export async function createLocalBlobStore(dir: string): Promise<BlobStore> {
   const incoming = path.join(dir, INCOMING);
-  makeDir(incoming, 0o700);
+  makeDir(incoming, 0o700, 'the attachment directory');
   await removeAbandoned(incoming);
 
   const store: BlobStore = {

@@ -26,7 +26,7 @@ const SCHEMA_LOCK = 7_461_001;
  */
 export async function createPgBlobStore(pool: pg.Pool, stagingDir: string): Promise<BlobStore> {
   await ensureTables(pool);
-  makeDir(stagingDir);
+  makeDir(stagingDir, undefined, 'the attachments\' staging directory');
   await removeAbandoned(stagingDir);
 
   const store: BlobStore = {
