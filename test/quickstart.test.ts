@@ -22,12 +22,13 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-async function until<T>(fn: () => Promise<T | undefined>, what: string, timeoutMs = 60_000): Promise<T> {
+/** `what` may be a function, read when the wait times out (the output so far, say). */
+async function until<T>(fn: () => Promise<T | undefined>, what: string | (() => string), timeoutMs = 60_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const v = await fn().catch(() => undefined);
     if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${typeof what === 'function' ? what() : what}`);
     await new Promise((r) => setTimeout(r, 250));
   }
 }
@@ -60,7 +61,7 @@ for (const backend of BACKENDS) test(`npm start runs both services and an agent 
   const hosts = await until(async () => {
     const r = await call(metrics, 'GET', '/api/v1/hosts', { token });
     return Array.isArray(r.body) && r.body.length === 1 ? (r.body as string[]) : undefined;
-  }, 'the agent\'s first report');
+  }, () => `the agent's first report; the output so far:\n${out}`);
   const machineId = existsSync('/etc/machine-id') ? appSpecificMachineId(readFileSync('/etc/machine-id', 'utf8')) : undefined;
   assert.deepEqual(hosts, [machineId ?? await persistentAgentId(path.join(dataDir, 'agent-spool'))], 'the host is the local agent, under the machine\'s agent id');
   const page = await call(metrics, 'GET', '/', { token, headers: { accept: 'text/html' } });
