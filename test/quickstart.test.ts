@@ -145,6 +145,8 @@ test('SIGTERM to `npm start` stops the whole process tree: npm, the launcher, bo
   assert.ok(tree.length >= 4, `npm's tree holds the launcher, two services and the agent: ${tree.length} processes`);
   const commandLines = tree.map((p) => { try { return readFileSync(`/proc/${p}/cmdline`, 'utf8').replace(/\0/g, ' '); } catch { return ''; } });
   assert.ok(!/\bsh -c\b/.test(commandLines.join('\n')), 'no shell chain between npm and node');
+  // In a fresh checkout this start built dist/ first: esbuild's service process is not kept beside the launcher.
+  assert.ok(!/esbuild/.test(commandLines.join('\n')), commandLines.join('\n'));
   // The launcher passes the metrics service its heap flags and environment (an exec would lose the IPC channel it watches).
   const metricsPid = tree.find((p, i) => /metrics\/cli\.[jt]s serve/.test(commandLines[i]!));
   assert.ok(metricsPid !== undefined && SERVICE_V8_FLAGS.every((f) => commandLines[tree.indexOf(metricsPid)]!.includes(f)), commandLines.join('\n'));

@@ -14,12 +14,13 @@ import path from 'node:path';
  * agent or a store opens, a few system calls.
  */
 export function makeDir(dir: string, mode?: number, what?: string): void {
+  const target = path.resolve(dir);
   try {
-    makeMissing(path.resolve(dir), mode);
+    makeMissing(target, mode);
   } catch (e) {
     if (!what) throw e;
     // The system's message names only the component that failed, not what the directory is for.
-    throw Object.assign(new Error(`cannot create ${what} ${path.resolve(dir)}: ${e instanceof Error ? e.message : String(e)}`, { cause: e }), { code: (e as { code?: string }).code });
+    throw Object.assign(new Error(`cannot create ${what} ${target}: ${e instanceof Error ? e.message : String(e)}`, { cause: e }), { code: (e as { code?: string }).code });
   }
 }
 

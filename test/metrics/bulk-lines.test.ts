@@ -182,3 +182,12 @@ test('on the event loop bodies are read one after the other, each still a slice 
   assert.equal(a.line.length, 4 * LINES_PER_TURN);
   assert.equal(b.line.length, 4 * LINES_PER_TURN);
 });
+
+test('on the event loop a body refused whole does not hold up the bodies waiting behind it', async () => {
+  const onLoop = createBulkLinePool(0);
+  after(() => onLoop.close());
+  const refused = onLoop.read(bytes('\n\n'), OPTS);
+  const next = onLoop.read(bytes(ndjson([makeReport({ agentId: 'a', ts: NOW })])), OPTS);
+  await assert.rejects(refused, (e: unknown) => e instanceof AppError && e.code === 'invalid_request');
+  assert.equal((await next).line.length, 1);
+});
