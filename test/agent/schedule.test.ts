@@ -9,9 +9,11 @@ import { captureLog, tempDir } from './agent-harness.js';
 test('a backward step of the system clock neither stops collection nor dates reports on the old clock', { timeout: 30_000 }, async (t) => {
   const spoolDir = tempDir();
   const realNow = Date.now;
-  t.after(() => { Date.now = realNow; rmSync(spoolDir, { recursive: true, force: true }); });
+  t.after(() => { Date.now = realNow; });
   const agent = await startAgent({ url: 'http://127.0.0.1:9', token: 'tok', spoolDir, intervalMs: 100, agentId: 'clock-step', retryBaseMs: 60_000, retryMaxMs: 60_000, log: captureLog().log });
-  t.after(() => agent.stop());
+  // Hooks run in the order they were added: the agent stops before its spool is removed. Removed first, a report
+  // written meanwhile failed the removal (ENOTEMPTY), the stop never ran, and the running agent held the file open.
+  t.after(async () => { await agent.stop(); rmSync(spoolDir, { recursive: true, force: true }); });
   await sleep(500);
   const before = agent.spool.length;
   assert.ok(before >= 2, `reports before the step (${before})`);
