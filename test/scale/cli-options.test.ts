@@ -133,6 +133,24 @@ for (const cli of CLIS.filter((c) => c.portEnv)) {
   });
 }
 
+for (const cli of CLIS.filter((c) => c.portEnv)) {
+  test(`${cli.name} serve on an address it cannot listen on: one line naming the address, exit 1`, async () => {
+    const dataDir = mkdtempSync(path.join(os.tmpdir(), 'listen-fails-'));
+    // 192.0.2.1 is TEST-NET-1 (RFC 5737): never an address of this machine, so listening fails at once, without DNS.
+    const r = await runAsync(cli, [...cli.serve, '--host', '192.0.2.1', '--port', '18099', '--data-dir', dataDir]);
+    rmSync(dataDir, { recursive: true, force: true });
+    assert.equal(r.status, 1, r.out);
+    assert.match(r.out, new RegExp(`^${cli.name}: cannot listen on 192\\.0\\.2\\.1:18099: listen EADDRNOTAVAIL\\b.*\\n$`));
+  });
+
+  test(`${cli.name} serve on a PostgreSQL it cannot reach names the database, its password hidden, exit 1`, async () => {
+    // Port 9 (discard) on loopback: refused at once where nothing listens on it.
+    const r = await runAsync(cli, [...cli.serve, '--port', '0', '--database-url', 'postgres://app:s3cr3t-pw@127.0.0.1:9/fleet?sslpassword=k3y-pw']);
+    assert.equal(r.status, 1, r.out);
+    assert.equal(r.out, `${cli.name}: cannot connect to PostgreSQL at postgres://app:***@127.0.0.1:9/fleet?sslpassword=***: connect ECONNREFUSED 127.0.0.1:9\n`);
+  });
+}
+
 test('sync-service with no command prints its usage to stderr and exits 2; asked for, to stdout with 0', () => {
   for (const [args, status, stream] of [[[], 2, 'stderr'], [['--help'], 0, 'stdout']] as const) {
     const r = spawnSync(process.execPath, [...nodeEntry('src/sync/cli.ts'), ...args], { cwd: PROJECT_ROOT, encoding: 'utf8', timeout: 30_000, env: { PATH: process.env['PATH'] ?? '' } });

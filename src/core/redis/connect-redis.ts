@@ -1,4 +1,5 @@
 import { Redis } from 'ioredis';
+import { redactConnectionUrl } from '../connection-url.js';
 
 /** How long a start waits for Redis before failing, and a command for a reply before erroring. */
 const CONNECT_TIMEOUT_MS = 5_000;
@@ -30,18 +31,7 @@ export async function connectRedis(url: string, connectionName: string): Promise
     await redis.connect();
   } catch (e: unknown) {
     redis.disconnect();
-    throw new Error(`Redis is not reachable at ${redactRedisUrl(url)}: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+    throw new Error(`Redis is not reachable at ${redactConnectionUrl(url)}: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
   }
   return redis;
-}
-
-/** The URL without its password, for error messages. */
-export function redactRedisUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = '***';
-    return u.toString();
-  } catch {
-    return 'the configured URL';
-  }
 }

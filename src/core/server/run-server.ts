@@ -1,4 +1,5 @@
 import type { App } from '../http/create-app.js';
+import { isAddressInUse } from '../cli/cli-error.js';
 
 export interface RunServerOptions {
   host: string;
@@ -15,7 +16,15 @@ export interface RunServerOptions {
  * the timeout forces the exit.
  */
 export async function runServer(app: App, opts: RunServerOptions): Promise<string> {
-  const address = await app.listen({ host: opts.host, port: opts.port });
+  let address: string;
+  try {
+    address = await app.listen({ host: opts.host, port: opts.port });
+  } catch (e: unknown) {
+    // A port in use is the callers' to explain; any other failure ("getaddrinfo ENOTFOUND", EADDRNOTAVAIL, EACCES)
+    // reads as a listen failure only once it names the address and what was tried.
+    if (isAddressInUse(e)) throw e;
+    throw new Error(`cannot listen on ${opts.host}:${opts.port}: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+  }
   let closing = false;
   const shutdown = async (signal: string) => {
     if (closing) {

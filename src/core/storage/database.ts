@@ -5,6 +5,7 @@ import { Kysely, PostgresDialect, SqliteDialect, sql, type Migration, type Sqlit
 import { assertSchemaName, CONNECT_TIMEOUT_MS, createPgPool } from './pg-pool.js';
 import { configureSqliteConnection, type SqliteTuning } from './sqlite-connection.js';
 import { makeDir } from '../make-dir.js';
+import { redactConnectionUrl } from '../connection-url.js';
 
 export type DialectName = 'sqlite' | 'postgres';
 
@@ -122,7 +123,12 @@ async function openPostgres<DB>(opts: OpenDatabaseOptions, url: string): Promise
 async function ensureSchema(url: string, schema: string): Promise<void> {
   // Bounded like the pool's connections: a server that accepts and never answers fails the start instead of hanging it.
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
-  await client.connect();
+  try {
+    await client.connect();
+  } catch (e: unknown) {
+    // The start's first connection: its error alone ("connect ECONNREFUSED 127.0.0.1:5432") names neither the database nor the setting.
+    throw new Error(`cannot connect to PostgreSQL at ${redactConnectionUrl(url)}: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+  }
   try {
     await client.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
   } catch (e: unknown) {
