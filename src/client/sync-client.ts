@@ -50,7 +50,7 @@ export interface SyncClientOptions extends TransportOptions, Omit<SessionOptions
   pullPageSize?: number;
   /** Feed reconnects. */
   reconnect?: BackoffOptions;
-  /** Retries of a failed background sync. */
+  /** Retries of a failed background sync; never sooner than the retry_after of a 503 (at most maxRetryAfterSeconds). */
   retry?: BackoffOptions;
   attachments?: AttachmentOptions;
 }
@@ -103,6 +103,8 @@ export class SyncClient {
   private started = false;
   private retryAttempt = 0;
   private retryTimer: ReturnType<typeof setTimeout> | null = null;
+  /** The retry timer waits out a retry_after the server named. */
+  private serverAskedWait = false;
   private kickTimer: ReturnType<typeof setTimeout> | null = null;
   private state: SyncState = 'offline';
   private closed = false;
@@ -326,7 +328,7 @@ export class SyncClient {
     this.feed = null;
     for (const t of [this.retryTimer, this.kickTimer]) if (t) clearTimeout(t);
     this.retryTimer = this.kickTimer = null;
-    this.kickAfter = false;
+    this.kickAfter = this.serverAskedWait = false;
   }
 
   /** Drops the feed socket as a network failure would; it reconnects and catches up. */
@@ -821,7 +823,8 @@ export class SyncClient {
 
   /** Schedules a round soon (several triggers in a row make one round). */
   private kick(): void {
-    if (!this.started || this.kickTimer) return;
+    // While the server's retry_after runs, a feed (re)connect or a local write does not ask sooner: the timer kicks.
+    if (!this.started || this.kickTimer || this.serverAskedWait) return;
     this.kickTimer = setTimeout(() => {
       this.kickTimer = null;
       // Not queued as a sync() call: stop() must be able to call it off.
@@ -845,10 +848,15 @@ export class SyncClient {
     if (error.code === 'session_expired' || error.code === 'not_signed_in' || !this.started) return;
     this.setState('offline');
     if (!isTransient(error) || this.retryTimer) return;
+    // The server's retry_after (a full disk's 30 s, a database fail-over's 2 s) is the least wait: the backoff alone
+    // would ask again within a second. Capped as a 429's is, so a bad value cannot park the client for days.
+    const told = Math.min(error.retryAfter ?? 0, this.o.maxRetryAfterSeconds ?? 120) * 1000;
+    this.serverAskedWait = told > 0;
     this.retryTimer = setTimeout(() => {
       this.retryTimer = null;
+      this.serverAskedWait = false;
       this.kick();
-    }, backoffDelay(this.retryAttempt++, this.o.retry));
+    }, Math.max(told, backoffDelay(this.retryAttempt++, this.o.retry)));
   }
 
   private async feedUrl(): Promise<string> {

@@ -1,5 +1,6 @@
 import { openDatabase, type Database } from '../core/storage/database.js';
 import { writeLogLine } from '../core/log-line.js';
+import { createLogThrottle, withHeld } from '../core/log-throttle.js';
 import { createAlertRouter, loadAlertRoutes, type AlertRouter } from './alerts/alert-router.js';
 import { createAlertStore, type AlertStore, type AlertTables } from './alerts/alert-store.js';
 import type { MetricsConfig } from './config.js';
@@ -59,13 +60,18 @@ export async function createMetricsDeps(config: MetricsConfig, overrides: { now?
 /**
  * The store over an open database, with the configured limits. Background
  * failures of the storage engine (a seal pass) go to stderr as one JSON line:
- * they are retried on the next pass and never lose a report.
+ * they are retried on the next pass and never lose a report. The same error again (a full disk fails every pass,
+ * twice a second) is one line a minute with a count.
  */
 export function createMetricsStore(database: Database<MetricsTables>, config: Pick<MetricsConfig, 'maxMetricsPerHost' | 'maxMetricsPerTenant' | 'maxHostsPerTenant'>, now: () => number = Date.now): MetricsStore {
+  const backgroundErrorLog = createLogThrottle(60_000);
   return createEngineMetricsStore(database, {
     limits: { perHost: config.maxMetricsPerHost, perTenant: config.maxMetricsPerTenant, hostsPerTenant: config.maxHostsPerTenant },
     now,
-    onError: (e) => writeLogLine('error', 'metrics', 'storage engine background work failed', e),
+    onError: (e) => {
+      const line = backgroundErrorLog(e instanceof Error ? e.message : String(e));
+      if (line) writeLogLine('error', 'metrics', withHeld('storage engine background work failed', line.held), e);
+    },
   });
 }
 

@@ -5,7 +5,7 @@ import { BACKENDS } from '../helpers/backends.js';
 import { call } from '../helpers/http.js';
 import { newBusiness, newUser, startSync } from '../helpers/sync.js';
 import { SyncClient, SyncClientError, createMemoryStore } from '../../src/client/index.js';
-import { device, Network } from './client-fixtures.js';
+import { device, Network, until } from './client-fixtures.js';
 
 const MINUTE = 60_000;
 
@@ -180,4 +180,45 @@ describe('sync client: sessions, limits and errors', { concurrency: true }, () =
       await a.close();
     });
   }
+});
+
+test('a background sync the server answers 503 with retry_after asks again only after that wait, not after its backoff', async (t) => {
+  const s = await startSync('sqlite');
+  t.after(() => s.close());
+  const u = await newUser(s);
+  const b = await newBusiness(s, u);
+  const pulls: number[] = [];
+  let pullsRefused = 0;
+  let refuseNext = false;
+  const fetchWith503 = (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+    const url = new URL(typeof input === 'string' || input instanceof URL ? input : input.url);
+    if (url.pathname === '/api/sync/pull') {
+      pulls.push(performance.now());
+      const wait = pulls.length === 1 ? 1 : pullsRefused === 1 && refuseNext ? 30 : 0;
+      if (wait) {
+        pullsRefused++;
+        return Promise.resolve(new Response(JSON.stringify({ error: 'unavailable', details: "the server's storage is full; nothing was stored, retry later", retry_after: wait }),
+          { status: 503, headers: { 'content-type': 'application/json', 'retry-after': String(wait) } }));
+      }
+    }
+    return fetch(input, init);
+  };
+  // The fixture's backoff starts at 20 ms: without retry_after the second pull would follow within 200 ms.
+  const a = await device(s.url, u, b.id, { fetch: fetchWith503 });
+  t.after(() => a.close());
+  const errors: SyncClientError[] = [];
+  a.on('error', (e) => errors.push(e));
+  a.start();
+  await until(() => a.syncState === 'up-to-date' && pulls.length >= 2, 10_000, 'the retried pull');
+  assert.deepEqual(errors.map((e) => [e.code, e.retryAfter]), [['unavailable', 1]]);
+  assert.ok(pulls[1]! - pulls[0]! >= 995, `asked again after ${Math.round(pulls[1]! - pulls[0]!)} ms`);
+
+  // Told to wait 30 s, the client is stopped and started again by the app: that start syncs at once.
+  refuseNext = true;
+  await a.put('customers', randomUUID(), { name: 'Ann' });
+  await until(() => pullsRefused === 2, 10_000, 'the second refusal');
+  const before = pulls.length;
+  a.stop();
+  a.start();
+  await until(() => a.syncState === 'up-to-date' && pulls.length > before && a.pendingChanges === 0, 5_000, 'a round right after start()');
 });

@@ -1,7 +1,8 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { ERROR_STATUS, isAppError, type ErrorCode } from '../errors.js';
-import { databaseFailure } from '../storage/unavailable.js';
+import { databaseFailure, isStorageFull } from '../storage/unavailable.js';
 import { redactUrl } from './redact.js';
+import { createLogThrottle, withHeld } from '../log-throttle.js';
 import { describeValidationError } from './validation.js';
 
 declare module 'fastify' {
@@ -17,6 +18,8 @@ declare module 'fastify' {
 
 /** `Retry-After` of the 503 a request gets while the database is unreachable: a restart or fail-over, retried soon. */
 export const DATABASE_RETRY_AFTER_S = 2;
+/** `Retry-After` of the 503 a write gets while the server's storage is full: freeing space is an operator's minutes, not seconds. */
+export const STORAGE_FULL_RETRY_AFTER_S = 30;
 
 const CODE_BY_STATUS = new Map<number, ErrorCode>(
   (Object.entries(ERROR_STATUS) as [ErrorCode, number][]).map(([code, status]) => [status, code]),
@@ -51,6 +54,13 @@ export function toErrorResponse(err: unknown, safe = false): { status: number; b
     const code = CODE_BY_STATUS.get(status) ?? 'invalid_request';
     return { status: CODE_BY_STATUS.has(status) ? status : 400, body: { error: code, details: clientMessage(fe) } };
   }
+  if (isStorageFull(err)) {
+    return {
+      status: 503,
+      body: { error: 'unavailable', details: "the server's storage is full; nothing was stored, retry later", retry_after: STORAGE_FULL_RETRY_AFTER_S },
+      headers: { 'retry-after': String(STORAGE_FULL_RETRY_AFTER_S) },
+    };
+  }
   const failure = databaseFailure(err);
   if (failure === 'unreachable' || (failure === 'lost' && safe)) {
     return {
@@ -70,11 +80,18 @@ function clientMessage(fe: Partial<FastifyError>): string {
   return msg.length > 300 ? `${msg.slice(0, 300)}...` : msg;
 }
 
+const storageFullLog = createLogThrottle(60_000);
+
 export function errorHandler(err: unknown, req: FastifyRequest, reply: FastifyReply): void {
   const { status, body, headers } = toErrorResponse(err, req.method === 'GET' || req.method === 'HEAD' || req.routeOptions.config?.repeatable === true);
   // A 503 the service chose (shutting down, shedding load, a queue full) is an answer, not a failure: one warn line as a
   // 4xx, or a rolling restart would fill the log with stacks. Its causes, when they are faults, are logged where they happen.
-  if (status >= 500 && !(isAppError(err) && err.code === 'unavailable')) req.log.error({ err }, 'request failed');
+  if (isStorageFull(err)) {
+    // The operator's cue, once a minute however many writes it refuses; each refusal is its warn line as any 503.
+    const line = storageFullLog((err as { code: string }).code);
+    if (line) req.log.error({ code: (err as { code: string }).code, err: (err as Error).message }, withHeld('the storage is full: writes are refused (503) until space is freed', line.held));
+    req.log.warn({ status, error: body.error, details: body.details }, 'request rejected');
+  } else if (status >= 500 && !(isAppError(err) && err.code === 'unavailable')) req.log.error({ err }, 'request failed');
   else req.log.warn({ status, error: body.error, details: body.details }, 'request rejected');
   if (headers) reply.headers(headers);
   void reply.code(status).type('application/json; charset=utf-8').send(body);

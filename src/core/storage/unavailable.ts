@@ -38,3 +38,16 @@ export function databaseFailure(err: unknown): DatabaseFailure | undefined {
   }
   return undefined;
 }
+
+/**
+ * The storage the database (or the attachment directory) writes to is full: SQLite's SQLITE_FULL, PostgreSQL's
+ * disk_full (53100), ENOSPC or a quota (EDQUOT) under a file write. The write failed whole (its transaction rolled back,
+ * a staged file removed), so nothing of the request happened, and the same request succeeds once space is freed.
+ */
+const STORAGE_FULL_CODES = new Set(['SQLITE_FULL', '53100', 'ENOSPC', 'EDQUOT']);
+
+export function isStorageFull(err: unknown): boolean {
+  if (!err || typeof err !== 'object') return false;
+  const { code } = err as { code?: unknown };
+  return typeof code === 'string' && STORAGE_FULL_CODES.has(code);
+}

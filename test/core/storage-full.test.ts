@@ -1,0 +1,147 @@
+// A full disk refuses writes with 503 and Retry-After, loses nothing it acknowledged, says so once in the log, and takes
+// the same writes again once space is freed. The services run as their CLIs in a mount namespace of their own
+// (`unshare -rm`) whose data or attachment directory is a small tmpfs, so the disk really fills.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { PROJECT_ROOT } from '../../src/core/paths.js';
+import { nodeEntry } from '../helpers/node-entry.js';
+import { skipUnless } from '../helpers/missing-tool.js';
+import { call } from '../helpers/http.js';
+import { ingest, makeReport } from '../helpers/metrics.js';
+import { newBusiness, newUser } from '../helpers/sync.js';
+import { toErrorResponse } from '../../src/core/http/error-handler.js';
+import { createLogThrottle, withHeld } from '../../src/core/log-throttle.js';
+
+const unshare = spawnSync('unshare', ['-rm', 'sh', '-c', 'mount -t tmpfs -o size=64k tmpfs /mnt'], { encoding: 'utf8' });
+const skip = skipUnless(unshare.status === 0 ? [] : [{
+  tool: 'unshare -rm with tmpfs mounts', skipped: 'the full-disk tests', install: `util-linux's unshare and user namespaces (${(unshare.stderr || String(unshare.error)).trim()})`,
+}]);
+
+test('storage full, as each store says it (SQLite, PostgreSQL disk_full, a file write, a quota), is a 503 to retry in 30 s, under any write', () => {
+  for (const code of ['SQLITE_FULL', '53100', 'ENOSPC', 'EDQUOT']) {
+    const r = toErrorResponse(Object.assign(new Error('full'), { code }), false);
+    assert.equal(r.status, 503, code);
+    assert.deepEqual(r.body, { error: 'unavailable', details: "the server's storage is full; nothing was stored, retry later", retry_after: 30 });
+    assert.equal(r.headers?.['retry-after'], '30');
+  }
+  for (const code of ['SQLITE_CORRUPT', '53200', 'EIO']) assert.equal(toErrorResponse(Object.assign(new Error('x'), { code }), false).status, 500, code);
+});
+
+test('a repeating log line is written first, then once per interval with how many were held back; other keys are their own', () => {
+  let now = 0;
+  const throttle = createLogThrottle(60_000, () => now);
+  assert.deepEqual(throttle('disk full'), { held: 0 });
+  now = 1_000;
+  assert.equal(throttle('disk full'), undefined);
+  assert.equal(throttle('disk full'), undefined);
+  assert.deepEqual(throttle('other'), { held: 0 }, 'another message is not held behind the first');
+  now = 61_000;
+  assert.deepEqual(throttle('disk full'), { held: 2 });
+  assert.equal(withHeld('the storage is full', 2), 'the storage is full (2 more since the last such line)');
+  assert.equal(withHeld('the storage is full', 0), 'the storage is full');
+  for (let i = 0; i < 150; i++) throttle(`key ${i}`);
+  now = 62_000;
+  assert.deepEqual(throttle('disk full'), { held: 0 }, 'forgotten past 100 keys: written as a first line');
+});
+
+interface Service { url: string; out: () => string; root: string; child: ChildProcess; stop: () => Promise<void> }
+
+/**
+ * Starts `script` in a namespace where `dir` is a tmpfs of `size` holding a file `filler` of `fillerBytes` (deleted to
+ * free space), after running `before` (a shell line) there. `root` is `dir` as this process reaches it.
+ */
+async function startOnTmpfs(script: string, dir: string, size: string, fillerBytes: number, before: string, args: string[]): Promise<Service> {
+  const node = [process.execPath, ...nodeEntry(script)].map((a) => `'${a}'`).join(' ');
+  const sh = `set -e; mount -t tmpfs -o size=${size} tmpfs '${dir}'; head -c ${fillerBytes} /dev/zero > '${dir}/filler'; ${before.replaceAll('$NODE', node)}; exec ${node} ${args.map((a) => `'${a}'`).join(' ')}`;
+  const child = spawn('unshare', ['-rm', 'sh', '-c', sh], { cwd: PROJECT_ROOT, env: { PATH: process.env['PATH'] ?? '', LOG_LEVEL: 'info' } });
+  let out = '';
+  child.stdout!.on('data', (c: Buffer) => { out += c.toString(); });
+  child.stderr!.on('data', (c: Buffer) => { out += c.toString(); });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  for (let i = 0; i < 600 && !/listening on http|"address":"http/.test(out) && child.exitCode === null; i++) await new Promise((r) => setTimeout(r, 50));
+  const url = /listening on (http:\/\/[\d.:]+)/.exec(out)?.[1] ?? /"address":"(http:\/\/[\d.:]+)"/.exec(out)?.[1];
+  if (!url) { child.kill('SIGKILL'); throw new Error(`the service did not start:\n${out}`); }
+  return {
+    url, child, out: () => out,
+    // The namespace's view of the tmpfs, through the service's own root: unshare and sh exec'd into it, one pid.
+    root: `/proc/${child.pid}/root${dir}`,
+    stop: async () => { child.kill('SIGTERM'); await exited; },
+  };
+}
+
+/** The service's JSON log lines at error level whose message starts with `msg`. */
+function errorLines(out: string, msg: string): Array<Record<string, unknown>> {
+  return out.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>)
+    .filter((l) => l['level'] === 50 && String(l['msg']).startsWith(msg));
+}
+
+test('metrics on a full disk: ingest gets 503 with Retry-After, reads go on, nothing acknowledged is lost, the refused report is taken once space is freed', { skip }, async (t) => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'full-metrics-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const m = await startOnTmpfs('src/metrics/cli.ts', dir, '768k', 256 * 1024, `$NODE token create acme --data-dir '${dir}'`,
+    ['serve', '--data-dir', dir, '--port', '0']);
+  t.after(m.stop);
+  const token = /^token: +(\S+)$/m.exec(m.out())![1]!;
+  const t0 = Date.now() - 3_600_000;
+  let acked = 0;
+  let refused;
+  for (let i = 0; i < 20_000; i++) {
+    // A new metric name now and then grows the name tables as well as the head.
+    const r = await ingest(m.url, token, makeReport({ agentId: 'web-1', ts: t0 + i * 100, services: [{ name: `svc-${i % 500}`, status: 'running' }] }));
+    if (r.status !== 200) { refused = { r, ts: t0 + i * 100, i }; break; }
+    acked++;
+  }
+  assert.ok(refused, 'the disk filled');
+  assert.ok(acked > 100 && acked < 10_000, `${acked} reports acknowledged first: within one read's points`);
+  assert.equal(refused.r.status, 503, refused.r.text);
+  assert.deepEqual(refused.r.body, { error: 'unavailable', details: "the server's storage is full; nothing was stored, retry later", retry_after: 30 });
+  assert.equal(refused.r.headers.get('retry-after'), '30');
+  for (let k = 0; k < 5; k++) assert.equal((await ingest(m.url, token, makeReport({ agentId: 'web-1', ts: refused.ts }))).status, 503, 'still full');
+
+  const read = async () => (await call(m.url, 'GET', `/api/v1/host/web-1?from=0&to=${t0 + 3_600_000}&points=10000`, { token })).body as { timestamps: number[] };
+  assert.equal((await read()).timestamps.length, acked, 'every acknowledged report reads back while the disk is full');
+  assert.equal(errorLines(m.out(), 'the storage is full').length, 1, 'one line for the operator, not one per refused write');
+  assert.equal(errorLines(m.out(), 'request failed').length, 0, 'no 500s, no stacks');
+
+  rmSync(`${m.root}/filler`);
+  const retried = await ingest(m.url, token, makeReport({ agentId: 'web-1', ts: refused.ts, services: [{ name: `svc-${refused.i % 500}`, status: 'running' }] }));
+  assert.equal(retried.status, 200, retried.text);
+  assert.equal(retried.body.duplicate, false, 'the refused report was not stored');
+  assert.equal((await read()).timestamps.length, acked + 1);
+});
+
+test('sync on a full attachment disk: an upload gets 503 with Retry-After and leaves no partial file; the same upload succeeds once space is freed', { skip }, async (t) => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'full-attach-'));
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'full-attach-db-'));
+  t.after(() => { rmSync(dir, { recursive: true, force: true }); rmSync(dataDir, { recursive: true, force: true }); });
+  const s = await startOnTmpfs('src/sync/cli.ts', dir, '512k', 384 * 1024, 'true',
+    ['serve', '--data-dir', dataDir, '--attachment-dir', dir, '--port', '0']);
+  t.after(s.stop);
+  const u = await newUser(s);
+  const businessId = (await newBusiness(s, u)).id;
+  const content = randomBytes(256 * 1024);
+  const upload = () => {
+    const form = new FormData();
+    form.append('record_type', 'invoice');
+    form.append('record_uuid', '6f1d9a52-6a43-4c65-9a1e-2b8f4f7c1d10');
+    form.append('file', new Blob([content]), 'scan.pdf');
+    return call(s.url, 'POST', '/api/sync/attachment', { token: u.token, body: form, headers: { 'x-business-id': businessId } });
+  };
+  const refused = await upload();
+  assert.equal(refused.status, 503, refused.text);
+  assert.deepEqual(refused.body, { error: 'unavailable', details: "the server's storage is full; nothing was stored, retry later", retry_after: 30 });
+  assert.equal(refused.headers.get('retry-after'), '30');
+  assert.deepEqual(readdirSync(`${s.root}/.incoming`), [], 'the partial upload is removed');
+  assert.deepEqual(readdirSync(s.root).filter((f) => f !== '.incoming'), ['filler'], 'nothing stored');
+  assert.equal(errorLines(s.out(), 'request failed').length, 0, 'no 500, no stack');
+
+  rmSync(`${s.root}/filler`);
+  const stored = await upload();
+  assert.equal(stored.status, 201, stored.text);
+  assert.equal(stored.body.size, content.length);
+});
