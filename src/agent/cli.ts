@@ -50,7 +50,11 @@ async function main(): Promise<number | undefined> {
       return EXIT_REFUSED;
     }
     if (r.spooled) {
-      console.error(`${PROGRAM}: ${reports(r.spooled)} left spooled, the metrics service at ${options.url} is unavailable (${r.retryReason ?? 'no answer'}); a later run sends them`);
+      const why = `the metrics service at ${options.url} is unavailable (${r.retryReason ?? 'no answer'})`;
+      const kept = r.spooled - r.lost;
+      console.error(r.lost
+        ? `${PROGRAM}: ${reports(r.spooled)} not delivered, ${why}; ${r.lost} could not be written to the spool (its disk full?) and ${r.lost === 1 ? 'is' : 'are'} lost${kept ? `, a later run sends the other ${kept}` : ''}`
+        : `${PROGRAM}: ${reports(r.spooled)} left spooled, ${why}; a later run sends them`);
       return EXIT_SPOOLED;
     }
     console.log(`${PROGRAM}: delivered ${reports(r.delivered)} to ${options.url} as host ${r.agentId}`);

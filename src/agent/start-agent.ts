@@ -61,7 +61,9 @@ async function prepare(config: AgentConfig): Promise<Prepared> {
   if (idProblem || nameProblem) throw new Error([idProblem && `agentId ${idProblem}`, nameProblem && `hostname ${nameProblem}`].filter(Boolean).join('; '));
   const file = config.rules ?? (config.config ? await loadAgentConfigFile(config.config) : { services: [], alerts: [] });
   const rules = compileRules(file.alerts);
-  const spoolDir = await destinationSpoolDir(c.spoolDir, c.url, c.token);
+  const spoolDir = await destinationSpoolDir(c.spoolDir, c.url, c.token, (e) => log.warn('the spool directory could not be labelled with its URL (destination.json); a later start labels it', {
+    error: e instanceof Error ? e.message : String(e),
+  }));
   await warnAboutUnaddressedReports(c.spoolDir, log);
   await warnAboutOtherSpools(c.spoolDir, spoolDir, log);
   const spool = await Spool.open({ dir: spoolDir, maxBytes: c.spoolMaxBytes, maxAgeMs: c.spoolMaxAgeMs, log });
@@ -172,6 +174,8 @@ export async function startAgent(config: AgentConfig): Promise<AgentHandle> {
       clearTimeout(timer);
       await collecting;
       await loop.stop(c.shutdownTimeoutMs);
+      await spool.writeHeld();
+      if (spool.inMemory) log.error('stopping with reports the spool could not take (its disk full?): they are lost', { lost: spool.inMemory });
       log.info('host agent stopped', { spooled: spool.length });
     },
   };
@@ -180,13 +184,16 @@ export async function startAgent(config: AgentConfig): Promise<AgentHandle> {
 /**
  * `--once`: one report over a short sampling window (CPU usage and network
  * rates need two readings), appended to the spool, then the spool is sent.
- * Returns what the drain did (what was not sent stays spooled) and the agent id.
+ * Returns what the drain did (what was not sent stays spooled), the agent id, and how many unsent reports could not
+ * be written to the spool (a full disk) and so are lost.
  */
-export async function runOnce(config: AgentConfig, windowMs = 1_000): Promise<DrainSummary & { agentId: string }> {
+export async function runOnce(config: AgentConfig, windowMs = 1_000): Promise<DrainSummary & { agentId: string; lost: number }> {
   const { collector, report, spool, delivery, agentId } = await prepare(config);
   await collector.prime(Date.now());
   await new Promise((r) => setTimeout(r, windowMs));
   const now = Date.now();
   await spool.append(await report(now), now);
-  return { ...(await drainSpool(delivery)), agentId };
+  const summary = await drainSpool(delivery);
+  await spool.writeHeld();
+  return { ...summary, agentId, lost: spool.inMemory };
 }

@@ -2,7 +2,7 @@ import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { Spool, type SpoolEntry } from '../../src/agent/delivery/spool.js';
+import { MEMORY_MAX_BYTES, Spool, type SpoolEntry } from '../../src/agent/delivery/spool.js';
 import { captureLog, tempDir } from './agent-harness.js';
 
 const dirs: string[] = [];
@@ -95,13 +95,68 @@ test('counters saved twice at once (both loops counting) both land, the last val
   assert.deepEqual(readdirSync(d).filter((n) => n.endsWith('.tmp')), []);
 });
 
-test('a report whose write fails (a full disk, say) leaves no temporary file behind; the spool goes on', async () => {
+test('a report whose write fails (a full disk, say) leaves no temporary file behind and is held in memory, in its place', async () => {
   const d = dir();
   const s = await Spool.open({ dir: d, maxBytes: 1e6, maxAgeMs: 1e9, log: captureLog().log, now: () => 10 });
   // A non-empty directory where the report's file goes makes the write's last step (the rename) fail.
   mkdirSync(path.join(d, 'r-0000000000000001-5.json', 'x'), { recursive: true });
-  await assert.rejects(s.append(Buffer.from('lost'), 5));
+  const held = await s.append(Buffer.from('held'), 5);
   assert.deepEqual(readdirSync(d).filter((n) => n.endsWith('.tmp')), []);
+  assert.equal(s.inMemory, 1);
   await s.append(Buffer.from('next'), 6);
-  assert.equal(await body(s, s.peek()!), 'next');
+  assert.equal(s.peek(), held);
+  assert.deepEqual(await Promise.all(s.peekBatch(10, 1e9).map((e) => body(s, e))), ['held', 'next']);
+});
+
+/** Makes every write to the spool fail (its directory replaced by a file: ENOTDIR, as for root a full disk would), and undoes it. */
+function unwritable(d: string): { restore(): void } {
+  rmSync(d, { recursive: true, force: true });
+  writeFileSync(d, '');
+  return { restore() { rmSync(d); mkdirSync(d, { mode: 0o700 }); } };
+}
+
+test('while the spool cannot be written, reports are held in memory and sent in order with the files; one line says so, one says it is over', async () => {
+  const d = dir();
+  const cap = captureLog();
+  const s = await Spool.open({ dir: d, maxBytes: 1e6, maxAgeMs: 1e9, log: cap.log, now: () => 10 });
+  await s.append(Buffer.from('on disk 1'), 1);
+  await s.removeMany([s.peek()!], 'delivered');
+  await s.settled();
+  const full = unwritable(d);
+  for (let i = 2; i <= 4; i++) await s.append(Buffer.from(`in memory ${i}`), i);
+  assert.equal(s.inMemory, 3);
+  assert.equal(cap.find('the spool cannot be written: reports are held in memory until it can, and lost if the agent stops first').length, 1, 'said once, not per report');
+  // Refused for good while full: the count stays in memory, the removal goes on (the counters file cannot be written).
+  await s.removeMany([s.peekBatch(2, 1e9)[1]!], 'rejected');
+  assert.deepEqual(s.counters, { dropped: 0, rejected: 1 });
+  assert.equal(cap.find('spool counters could not be saved; kept in memory').length, 1);
+  full.restore();
+  await s.append(Buffer.from('on disk 5'), 5);
+  assert.deepEqual(cap.find('the spool can be written again; the reports held in memory are written to it').map((l) => [l['held'], l['stillInMemory']]), [[2, 0]]);
+  assert.equal(s.inMemory, 0);
+  assert.deepEqual(readdirSync(d).filter((n) => n.startsWith('r-')).sort(), ['r-0000000000000002-2.json', 'r-0000000000000004-4.json', 'r-0000000000000005-5.json'],
+    'written in their places: they survive a stop now');
+  const batch = s.peekBatch(10, 1e9);
+  assert.deepEqual(await Promise.all(batch.map((e) => body(s, e))), ['in memory 2', 'in memory 4', 'on disk 5'], 'in order, held and written alike');
+  await s.removeMany(batch, 'delivered');
+  await s.settled();
+  assert.equal(s.length, 0);
+  assert.equal(s.inMemory, 0);
+  assert.equal(s.bytes, 0);
+  assert.deepEqual(readdirSync(d).filter((n) => n.startsWith('r-')), [], 'delivered: unlinked');
+});
+
+test('reports held in memory are bounded: past MEMORY_MAX_BYTES the oldest held go first, counted as dropped; files are untouched', async (t) => {
+  const d = dir();
+  const cap = captureLog();
+  const s = await Spool.open({ dir: d, maxBytes: 1e9, maxAgeMs: 1e9, log: cap.log, now: () => 10 });
+  await s.append(Buffer.from('on disk'), 1);
+  const full = unwritable(d);
+  t.after(full.restore);
+  const big = Buffer.alloc(MEMORY_MAX_BYTES / 4, 'x');
+  for (let i = 2; i <= 6; i++) await s.append(big, i);
+  assert.equal(s.inMemory, 4, 'five of a quarter each: the first held is dropped');
+  assert.deepEqual(s.peekBatch(10, 1e9).map((e) => e.ts), [1, 3, 4, 5, 6], 'the report on disk stays, before them');
+  assert.equal(s.counters.dropped, 1);
+  assert.equal(cap.find('spool bound reached, dropped oldest reports unsent').length, 1);
 });

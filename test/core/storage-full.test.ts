@@ -1,26 +1,22 @@
 // A full disk refuses writes with 503 and Retry-After, loses nothing it acknowledged, says so once in the log, and takes
-// the same writes again once space is freed. The services run as their CLIs in a mount namespace of their own
-// (`unshare -rm`) whose data or attachment directory is a small tmpfs, so the disk really fills.
+// the same writes again once space is freed. The services run as their CLIs with their data or attachment directory
+// on a small tmpfs (test/helpers/tmpfs.ts), so the disk really fills.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { PROJECT_ROOT } from '../../src/core/paths.js';
 import { nodeEntry } from '../helpers/node-entry.js';
-import { skipUnless } from '../helpers/missing-tool.js';
+import { spawnOnTmpfs, tmpfsSkip } from '../helpers/tmpfs.js';
 import { call } from '../helpers/http.js';
 import { ingest, makeReport } from '../helpers/metrics.js';
 import { newBusiness, newUser } from '../helpers/sync.js';
 import { toErrorResponse } from '../../src/core/http/error-handler.js';
 import { createLogThrottle, withHeld } from '../../src/core/log-throttle.js';
 
-const unshare = spawnSync('unshare', ['-rm', 'sh', '-c', 'mount -t tmpfs -o size=64k tmpfs /mnt'], { encoding: 'utf8' });
-const skip = skipUnless(unshare.status === 0 ? [] : [{
-  tool: 'unshare -rm with tmpfs mounts', skipped: 'the full-disk tests', install: `util-linux's unshare and user namespaces (${(unshare.stderr || String(unshare.error)).trim()})`,
-}]);
+const skip = tmpfsSkip('the full-disk tests of both services');
 
 test('storage full, as each store says it (SQLite, PostgreSQL disk_full, a file write, a quota), is a 503 to retry in 30 s, under any write', () => {
   for (const code of ['SQLITE_FULL', '53100', 'ENOSPC', 'EDQUOT']) {
@@ -51,14 +47,10 @@ test('a repeating log line is written first, then once per interval with how man
 
 interface Service { url: string; out: () => string; root: string; child: ChildProcess; stop: () => Promise<void> }
 
-/**
- * Starts `script` in a namespace where `dir` is a tmpfs of `size` holding a file `filler` of `fillerBytes` (deleted to
- * free space), after running `before` (a shell line) there. `root` is `dir` as this process reaches it.
- */
-async function startOnTmpfs(script: string, dir: string, size: string, fillerBytes: number, before: string, args: string[]): Promise<Service> {
-  const node = [process.execPath, ...nodeEntry(script)].map((a) => `'${a}'`).join(' ');
-  const sh = `set -e; mount -t tmpfs -o size=${size} tmpfs '${dir}'; head -c ${fillerBytes} /dev/zero > '${dir}/filler'; ${before.replaceAll('$NODE', node)}; exec ${node} ${args.map((a) => `'${a}'`).join(' ')}`;
-  const child = spawn('unshare', ['-rm', 'sh', '-c', sh], { cwd: PROJECT_ROOT, env: { PATH: process.env['PATH'] ?? '', LOG_LEVEL: 'info' } });
+/** Starts `script` with `args` on a tmpfs at `dir` (see spawnOnTmpfs), after `before` (another run of it) there. */
+async function startOnTmpfs(script: string, dir: string, size: string, fillerBytes: number, before: string[] | undefined, args: string[]): Promise<Service> {
+  const node = [process.execPath, ...nodeEntry(script)];
+  const child = spawnOnTmpfs(dir, size, fillerBytes, [...(before ? [[...node, ...before]] : []), [...node, ...args]], { LOG_LEVEL: 'info' });
   let out = '';
   child.stdout!.on('data', (c: Buffer) => { out += c.toString(); });
   child.stderr!.on('data', (c: Buffer) => { out += c.toString(); });
@@ -68,7 +60,6 @@ async function startOnTmpfs(script: string, dir: string, size: string, fillerByt
   if (!url) { child.kill('SIGKILL'); throw new Error(`the service did not start:\n${out}`); }
   return {
     url, child, out: () => out,
-    // The namespace's view of the tmpfs, through the service's own root: unshare and sh exec'd into it, one pid.
     root: `/proc/${child.pid}/root${dir}`,
     stop: async () => { child.kill('SIGTERM'); await exited; },
   };
@@ -83,7 +74,7 @@ function errorLines(out: string, msg: string): Array<Record<string, unknown>> {
 test('metrics on a full disk: ingest gets 503 with Retry-After, reads go on, nothing acknowledged is lost, the refused report is taken once space is freed', { skip }, async (t) => {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'full-metrics-'));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
-  const m = await startOnTmpfs('src/metrics/cli.ts', dir, '768k', 256 * 1024, `$NODE token create acme --data-dir '${dir}'`,
+  const m = await startOnTmpfs('src/metrics/cli.ts', dir, '768k', 256 * 1024, ['token', 'create', 'acme', '--data-dir', dir],
     ['serve', '--data-dir', dir, '--port', '0']);
   t.after(m.stop);
   const token = /^token: +(\S+)$/m.exec(m.out())![1]!;
@@ -119,7 +110,7 @@ test('sync on a full attachment disk: an upload gets 503 with Retry-After and le
   const dir = mkdtempSync(path.join(os.tmpdir(), 'full-attach-'));
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'full-attach-db-'));
   t.after(() => { rmSync(dir, { recursive: true, force: true }); rmSync(dataDir, { recursive: true, force: true }); });
-  const s = await startOnTmpfs('src/sync/cli.ts', dir, '512k', 384 * 1024, 'true',
+  const s = await startOnTmpfs('src/sync/cli.ts', dir, '512k', 384 * 1024, undefined,
     ['serve', '--data-dir', dataDir, '--attachment-dir', dir, '--port', '0']);
   t.after(s.stop);
   const u = await newUser(s);

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { readdir, readFile, writeFile } from 'node:fs/promises';
+import { readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { makeDir } from '../../core/make-dir.js';
 
@@ -16,14 +16,25 @@ export function destinationKey(url: string, token: string): string {
 
 /**
  * `<stateDir>/spool-<key>`, created, with a `destination.json` naming the URL
- * (never the token) so an operator can tell the spools apart.
+ * (never the token) so an operator can tell the spools apart. A label that
+ * cannot be written (the disk full) goes to `onLabelError` rather than stopping
+ * the start: the agent matters most on such a host, and the next start writes it.
  */
-export async function destinationSpoolDir(stateDir: string, url: string, token: string): Promise<string> {
+export async function destinationSpoolDir(stateDir: string, url: string, token: string, onLabelError?: (e: unknown) => void): Promise<string> {
   const dir = path.join(stateDir, `spool-${destinationKey(url, token)}`);
   makeDir(dir, 0o700, 'the spool directory');
   const label = path.join(dir, 'destination.json');
   const want = `${JSON.stringify({ url })}\n`;
-  if ((await readFile(label, 'utf8').catch(() => '')) !== want) await writeFile(label, want, { mode: 0o600 });
+  if ((await readFile(label, 'utf8').catch(() => '')) !== want) {
+    try {
+      await writeFile(label, want, { mode: 0o600 });
+    } catch (e: unknown) {
+      if (!onLabelError) throw e;
+      // A label cut short reads as damaged; none at all reads the same and takes no space.
+      await rm(label, { force: true }).catch(() => undefined);
+      onLabelError(e);
+    }
+  }
   return dir;
 }
 

@@ -13,6 +13,8 @@ export interface SpoolEntry {
   /** The report's own timestamp (epoch ms), used for the age bound. */
   ts: number;
   bytes: number;
+  /** Set when the report's file could not be written (a full disk): it is held here, in memory, instead. */
+  body?: Buffer;
 }
 
 export interface SpoolOptions {
@@ -56,6 +58,12 @@ const READ_CHUNK = 64;
  * microseconds each in a directory of 60,000 entries), which must not block the loop.
  */
 const UNLINK_CONCURRENCY = 4;
+/**
+ * Bytes of reports held in memory while the spool cannot be written (the host's disk full, a read-only remount): about
+ * 8 hours of 2.6 KiB reports every 10 s. Monitoring matters most then, so reports keep flowing from memory rather than
+ * stopping; past this the oldest held are dropped, and all of them are lost if the agent stops before they are sent.
+ */
+export const MEMORY_MAX_BYTES = 8 * 1024 * 1024;
 
 /** Makes each temporary file's name unique, so two writes of one file (in this process or another) never share one. */
 let tmpSeq = 0;
@@ -104,7 +112,9 @@ async function syncDir(dir: string): Promise<void> {
  * tries to send it, and removed only once the service answered. So a report
  * survives the service being down, the agent crashing, and the host rebooting;
  * the delivery loop sends strictly in `seq` order. Bounded by total size and by
- * age: the oldest reports go first, counted in `counters.json` and logged.
+ * age: the oldest reports go first, counted in `counters.json` and logged. A
+ * report whose file cannot be written (a full disk) is held in memory in its
+ * place until the spool can be written again (`MEMORY_MAX_BYTES`).
  */
 export class Spool {
   private entries: SpoolEntry[] = [];
@@ -114,6 +124,10 @@ export class Spool {
   /** The last `counters.json` write: the collection and delivery loops both count, and writes must land in order. */
   private savingCounters: Promise<void> = Promise.resolve();
   private nextSeq = 1;
+  /** Bytes of the entries held in memory (`body` set). */
+  private memoryBytes = 0;
+  /** Why the spool could not be written, while it cannot: logged when it starts and when it ends. */
+  private writeFailure: string | undefined;
   private readonly now: () => number;
   private constructor(private readonly opts: SpoolOptions, readonly counters: SpoolCounters) {
     this.now = opts.now ?? Date.now;
@@ -170,17 +184,64 @@ export class Spool {
   get length(): number { return this.entries.length; }
   get dir(): string { return this.opts.dir; }
   get bytes(): number { return this.totalBytes; }
+  /** Reports held in memory because their files could not be written. */
+  get inMemory(): number { return this.entries.reduce((n, e) => n + (e.body ? 1 : 0), 0); }
 
-  /** Appends one report durably, then applies the bounds (which may drop the oldest ones). */
+  /**
+   * Appends one report durably, then applies the bounds (which may drop the oldest ones). A report whose file cannot
+   * be written is held in memory instead (`MEMORY_MAX_BYTES`), in its place in the order, and the failure logged once.
+   */
   async append(body: Buffer, ts: number): Promise<SpoolEntry> {
     const seq = this.nextSeq++;
-    const entry = { seq, ts, bytes: body.length };
-    await writeDurably(this.fileOf(entry), body);
-    await syncDir(this.opts.dir);
+    const entry: SpoolEntry = { seq, ts, bytes: body.length };
+    try {
+      await writeDurably(this.fileOf(entry), body);
+      await syncDir(this.opts.dir);
+      if (this.writeFailure !== undefined) {
+        this.writeFailure = undefined;
+        const held = this.inMemory;
+        await this.writeHeld();
+        // Counts made while the counters file could not be written.
+        await this.saveCounters();
+        this.opts.log.info('the spool can be written again; the reports held in memory are written to it', { held, stillInMemory: this.inMemory });
+      }
+    } catch (e: unknown) {
+      // The rename may have landed before the directory's fsync failed: the file is not to be trusted, nor left to be sent twice.
+      await unlinkIfPresent(this.fileOf(entry)).catch(() => undefined);
+      const why = (e as NodeJS.ErrnoException).code ?? String(e);
+      if (this.writeFailure === undefined) {
+        this.opts.log.error('the spool cannot be written: reports are held in memory until it can, and lost if the agent stops first', {
+          error: e instanceof Error ? e.message : String(e), maxMemoryBytes: MEMORY_MAX_BYTES, spoolDir: this.opts.dir,
+        });
+      }
+      this.writeFailure = why;
+      entry.body = body;
+      this.memoryBytes += body.length;
+    }
     this.entries.push(entry);
     this.totalBytes += entry.bytes;
     await this.enforceBounds();
     return entry;
+  }
+
+  /**
+   * Writes the reports held in memory to their files, oldest first, until one fails (the disk still full): once
+   * written they survive a stop. Called when the spool can be written again, and when the agent stops.
+   */
+  async writeHeld(): Promise<void> {
+    const held = this.entries.filter((e) => e.body);
+    for (const entry of held) {
+      try {
+        await writeDurably(this.fileOf(entry), entry.body!);
+      } catch {
+        break;
+      }
+      // Sent and removed while it was being written: its file must not be sent again after a restart.
+      if (!this.has(entry)) { await unlinkIfPresent(this.fileOf(entry)).catch(() => undefined); continue; }
+      this.memoryBytes -= entry.bytes;
+      delete entry.body;
+    }
+    if (held.length) await syncDir(this.opts.dir).catch(() => undefined);
   }
 
   /** The oldest report still to send. */
@@ -225,6 +286,7 @@ export class Spool {
 
   /** A spooled report's bytes, or why it can never be sent. */
   private readBody(entry: SpoolEntry): Buffer | string {
+    if (entry.body) return entry.body;
     let body: Buffer;
     try {
       body = readFileSync(this.fileOf(entry));
@@ -262,11 +324,11 @@ export class Spool {
     let read = 0;
     for (; read < list.length && list[read]!.seq <= last; read++) {
       const e = list[read]!;
-      if (gone.has(e)) this.totalBytes -= e.bytes;
+      if (gone.has(e)) this.untrack(e);
       else list[kept++] = e;
     }
     list.splice(kept, read - kept);
-    const files = entries.map((e) => this.fileOf(e));
+    const files = entries.filter((e) => !e.body).map((e) => this.fileOf(e));
     this.unlinking = this.unlinking.then(async () => {
       const unlinkOne = (file: string) => unlinkIfPresent(file).catch((e: unknown) => {
         this.opts.log.error('the service answered for a spooled report but its file could not be removed; it is sent again after a restart', { file, error: String(e) });
@@ -284,15 +346,18 @@ export class Spool {
     return this.unlinking;
   }
 
-  /** Drops the oldest reports past the age bound, then past the size bound. */
+  /** Drops the oldest reports past the age bound, then past the size bound, and the oldest held in memory past theirs. */
   async enforceBounds(): Promise<void> {
     const oldest = this.now() - this.opts.maxAgeMs;
     const victims: SpoolEntry[] = [];
     let bytes = this.totalBytes;
+    let memory = this.memoryBytes;
     for (const e of this.entries) {
-      if (e.ts >= oldest && bytes <= this.opts.maxBytes) break;
+      if (e.ts >= oldest && bytes <= this.opts.maxBytes && memory <= MEMORY_MAX_BYTES) break;
+      if (e.ts >= oldest && bytes <= this.opts.maxBytes && !e.body) continue;
       victims.push(e);
       bytes -= e.bytes;
+      if (e.body) memory -= e.bytes;
     }
     if (!victims.length) return;
     for (const e of victims) await this.forget(e);
@@ -308,18 +373,41 @@ export class Spool {
     const i = this.entries.indexOf(entry);
     if (i === -1) return;
     this.entries.splice(i, 1);
+    this.untrack(entry);
+    if (!entry.body) await unlinkIfPresent(this.fileOf(entry));
+  }
+
+  /** Whether `entry` is still in the index (sorted by seq: a binary search, the index may hold a week of reports). */
+  private has(entry: SpoolEntry): boolean {
+    let lo = 0;
+    let hi = this.entries.length - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      const seq = this.entries[mid]!.seq;
+      if (seq === entry.seq) return this.entries[mid] === entry;
+      if (seq < entry.seq) lo = mid + 1;
+      else hi = mid - 1;
+    }
+    return false;
+  }
+
+  private untrack(entry: SpoolEntry): void {
     this.totalBytes -= entry.bytes;
-    await unlinkIfPresent(this.fileOf(entry));
+    if (entry.body) this.memoryBytes -= entry.bytes;
   }
 
   private fileOf(entry: SpoolEntry): string {
     return path.join(this.opts.dir, `r-${String(entry.seq).padStart(16, '0')}-${entry.ts}.json`);
   }
 
-  /** Writes the counters as they are when its turn comes, after any write still running, so the last one wins. */
+  /**
+   * Writes the counters as they are when its turn comes, after any write still running, so the last one wins. A write
+   * that fails (a full disk) is logged, not thrown: the counts stay in memory and the next write that can carries them.
+   */
   private saveCounters(): Promise<void> {
-    const save = this.savingCounters.then(() => writeDurably(path.join(this.opts.dir, COUNTERS), JSON.stringify(this.counters)));
-    this.savingCounters = save.catch(() => undefined);
+    const save = this.savingCounters.then(() => writeDurably(path.join(this.opts.dir, COUNTERS), JSON.stringify(this.counters)))
+      .catch((e: unknown) => this.opts.log.warn('spool counters could not be saved; kept in memory', { error: e instanceof Error ? e.message : String(e) }));
+    this.savingCounters = save;
     return save;
   }
 }
