@@ -223,6 +223,10 @@ export function httpOptions(prefix: string, defaultPort: number) {
     },
     logLevel: opt.oneOf({ flag: 'log-level', env: 'LOG_LEVEL', default: 'info', values: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const, doc: 'Minimum level of the JSON logs.' }),
     bodyLimit: opt.int({ flag: 'body-limit', env: `${prefix}_BODY_LIMIT`, default: 1_048_576, min: 1024, doc: 'Largest accepted JSON request body, in bytes.' }),
+    minFreeDiskBytes: opt.int({
+      flag: 'min-free-disk-bytes', env: `${prefix}_MIN_FREE_DISK_BYTES`, default: 64 * 1_048_576, min: 0,
+      doc: 'Bulk writes (ingest; sync pushes and uploads) get 503 while the disk under the SQLite data directory (or a local attachment directory) has less free, so it never fills and the storage keeps room to compact; reads go on. 0: never.',
+    }),
     shutdownTimeoutMs: opt.ms({ flag: 'shutdown-timeout-ms', env: 'SHUTDOWN_TIMEOUT_MS', default: 10_000, min: 0, doc: 'How long SIGTERM waits for in-flight requests before exiting.' }),
   };
 }

@@ -1,9 +1,9 @@
 // Why: code that runs without the service's logger (the storage set up under it, writer threads) writes its rare lines in the logger's format, to the same stream.
 
 /** One JSON line as the services' pino loggers write them: numeric level, ISO `time`, `service`, `msg`, to stdout. */
-export function writeLogLine(level: 'warn' | 'error', service: string | undefined, msg: string, err?: unknown): void {
+export function writeLogLine(level: 'info' | 'warn' | 'error', service: string | undefined, msg: string, err?: unknown): void {
   const line = {
-    level: level === 'warn' ? 40 : 50,
+    level: level === 'info' ? 30 : level === 'warn' ? 40 : 50,
     time: new Date().toISOString(),
     ...(service ? { service } : {}),
     msg,

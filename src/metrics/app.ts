@@ -45,8 +45,8 @@ export async function buildMetricsApp(config: MetricsConfig, deps: MetricsDeps, 
   // /healthz, /readyz, /metrics and per-route request metrics (docs/deployment.md). The metrics service needs no Redis.
   registerOperations(app, { selfMetrics: deps.selfMetrics, metricsToken: config.metricsToken, db: deps.database.db, redis: undefined });
   const retentionMs = config.retentionDays * DAY_MS;
-  await registerIngestRoute(app, { store: deps.store, alertRouter: deps.alertRouter, now: deps.now, maxFutureMs: config.maxFutureMs, retentionMs, secret: config.secret, bodyLimit: config.bodyLimit, selfMetrics: deps.selfMetrics });
-  await registerBulkIngestRoute(app, { store: deps.store, alertRouter: deps.alertRouter, now: deps.now, maxFutureMs: config.maxFutureMs, retentionMs, secret: config.secret, bodyLimit: config.bodyLimit, bulkBodyLimit: config.bulkBodyLimit, bulkLines: deps.bulkLines, selfMetrics: deps.selfMetrics });
+  await registerIngestRoute(app, { store: deps.store, alertRouter: deps.alertRouter, now: deps.now, maxFutureMs: config.maxFutureMs, retentionMs, secret: config.secret, bodyLimit: config.bodyLimit, selfMetrics: deps.selfMetrics, diskGuard: deps.diskGuard });
+  await registerBulkIngestRoute(app, { store: deps.store, alertRouter: deps.alertRouter, now: deps.now, maxFutureMs: config.maxFutureMs, retentionMs, secret: config.secret, bodyLimit: config.bodyLimit, bulkBodyLimit: config.bulkBodyLimit, bulkLines: deps.bulkLines, selfMetrics: deps.selfMetrics, diskGuard: deps.diskGuard });
   const sessions = createSessionDeps(deps.database.db.withTables<DashboardSessionTables>(), deps.store, deps.now);
   const readSession = createSessionReader(sessions);
   const settings = { defaultPoints: config.seriesPoints, maxPoints: config.seriesPointsMax };

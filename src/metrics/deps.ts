@@ -1,5 +1,6 @@
 import { openDatabase, type Database } from '../core/storage/database.js';
 import { writeLogLine } from '../core/log-line.js';
+import { createDiskGuard, type DiskGuard } from '../core/storage/disk-guard.js';
 import { createLogThrottle, withHeld } from '../core/log-throttle.js';
 import { createAlertRouter, loadAlertRoutes, type AlertRouter } from './alerts/alert-router.js';
 import { createAlertStore, type AlertStore, type AlertTables } from './alerts/alert-store.js';
@@ -29,6 +30,8 @@ export interface MetricsDeps {
   now: () => number;
   /** Reads bulk bodies off the event loop (parse threads). */
   bulkLines: BulkLinePool;
+  /** Refuses ingest while the SQLite data directory's disk is under --min-free-disk-bytes. */
+  diskGuard: DiskGuard;
   /** Drains queued reports, then closes the database. */
   close(): Promise<void>;
 }
@@ -41,6 +44,11 @@ export async function createMetricsDeps(config: MetricsConfig, overrides: { now?
   const store = createMetricsStore(database, config, now);
   const alerts = createAlertStore(database.db.withTables<AlertTables>(), databaseConn(database), countHostReportsAfter);
   const bulkLines = createBulkLinePool(config.bulkParseThreads);
+  // PostgreSQL's disk is the database server's to watch; it answers disk_full (a 503 too) when it fills.
+  const diskGuard = await createDiskGuard({
+    dirs: config.databaseUrl ? [] : [config.dataDir], minFreeBytes: config.minFreeDiskBytes,
+    log: (level, msg, fields) => writeLogLine(level, 'metrics', `${msg} (${String(fields['dir'])}: ${String(fields['freeBytes'])} bytes free)`),
+  });
   return {
     database,
     store,
@@ -49,7 +57,9 @@ export async function createMetricsDeps(config: MetricsConfig, overrides: { now?
     selfMetrics: createMetricsSelfMetrics(),
     now,
     bulkLines,
+    diskGuard,
     async close() {
+      diskGuard.close();
       await bulkLines.close();
       await store.close();
       await database.close();

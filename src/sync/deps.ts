@@ -1,3 +1,5 @@
+import { createDiskGuard, type DiskGuard } from '../core/storage/disk-guard.js';
+import { writeLogLine } from '../core/log-line.js';
 import { openDatabase, type Database } from '../core/storage/database.js';
 import { createMemoryRateLimiter } from '../core/rate-limit/memory-rate-limiter.js';
 import { createMemoryPubSub } from '../core/pubsub/memory-pubsub.js';
@@ -61,6 +63,8 @@ export interface SyncDeps {
   redis: Redis | undefined;
   /** Epoch milliseconds; token expiry and lockouts read it, tests move it. */
   now: () => number;
+  /** Refuses pushes and uploads while the data or attachment directory's disk is under --min-free-disk-bytes. */
+  diskGuard: DiskGuard;
   /** Closes the limiter, the pub/sub (and Redis), then the database. */
   close(): Promise<void>;
 }
@@ -111,6 +115,11 @@ export async function createSyncDeps(config: SyncConfig, options: SyncDepsOption
     throw e;
   }
   const changes = createKyselyChangeStore(database.db, database.dialect, { pushThread });
+  // The data directory holds the SQLite file, or on PostgreSQL the uploads being staged; the attachment directory, the files.
+  const diskGuard = await createDiskGuard({
+    dirs: [config.dataDir, ...(config.attachmentDir ? [config.attachmentDir] : [])], minFreeBytes: config.minFreeDiskBytes,
+    log: (level, msg, fields) => writeLogLine(level, 'sync', `${msg} (${String(fields['dir'])}: ${String(fields['freeBytes'])} bytes free)`),
+  });
   return {
     config,
     database,
@@ -127,7 +136,9 @@ export async function createSyncDeps(config: SyncConfig, options: SyncDepsOption
     pubsub: shared.pubsub,
     redis: shared.redis,
     now,
+    diskGuard,
     async close() {
+      diskGuard.close();
       await changes.close();
       await shared.close();
       await database.close();

@@ -3,7 +3,7 @@
 // on a small tmpfs (test/helpers/tmpfs.ts), so the disk really fills.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { ChildProcess } from 'node:child_process';
+import { execFileSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -75,7 +75,8 @@ test('metrics on a full disk: ingest gets 503 with Retry-After, reads go on, not
   const dir = mkdtempSync(path.join(os.tmpdir(), 'full-metrics-'));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   const m = await startOnTmpfs('src/metrics/cli.ts', dir, '768k', 256 * 1024, ['token', 'create', 'acme', '--data-dir', dir],
-    ['serve', '--data-dir', dir, '--port', '0']);
+    // No floor: this is what a full disk does to writes when nothing stops them first.
+    ['serve', '--data-dir', dir, '--port', '0', '--min-free-disk-bytes', '0']);
   t.after(m.stop);
   const token = /^token: +(\S+)$/m.exec(m.out())![1]!;
   const t0 = Date.now() - 3_600_000;
@@ -111,7 +112,7 @@ test('sync on a full attachment disk: an upload gets 503 with Retry-After and le
   const dataDir = mkdtempSync(path.join(os.tmpdir(), 'full-attach-db-'));
   t.after(() => { rmSync(dir, { recursive: true, force: true }); rmSync(dataDir, { recursive: true, force: true }); });
   const s = await startOnTmpfs('src/sync/cli.ts', dir, '512k', 384 * 1024, undefined,
-    ['serve', '--data-dir', dataDir, '--attachment-dir', dir, '--port', '0']);
+    ['serve', '--data-dir', dataDir, '--attachment-dir', dir, '--port', '0', '--min-free-disk-bytes', '0']);
   t.after(s.stop);
   const u = await newUser(s);
   const businessId = (await newBusiness(s, u)).id;
@@ -135,4 +136,95 @@ test('sync on a full attachment disk: an upload gets 503 with Retry-After and le
   const stored = await upload();
   assert.equal(stored.status, 201, stored.text);
   assert.equal(stored.body.size, content.length);
+});
+
+/** Free bytes of `dir` as an unprivileged process sees them (`stat -f`, through /proc/<pid>/root for a namespace's). */
+function freeBytes(dir: string): number {
+  const [avail, size] = execFileSync('stat', ['-f', '-c', '%a %S', dir], { encoding: 'utf8' }).trim().split(' ').map(Number);
+  return avail! * size!;
+}
+
+test('metrics under --min-free-disk-bytes: ingest gets the same 503, the disk never fills, and sealing frees room so ingest resumes on its own', { skip }, async (t) => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'floor-metrics-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  // The floor is room for what a seal pass writes before it frees anything (its blocks, and up to 4 MiB of WAL).
+  const m = await startOnTmpfs('src/metrics/cli.ts', dir, '40m', 0, ['token', 'create', 'acme', '--data-dir', dir],
+    ['serve', '--data-dir', dir, '--port', '0', '--min-free-disk-bytes', String(20 * 1024 * 1024)]);
+  t.after(m.stop);
+  const token = /^token: +(\S+)$/m.exec(m.out())![1]!;
+  // Six hours ago, one report a second per host: windows long closed, so the head holds them until they are sealed.
+  const t0 = Date.now() - 6 * 3_600_000;
+  let n = 0;
+  const body = () => Array.from({ length: 1000 }, () => {
+    const host = `h${n % 20}`;
+    return JSON.stringify(makeReport({ agentId: host, hostname: host, ts: t0 + Math.floor(n++ / 20) * 1000 }));
+  }).join('\n');
+  const bulk = (text: string) => call(m.url, 'POST', '/api/v1/ingest/bulk', { token, body: text, headers: { 'content-type': 'application/x-ndjson' } });
+  let acked = 0;
+  let refused: { text: string; r: Awaited<ReturnType<typeof bulk>> } | undefined;
+  while (!refused && acked < 500_000) {
+    const text = body();
+    const r = await bulk(text);
+    if (r.status === 200) acked += 1000;
+    else refused = { text, r };
+  }
+  assert.ok(refused, 'refused before 500,000 reports');
+  assert.equal(refused.r.status, 503, refused.r.text);
+  assert.deepEqual(refused.r.body, { error: 'unavailable', details: "the server's storage is full; nothing was stored, retry later", retry_after: 30 });
+  assert.equal(refused.r.headers.get('retry-after'), '30');
+  assert.ok(freeBytes(m.root) > 1_000_000, `the disk did not fill: ${freeBytes(m.root)} bytes free`);
+  // No operator: the seal passes turn the head into blocks and hand the pages back, and the same body is taken.
+  const deadline = Date.now() + 60_000;
+  let again = await bulk(refused.text);
+  while (again.status === 503 && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 250));
+    again = await bulk(refused.text);
+  }
+  assert.equal(again.status, 200, `${again.text}\n${freeBytes(m.root)} bytes free\n${m.out().split('\n').filter((l) => !l.includes('"level":30')).slice(-15).join('\n')}`);
+  acked += 1000;
+  const series = await call(m.url, 'GET', `/api/v1/host/h0?from=0&to=${Date.now()}&points=10000`, { token });
+  assert.equal(series.body.timestamps.length, acked / 20, 'every acknowledged report of the host, once');
+  const lines = m.out().split('\n');
+  assert.equal(lines.filter((l) => l.includes('free disk space is under --min-free-disk-bytes')).length, 1);
+  assert.equal(lines.filter((l) => l.includes('free disk space is back over --min-free-disk-bytes')).length, 1);
+  assert.equal(lines.filter((l) => l.includes('SQLITE_FULL') || l.includes('disk is full')).length, 0, 'the disk never filled');
+});
+
+test('sync under --min-free-disk-bytes: pushes and uploads get the same 503 while pulls go on; freed space takes them again', { skip }, async (t) => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'floor-attach-'));
+  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'floor-attach-db-'));
+  t.after(() => { rmSync(dir, { recursive: true, force: true }); rmSync(dataDir, { recursive: true, force: true }); });
+  // 2 MiB with 1.5 MiB taken: under a 1 MiB floor until the filler goes.
+  const s = await startOnTmpfs('src/sync/cli.ts', dir, '2m', 1536 * 1024, undefined,
+    ['serve', '--data-dir', dataDir, '--attachment-dir', dir, '--port', '0', '--min-free-disk-bytes', String(1024 * 1024)]);
+  t.after(s.stop);
+  const u = await newUser(s);
+  const businessId = (await newBusiness(s, u)).id;
+  const push = () => call(s.url, 'POST', '/api/sync/push', { token: u.token, headers: { 'x-business-id': businessId },
+    json: { business_id: businessId, instance_id: 'device-1', changes: [{ table_name: 'customers', record_uuid: '0b5f3b0e-5f53-4a86-9a43-6f1b9d1c2e01', version: 1, operation: 'create', data: { name: 'Ann' } }] } });
+  const upload = () => {
+    const form = new FormData();
+    form.append('record_type', 'invoice');
+    form.append('record_uuid', '6f1d9a52-6a43-4c65-9a1e-2b8f4f7c1d10');
+    form.append('file', new Blob([randomBytes(1024)]), 'scan.pdf');
+    return call(s.url, 'POST', '/api/sync/attachment', { token: u.token, body: form, headers: { 'x-business-id': businessId } });
+  };
+  const full = { error: 'unavailable', details: "the server's storage is full; nothing was stored, retry later", retry_after: 30 };
+  for (const r of [await push(), await upload()]) {
+    assert.equal(r.status, 503, r.text);
+    assert.deepEqual(r.body, full);
+  }
+  const pull = await call(s.url, 'POST', '/api/sync/pull', { token: u.token, headers: { 'x-business-id': businessId }, json: { business_id: businessId, since_version: 0 } });
+  assert.equal(pull.status, 200, pull.text);
+  assert.deepEqual(pull.body.changes, [], 'the refused push stored nothing');
+  rmSync(`${s.root}/filler`);
+  const deadline = Date.now() + 10_000;
+  let pushed = await push();
+  while (pushed.status === 503 && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 100));
+    pushed = await push();
+  }
+  assert.equal(pushed.status, 200, pushed.text);
+  assert.equal(pushed.body.accepted, 1);
+  assert.equal((await upload()).status, 201);
 });

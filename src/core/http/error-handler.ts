@@ -1,6 +1,6 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { ERROR_STATUS, isAppError, type ErrorCode } from '../errors.js';
-import { databaseFailure, isStorageFull } from '../storage/unavailable.js';
+import { databaseFailure, isStorageFull, storageFullError } from '../storage/unavailable.js';
 import { redactUrl } from './redact.js';
 import { createLogThrottle, withHeld } from '../log-throttle.js';
 import { describeValidationError } from './validation.js';
@@ -18,8 +18,6 @@ declare module 'fastify' {
 
 /** `Retry-After` of the 503 a request gets while the database is unreachable: a restart or fail-over, retried soon. */
 export const DATABASE_RETRY_AFTER_S = 2;
-/** `Retry-After` of the 503 a write gets while the server's storage is full: freeing space is an operator's minutes, not seconds. */
-export const STORAGE_FULL_RETRY_AFTER_S = 30;
 
 const CODE_BY_STATUS = new Map<number, ErrorCode>(
   (Object.entries(ERROR_STATUS) as [ErrorCode, number][]).map(([code, status]) => [status, code]),
@@ -54,13 +52,7 @@ export function toErrorResponse(err: unknown, safe = false): { status: number; b
     const code = CODE_BY_STATUS.get(status) ?? 'invalid_request';
     return { status: CODE_BY_STATUS.has(status) ? status : 400, body: { error: code, details: clientMessage(fe) } };
   }
-  if (isStorageFull(err)) {
-    return {
-      status: 503,
-      body: { error: 'unavailable', details: "the server's storage is full; nothing was stored, retry later", retry_after: STORAGE_FULL_RETRY_AFTER_S },
-      headers: { 'retry-after': String(STORAGE_FULL_RETRY_AFTER_S) },
-    };
-  }
+  if (isStorageFull(err)) return toErrorResponse(storageFullError());
   const failure = databaseFailure(err);
   if (failure === 'unreachable' || (failure === 'lost' && safe)) {
     return {

@@ -1,4 +1,5 @@
 // Why: a database that cannot be reached is a 503 the client may retry, not a 500; the drivers say so in several ways.
+import { AppError } from '../errors.js';
 
 /**
  * How a database failure left a request: `unreachable`, the database was never reached (nothing of the request
@@ -50,4 +51,13 @@ export function isStorageFull(err: unknown): boolean {
   if (!err || typeof err !== 'object') return false;
   const { code } = err as { code?: unknown };
   return typeof code === 'string' && STORAGE_FULL_CODES.has(code);
+}
+
+/** `Retry-After` of the 503 a write gets while the server's storage is full: freeing space is an operator's minutes, not seconds. */
+export const STORAGE_FULL_RETRY_AFTER_S = 30;
+const STORAGE_FULL_DETAILS = "the server's storage is full; nothing was stored, retry later";
+
+/** The 503 of a write refused for want of space: the disk filled, or free space is under the guard's floor. */
+export function storageFullError(): AppError {
+  return new AppError('unavailable', STORAGE_FULL_DETAILS, { retry_after: STORAGE_FULL_RETRY_AFTER_S });
 }

@@ -11,6 +11,7 @@ import { MAX_BULK_REPORTS } from '../http/bulk-lines.js';
 import { useNdjsonReportParser } from '../http/ndjson-report-parser.js';
 import { requireParsedBody, requireSignatureHeader } from '../http/signed-json-parser.js';
 import type { MetricsSelfMetrics } from '../self-metrics.js';
+import type { DiskGuard } from '../../core/storage/disk-guard.js';
 import { AlertResultsSchema } from './ingest.js';
 import { AUTH_ERRORS, BEARER, errorResponses } from './schemas.js';
 
@@ -39,14 +40,14 @@ const BulkResponseSchema = Type.Object({
  */
 export async function registerBulkIngestRoute(
   app: App,
-  deps: IngestDeps & { secret: string | undefined; bodyLimit: number; bulkBodyLimit: number; bulkLines: BulkLinePool; selfMetrics: MetricsSelfMetrics },
+  deps: IngestDeps & { secret: string | undefined; bodyLimit: number; bulkBodyLimit: number; bulkLines: BulkLinePool; selfMetrics: MetricsSelfMetrics; diskGuard: DiskGuard },
 ): Promise<void> {
   await app.register(async (plugin) => {
     const scope = plugin.withTypeProvider<TypeBoxTypeProvider>();
     const items = useNdjsonReportParser(scope, deps.secret, { bulkBodyLimit: deps.bulkBodyLimit, lineLimit: deps.bodyLimit }, deps.bulkLines, deps);
     scope.post('/api/v1/ingest/bulk', {
       config: { repeatable: true },
-      onRequest: [authenticate(deps.store), requireSignatureHeader(deps.secret)],
+      onRequest: [authenticate(deps.store), deps.diskGuard.hook, requireSignatureHeader(deps.secret)],
       preValidation: requireParsedBody(deps.secret, 'application/x-ndjson'),
       // The body's lines are read and checked by bulk-lines.ts; its schema below documents them for OpenAPI.
       validatorCompiler: documentedBodyCompiler(),

@@ -8,6 +8,7 @@ import { clientGone } from '../http/client-gone.js';
 import { requireParsedBody, requireSignatureHeader, useSignedJsonParser } from '../http/signed-json-parser.js';
 import { AUTH_ERRORS, BEARER, errorResponses } from './schemas.js';
 import type { MetricsSelfMetrics } from '../self-metrics.js';
+import type { DiskGuard } from '../../core/storage/disk-guard.js';
 
 const AlertResultSchema = Type.Object({
   alert: Type.String({ description: 'Alert name.' }),
@@ -33,13 +34,13 @@ const IngestResponseSchema = Type.Object({
  * checks the signature on the raw bytes) serves this route only. The token is
  * checked in onRequest, before the body is even read.
  */
-export async function registerIngestRoute(app: App, deps: IngestDeps & { secret: string | undefined; bodyLimit: number; selfMetrics: MetricsSelfMetrics }): Promise<void> {
+export async function registerIngestRoute(app: App, deps: IngestDeps & { secret: string | undefined; bodyLimit: number; selfMetrics: MetricsSelfMetrics; diskGuard: DiskGuard }): Promise<void> {
   await app.register(async (plugin) => {
     const scope = plugin.withTypeProvider<TypeBoxTypeProvider>();
     useSignedJsonParser(scope, deps.secret, deps.bodyLimit);
     scope.post('/api/v1/ingest', {
       config: { repeatable: true },
-      onRequest: [authenticate(deps.store), requireSignatureHeader(deps.secret)],
+      onRequest: [authenticate(deps.store), deps.diskGuard.hook, requireSignatureHeader(deps.secret)],
       preValidation: requireParsedBody(deps.secret, 'application/json'),
       schema: {
         summary: 'Submit one agent report',

@@ -30,7 +30,7 @@ export function registerAttachmentRoutes(app: App, deps: SyncDeps): void {
     await scope.register(multipart, { throwFileSizeLimit: true });
 
     scope.post('/api/sync/attachment', {
-      onRequest: auth,
+      onRequest: [auth, deps.diskGuard.hook],
       // A large file on a slow link may take minutes: bounded by inactivity, not total time.
       config: { upload: true },
       // The form is streamed and checked by readUpload and saveAttachment; its schema below documents it for OpenAPI.
@@ -41,7 +41,7 @@ export function registerAttachmentRoutes(app: App, deps: SyncDeps): void {
         consumes: ['multipart/form-data'],
         body: UploadFormSchema,
         headers: BusinessHeaderSchema,
-        response: { 201: AttachmentSchema, ...errors(400, 401, 403, 404, 408, 413, 415) },
+        response: { 201: AttachmentSchema, ...errors(400, 401, 403, 404, 408, 413, 415, 503) },
       },
     }, async (req, reply) => {
       const businessId = await resolveBusiness(req, deps);

@@ -28,7 +28,7 @@ export function registerChangeRoutes(app: App, deps: SyncDeps): void {
   };
 
   app.post('/api/sync/push', {
-    onRequest: auth,
+    onRequest: [auth, deps.diskGuard.hook],
     config: { expensive: true, repeatable: true },
     schema: {
       tags: ['sync'], summary: 'Apply changes and tombstones in one transaction', security: BearerSecurity,

@@ -1,0 +1,61 @@
+// Why: bulk writes stop while the disk under the data has less than a floor free, so the disk never fills and the storage
+// keeps room to compact what it holds (VictoriaMetrics' -storage.minFreeDiskSpaceBytes); reads go on.
+import { statfs } from 'node:fs/promises';
+import type { FastifyRequest } from 'fastify';
+import { storageFullError } from './unavailable.js';
+
+export interface DiskGuard {
+  /** Throws the 503 of a full disk while a watched directory has less than the floor free. */
+  check(): void;
+  /** An onRequest hook that does the same: a refused write is not even read. */
+  readonly hook: (request: FastifyRequest) => Promise<void>;
+  close(): void;
+}
+
+export interface DiskGuardOptions {
+  /** Directories whose filesystems are watched (the SQLite data directory, a local attachment directory). */
+  dirs: string[];
+  /** Bytes an unprivileged process may still write there, under which writes are refused; 0 turns the guard off. */
+  minFreeBytes: number;
+  /** A line for the operator when a directory goes under the floor and when it is back over it. */
+  log: (level: 'error' | 'info', msg: string, fields: Record<string, unknown>) => void;
+  /** How often free space is read (default 1 s). */
+  intervalMs?: number;
+  statfs?: (dir: string) => Promise<{ bavail: number | bigint; bsize: number | bigint }>;
+}
+
+/** Reads free space once (so a start on a nearly full disk refuses at once), then every `intervalMs`. */
+export async function createDiskGuard(o: DiskGuardOptions): Promise<DiskGuard> {
+  const read = o.statfs ?? statfs;
+  const low = new Set<string>();
+  const dirs = o.minFreeBytes > 0 ? [...new Set(o.dirs)] : [];
+  const poll = async (): Promise<void> => {
+    for (const dir of dirs) {
+      let free: number;
+      try {
+        const s = await read(dir);
+        free = Number(s.bavail) * Number(s.bsize);
+      } catch {
+        // A directory that cannot be read says nothing about space; the write itself will tell.
+        continue;
+      }
+      if (free < o.minFreeBytes && !low.has(dir)) {
+        low.add(dir);
+        o.log('error', 'free disk space is under --min-free-disk-bytes: writes are refused (503) until space is freed', { dir, freeBytes: free, minFreeBytes: o.minFreeBytes });
+      } else if (free >= o.minFreeBytes && low.has(dir)) {
+        low.delete(dir);
+        o.log('info', 'free disk space is back over --min-free-disk-bytes: writes are taken again', { dir, freeBytes: free, minFreeBytes: o.minFreeBytes });
+      }
+    }
+  };
+  await poll();
+  let polling = false;
+  const timer = dirs.length ? setInterval(() => {
+    if (polling) return;
+    polling = true;
+    void poll().finally(() => { polling = false; });
+  }, o.intervalMs ?? 1_000) : undefined;
+  timer?.unref();
+  const check = (): void => { if (low.size) throw storageFullError(); };
+  return { check, hook: async () => check(), close: () => clearInterval(timer) };
+}

@@ -1,0 +1,61 @@
+// The free-space floor: checked at start and then on a timer; one line when a directory goes under it and one when it
+// is back; off at 0; a directory it cannot read says nothing.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createDiskGuard } from '../../src/core/storage/disk-guard.js';
+import { toErrorResponse } from '../../src/core/http/error-handler.js';
+
+function fakeDisk(free: Record<string, number | Error>) {
+  const reads: string[] = [];
+  const statfs = async (dir: string) => {
+    reads.push(dir);
+    const f = free[dir];
+    if (f instanceof Error) throw f;
+    return { bavail: BigInt(Math.floor((f ?? 0) / 4096)), bsize: 4096n };
+  };
+  return { free, reads, statfs };
+}
+
+test('under the floor at start, writes are refused at once with the full disk\'s 503; back over it, taken; each change said once', async (t) => {
+  const disk = fakeDisk({ '/data': 1_000_000, '/attachments': 100_000_000 });
+  const lines: Array<[string, string, unknown]> = [];
+  const guard = await createDiskGuard({ dirs: ['/data', '/attachments', '/data'], minFreeBytes: 4_000_000, intervalMs: 10, statfs: disk.statfs,
+    log: (level, msg, fields) => lines.push([level, msg, fields['dir']]) });
+  t.after(() => guard.close());
+  assert.throws(() => guard.check(), (e: unknown) => {
+    const r = toErrorResponse(e);
+    assert.equal(r.status, 503);
+    assert.deepEqual(r.body, { error: 'unavailable', details: "the server's storage is full; nothing was stored, retry later", retry_after: 30 });
+    assert.equal(r.headers?.['retry-after'], '30');
+    return true;
+  });
+  await assert.rejects(guard.hook({} as never));
+  assert.deepEqual(disk.reads, ['/data', '/attachments'], 'each filesystem read once a round');
+  await new Promise((r) => setTimeout(r, 50));
+  assert.equal(lines.length, 1, 'still under: nothing more said');
+  disk.free['/data'] = 8_000_000;
+  await new Promise((r) => setTimeout(r, 50));
+  guard.check();
+  await guard.hook({} as never);
+  disk.free['/attachments'] = 0;
+  await new Promise((r) => setTimeout(r, 50));
+  assert.throws(() => guard.check());
+  assert.deepEqual(lines, [
+    ['error', 'free disk space is under --min-free-disk-bytes: writes are refused (503) until space is freed', '/data'],
+    ['info', 'free disk space is back over --min-free-disk-bytes: writes are taken again', '/data'],
+    ['error', 'free disk space is under --min-free-disk-bytes: writes are refused (503) until space is freed', '/attachments'],
+  ]);
+});
+
+test('a floor of 0 never reads the disk; a directory whose space cannot be read refuses nothing', async (t) => {
+  const off = fakeDisk({ '/data': 0 });
+  const none = await createDiskGuard({ dirs: ['/data'], minFreeBytes: 0, statfs: off.statfs, log: () => assert.fail('nothing to say') });
+  t.after(() => none.close());
+  none.check();
+  assert.deepEqual(off.reads, []);
+  const unreadable = fakeDisk({ '/data': Object.assign(new Error('gone'), { code: 'ENOENT' }) });
+  const guard = await createDiskGuard({ dirs: ['/data'], minFreeBytes: 1, statfs: unreadable.statfs, log: () => assert.fail('nothing to say') });
+  t.after(() => guard.close());
+  guard.check();
+  assert.deepEqual(unreadable.reads, ['/data']);
+});
