@@ -7,7 +7,7 @@ import { execFileSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { nodeEntry } from '../helpers/node-entry.js';
 import { spawnOnTmpfs, tmpfsSkip } from '../helpers/tmpfs.js';
 import { call } from '../helpers/http.js';
@@ -136,6 +136,40 @@ test('sync on a full attachment disk: an upload gets 503 with Retry-After and le
   const stored = await upload();
   assert.equal(stored.status, 201, stored.text);
   assert.equal(stored.body.size, content.length);
+});
+
+test('sync on a full database disk: a push (through its writer thread) gets the 503 and stores nothing; pulls go on; freed space takes it', { skip }, async (t) => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'full-sync-db-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const s = await startOnTmpfs('src/sync/cli.ts', dir, '1m', 256 * 1024, undefined, ['serve', '--data-dir', dir, '--port', '0', '--min-free-disk-bytes', '0']);
+  t.after(s.stop);
+  const u = await newUser(s);
+  const businessId = (await newBusiness(s, u)).id;
+  let n = 0;
+  const batch = () => Array.from({ length: 100 }, () => ({ table_name: 'customers', record_uuid: randomUUID(), version: 1, operation: 'create', data: { name: `customer ${n++}`, notes: 'x'.repeat(200) } }));
+  const push = (changes: unknown[]) => call(s.url, 'POST', '/api/sync/push', { token: u.token, headers: { 'x-business-id': businessId }, json: { business_id: businessId, instance_id: 'device-1', changes } });
+  const pull = async () => {
+    const r = await call(s.url, 'POST', '/api/sync/pull', { token: u.token, headers: { 'x-business-id': businessId }, json: { business_id: businessId, since_version: 0, limit: 100000 } });
+    assert.equal(r.status, 200, r.text);
+    return (r.body.changes as unknown[]).length;
+  };
+  let accepted = 0;
+  let refused: { changes: unknown[]; r: Awaited<ReturnType<typeof push>> } | undefined;
+  while (!refused && accepted < 100_000) {
+    const changes = batch();
+    const r = await push(changes);
+    if (r.status === 200) accepted += r.body.accepted as number;
+    else refused = { changes, r };
+  }
+  assert.ok(refused, 'the disk filled');
+  assert.equal(refused.r.status, 503, refused.r.text);
+  assert.deepEqual(refused.r.body, { error: 'unavailable', details: "the server's storage is full; nothing was stored, retry later", retry_after: 30 });
+  assert.equal(await pull(), accepted, 'every accepted change, and none of the refused push');
+  rmSync(`${s.root}/filler`);
+  const again = await push(refused.changes);
+  assert.equal(again.status, 200, again.text);
+  assert.equal(again.body.accepted, 100);
+  assert.equal(await pull(), accepted + 100);
 });
 
 /** Free bytes of `dir` as an unprivileged process sees them (`stat -f`, through /proc/<pid>/root for a namespace's). */
