@@ -5,6 +5,8 @@ import type { ErrorCode } from '../core/errors.js';
  * Codes a `SyncClientError` can carry: the server's codes (docs/sync-api.md,
  * "Errors") and the client's own:
  * - `store_in_use`: another client (tab, process) holds the local store;
+ * - `local_store`: the local store failed a read or write (the device's storage full, an IndexedDB quota, a SQLite
+ *   error); `cause` is the store's error, and nothing of the call was kept;
  * - `network`: no answer (offline, connection reset, server gone);
  * - `session_expired`: refresh failed, the user must sign in again;
  * - `not_signed_in`: a call that needs a session was made without one;
@@ -12,7 +14,7 @@ import type { ErrorCode } from '../core/errors.js';
  * - `integrity`: downloaded bytes do not match the attachment's size or SHA-256;
  * - `closed`: the client was closed (`close()`): the call was cut short by it, or made after it.
  */
-export type SyncErrorCode = ErrorCode | 'network' | 'session_expired' | 'not_signed_in' | 'rejected' | 'integrity' | 'store_in_use' | 'closed';
+export type SyncErrorCode = ErrorCode | 'network' | 'session_expired' | 'not_signed_in' | 'rejected' | 'integrity' | 'store_in_use' | 'local_store' | 'closed';
 
 export class SyncClientError extends Error {
   readonly code: SyncErrorCode;
@@ -37,7 +39,10 @@ export function storeInUse(what: string): SyncClientError {
   return new SyncClientError('store_in_use', `${what} is open in another client (another tab or process): one client per store at a time`);
 }
 
-/** True for failures worth retrying later with the same request: no answer, or the server briefly unavailable. */
+/**
+ * True for failures worth retrying later with the same request: no answer, the server briefly unavailable, or the local
+ * store failing (space may be freed).
+ */
 export function isTransient(e: unknown): boolean {
-  return e instanceof SyncClientError && (e.code === 'network' || e.code === 'unavailable' || e.code === 'internal');
+  return e instanceof SyncClientError && (e.code === 'network' || e.code === 'unavailable' || e.code === 'internal' || e.code === 'local_store');
 }

@@ -1,5 +1,6 @@
 // Why: the sync engine keeps its state behind one small interface so memory, SQLite and IndexedDB stores are interchangeable.
 import type { Conflict, Operation } from './wire.js';
+import { SyncClientError } from './errors.js';
 
 export type RecordData = Record<string, unknown>;
 
@@ -102,4 +103,27 @@ export function outboxKey(seq: number): string {
 
 export function conflictKey(id: number): string {
   return String(id).padStart(16, '0');
+}
+
+/**
+ * `store` with every failure of its reads and writes as a `local_store` SyncClientError (the store's own error as
+ * `cause`), so an app branches on one code for the device's storage, whichever store it chose.
+ */
+export function withStoreErrors(store: LocalStore): LocalStore {
+  const wrap = <A extends unknown[], R>(fn: (...args: A) => Promise<R>) => async (...args: A): Promise<R> => {
+    try {
+      return await fn(...args);
+    } catch (e: unknown) {
+      if (e instanceof SyncClientError) throw e;
+      throw new SyncClientError('local_store', `the local store failed: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+    }
+  };
+  return {
+    get: wrap(store.get.bind(store)) as LocalStore['get'],
+    getMany: wrap(store.getMany.bind(store)) as LocalStore['getMany'],
+    list: wrap(store.list.bind(store)) as LocalStore['list'],
+    write: wrap(store.write.bind(store)),
+    claim: () => store.claim(),
+    close: () => store.close(),
+  };
 }

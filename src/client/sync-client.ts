@@ -5,7 +5,7 @@ import { applyFieldChanges, sameJson, type ConflictChoice, type ConflictResolver
 import { SyncClientError, isTransient } from './errors.js';
 import { Emitter } from './events.js';
 import { FeedConnection, type FeedSocketConstructor } from './feed.js';
-import { conflictKey, outboxKey, recordKey, type LocalConflict, type LocalRecord, type LocalStore, type OutboxEntry, type RecordData, type StoreOp } from './local-store.js';
+import { conflictKey, outboxKey, recordKey, withStoreErrors, type LocalConflict, type LocalRecord, type LocalStore, type OutboxEntry, type RecordData, type StoreOp } from './local-store.js';
 import { Session, type SavedSession, type SessionOptions } from './session.js';
 import { createTransport, json, type TransportOptions } from './transport.js';
 import { PUSH_LIMITS } from '../sync/changes/change-limits.js';
@@ -136,7 +136,7 @@ export class SyncClient {
   static async open(o: SyncClientOptions): Promise<SyncClient> {
     await o.store.claim();
     try {
-      return await SyncClient.restore(o);
+      return await SyncClient.restore({ ...o, store: withStoreErrors(o.store) });
     } catch (e: unknown) {
       await o.store.close().catch(() => undefined);
       throw e;
@@ -540,31 +540,37 @@ export class SyncClient {
       // The server's side an edit starts from, for a conflict's three-way view; a record in conflict keeps the base it
       // had (it has no outbox entry left, but an edit made now starts from its own, not the server's, side).
       if (!pending.length && !this.hasConflict(table, uuid)) rec.base = rec.remote.data;
+      // The outbox in memory (what the next push sends) changes only once the store has the write: a put that rejects
+      // (the device's storage full) must not reach the server anyway, nor leave memory and store apart.
+      let applied: () => void;
       if (open) {
         // Not sent yet: the entry takes the new state; its version stays one above what the server may have seen.
         if (data === null && open.operation === 'create' && pending.length === 1 && rec.remote.version === 0 && !this.hasConflict(table, uuid)) {
           // Created and deleted before the server ever saw it: nothing to tell the server.
-          this.outbox.delete(outboxKey(open.seq));
           await this.store.write([{ op: 'delete', collection: 'outbox', key: outboxKey(open.seq) }, { op: 'delete', collection: 'records', key }]);
+          this.outbox.delete(outboxKey(open.seq));
           return;
         }
-        open.data = data;
-        open.operation = data === null ? 'delete' : open.operation === 'create' ? 'create' : 'update';
-        open.editedAt = Date.now();
-        ops.push({ op: 'put', collection: 'outbox', key: outboxKey(open.seq), value: open });
+        const updated: OutboxEntry = { ...open, data, operation: data === null ? 'delete' : open.operation === 'create' ? 'create' : 'update', editedAt: Date.now() };
+        ops.push({ op: 'put', collection: 'outbox', key: outboxKey(open.seq), value: updated });
+        applied = () => { Object.assign(open, updated); };
       } else {
         const entry: OutboxEntry = {
-          seq: this.nextSeq++, table, uuid, version: rec.version + 1,
+          seq: this.nextSeq, table, uuid, version: rec.version + 1,
           operation: data === null ? 'delete' : rec.data === null && rec.version === 0 ? 'create' : 'update',
           data, sent: false, editedAt: Date.now(),
         };
-        this.outbox.set(outboxKey(entry.seq), entry);
         rec.version = entry.version;
-        ops.push({ op: 'put', collection: 'outbox', key: outboxKey(entry.seq), value: entry }, { op: 'put', collection: 'meta', key: META.seq, value: this.nextSeq });
+        ops.push({ op: 'put', collection: 'outbox', key: outboxKey(entry.seq), value: entry }, { op: 'put', collection: 'meta', key: META.seq, value: entry.seq + 1 });
+        applied = () => {
+          this.nextSeq = entry.seq + 1;
+          this.outbox.set(outboxKey(entry.seq), entry);
+        };
       }
       rec.data = data;
       ops.push({ op: 'put', collection: 'records', key, value: rec });
       await this.store.write(ops);
+      applied();
     });
     if (this.started) this.kick();
   }
@@ -677,10 +683,11 @@ export class SyncClient {
         bytes += size;
         batch.push(e);
       }
-      // Freeze before the entries leave the device: a retry after a lost answer must repeat them exactly.
+      // Freeze before the entries leave the device: a retry after a lost answer must repeat them exactly. Frozen in
+      // memory once the store has it (a write the store refuses fails the round with nothing changed).
       const unsent = batch.filter((e) => !e.sent);
+      await this.store.write(unsent.map((e) => ({ op: 'put', collection: 'outbox', key: outboxKey(e.seq), value: { ...e, sent: true } }) as const));
       for (const e of unsent) e.sent = true;
-      await this.store.write(unsent.map((e) => ({ op: 'put', collection: 'outbox', key: outboxKey(e.seq), value: e }) as const));
     });
     if (!batch.length) return false;
 
@@ -734,9 +741,12 @@ export class SyncClient {
     await this.locked(async () => {
       const ops: StoreOp[] = [];
       const records = new Map<string, LocalRecord>();
+      // A batch holds one entry per record: what else is queued for its record is what the outbox has besides it. The
+      // outbox and conflicts in memory change once the store has the outcome, so a write it refuses (the device's storage
+      // full) leaves them as the store has them, and the next round sends the same entries again (a retry to the server).
+      const queuedBesides = (e: OutboxEntry) => this.entriesOf(e.table, e.uuid).filter((x) => x !== e).length;
       for (const e of batch) {
         ops.push({ op: 'delete', collection: 'outbox', key: outboxKey(e.seq) });
-        this.outbox.delete(outboxKey(e.seq));
         const key = recordKey(e.table, e.uuid);
         const rec = records.get(key) ?? (await this.store.get('records', key));
         if (!rec) continue;
@@ -745,13 +755,12 @@ export class SyncClient {
         const reason = rejected.get(e);
         if (conflict) {
           const held: LocalConflict = { conflict, entry: e };
-          this.conflictsByKey.set(conflictKey(conflict.id), held);
           ops.push({ op: 'put', collection: 'conflicts', key: conflictKey(conflict.id), value: held });
           created.push(held);
         } else if (reason !== undefined) {
           errors.push(new SyncClientError('rejected', `the server rejected ${e.table}/${e.uuid} version ${e.version}: ${reason}`, { details: reason }));
           // Nothing of it reached the server: unless newer edits are queued, show the server's state again.
-          if (!this.entriesOf(e.table, e.uuid).length) {
+          if (!queuedBesides(e)) {
             rec.data = rec.remote.data;
             rec.version = rec.remote.version;
             rec.base = null;
@@ -759,11 +768,13 @@ export class SyncClient {
           }
         } else {
           if (e.version >= rec.remote.version) rec.remote = { data: e.data, version: e.version, instanceId: this.instanceId, at: new Date().toISOString() };
-          if (!this.entriesOf(e.table, e.uuid).length) rec.base = null;
+          if (!queuedBesides(e)) rec.base = null;
         }
       }
       for (const [key, value] of records) ops.push({ op: 'put', collection: 'records', key, value });
       await this.store.write(ops);
+      for (const e of batch) this.outbox.delete(outboxKey(e.seq));
+      for (const held of created) this.conflictsByKey.set(conflictKey(held.conflict.id), held);
     });
     for (const e of events) this.emitter.emit('change', e);
     for (const e of errors) this.emitter.emit('error', e);

@@ -4,7 +4,8 @@ import { randomUUID } from 'node:crypto';
 import { BACKENDS } from '../helpers/backends.js';
 import { newBusiness, newUser, startSync } from '../helpers/sync.js';
 import { call } from '../helpers/http.js';
-import { createMemoryStore, SyncClientError, type ChangeApplied, type SyncState } from '../../src/client/index.js';
+import { createMemoryStore, isTransient, SyncClientError, type ChangeApplied, type SyncState } from '../../src/client/index.js';
+import type { LocalStore, StoreOp } from '../../src/client/local-store.js';
 import { device, Network, oneBusiness, until } from './client-fixtures.js';
 
 /** A fetch that records the status of every push it carries. */
@@ -263,4 +264,72 @@ describe('sync client: local writes, push and pull', { concurrency: true }, () =
       assert.deepEqual(changes.map((e) => [e.origin, e.data]), [['revert', { name: 'first' }]]);
     });
   }
+});
+
+/** `inner` with its writes refused as a browser refuses one over its quota, when `refuse(ops)` says so. */
+function refusingStore(inner: LocalStore, refuse: (ops: readonly StoreOp[]) => boolean): LocalStore {
+  return {
+    ...inner,
+    write: async (ops, options) => {
+      if (refuse(ops)) throw Object.assign(new Error('QuotaExceededError: the quota has been exceeded'), { name: 'QuotaExceededError' });
+      return inner.write(ops, options);
+    },
+  };
+}
+
+test('a put the local store refuses (the device\'s storage full) rejects and queues nothing: nothing of it is pushed, memory and store stay one; the retried put is pushed once', async (t) => {
+  const { s, u, b, open } = await oneBusiness(t, 'sqlite');
+  const inner = createMemoryStore();
+  let refuse = false;
+  const store = refusingStore(inner, () => refuse && !(refuse = false));
+  const a = await open({ store });
+  const edited = randomUUID();
+  await a.put('customers', edited, { name: 'first' });
+  refuse = true;
+  // An edit of an entry not sent yet, and a new record: each refused by the store.
+  const localStore = (e: unknown) => e instanceof SyncClientError && e.code === 'local_store' && /QuotaExceededError/.test(e.message) && (e.cause as Error).name === 'QuotaExceededError';
+  await assert.rejects(a.put('customers', edited, { name: 'refused edit' }), localStore);
+  const fresh = randomUUID();
+  refuse = true;
+  await assert.rejects(a.put('customers', fresh, { name: 'refused create' }), localStore);
+  refuse = true;
+  await assert.rejects(a.delete('customers', edited), localStore);
+  assert.equal(a.pendingChanges, 1, 'only the first put is queued');
+  assert.deepEqual(await a.get('customers', edited), { name: 'first' });
+  await a.sync();
+  const server = async () => {
+    const r = await call(s.url, 'POST', '/api/sync/pull', { token: u.token, headers: { 'x-business-id': b.id }, json: { since_version: 0, limit: 1000 } });
+    return (r.body.changes as Array<{ record_uuid: string; record_version: number; data: unknown }>).map((c) => [c.record_uuid, c.record_version, c.data]);
+  };
+  assert.deepEqual(await server(), [[edited, 1, { name: 'first' }]], 'what the store refused never reached the server');
+  await a.put('customers', fresh, { name: 'retried create' });
+  await a.sync();
+  assert.deepEqual(await server(), [[edited, 1, { name: 'first' }], [fresh, 1, { name: 'retried create' }]]);
+  // The same store opened again holds what the server has: memory and store never parted.
+  await a.close();
+  const again = await open({ store: inner });
+  assert.equal(again.pendingChanges, 0);
+  assert.deepEqual(await again.get('customers', fresh), { name: 'retried create' });
+});
+
+test('a push whose outcome the local store refuses to record is sent again as the same retry: nothing is lost, doubled or left pending', async (t) => {
+  const { s, u, b, open } = await oneBusiness(t, 'sqlite');
+  const inner = createMemoryStore();
+  let refuseSettle = false;
+  // The write that records a push's outcome is the one that takes entries out of the outbox.
+  const store = refusingStore(inner, (ops) => refuseSettle && ops.some((o) => o.op === 'delete' && o.collection === 'outbox') && !(refuseSettle = false));
+  const a = await open({ store });
+  const rec = randomUUID();
+  await a.put('customers', rec, { name: 'Ann' });
+  refuseSettle = true;
+  await assert.rejects(a.sync(), (e: unknown) => e instanceof SyncClientError && e.code === 'local_store' && isTransient(e));
+  assert.equal(a.pendingChanges, 1, 'the outbox in memory is what the store holds: the entry is still there');
+  await a.sync();
+  assert.equal(a.pendingChanges, 0);
+  const pulled = await call(s.url, 'POST', '/api/sync/pull', { token: u.token, headers: { 'x-business-id': b.id }, json: { since_version: 0, limit: 1000 } });
+  assert.deepEqual(pulled.body.changes.map((c: { record_uuid: string; record_version: number }) => [c.record_uuid, c.record_version]), [[rec, 1]], 'stored once');
+  await a.close();
+  const again = await open({ store: inner });
+  assert.equal(again.pendingChanges, 0, 'nothing left to send after a restart either');
+  assert.equal((await again.conflicts()).length, 0);
 });
