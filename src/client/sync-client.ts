@@ -403,32 +403,42 @@ export class SyncClient {
       if (!this.conflictsByKey.has(conflictKey(id))) return;
       const ops: StoreOp[] = [{ op: 'delete', collection: 'conflicts', key: conflictKey(id) }];
       const current = this.latestLocal(held);
-      this.conflictsByKey.delete(conflictKey(id));
+      // The conflict, outbox and holds in memory change once the store has the resolution: a write it refuses (the
+      // device's storage full) leaves the conflict pending here as it is in the store, to be resolved again.
+      let added: OutboxEntry | undefined;
+      const commit = async (hold: Hold | undefined, dropped: readonly OutboxEntry[] = []): Promise<void> => {
+        if (hold) ops.push({ op: 'put', collection: 'meta', key: META.renumbering, value: [...new Map(this.renumbering).set(key, hold)] });
+        await this.store.write(ops);
+        this.conflictsByKey.delete(conflictKey(id));
+        for (const e of dropped) this.outbox.delete(outboxKey(e.seq));
+        if (added) {
+          this.outbox.set(outboxKey(added.seq), added);
+          this.nextSeq = added.seq + 1;
+        }
+        if (hold) this.renumbering.set(key, hold);
+      };
+      /** A new outbox entry for the record at `rec.version + 1`, numbered after the others. */
+      const queue = (rec: LocalRecord, data: RecordData | null): OutboxEntry => {
+        added = { seq: this.nextSeq, table, uuid, version: rec.version + 1, operation: data === null ? 'delete' : 'update', data, sent: false, editedAt: Date.now() };
+        ops.push({ op: 'put', collection: 'outbox', key: outboxKey(added.seq), value: added }, { op: 'put', collection: 'meta', key: META.seq, value: added.seq + 1 });
+        return added;
+      };
       if (localWins) {
         const rec = outcome ? undefined : await this.store.get('records', key);
         if (rec && !this.entriesOf(table, uuid).length) {
           // The server never applied this side: it goes again as a new edit, numbered (below) above the server's
           // latest version, so it meets the server's current state as any push does.
-          const entry: OutboxEntry = {
-            seq: this.nextSeq++, table, uuid, version: rec.version + 1, operation: current === null ? 'delete' : 'update', data: current, sent: false, editedAt: Date.now(),
-          };
-          this.outbox.set(outboxKey(entry.seq), entry);
-          rec.version = entry.version;
-          ops.push({ op: 'put', collection: 'outbox', key: outboxKey(entry.seq), value: entry }, { op: 'put', collection: 'meta', key: META.seq, value: this.nextSeq },
-            { op: 'put', collection: 'records', key, value: rec });
+          rec.version = queue(rec, current).version;
+          ops.push({ op: 'put', collection: 'records', key, value: rec });
         }
         // Edits made here since the conflict stay held until they are numbered above the resolution's version: a
         // sync round pushing them meanwhile, with their old numbers, had them refused and lost.
-        this.renumbering.set(key, { side: 'local', applied: outcome?.applied_version ?? null });
-        ops.push({ op: 'put', collection: 'meta', key: META.renumbering, value: [...this.renumbering] });
-        await this.store.write(ops);
+        await commit({ side: 'local', applied: outcome?.applied_version ?? null });
         return;
       }
       // The server keeps its side: the record's queued edits go, and it shows the server's state, or what goes on top.
-      for (const e of this.entriesOf(table, uuid)) {
-        ops.push({ op: 'delete', collection: 'outbox', key: outboxKey(e.seq) });
-        this.outbox.delete(outboxKey(e.seq));
-      }
+      const dropped = this.entriesOf(table, uuid);
+      for (const e of dropped) ops.push({ op: 'delete', collection: 'outbox', key: outboxKey(e.seq) });
       const rec = await this.store.get('records', key);
       const next = typeof choice === 'object' ? choice.merged : JSON.parse(held.conflict.remote_data) as RecordData | null;
       const unseen = !sameJson(current, seen);
@@ -438,26 +448,22 @@ export class SyncClient {
         rec.version = rec.remote.version;
         rec.base = null;
       }
+      let hold: Hold | undefined;
       if (rec && (unseen || typeof choice === 'object') && !sameJson(onTop, rec.remote.data)) {
         // Queued now, in the lock, so an edit made from here on builds on it; held (like a `local` resolution's edits)
         // until a pull has brought the server's latest version to number it from.
-        const entry: OutboxEntry = {
-          seq: this.nextSeq++, table, uuid, version: rec.version + 1, operation: onTop === null ? 'delete' : 'update', data: onTop, sent: false, editedAt: Date.now(),
-        };
-        this.outbox.set(outboxKey(entry.seq), entry);
+        const entry = queue(rec, onTop);
         // The server side the edit was made on: if the server has moved on by the time it is numbered, it is moved too.
         rec.base = JSON.parse(held.conflict.remote_data) as RecordData | null;
         rec.data = onTop;
         rec.version = entry.version;
-        this.renumbering.set(key, { side: 'server' });
-        ops.push({ op: 'put', collection: 'outbox', key: outboxKey(entry.seq), value: entry }, { op: 'put', collection: 'meta', key: META.seq, value: this.nextSeq },
-          { op: 'put', collection: 'meta', key: META.renumbering, value: [...this.renumbering] });
+        hold = { side: 'server' };
       }
       if (rec) {
         ops.push({ op: 'put', collection: 'records', key, value: rec });
         shown = { table, uuid, data: rec.data, version: rec.version, origin: 'revert' };
       }
-      await this.store.write(ops);
+      await commit(hold, dropped);
     });
     if (shown) this.emitter.emit('change', shown);
     // The pull brings the resolution's change (for `local`) and the server's latest record version to number from.

@@ -1,6 +1,7 @@
 // Why: builders for the client tests: a signed-in SyncClient on a fresh store, pointed at a real server.
 import WebSocket from 'ws';
 import { SyncClient, createMemoryStore, type LocalStore, type SyncClientOptions } from '../../src/client/index.js';
+import type { StoreOp } from '../../src/client/local-store.js';
 import type { TestContext } from 'node:test';
 import type { BackendName } from '../helpers/backends.js';
 import { newBusiness, newUser, startSync, type TestUser } from '../helpers/sync.js';
@@ -61,4 +62,15 @@ export class Network {
   count(path: string): number {
     return this.calls.filter((p) => p === path).length;
   }
+}
+
+/** `inner` with its writes refused as a browser refuses one over its quota, when `refuse(ops)` says so. */
+export function refusingStore(inner: LocalStore, refuse: (ops: readonly StoreOp[]) => boolean): LocalStore {
+  return {
+    ...inner,
+    write: async (ops, options) => {
+      if (refuse(ops)) throw Object.assign(new Error('QuotaExceededError: the quota has been exceeded'), { name: 'QuotaExceededError' });
+      return inner.write(ops, options);
+    },
+  };
 }

@@ -7,7 +7,7 @@ import { addMember, newBusiness, newUser, startSync } from '../helpers/sync.js';
 import { createMemoryStore, fieldMerge, lastWriterWins, SyncClientError, type ConflictView, type LocalStore, type SyncClient, type SyncClientOptions, type SyncState } from '../../src/client/index.js';
 import { runExpiryCleanup } from '../../src/core/storage/expiry-cleanup.js';
 import { syncExpiryRules } from '../../src/sync/storage/expiry-rules.js';
-import { device, Network, oneBusiness } from './client-fixtures.js';
+import { device, Network, oneBusiness, refusingStore } from './client-fixtures.js';
 
 /** `a` and `other` start from v1 of a note; `a` syncs an edit, then `other` pushes its own: `other` holds the conflict. */
 async function conflicted(a: SyncClient, other: SyncClient): Promise<{ rec: string; conflict: ConflictView }> {
@@ -436,4 +436,41 @@ describe('sync client: conflicts', { concurrency: true }, () => {
         'the merge keeps the server side and pushes the merged record on top; last writer wins kept the later remote edit');
     });
   }
+});
+
+test('a resolution the local store refuses to record (the device\'s storage full) leaves the conflict pending on the device; resolving again follows the server and converges', async (t) => {
+  const { open } = await oneBusiness(t, 'sqlite');
+  const inner = createMemoryStore();
+  let refuse = false;
+  // The write that records a resolution is the one that takes the conflict out of the store.
+  const store = refusingStore(inner, (ops) => refuse && ops.some((o) => o.op === 'delete' && o.collection === 'conflicts') && !(refuse = false));
+  const a = await open();
+  const c = await open({ store });
+  const rec = randomUUID();
+  await a.put('customers', rec, { name: 'Ann', phone: '1' });
+  await a.sync();
+  await c.sync();
+  await a.put('customers', rec, { name: 'Ann', phone: '2' });
+  await a.sync();
+  await c.put('customers', rec, { name: 'Anne', phone: '1' });
+  await c.sync();
+  const [conflict] = await c.conflicts();
+  assert.ok(conflict, 'the later push got the conflict');
+
+  refuse = true;
+  await assert.rejects(c.resolveConflict(conflict.id, 'local'), (e: unknown) => e instanceof SyncClientError && e.code === 'local_store');
+  assert.deepEqual((await c.conflicts()).map((v) => v.id), [conflict.id], 'still pending here, as the store has it');
+  assert.equal(c.pendingChanges, 0, 'nothing queued by the refused resolution');
+
+  await c.resolveConflict(conflict.id, 'local');
+  assert.deepEqual(await c.conflicts(), []);
+  await c.sync();
+  await a.sync();
+  assert.deepEqual(await a.get('customers', rec), { name: 'Anne', phone: '1' });
+  assert.deepEqual(await c.get('customers', rec), { name: 'Anne', phone: '1' });
+  // The same store opened again agrees with memory: no conflict, nothing queued.
+  await c.close();
+  const again = await open({ store: inner });
+  assert.deepEqual(await again.conflicts(), []);
+  assert.equal(again.pendingChanges, 0);
 });

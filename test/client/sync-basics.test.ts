@@ -5,8 +5,7 @@ import { BACKENDS } from '../helpers/backends.js';
 import { newBusiness, newUser, startSync } from '../helpers/sync.js';
 import { call } from '../helpers/http.js';
 import { createMemoryStore, isTransient, SyncClientError, type ChangeApplied, type SyncState } from '../../src/client/index.js';
-import type { LocalStore, StoreOp } from '../../src/client/local-store.js';
-import { device, Network, oneBusiness, until } from './client-fixtures.js';
+import { device, Network, oneBusiness, refusingStore, until } from './client-fixtures.js';
 
 /** A fetch that records the status of every push it carries. */
 function pushStatuses(): { statuses: number[]; fetch: typeof fetch } {
@@ -265,17 +264,6 @@ describe('sync client: local writes, push and pull', { concurrency: true }, () =
     });
   }
 });
-
-/** `inner` with its writes refused as a browser refuses one over its quota, when `refuse(ops)` says so. */
-function refusingStore(inner: LocalStore, refuse: (ops: readonly StoreOp[]) => boolean): LocalStore {
-  return {
-    ...inner,
-    write: async (ops, options) => {
-      if (refuse(ops)) throw Object.assign(new Error('QuotaExceededError: the quota has been exceeded'), { name: 'QuotaExceededError' });
-      return inner.write(ops, options);
-    },
-  };
-}
 
 test('a put the local store refuses (the device\'s storage full) rejects and queues nothing: nothing of it is pushed, memory and store stay one; the retried put is pushed once', async (t) => {
   const { s, u, b, open } = await oneBusiness(t, 'sqlite');
