@@ -7,7 +7,7 @@ const COLLECTIONS: readonly CollectionName[] = ['records', 'outbox', 'conflicts'
 // The slice of the IndexedDB API used here, typed locally: the project compiles without the DOM library (it would retype Node's globals).
 interface Req<T> { result: T; error: Error | null; onsuccess: (() => void) | null; onerror: (() => void) | null }
 interface ObjectStore { get(key: string): Req<unknown>; getAll(range?: unknown): Req<unknown[]>; put(value: unknown, key: string): Req<unknown>; delete(key: string): Req<unknown> }
-interface Tx { objectStore(name: string): ObjectStore; oncomplete: (() => void) | null; onerror: (() => void) | null; onabort: (() => void) | null; error: Error | null }
+interface Tx { objectStore(name: string): ObjectStore; abort(): void; oncomplete: (() => void) | null; onerror: (() => void) | null; onabort: (() => void) | null; error: Error | null }
 interface Db {
   objectStoreNames: { contains(name: string): boolean };
   createObjectStore(name: string): unknown;
@@ -60,7 +60,16 @@ export async function createIndexedDbStore(
     return new Promise((resolve, reject) => {
       // "strict" asks the browser to flush to disk before completing (Chromium otherwise reports success earlier).
       const tx = db.transaction(stores, mode, { durability });
-      const req = body(tx);
+      let req: Req<T> | undefined;
+      try {
+        req = body(tx);
+      } catch (e: unknown) {
+        // A request the browser refuses at once (a value it cannot clone): the ones issued before it would commit when
+        // the transaction ends, so it is aborted; the write applies all of its operations or none.
+        tx.abort();
+        reject(e);
+        return;
+      }
       tx.oncomplete = () => resolve(req?.result);
       tx.onerror = () => reject(tx.error ?? new Error('IndexedDB transaction failed'));
       tx.onabort = () => reject(tx.error ?? new Error('IndexedDB transaction aborted'));

@@ -6,6 +6,9 @@ import { BACKENDS } from '../helpers/backends.js';
 import { startSync } from '../helpers/sync.js';
 // @ts-expect-error -- a plain ESM build script without type declarations
 import { buildBrowserClient } from '../../scripts/build-browser-client.mjs';
+import type * as ClientModuleNs from '../../src/client/index.js';
+
+type ClientModule = typeof ClientModuleNs;
 
 const CHROMIUM = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
 
@@ -113,4 +116,35 @@ describe('sync client in a browser', { concurrency: true }, () => {
       assert.deepEqual(problems, []);
     });
   }
+
+  test('the IndexedDB store applies a write whole or not at all: a value the browser cannot store leaves nothing of the write', { skip: !existsSync(CHROMIUM) && `no Chromium at ${CHROMIUM}`, timeout: 60_000 }, async (t) => {
+    await bundle;
+    const s = await startSync('sqlite');
+    t.after(() => s.close());
+    const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu'] });
+    t.after(() => browser.close());
+    const page = await (await browser.newContext()).newPage();
+    await page.goto(`${s.url}/example/index.html`);
+    const outcome = await page.evaluate(async () => {
+      const client = await import('/example/fleetsync-client.js' as string) as ClientModule;
+      const store = await client.createIndexedDbStore('atomicity-test');
+      await store.claim();
+      await store.write([{ op: 'put', collection: 'meta', key: 'kept', value: 1 }]);
+      let error = '';
+      try {
+        // The second value is a symbol, which IndexedDB cannot clone: put throws when it is issued.
+        await store.write([{ op: 'put', collection: 'meta', key: 'first', value: 1 }, { op: 'put', collection: 'meta', key: 'second', value: Symbol('not storable') }]);
+      } catch (e: unknown) {
+        error = (e as Error).name;
+      }
+      // Past the end of the refused write's transaction: a put it left issued would have committed by now.
+      await new Promise((r) => setTimeout(r, 100));
+      const read = [await store.get('meta', 'kept'), await store.get('meta', 'first'), await store.get('meta', 'second')];
+      await store.write([{ op: 'put', collection: 'meta', key: 'after', value: 3 }]);
+      read.push(await store.get('meta', 'after'));
+      await store.close();
+      return { error, read };
+    });
+    assert.deepEqual(outcome, { error: 'DataCloneError', read: [1, undefined, undefined, 3] }, 'nothing of the refused write; the store goes on');
+  });
 });
