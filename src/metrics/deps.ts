@@ -1,6 +1,7 @@
 import { openDatabase, type Database } from '../core/storage/database.js';
 import { writeLogLine } from '../core/log-line.js';
 import { createDiskGuard, type DiskGuard } from '../core/storage/disk-guard.js';
+import { exposeDiskGuard } from '../core/ops/self-metrics.js';
 import { createLogThrottle, withHeld } from '../core/log-throttle.js';
 import { createAlertRouter, loadAlertRoutes, type AlertRouter } from './alerts/alert-router.js';
 import { createAlertStore, type AlertStore, type AlertTables } from './alerts/alert-store.js';
@@ -49,12 +50,14 @@ export async function createMetricsDeps(config: MetricsConfig, overrides: { now?
     dirs: config.databaseUrl ? [] : [config.dataDir], minFreeBytes: config.minFreeDiskBytes,
     log: (level, msg, fields) => writeLogLine(level, 'metrics', `${msg} (${String(fields['dir'])}: ${String(fields['freeBytes'])} bytes free)`),
   });
+  const selfMetrics = createMetricsSelfMetrics();
+  exposeDiskGuard(selfMetrics, diskGuard);
   return {
     database,
     store,
     alertRouter: createAlertRouter(routes, { timeoutMs: config.alertTimeoutMs, store: alerts, now }),
     alerts,
-    selfMetrics: createMetricsSelfMetrics(),
+    selfMetrics,
     now,
     bulkLines,
     diskGuard,

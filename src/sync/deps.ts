@@ -1,4 +1,5 @@
 import { createDiskGuard, type DiskGuard } from '../core/storage/disk-guard.js';
+import { exposeDiskGuard } from '../core/ops/self-metrics.js';
 import { writeLogLine } from '../core/log-line.js';
 import { openDatabase, type Database } from '../core/storage/database.js';
 import { createMemoryRateLimiter } from '../core/rate-limit/memory-rate-limiter.js';
@@ -120,6 +121,8 @@ export async function createSyncDeps(config: SyncConfig, options: SyncDepsOption
     dirs: [config.dataDir, ...(config.attachmentDir ? [config.attachmentDir] : [])], minFreeBytes: config.minFreeDiskBytes,
     log: (level, msg, fields) => writeLogLine(level, 'sync', `${msg} (${String(fields['dir'])}: ${String(fields['freeBytes'])} bytes free)`),
   });
+  const selfMetrics = createSyncSelfMetrics();
+  exposeDiskGuard(selfMetrics, diskGuard);
   return {
     config,
     database,
@@ -130,7 +133,7 @@ export async function createSyncDeps(config: SyncConfig, options: SyncDepsOption
     blobs: database.pgPool && config.attachmentDir === undefined
       ? await createPgBlobStore(database.pgPool, path.join(config.dataDir, 'attachment-staging'))
       : await createLocalBlobStore(config.attachmentDir ?? path.join(config.dataDir, 'attachments')),
-    selfMetrics: createSyncSelfMetrics(),
+    selfMetrics,
     passwordHashes: createHashGate({ concurrency: config.passwordHashConcurrency, queue: config.passwordHashQueue }),
     rateLimiter: shared.rateLimiter,
     pubsub: shared.pubsub,

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { createHttpApp } from '../../src/core/http/create-app.js';
-import { createSelfMetrics, registerSelfMonitoring } from '../../src/core/ops/self-metrics.js';
+import { createSelfMetrics, exposeDiskGuard, registerSelfMonitoring } from '../../src/core/ops/self-metrics.js';
 import { bindLogContext } from '../../src/core/http/log-context.js';
 import { AppError } from '../../src/core/errors.js';
 
@@ -135,4 +135,19 @@ test('a request the router refuses before any hook (a malformed escape) is count
   assert.equal(sample(body, 'http_requests_total', { method: 'GET', route: 'unmatched', status: '400' }), 2);
   assert.equal(sample(body, 'http_requests_total', { method: 'GET', route: 'unmatched', status: '404' }), 1);
   assert.equal(sample(body, 'http_request_duration_seconds_count', { method: 'GET', route: 'unmatched', status: '400' }), 2);
+});
+
+test('the free-space floor is on /metrics: free bytes of each watched directory, and 1 while writes are refused for want of space', async (t) => {
+  const { app, metrics } = build();
+  t.after(() => app.close());
+  let readings = [{ dir: '/data', freeBytes: 1_000_000, low: true }, { dir: '/attachments', freeBytes: 900_000_000, low: false }];
+  exposeDiskGuard(metrics, { readings: () => readings });
+  let body = (await scrape(app)).body;
+  assert.equal(sample(body, 'storage_free_bytes', { service: 'test', dir: '/data' }), 1_000_000);
+  assert.equal(sample(body, 'storage_free_bytes', { service: 'test', dir: '/attachments' }), 900_000_000);
+  assert.equal(sample(body, 'storage_writes_refused', { service: 'test' }), 1);
+  readings = [{ dir: '/data', freeBytes: 80_000_000, low: false }];
+  body = (await scrape(app)).body;
+  assert.equal(sample(body, 'storage_writes_refused', { service: 'test' }), 0);
+  assert.equal(sample(body, 'storage_free_bytes', { service: 'test', dir: '/attachments' }), undefined, 'read at each scrape: a directory no longer watched is gone');
 });

@@ -5,6 +5,7 @@ import { AppError } from '../errors.js';
 import { parseBearer, safeEqual } from '../auth/tokens.js';
 import '../http/rate-limit-exempt.js';
 import { ErrorSchema } from '../http/openapi.js';
+import type { DiskGuard } from '../storage/disk-guard.js';
 
 /**
  * One instance's own metrics, in a registry of its own (never prom-client's
@@ -37,6 +38,23 @@ export function createSelfMetrics(service: string): SelfMetrics {
     counter,
     gauge,
   };
+}
+
+/**
+ * The free-space floor's state as VictoriaMetrics shows its own (`vm_free_disk_space_bytes`, `vm_storage_is_read_only`):
+ * free bytes of each watched directory, and 1 while bulk writes are refused for want of space. Read at each scrape.
+ */
+export function exposeDiskGuard(metrics: SelfMetrics, guard: Pick<DiskGuard, 'readings'>): void {
+  new Gauge({
+    name: 'storage_free_bytes', help: 'Free bytes (as an unprivileged process sees them) under each directory --min-free-disk-bytes watches.',
+    labelNames: ['dir'], registers: [metrics.registry],
+    collect() { this.reset(); for (const r of guard.readings()) this.set({ dir: r.dir }, r.freeBytes); },
+  });
+  new Gauge({
+    name: 'storage_writes_refused', help: '1 while ingest (metrics) or pushes and uploads (sync) get 503 because free space is under --min-free-disk-bytes.',
+    registers: [metrics.registry],
+    collect() { this.set(guard.readings().some((r) => r.low) ? 1 : 0); },
+  });
 }
 
 export interface SelfMonitoringOptions {

@@ -7,6 +7,8 @@ import { storageFullError } from './unavailable.js';
 export interface DiskGuard {
   /** Throws the 503 of a full disk while a watched directory has less than the floor free. */
   check(): void;
+  /** The last reading of each watched directory, for /metrics. */
+  readings(): ReadonlyArray<{ dir: string; freeBytes: number; low: boolean }>;
   /** An onRequest hook that does the same: a refused write is not even read. Not async: no promise per request on ingest. */
   readonly hook: (request: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void) => void;
   close(): void;
@@ -28,6 +30,7 @@ export interface DiskGuardOptions {
 export async function createDiskGuard(o: DiskGuardOptions): Promise<DiskGuard> {
   const read = o.statfs ?? statfs;
   const low = new Set<string>();
+  const frees = new Map<string, number>();
   const dirs = o.minFreeBytes > 0 ? [...new Set(o.dirs)] : [];
   const poll = async (): Promise<void> => {
     for (const dir of dirs) {
@@ -39,6 +42,7 @@ export async function createDiskGuard(o: DiskGuardOptions): Promise<DiskGuard> {
         // A directory that cannot be read says nothing about space; the write itself will tell.
         continue;
       }
+      frees.set(dir, free);
       if (free < o.minFreeBytes && !low.has(dir)) {
         low.add(dir);
         o.log('error', 'free disk space is under --min-free-disk-bytes: writes are refused (503) until space is freed', { dir, freeBytes: free, minFreeBytes: o.minFreeBytes });
@@ -58,5 +62,6 @@ export async function createDiskGuard(o: DiskGuardOptions): Promise<DiskGuard> {
   timer?.unref();
   const check = (): void => { if (low.size) throw storageFullError(); };
   const hook = (_req: FastifyRequest, _reply: FastifyReply, done: (err?: Error) => void): void => done(low.size ? storageFullError() : undefined);
-  return { check, hook, close: () => clearInterval(timer) };
+  const readings = () => [...frees].map(([dir, freeBytes]) => ({ dir, freeBytes, low: low.has(dir) }));
+  return { check, readings, hook, close: () => clearInterval(timer) };
 }
