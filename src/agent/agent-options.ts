@@ -19,6 +19,10 @@ export const agentOptions = {
   secret: opt.optionalString({ flag: 'secret', env: 'HOST_AGENT_SECRET', secret: true, doc: 'HMAC-SHA256 key; when set every report carries x-collector-signature. Must equal the service\'s --secret.' }),
   intervalMs: opt.int({ flag: 'interval-ms', env: 'HOST_AGENT_INTERVAL_MS', default: 10_000, min: 100, max: 3_600_000, doc: 'Collection interval.' }),
   spoolDir: opt.string({ flag: 'spool-dir', env: 'HOST_AGENT_SPOOL_DIR', default: './data/agent-spool', doc: 'State directory: one on-disk queue of unsent reports per destination (URL and token), and the agent id when the machine has no machine id. Survives restarts.' }),
+  spoolMinFreeBytes: opt.int({
+    flag: 'spool-min-free-bytes', env: 'HOST_AGENT_SPOOL_MIN_FREE_BYTES', default: 100 * 1024 * 1024, min: 0,
+    doc: 'While the spool\'s filesystem has less free than this, new reports are held in memory (8 MiB at most) instead of written, so the agent never fills the disk of the host it watches; 0: never.',
+  }),
   spoolMaxBytes: opt.int({ flag: 'spool-max-bytes', env: 'HOST_AGENT_SPOOL_MAX_BYTES', default: 512 * 1024 * 1024, min: 64 * 1024, doc: 'Bound on each spool\'s total size (512 MiB holds the 7 days of --spool-max-age-ms at 10 s for reports up to 8 KiB); past it the oldest reports are dropped (and counted).' }),
   spoolMaxAgeMs: opt.int({ flag: 'spool-max-age-ms', env: 'HOST_AGENT_SPOOL_MAX_AGE_MS', default: 7 * 24 * 3_600_000, min: 1_000, doc: 'Spooled reports older than this are dropped (and counted).' }),
   config: opt.optionalString({ flag: 'config', env: 'HOST_AGENT_CONFIG', doc: 'JSON file: systemd units to watch ("services") and local threshold alert rules ("alerts").' }),

@@ -30,7 +30,7 @@ export interface AgentHandle {
 }
 
 const DEFAULTED = [
-  'intervalMs', 'spoolDir', 'spoolMaxBytes', 'spoolMaxAgeMs', 'requestTimeoutMs', 'retryBaseMs', 'retryMaxMs', 'serviceTimeoutMs', 'shutdownTimeoutMs',
+  'intervalMs', 'spoolDir', 'spoolMaxBytes', 'spoolMinFreeBytes', 'spoolMaxAgeMs', 'requestTimeoutMs', 'retryBaseMs', 'retryMaxMs', 'serviceTimeoutMs', 'shutdownTimeoutMs',
   'machineIdFile', 'procRoot', 'sysRoot', 'rootFs', 'batchMaxReports', 'perCoreCpuModes',
 ] as const;
 
@@ -66,7 +66,7 @@ async function prepare(config: AgentConfig): Promise<Prepared> {
   }));
   await warnAboutUnaddressedReports(c.spoolDir, log);
   await warnAboutOtherSpools(c.spoolDir, spoolDir, log);
-  const spool = await Spool.open({ dir: spoolDir, maxBytes: c.spoolMaxBytes, maxAgeMs: c.spoolMaxAgeMs, log });
+  const spool = await Spool.open({ dir: spoolDir, maxBytes: c.spoolMaxBytes, maxAgeMs: c.spoolMaxAgeMs, minFreeBytes: c.spoolMinFreeBytes, log });
   const agentId = config.agentId ?? (await machineAgentId(c.machineIdFile, c.spoolDir));
   const collector = createCollector({
     source: config.source ?? linuxHostSource({ procRoot: c.procRoot, sysRoot: c.sysRoot, rootFs: c.rootFs, serviceTimeoutMs: c.serviceTimeoutMs }),

@@ -160,3 +160,32 @@ test('reports held in memory are bounded: past MEMORY_MAX_BYTES the oldest held 
   assert.equal(s.counters.dropped, 1);
   assert.equal(cap.find('spool bound reached, dropped oldest reports unsent').length, 1);
 });
+
+test('under --spool-min-free-bytes new reports are held in memory, never written; back over it they are written, the held ones first', async () => {
+  const d = dir();
+  const cap = captureLog();
+  let free = 50;
+  const s = await Spool.open({ dir: d, maxBytes: 1e6, maxAgeMs: 1e9, minFreeBytes: 100, freeBytes: () => free, log: cap.log, now: () => 10 });
+  await s.append(Buffer.from('held 1'), 1);
+  await s.append(Buffer.from('held 2'), 2);
+  assert.equal(s.inMemory, 2);
+  assert.deepEqual(readdirSync(d).filter((n) => n.startsWith('r-')), [], 'nothing written under the floor');
+  const said = cap.find('the spool cannot be written: reports are held in memory until it can, and lost if the agent stops first');
+  assert.equal(said.length, 1);
+  assert.match(String(said[0]!['error']), /50 bytes free, under --spool-min-free-bytes \(100\)/);
+  free = 1_000;
+  await s.append(Buffer.from('written 3'), 3);
+  assert.equal(s.inMemory, 0);
+  assert.deepEqual(readdirSync(d).filter((n) => n.startsWith('r-')).sort(), ['r-0000000000000001-1.json', 'r-0000000000000002-2.json', 'r-0000000000000003-3.json']);
+  assert.deepEqual(await Promise.all(s.peekBatch(10, 1e9).map((e) => body(s, e))), ['held 1', 'held 2', 'written 3']);
+});
+
+test('the real free space is read when no reader is given: a floor above any disk holds everything in memory', async () => {
+  const d = dir();
+  const s = await Spool.open({ dir: d, maxBytes: 1e6, maxAgeMs: 1e9, minFreeBytes: Number.MAX_SAFE_INTEGER, log: captureLog().log, now: () => 10 });
+  await s.append(Buffer.from('held'), 1);
+  assert.equal(s.inMemory, 1);
+  const none = await Spool.open({ dir: dir(), maxBytes: 1e6, maxAgeMs: 1e9, minFreeBytes: 1, log: captureLog().log, now: () => 10 });
+  await none.append(Buffer.from('written'), 1);
+  assert.equal(none.inMemory, 0);
+});

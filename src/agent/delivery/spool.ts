@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync, statfsSync, statSync } from 'node:fs';
 import { open, readdir, readFile, rename, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from '../logger.js';
@@ -23,6 +23,10 @@ export interface SpoolOptions {
   maxBytes: number;
   /** Reports older than this (by their `ts`) are dropped. */
   maxAgeMs: number;
+  /** While the spool's filesystem has less free (for an unprivileged process), new reports are held in memory; 0: never. */
+  minFreeBytes?: number;
+  /** Free bytes of a directory's filesystem (statfs), replaceable in tests. */
+  freeBytes?: (dir: string) => number;
   log: Logger;
   now?: () => number;
 }
@@ -98,6 +102,16 @@ async function unlinkIfPresent(file: string): Promise<void> {
     await unlink(file);
   } catch (e: unknown) {
     if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+  }
+}
+
+/** Free bytes of `dir`'s filesystem for an unprivileged process; Infinity when they cannot be read (the write will tell). */
+function freeBytesOf(dir: string): number {
+  try {
+    const s = statfsSync(dir);
+    return s.bavail * s.bsize;
+  } catch {
+    return Infinity;
   }
 }
 
@@ -195,6 +209,11 @@ export class Spool {
     const seq = this.nextSeq++;
     const entry: SpoolEntry = { seq, ts, bytes: body.length };
     try {
+      const floor = this.opts.minFreeBytes ?? 0;
+      if (floor > 0) {
+        const free = (this.opts.freeBytes ?? freeBytesOf)(this.opts.dir);
+        if (free < floor) throw new Error(`the spool's filesystem has ${free} bytes free, under --spool-min-free-bytes (${floor})`);
+      }
       await writeDurably(this.fileOf(entry), body);
       await syncDir(this.opts.dir);
       if (this.writeFailure !== undefined) {
