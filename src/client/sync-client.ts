@@ -499,6 +499,8 @@ export class SyncClient {
     const events: ChangeApplied[] = [];
     await this.locked(async () => {
       const ops: StoreOp[] = [];
+      // The entries in memory take their new numbers once the store has them (a write it refuses leaves both as they were).
+      const renumbered: Array<[OutboxEntry, OutboxEntry]> = [];
       for (const [key, hold] of this.renumbering) {
         const rec = await this.store.get('records', key);
         if (!rec) continue;
@@ -506,23 +508,29 @@ export class SyncClient {
         const moved = hold.side === 'server' && !sameJson(rec.base, rec.remote.data);
         const resolution = resolutions.get(key);
         if (resolution) rec.base = resolution.operation === 'delete' ? null : resolution.data;
+        let last: OutboxEntry | undefined;
         for (const e of held) {
-          if (moved && e.data && rec.base && rec.remote.data) e.data = applyFieldChanges(rec.remote.data, rec.base, e.data);
-          e.version = (resolution?.record_version ?? rec.remote.version) + 1;
-          if (e.operation === 'create') e.operation = 'update';
-          rec.version = e.version;
-          ops.push({ op: 'put', collection: 'outbox', key: outboxKey(e.seq), value: e });
+          last = {
+            ...e,
+            data: moved && e.data && rec.base && rec.remote.data ? applyFieldChanges(rec.remote.data, rec.base, e.data) : e.data,
+            version: (resolution?.record_version ?? rec.remote.version) + 1,
+            operation: e.operation === 'create' ? 'update' : e.operation,
+          };
+          rec.version = last.version;
+          renumbered.push([e, last]);
+          ops.push({ op: 'put', collection: 'outbox', key: outboxKey(e.seq), value: last });
         }
-        if (!held.length) continue;
+        if (!last) continue;
         if (moved) {
           rec.base = rec.remote.data;
-          if (!sameJson(rec.data, held.at(-1)!.data)) events.push({ table: rec.table, uuid: rec.uuid, data: held.at(-1)!.data, version: rec.version, origin: 'remote' });
-          rec.data = held.at(-1)!.data;
+          if (!sameJson(rec.data, last.data)) events.push({ table: rec.table, uuid: rec.uuid, data: last.data, version: rec.version, origin: 'remote' });
+          rec.data = last.data;
         }
         ops.push({ op: 'put', collection: 'records', key, value: rec });
       }
       ops.push({ op: 'delete', collection: 'meta', key: META.renumbering });
       await this.store.write(ops);
+      for (const [e, next] of renumbered) Object.assign(e, next);
       this.renumbering.clear();
     });
     for (const e of events) this.emitter.emit('change', e);
