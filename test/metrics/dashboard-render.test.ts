@@ -8,6 +8,7 @@ import { hostStatus, reportedUntil, withStatus, type HostWithStatus } from '../.
 import type { HostLatest } from '../../src/metrics/domain/metrics-store.js';
 import { renderSignIn } from '../../src/metrics/dashboard/signin-page.js';
 import { fleetPageParts, fleetPageRest } from '../../src/metrics/dashboard/fleet-page.js';
+import { hostPageParts } from '../../src/metrics/dashboard/host-page.js';
 import { loadStaticAssets } from '../../src/metrics/dashboard/static-assets.js';
 
 const NOW = Date.UTC(2026, 10, 21, 12, 0, 0);
@@ -205,4 +206,15 @@ test('every asset the pages link to is in the static allow-list', async () => {
   assert.ok(linked.length >= 2);
   for (const name of linked) assert.ok(assets.has(name), name);
   assert.equal(assets.get('dashboard.css')!.contentType, 'text/css; charset=utf-8');
+});
+
+test('every page of a tenant carries the ingest-paused notice when asked, and none otherwise', () => {
+  const range = parseTimeRange({}, NOW);
+  const pages = (ingestPaused: boolean) => [
+    render([host()], { session: true, ingestPaused }),
+    fleetPageParts({ range, now: NOW, reportedUntil: NOW, tenantName: 'acme', session: true, maxPoints: 5000, ingestPaused }).start.value,
+    hostPageParts({ host: withStatus([host()], NOW).hosts[0]!, range, metric: undefined, now: NOW, tenantName: 'acme', session: true, maxPoints: 5000, ingestPaused }).start.value,
+  ];
+  for (const page of pages(true)) assert.match(page, /<main[^>]*>\n<p class="notice ingest-paused" role="status">Reports are not being accepted: the server&#39;s disk is nearly full\./);
+  for (const page of pages(false)) assert.doesNotMatch(page, /ingest-paused/);
 });

@@ -318,6 +318,31 @@ test('the OpenAPI document lists every status of the dashboard routes', async (t
   assert.deepEqual(codes('/static/{file}', 'get'), ['200', '304', '404']);
 });
 
+test('while ingest is paused for want of disk space, every page says so at the top; ingest gets the 503; otherwise no notice', async (t) => {
+  // A floor above any disk: the guard finds the data directory under it at start.
+  const full = await startMetrics('sqlite', { minFreeDiskBytes: Number.MAX_SAFE_INTEGER });
+  t.after(() => full.close());
+  const { token } = await full.newTenant('acme');
+  const refused = await ingest(full.url, token, makeReport({ agentId: 'web-1' }));
+  assert.equal(refused.status, 503);
+  assert.equal(refused.body.details, "the server's storage is full; nothing was stored, retry later");
+  const page = async (url: string, path: string) => {
+    const r = await fetch(`${url}${path}`, { headers: { authorization: `Bearer ${token}` } });
+    assert.equal(r.status, 200, path);
+    return r.text();
+  };
+  const notice = '<p class="notice ingest-paused" role="status">Reports are not being accepted: the server&#39;s disk is nearly full. Agents keep theirs and send them once space is freed.</p>';
+  for (const path of ['/', '/fleet']) assert.ok((await page(full.url, path)).includes(notice), `${path} says ingest is paused`);
+  const normal = await startMetrics('sqlite');
+  t.after(() => normal.close());
+  const other = await normal.newTenant('acme');
+  assert.equal((await ingest(normal.url, other.token, makeReport({ agentId: 'web-1' }))).status, 200);
+  for (const path of ['/', '/fleet', '/hosts/web-1']) {
+    const r = await fetch(`${normal.url}${path}`, { headers: { authorization: `Bearer ${other.token}` } });
+    assert.doesNotMatch(await r.text(), /ingest-paused/, path);
+  }
+});
+
 /** GET with the path sent byte-for-byte (fetch would normalise the dot segments away). */
 function rawGet(base: string, rawPath: string): Promise<{ status: number; body: string }> {
   const { hostname, port } = new URL(base);

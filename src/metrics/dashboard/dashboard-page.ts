@@ -25,6 +25,8 @@ export interface DashboardView {
   list: HostListQuery;
   /** Shown in the top bar so a person with several tokens knows which tenant they are looking at. */
   tenantName: string;
+  /** Ingest is refused for want of disk space: the page says so at the top. */
+  ingestPaused?: boolean;
   /** Signed in through the session cookie: offer sign-out. Bearer callers have nothing to sign out of. */
   session: boolean;
   /** The largest point budget a request may ask (`--series-points-max`): the sparklines ask no more. */
@@ -126,6 +128,7 @@ ${shown ? ROWS : ''}</tbody>
     title: 'Hosts · Fleet metrics',
     refreshSeconds: REFRESH_SECONDS,
     headerAside: accountAside(view.tenantName, view.session),
+    ingestPaused: view.ingestPaused,
     nav: 'hosts',
     page: { kind: 'hosts', data: { now: String(view.now), 'max-points': String(view.maxPoints) } },
     body,

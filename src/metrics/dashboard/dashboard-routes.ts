@@ -36,6 +36,8 @@ export interface DashboardDeps {
   sessions: SessionDeps;
   settings: SeriesSettings;
   now: () => number;
+  /** Whether ingest is refused for want of disk space (the free-space floor), for the pages' notice. */
+  ingestPaused: () => boolean;
 }
 
 /** Alerts listed on a page; the API serves more. */
@@ -115,7 +117,7 @@ export async function registerDashboard(app: App, deps: DashboardDeps): Promise<
       const now = sessionDeps.now();
       const { hosts, counts } = withStatus(await deps.store.latestByHost(who.tenantId), now);
       const pieces = dashboardPieces({
-        hosts, counts, now, range: parseTimeRange(req.query, now), list: parseHostListQuery(req.query), tenantName: who.tenantName, session: who.session,
+        hosts, counts, now, range: parseTimeRange(req.query, now), list: parseHostListQuery(req.query), tenantName: who.tenantName, session: who.session, ingestPaused: deps.ingestPaused(),
         maxPoints: deps.settings.maxPoints,
       });
       reply.type(HTML).header('cache-control', 'no-store');
@@ -159,7 +161,7 @@ export async function registerDashboard(app: App, deps: DashboardDeps): Promise<
       const metric = typeof req.query.metric === 'string' && req.query.metric !== '' ? req.query.metric : undefined;
       const release = expensiveSlot(scope, req, reply, who.tenantId);
       if (!release) return reply;
-      const parts = hostPageParts({ host, range, metric, now, tenantName: who.tenantName, session: who.session, maxPoints: deps.settings.maxPoints });
+      const parts = hostPageParts({ host, range, metric, now, tenantName: who.tenantName, session: who.session, ingestPaused: deps.ingestPaused(), maxPoints: deps.settings.maxPoints });
       // The table of every metric reads the whole range: streamed after the charts' frame.
       return streamPage(reply, parts, async () => {
         try {
@@ -199,7 +201,7 @@ export async function registerDashboard(app: App, deps: DashboardDeps): Promise<
       const maxPoints = Math.min(deps.settings.maxPoints, answerLimit);
       const release = expensiveSlot(scope, req, reply, who.tenantId);
       if (!release) return reply;
-      const parts = fleetPageParts({ range, now, maxPoints, reportedUntil: reportedUntil(withStatus(latest, now).hosts), tenantName: who.tenantName, session: who.session });
+      const parts = fleetPageParts({ range, now, maxPoints, reportedUntil: reportedUntil(withStatus(latest, now).hosts), tenantName: who.tenantName, session: who.session, ingestPaused: deps.ingestPaused() });
       // The top lists read every host's range (seconds for a month of a large fleet): streamed after the charts' frame.
       return streamPage(reply, parts, async (signal) => {
         try {

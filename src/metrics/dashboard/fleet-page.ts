@@ -15,6 +15,8 @@ export interface FleetPageView {
   /** Every host that is not down has reported up to here (see reportedUntil); undefined when all are down. */
   reportedUntil: number | undefined;
   tenantName: string;
+  /** Ingest is refused for want of disk space: the page says so at the top. */
+  ingestPaused?: boolean;
   session: boolean;
   /** The most points a request may ask: `--series-points-max`, or fewer when the tenant's aggregate answer may hold fewer (MetricsStore.aggregatePointsLimit). */
   maxPoints: number;
@@ -46,6 +48,7 @@ ${rangeControls('/fleet', v.range)}
     title: 'Fleet · Fleet metrics',
     refreshSeconds: v.range.preset ? 60 : 0,
     headerAside: accountAside(v.tenantName, v.session),
+    ingestPaused: v.ingestPaused,
     nav: 'fleet',
     page: { kind: 'fleet', data: { now: String(v.now), series, 'max-points': String(budget), ...(v.reportedUntil !== undefined ? { 'reported-until': String(v.reportedUntil) } : {}) } },
     preload: series,

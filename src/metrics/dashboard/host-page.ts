@@ -17,6 +17,8 @@ export interface HostPageView {
   metric: string | undefined;
   now: number;
   tenantName: string;
+  /** Ingest is refused for want of disk space: the page says so at the top. */
+  ingestPaused?: boolean;
   session: boolean;
   /** The largest point budget a series request may ask (`--series-points-max`). */
   maxPoints: number;
@@ -51,6 +53,7 @@ ${rangeControls(hostPath(h), v.range, v.metric ? { metric: v.metric } : {})}
     title: `${h.hostname} · Fleet metrics`,
     refreshSeconds: v.range.preset ? 60 : 0,
     headerAside: accountAside(v.tenantName, v.session),
+    ingestPaused: v.ingestPaused,
     nav: 'hosts',
     page: { kind: 'host', data: { 'host-id': h.hostId, now: String(v.now), series, 'max-points': String(budget), ...(v.metric ? { metric: v.metric } : {}) } },
     preload: series,

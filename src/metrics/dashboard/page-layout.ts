@@ -32,8 +32,13 @@ export interface LayoutOptions {
    * plain fetch()).
    */
   preload?: string;
+  /** Ingest is refused for want of disk space (--min-free-disk-bytes): said at the top, so missing reports are explained. */
+  ingestPaused?: boolean;
   body: HtmlValue;
 }
+
+/** What a tenant is told while ingest is paused: the state, not the server's paths or sizes. */
+export const INGEST_PAUSED_NOTICE = 'Reports are not being accepted: the server\'s disk is nearly full. Agents keep theirs and send them once space is freed.';
 
 /**
  * The document shell: no inline script or style, so the page renders fully
@@ -61,7 +66,8 @@ ${o.nav ? html`<nav class="sections"><a href="/"${o.nav === 'hosts' ? html` aria
 ${o.headerAside ?? ''}
 </header>
 <main${o.page ? html` data-page="${o.page.kind}"` : ''}${data}>
-${o.body}
+${o.ingestPaused ? html`<p class="notice ingest-paused" role="status">${INGEST_PAUSED_NOTICE}</p>
+` : ''}${o.body}
 ${scripted ? html`<script src="${CHART_SCRIPT_URL}"></script>\n<script src="${DASHBOARD_SCRIPT_URL}"></script>\n` : ''}`;
   return { start, end: html`</main>\n</body>\n</html>\n` };
 }
