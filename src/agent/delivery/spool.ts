@@ -1,5 +1,5 @@
-import { readdirSync, readFileSync, statfsSync, statSync } from 'node:fs';
-import { open, readdir, readFile, rename, unlink } from 'node:fs/promises';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { open, readdir, readFile, rename, statfs, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from '../logger.js';
 import { makeDir } from '../../core/make-dir.js';
@@ -26,7 +26,7 @@ export interface SpoolOptions {
   /** While the spool's filesystem has less free (for an unprivileged process), new reports are held in memory; 0: never. */
   minFreeBytes?: number;
   /** Free bytes of a directory's filesystem (statfs), replaceable in tests. */
-  freeBytes?: (dir: string) => number;
+  freeBytes?: (dir: string) => number | Promise<number>;
   log: Logger;
   now?: () => number;
 }
@@ -105,10 +105,13 @@ async function unlinkIfPresent(file: string): Promise<void> {
   }
 }
 
-/** Free bytes of `dir`'s filesystem for an unprivileged process; Infinity when they cannot be read (the write will tell). */
-function freeBytesOf(dir: string): number {
+/**
+ * Free bytes of `dir`'s filesystem for an unprivileged process; Infinity when they cannot be read (the write will
+ * tell). In the thread pool, as the write is: a hung network filesystem must not stop the event loop.
+ */
+async function freeBytesOf(dir: string): Promise<number> {
   try {
-    const s = statfsSync(dir);
+    const s = await statfs(dir);
     return s.bavail * s.bsize;
   } catch {
     return Infinity;
@@ -211,7 +214,7 @@ export class Spool {
     try {
       const floor = this.opts.minFreeBytes ?? 0;
       if (floor > 0) {
-        const free = (this.opts.freeBytes ?? freeBytesOf)(this.opts.dir);
+        const free = await (this.opts.freeBytes ?? freeBytesOf)(this.opts.dir);
         if (free < floor) throw new Error(`the spool's filesystem has ${free} bytes free, under --spool-min-free-bytes (${floor})`);
       }
       await writeDurably(this.fileOf(entry), body);
