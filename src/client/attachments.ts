@@ -9,7 +9,10 @@ import { safeFilename } from '../sync/attachments/safe-filename.js';
 export interface AttachmentOptions {
   /** Attempts per transfer, the first included (default 5). */
   attempts?: number;
+  /** Waits between attempts; never shorter than a 503's `retry_after` (a server whose disk is full says 30 s). */
   retry?: BackoffOptions;
+  /** A `retry_after` longer than this many seconds fails the transfer at once instead (the client's option, default 120). */
+  maxRetryAfterSeconds?: number;
   /**
    * Stream upload bodies so progress follows the bytes sent (default: on outside
    * browsers; browsers stream request bodies only over HTTP/2, so there the
@@ -68,8 +71,7 @@ export class AttachmentClient {
         }
         return await this.uploadOnce(input);
       } catch (e: unknown) {
-        if (!isTransient(e) || attempt + 1 >= attempts || input.signal?.aborted) throw e;
-        await this.session.transportSleep(backoffDelay(attempt, this.o.retry ?? { baseMs: 250, maxMs: 10_000 }));
+        await this.beforeRetry(e, attempt, attempts, input.signal);
       }
     }
   }
@@ -85,10 +87,19 @@ export class AttachmentClient {
         }
         return bytes;
       } catch (e: unknown) {
-        if (!isTransient(e) || attempt + 1 >= attempts || options.signal?.aborted) throw e;
-        await this.session.transportSleep(backoffDelay(attempt, this.o.retry ?? { baseMs: 250, maxMs: 10_000 }));
+        await this.beforeRetry(e, attempt, attempts, options.signal);
       }
     }
+  }
+
+  /**
+   * After a failed attempt: rethrows what is not worth another (not transient, the last attempt, cancelled, or a
+   * `retry_after` past maxRetryAfterSeconds), else waits the backoff or the server's `retry_after`, whichever is longer.
+   */
+  private async beforeRetry(e: unknown, attempt: number, attempts: number, signal: AbortSignal | undefined): Promise<void> {
+    const told = e instanceof SyncClientError ? e.retryAfter ?? 0 : 0;
+    if (!isTransient(e) || attempt + 1 >= attempts || signal?.aborted || told > (this.o.maxRetryAfterSeconds ?? 120)) throw e;
+    await this.session.transportSleep(Math.max(told * 1000, backoffDelay(attempt, this.o.retry ?? { baseMs: 250, maxMs: 10_000 })));
   }
 
   private async uploadOnce(input: UploadInput): Promise<Attachment> {

@@ -106,3 +106,39 @@ describe('sync client: attachments', { concurrency: true }, () => {
     });
   }
 });
+
+test('a transfer the server answers 503 waits its retry_after (longer than the backoff) before the next attempt; one past maxRetryAfterSeconds fails at once', async (t) => {
+  const s = await startSync('sqlite');
+  t.after(() => s.close());
+  const u = await newUser(s);
+  const b = await newBusiness(s, u);
+  let refuse: number[] = [];
+  let uploads = 0;
+  const fetchWith503 = (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+    if (String(input).endsWith('/api/sync/attachment')) {
+      uploads++;
+      const wait = refuse.shift();
+      if (wait !== undefined) {
+        return Promise.resolve(new Response(JSON.stringify({ error: 'unavailable', details: "the server's storage is full; nothing was stored, retry later", retry_after: wait }),
+          { status: 503, headers: { 'content-type': 'application/json', 'retry-after': String(wait) } }));
+      }
+    }
+    return fetch(input, init);
+  };
+  const waits: number[] = [];
+  // The client's clock: the waits are recorded, not slept.
+  const a = await device(s.url, u, b.id, { fetch: fetchWith503, sleep: async (ms) => { waits.push(ms); } });
+  t.after(() => a.close());
+  const input = { recordType: 'invoice', recordUuid: randomUUID(), filename: 'scan.pdf', bytes: new Uint8Array(100) };
+  refuse = [30, 1];
+  const stored = await a.attachments.upload(input);
+  assert.equal(stored.size, 100);
+  assert.equal(uploads, 3);
+  assert.deepEqual(waits.map((w) => w >= 30_000 ? 'retry_after 30' : w >= 1_000 ? 'retry_after 1' : 'backoff'), ['retry_after 30', 'retry_after 1']);
+  uploads = 0;
+  waits.length = 0;
+  refuse = [900];
+  await assert.rejects(a.attachments.upload({ ...input, filename: 'other.pdf' }), (e: unknown) => e instanceof SyncClientError && e.code === 'unavailable' && e.retryAfter === 900);
+  assert.equal(uploads, 1, 'a wait past maxRetryAfterSeconds (120) is not waited');
+  assert.deepEqual(waits, []);
+});
