@@ -4,7 +4,7 @@ import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { BACKENDS } from '../helpers/backends.js';
 import { addMember, newBusiness, newUser, startSync } from '../helpers/sync.js';
 import { SyncClientError, type Progress } from '../../src/client/index.js';
-import { device } from './client-fixtures.js';
+import { device, oneBusiness } from './client-fixtures.js';
 
 describe('sync client: attachments', { concurrency: true }, () => {
   for (const backend of BACKENDS) {
@@ -108,10 +108,7 @@ describe('sync client: attachments', { concurrency: true }, () => {
 });
 
 test('a transfer the server answers 503 waits its retry_after (longer than the backoff) before the next attempt; one past maxRetryAfterSeconds fails at once', async (t) => {
-  const s = await startSync('sqlite');
-  t.after(() => s.close());
-  const u = await newUser(s);
-  const b = await newBusiness(s, u);
+  const { open } = await oneBusiness(t, 'sqlite');
   let refuse: number[] = [];
   let uploads = 0;
   const fetchWith503 = (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
@@ -127,8 +124,7 @@ test('a transfer the server answers 503 waits its retry_after (longer than the b
   };
   const waits: number[] = [];
   // The client's clock: the waits are recorded, not slept.
-  const a = await device(s.url, u, b.id, { fetch: fetchWith503, sleep: async (ms) => { waits.push(ms); } });
-  t.after(() => a.close());
+  const a = await open({ fetch: fetchWith503, sleep: async (ms) => { waits.push(ms); } });
   const input = { recordType: 'invoice', recordUuid: randomUUID(), filename: 'scan.pdf', bytes: new Uint8Array(100) };
   refuse = [30, 1];
   const stored = await a.attachments.upload(input);

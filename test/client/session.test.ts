@@ -5,7 +5,7 @@ import { BACKENDS } from '../helpers/backends.js';
 import { call } from '../helpers/http.js';
 import { newBusiness, newUser, startSync } from '../helpers/sync.js';
 import { SyncClient, SyncClientError, createMemoryStore } from '../../src/client/index.js';
-import { device, Network, until } from './client-fixtures.js';
+import { device, Network, oneBusiness, until } from './client-fixtures.js';
 
 const MINUTE = 60_000;
 
@@ -183,10 +183,7 @@ describe('sync client: sessions, limits and errors', { concurrency: true }, () =
 });
 
 test('a background sync the server answers 503 with retry_after asks again only after that wait, not after its backoff', async (t) => {
-  const s = await startSync('sqlite');
-  t.after(() => s.close());
-  const u = await newUser(s);
-  const b = await newBusiness(s, u);
+  const { open } = await oneBusiness(t, 'sqlite');
   const pulls: number[] = [];
   let pullsRefused = 0;
   let refuseNext = false;
@@ -204,8 +201,7 @@ test('a background sync the server answers 503 with retry_after asks again only 
     return fetch(input, init);
   };
   // The fixture's backoff starts at 20 ms: without retry_after the second pull would follow within 200 ms.
-  const a = await device(s.url, u, b.id, { fetch: fetchWith503 });
-  t.after(() => a.close());
+  const a = await open({ fetch: fetchWith503 });
   const errors: SyncClientError[] = [];
   a.on('error', (e) => errors.push(e));
   a.start();
