@@ -143,8 +143,8 @@ export class Spool {
   private nextSeq = 1;
   /** Bytes of the entries held in memory (`body` set). */
   private memoryBytes = 0;
-  /** Why the spool could not be written, while it cannot: logged when it starts and when it ends. */
-  private writeFailure: string | undefined;
+  /** The last write failed (or the floor held it back): said when that starts and when it ends. */
+  private holding = false;
   private readonly now: () => number;
   private constructor(private readonly opts: SpoolOptions, readonly counters: SpoolCounters) {
     this.now = opts.now ?? Date.now;
@@ -219,8 +219,8 @@ export class Spool {
       }
       await writeDurably(this.fileOf(entry), body);
       await syncDir(this.opts.dir);
-      if (this.writeFailure !== undefined) {
-        this.writeFailure = undefined;
+      if (this.holding) {
+        this.holding = false;
         const held = this.inMemory;
         await this.writeHeld();
         // Counts made while the counters file could not be written.
@@ -230,13 +230,12 @@ export class Spool {
     } catch (e: unknown) {
       // The rename may have landed before the directory's fsync failed: the file is not to be trusted, nor left to be sent twice.
       await unlinkIfPresent(this.fileOf(entry)).catch(() => undefined);
-      const why = (e as NodeJS.ErrnoException).code ?? String(e);
-      if (this.writeFailure === undefined) {
+      if (!this.holding) {
         this.opts.log.error('the spool cannot be written: reports are held in memory until it can, and lost if the agent stops first', {
           error: e instanceof Error ? e.message : String(e), maxMemoryBytes: MEMORY_MAX_BYTES, spoolDir: this.opts.dir,
         });
       }
-      this.writeFailure = why;
+      this.holding = true;
       entry.body = body;
       this.memoryBytes += body.length;
     }
