@@ -1,10 +1,15 @@
 // Why: a full disk is tested on a real one: a small tmpfs mounted in a mount namespace of the child's own (`unshare -rm`),
 // so no test needs root on the host or leaves a mount behind.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { PROJECT_ROOT } from '../../src/core/paths.js';
 import { skipUnless } from './missing-tool.js';
 
-const probe = spawnSync('unshare', ['-rm', 'sh', '-c', 'mount -t tmpfs -o size=64k tmpfs /mnt'], { encoding: 'utf8' });
+const probeDir = mkdtempSync(path.join(os.tmpdir(), 'tmpfs-probe-'));
+const probe = spawnSync('unshare', ['-rm', 'sh', '-c', 'mount -t tmpfs -o size=64k tmpfs "$1"', 'sh', probeDir], { encoding: 'utf8' });
+rmSync(probeDir, { recursive: true, force: true });
 
 /** The skip reason for tests that need it (throws under CI when it is missing). */
 export function tmpfsSkip(what: string): string | false {
