@@ -52,7 +52,7 @@ export async function buildMetricsApp(config: MetricsConfig, deps: MetricsDeps, 
   const settings = { defaultPoints: config.seriesPoints, maxPoints: config.seriesPointsMax };
   registerSeriesRoutes(app, { store: deps.store, now: deps.now, settings, readSession });
   registerFleetReadRoutes(app, { store: deps.store, alerts: deps.alerts, now: deps.now, settings, readSession });
-  await registerDashboard(app, { store: deps.store, alerts: deps.alerts, sessions, settings, now: deps.now, ingestPaused: () => deps.diskGuard.readings().some((r) => r.low) });
+  await registerDashboard(app, { store: deps.store, alerts: deps.alerts, sessions, settings, now: deps.now, ingestPaused: deps.diskGuard.paused });
 
   let stopSweep: (() => Promise<void>) | undefined;
   app.addHook('onReady', async () => {

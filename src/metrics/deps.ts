@@ -46,10 +46,7 @@ export async function createMetricsDeps(config: MetricsConfig, overrides: { now?
   const alerts = createAlertStore(database.db.withTables<AlertTables>(), databaseConn(database), countHostReportsAfter);
   const bulkLines = createBulkLinePool(config.bulkParseThreads);
   // PostgreSQL's disk is the database server's to watch; it answers disk_full (a 503 too) when it fills.
-  const diskGuard = await createDiskGuard({
-    dirs: config.databaseUrl ? [] : [config.dataDir], minFreeBytes: config.minFreeDiskBytes,
-    log: (level, msg, fields) => writeLogLine(level, 'metrics', `${msg} (${String(fields['dir'])}: ${String(fields['freeBytes'])} bytes free)`),
-  });
+  const diskGuard = await createDiskGuard({ dirs: config.databaseUrl ? [] : [config.dataDir], minFreeBytes: config.minFreeDiskBytes, service: 'metrics' });
   const selfMetrics = createMetricsSelfMetrics();
   exposeDiskGuard(selfMetrics, diskGuard);
   return {

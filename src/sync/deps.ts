@@ -1,6 +1,5 @@
 import { createDiskGuard, type DiskGuard } from '../core/storage/disk-guard.js';
 import { exposeDiskGuard } from '../core/ops/self-metrics.js';
-import { writeLogLine } from '../core/log-line.js';
 import { openDatabase, type Database } from '../core/storage/database.js';
 import { createMemoryRateLimiter } from '../core/rate-limit/memory-rate-limiter.js';
 import { createMemoryPubSub } from '../core/pubsub/memory-pubsub.js';
@@ -117,10 +116,7 @@ export async function createSyncDeps(config: SyncConfig, options: SyncDepsOption
   }
   const changes = createKyselyChangeStore(database.db, database.dialect, { pushThread });
   // The data directory holds the SQLite file, or on PostgreSQL the uploads being staged; the attachment directory, the files.
-  const diskGuard = await createDiskGuard({
-    dirs: [config.dataDir, ...(config.attachmentDir ? [config.attachmentDir] : [])], minFreeBytes: config.minFreeDiskBytes,
-    log: (level, msg, fields) => writeLogLine(level, 'sync', `${msg} (${String(fields['dir'])}: ${String(fields['freeBytes'])} bytes free)`),
-  });
+  const diskGuard = await createDiskGuard({ dirs: [config.dataDir, ...(config.attachmentDir ? [config.attachmentDir] : [])], minFreeBytes: config.minFreeDiskBytes, service: 'sync' });
   const selfMetrics = createSyncSelfMetrics();
   exposeDiskGuard(selfMetrics, diskGuard);
   return {

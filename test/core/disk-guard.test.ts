@@ -19,28 +19,25 @@ function fakeDisk(free: Record<string, number | Error>) {
 test('under the floor at start, writes are refused at once with the full disk\'s 503; back over it, taken; each change said once', async (t) => {
   const disk = fakeDisk({ '/data': 1_000_000, '/attachments': 100_000_000 });
   const lines: Array<[string, string, unknown]> = [];
-  const guard = await createDiskGuard({ dirs: ['/data', '/attachments', '/data'], minFreeBytes: 4_000_000, intervalMs: 10, statfs: disk.statfs,
-    log: (level, msg, fields) => lines.push([level, msg, fields['dir']]) });
+  const guard = await createDiskGuard({ dirs: ['/data', '/attachments', '/data'], minFreeBytes: 4_000_000, intervalMs: 10, statfs: disk.statfs, service: 'test',
+    log: (level, msg, fields) => lines.push([level, msg, fields.dir]) });
   t.after(() => guard.close());
-  assert.throws(() => guard.check(), (e: unknown) => {
-    const r = toErrorResponse(e);
-    assert.equal(r.status, 503);
-    assert.deepEqual(r.body, { error: 'unavailable', details: "the server's storage is full; nothing was stored, retry later", retry_after: 30 });
-    assert.equal(r.headers?.['retry-after'], '30');
-    return true;
-  });
   const hooked = (): Promise<Error | undefined> => new Promise((resolve) => guard.hook({} as never, {} as never, resolve));
-  assert.equal(toErrorResponse(await hooked()).status, 503, 'the hook passes the same error on');
+  assert.equal(guard.paused(), true);
+  const r = toErrorResponse(await hooked());
+  assert.equal(r.status, 503);
+  assert.deepEqual(r.body, { error: 'unavailable', details: "the server's storage is full; nothing was stored, retry later", retry_after: 30 });
+  assert.equal(r.headers?.['retry-after'], '30');
   assert.deepEqual(disk.reads, ['/data', '/attachments'], 'each filesystem read once a round');
   await new Promise((r) => setTimeout(r, 50));
   assert.equal(lines.length, 1, 'still under: nothing more said');
   disk.free['/data'] = 8_000_000;
   await new Promise((r) => setTimeout(r, 50));
-  guard.check();
+  assert.equal(guard.paused(), false);
   assert.equal(await hooked(), undefined);
   disk.free['/attachments'] = 0;
   await new Promise((r) => setTimeout(r, 50));
-  assert.throws(() => guard.check());
+  assert.equal(guard.paused(), true);
   assert.deepEqual(guard.readings(), [{ dir: '/data', freeBytes: 7_999_488, low: false }, { dir: '/attachments', freeBytes: 0, low: true }], 'free bytes in whole blocks');
   assert.deepEqual(lines, [
     ['error', 'free disk space is under --min-free-disk-bytes: writes are refused (503) until space is freed', '/data'],
@@ -51,13 +48,13 @@ test('under the floor at start, writes are refused at once with the full disk\'s
 
 test('a floor of 0 never reads the disk; a directory whose space cannot be read refuses nothing', async (t) => {
   const off = fakeDisk({ '/data': 0 });
-  const none = await createDiskGuard({ dirs: ['/data'], minFreeBytes: 0, statfs: off.statfs, log: () => assert.fail('nothing to say') });
+  const none = await createDiskGuard({ dirs: ['/data'], minFreeBytes: 0, statfs: off.statfs, service: 'test', log: () => assert.fail('nothing to say') });
   t.after(() => none.close());
-  none.check();
+  assert.equal(none.paused(), false);
   assert.deepEqual(off.reads, []);
   const unreadable = fakeDisk({ '/data': Object.assign(new Error('gone'), { code: 'ENOENT' }) });
-  const guard = await createDiskGuard({ dirs: ['/data'], minFreeBytes: 1, statfs: unreadable.statfs, log: () => assert.fail('nothing to say') });
+  const guard = await createDiskGuard({ dirs: ['/data'], minFreeBytes: 1, statfs: unreadable.statfs, service: 'test', log: () => assert.fail('nothing to say') });
   t.after(() => guard.close());
-  guard.check();
+  assert.equal(guard.paused(), false);
   assert.deepEqual(unreadable.reads, ['/data']);
 });

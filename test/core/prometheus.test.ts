@@ -141,7 +141,7 @@ test('the free-space floor is on /metrics: free bytes of each watched directory,
   const { app, metrics } = build();
   t.after(() => app.close());
   let readings = [{ dir: '/data', freeBytes: 1_000_000, low: true }, { dir: '/attachments', freeBytes: 900_000_000, low: false }];
-  exposeDiskGuard(metrics, { readings: () => readings });
+  exposeDiskGuard(metrics, { readings: () => readings, paused: () => readings.some((r) => r.low) });
   let body = (await scrape(app)).body;
   assert.equal(sample(body, 'storage_free_bytes', { service: 'test', dir: '/data' }), 1_000_000);
   assert.equal(sample(body, 'storage_free_bytes', { service: 'test', dir: '/attachments' }), 900_000_000);

@@ -44,7 +44,7 @@ export function createSelfMetrics(service: string): SelfMetrics {
  * The free-space floor's state as VictoriaMetrics shows its own (`vm_free_disk_space_bytes`, `vm_storage_is_read_only`):
  * free bytes of each watched directory, and 1 while bulk writes are refused for want of space. Read at each scrape.
  */
-export function exposeDiskGuard(metrics: SelfMetrics, guard: Pick<DiskGuard, 'readings'>): void {
+export function exposeDiskGuard(metrics: SelfMetrics, guard: Pick<DiskGuard, 'readings' | 'paused'>): void {
   new Gauge({
     name: 'storage_free_bytes', help: 'Free bytes (as an unprivileged process sees them) under each directory --min-free-disk-bytes watches.',
     labelNames: ['dir'], registers: [metrics.registry],
@@ -53,7 +53,7 @@ export function exposeDiskGuard(metrics: SelfMetrics, guard: Pick<DiskGuard, 're
   new Gauge({
     name: 'storage_writes_refused', help: '1 while ingest (metrics) or pushes and uploads (sync) get 503 because free space is under --min-free-disk-bytes.',
     registers: [metrics.registry],
-    collect() { this.set(guard.readings().some((r) => r.low) ? 1 : 0); },
+    collect() { this.set(guard.paused() ? 1 : 0); },
   });
 }
 

@@ -3,13 +3,17 @@
 import { statfs } from 'node:fs/promises';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { storageFullError } from './unavailable.js';
+import { writeLogLine } from '../log-line.js';
 
 export interface DiskGuard {
-  /** Throws the 503 of a full disk while a watched directory has less than the floor free. */
-  check(): void;
+  /** Whether a watched directory has less than the floor free: writes are refused. */
+  paused(): boolean;
   /** The last reading of each watched directory, for /metrics. */
   readings(): ReadonlyArray<{ dir: string; freeBytes: number; low: boolean }>;
-  /** An onRequest hook that does the same: a refused write is not even read. Not async: no promise per request on ingest. */
+  /**
+   * An onRequest hook answering the 503 of a full disk while paused, before the body is read. Not async: no promise per
+   * request on ingest.
+   */
   readonly hook: (request: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void) => void;
   close(): void;
 }
@@ -19,8 +23,10 @@ export interface DiskGuardOptions {
   dirs: string[];
   /** Bytes an unprivileged process may still write there, under which writes are refused; 0 turns the guard off. */
   minFreeBytes: number;
-  /** A line for the operator when a directory goes under the floor and when it is back over it. */
-  log: (level: 'error' | 'info', msg: string, fields: Record<string, unknown>) => void;
+  /** Names the service in the lines the operator gets when a directory goes under the floor and back over it. */
+  service: string;
+  /** Where those lines go (default: stdout in the services' log format); tests replace it. */
+  log?: (level: 'error' | 'info', msg: string, fields: { dir: string; freeBytes: number }) => void;
   /** How often free space is read (default 1 s). */
   intervalMs?: number;
   statfs?: (dir: string) => Promise<{ bavail: number | bigint; bsize: number | bigint }>;
@@ -29,6 +35,7 @@ export interface DiskGuardOptions {
 /** Reads free space once (so a start on a nearly full disk refuses at once), then every `intervalMs`. */
 export async function createDiskGuard(o: DiskGuardOptions): Promise<DiskGuard> {
   const read = o.statfs ?? statfs;
+  const log = o.log ?? ((level, msg, { dir, freeBytes }) => writeLogLine(level, o.service, `${msg} (${dir}: ${freeBytes} bytes free)`));
   const low = new Set<string>();
   const frees = new Map<string, number>();
   const dirs = o.minFreeBytes > 0 ? [...new Set(o.dirs)] : [];
@@ -45,10 +52,10 @@ export async function createDiskGuard(o: DiskGuardOptions): Promise<DiskGuard> {
       frees.set(dir, free);
       if (free < o.minFreeBytes && !low.has(dir)) {
         low.add(dir);
-        o.log('error', 'free disk space is under --min-free-disk-bytes: writes are refused (503) until space is freed', { dir, freeBytes: free, minFreeBytes: o.minFreeBytes });
+        log('error', 'free disk space is under --min-free-disk-bytes: writes are refused (503) until space is freed', { dir, freeBytes: free });
       } else if (free >= o.minFreeBytes && low.has(dir)) {
         low.delete(dir);
-        o.log('info', 'free disk space is back over --min-free-disk-bytes: writes are taken again', { dir, freeBytes: free, minFreeBytes: o.minFreeBytes });
+        log('info', 'free disk space is back over --min-free-disk-bytes: writes are taken again', { dir, freeBytes: free });
       }
     }
   };
@@ -60,8 +67,10 @@ export async function createDiskGuard(o: DiskGuardOptions): Promise<DiskGuard> {
     void poll().finally(() => { polling = false; });
   }, o.intervalMs ?? 1_000) : undefined;
   timer?.unref();
-  const check = (): void => { if (low.size) throw storageFullError(); };
-  const hook = (_req: FastifyRequest, _reply: FastifyReply, done: (err?: Error) => void): void => done(low.size ? storageFullError() : undefined);
-  const readings = () => [...frees].map(([dir, freeBytes]) => ({ dir, freeBytes, low: low.has(dir) }));
-  return { check, readings, hook, close: () => clearInterval(timer) };
+  return {
+    paused: () => low.size > 0,
+    readings: () => [...frees].map(([dir, freeBytes]) => ({ dir, freeBytes, low: low.has(dir) })),
+    hook: (_req, _reply, done) => done(low.size ? storageFullError() : undefined),
+    close: () => clearInterval(timer),
+  };
 }
