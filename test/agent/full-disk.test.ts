@@ -1,6 +1,6 @@
 // A host whose disk is full is the host to watch: the agent keeps reporting from memory when its spool cannot be
 // written, says so, and says what is lost when it stops first. Its state directory is a real full tmpfs
-// (test/helpers/tmpfs.ts).
+// (test/helpers/tmpfs.ts); the last test needs no disk of its own.
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
@@ -10,7 +10,8 @@ import { nodeEntry } from '../helpers/node-entry.js';
 import { call } from '../helpers/http.js';
 import { startMetrics, type MetricsHarness } from '../helpers/metrics.js';
 import { spawnOnTmpfs, tmpfsSkip } from '../helpers/tmpfs.js';
-import { tempDir, waitFor } from './agent-harness.js';
+import { captureLog, tempDir, waitFor } from './agent-harness.js';
+import { startAgent } from '../../src/agent/start-agent.js';
 
 const skip = tmpfsSkip('the agent\'s full-disk tests');
 const MACHINE_ID = '0123456789abcdef0123456789abcdef';
@@ -79,4 +80,24 @@ test('a running agent on a full disk keeps reporting from memory, once space is 
   assert.doesNotMatch(a.out().stderr, /they are lost/);
   const stored = await timestamps(m, t.token, 'full-3');
   assert.deepEqual(stored, [...new Set(stored)].sort((x, y) => x - y), 'each report once, in order');
+});
+
+test('a running agent stopped while the service is away and its spool cannot be written says how many reports are lost', async () => {
+  const stateDir = tempDir('agent-lost-');
+  cleanup.push(() => rmSync(stateDir, { recursive: true, force: true }));
+  const cap = captureLog();
+  const agent = await startAgent({
+    url: 'http://127.0.0.1:9', token: 'tok-lost-0123456789', spoolDir: stateDir, agentId: 'lost-1',
+    intervalMs: 100, retryBaseMs: 20, retryMaxMs: 50, requestTimeoutMs: 500, shutdownTimeoutMs: 500, log: cap.log,
+  });
+  // The spool directory replaced by a file: every write fails (ENOTDIR), as root on a full disk would; the service is
+  // away, so nothing leaves, and the stop's last try to write the held reports fails too.
+  rmSync(agent.spool.dir, { recursive: true, force: true });
+  writeFileSync(agent.spool.dir, '');
+  await waitFor('two reports held', () => agent.spool.inMemory >= 2);
+  await agent.stop();
+  const lost = cap.find('stopping with reports the spool could not take (its disk full?): they are lost');
+  assert.equal(lost.length, 1);
+  assert.ok(Number(lost[0]!['lost']) >= 2, `lost: ${String(lost[0]!['lost'])}`);
+  assert.equal(cap.find('host agent stopped').length, 1);
 });

@@ -189,3 +189,21 @@ test('the real free space is read when no reader is given: a floor above any dis
   await none.append(Buffer.from('written'), 1);
   assert.equal(none.inMemory, 0);
 });
+
+test('a held report delivered while it is being written to the spool leaves no file to be sent again after a restart', async () => {
+  const d = dir();
+  let free = 0;
+  const s = await Spool.open({ dir: d, maxBytes: 1e6, maxAgeMs: 1e9, minFreeBytes: 100, freeBytes: () => free, log: captureLog().log, now: () => 10 });
+  await s.append(Buffer.from('held 1'), 1);
+  await s.append(Buffer.from('held 2'), 2);
+  free = 1_000;
+  const [first, second] = s.peekBatch(2, 1e9);
+  // The write starts, and before its file lands the delivery loop removes the first report (the service answered for it).
+  const writing = s.writeHeld();
+  await s.removeMany([first!], 'delivered');
+  await writing;
+  await s.settled();
+  assert.deepEqual(readdirSync(d).filter((n) => n.startsWith('r-')), ['r-0000000000000002-2.json'], 'only the report still to send has a file');
+  assert.equal(s.inMemory, 0);
+  assert.equal(await body(s, second!), 'held 2');
+});

@@ -211,28 +211,13 @@ export class Spool {
   async append(body: Buffer, ts: number): Promise<SpoolEntry> {
     const seq = this.nextSeq++;
     const entry: SpoolEntry = { seq, ts, bytes: body.length };
-    try {
-      const floor = this.opts.minFreeBytes ?? 0;
-      if (floor > 0) {
-        const free = await (this.opts.freeBytes ?? freeBytesOf)(this.opts.dir);
-        if (free < floor) throw new Error(`the spool's filesystem has ${free} bytes free, under --spool-min-free-bytes (${floor})`);
-      }
-      await writeDurably(this.fileOf(entry), body);
-      await syncDir(this.opts.dir);
-      if (this.holding) {
-        this.holding = false;
-        const held = this.inMemory;
-        await this.writeHeld();
-        // Counts made while the counters file could not be written.
-        await this.saveCounters();
-        this.opts.log.info('the spool can be written again; the reports held in memory are written to it', { held, stillInMemory: this.inMemory });
-      }
-    } catch (e: unknown) {
-      // The rename may have landed before the directory's fsync failed: the file is not to be trusted, nor left to be sent twice.
-      await unlinkIfPresent(this.fileOf(entry)).catch(() => undefined);
+    const refused = await this.refusal(entry, body);
+    if (refused === undefined) {
+      if (this.holding) await this.resume();
+    } else {
       if (!this.holding) {
         this.opts.log.error('the spool cannot be written: reports are held in memory until it can, and lost if the agent stops first', {
-          error: e instanceof Error ? e.message : String(e), maxMemoryBytes: MEMORY_MAX_BYTES, spoolDir: this.opts.dir,
+          error: refused, maxMemoryBytes: MEMORY_MAX_BYTES, spoolDir: this.opts.dir,
         });
       }
       this.holding = true;
@@ -243,6 +228,33 @@ export class Spool {
     this.totalBytes += entry.bytes;
     await this.enforceBounds();
     return entry;
+  }
+
+  /** Why `body` is not `entry`'s file: free space under the floor, or the write failing; undefined once it is written. */
+  private async refusal(entry: SpoolEntry, body: Buffer): Promise<string | undefined> {
+    const floor = this.opts.minFreeBytes ?? 0;
+    if (floor > 0) {
+      const free = await (this.opts.freeBytes ?? freeBytesOf)(this.opts.dir);
+      if (free < floor) return `the spool's filesystem has ${free} bytes free, under --spool-min-free-bytes (${floor})`;
+    }
+    try {
+      await writeDurably(this.fileOf(entry), body);
+      await syncDir(this.opts.dir);
+      return undefined;
+    } catch (e: unknown) {
+      // The rename may have landed before the directory's fsync failed: the file is not to be trusted, nor left to be sent twice.
+      await unlinkIfPresent(this.fileOf(entry)).catch(() => undefined);
+      return e instanceof Error ? e.message : String(e);
+    }
+  }
+
+  /** The spool can be written again: what was held goes to its files, and counts made meanwhile to counters.json. */
+  private async resume(): Promise<void> {
+    this.holding = false;
+    const held = this.inMemory;
+    await this.writeHeld();
+    await this.saveCounters();
+    this.opts.log.info('the spool can be written again; the reports held in memory are written to it', { held, stillInMemory: this.inMemory });
   }
 
   /**
