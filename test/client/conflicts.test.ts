@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { BACKENDS } from '../helpers/backends.js';
 import { call } from '../helpers/http.js';
 import { addMember, newBusiness, newUser, startSync } from '../helpers/sync.js';
-import { createMemoryStore, fieldMerge, lastWriterWins, SyncClientError, type ConflictView, type LocalStore, type SyncClient, type SyncClientOptions, type SyncState } from '../../src/client/index.js';
+import { createMemoryStore, fieldMerge, lastWriterWins, SyncClientError, type ConflictView, type LocalStore, type RecordData, type SyncClient, type SyncClientOptions, type SyncState } from '../../src/client/index.js';
 import { runExpiryCleanup } from '../../src/core/storage/expiry-cleanup.js';
 import { syncExpiryRules } from '../../src/sync/storage/expiry-rules.js';
 import { device, Network, oneBusiness, refusingStore } from './client-fixtures.js';
@@ -53,6 +53,20 @@ async function divergedCustomer(a: SyncClient, c: SyncClient): Promise<string> {
   await a.sync();
   await c.put('customers', rec, { name: 'Bob', phone: '111', email: 'ann@x' });
   return rec;
+}
+
+/**
+ * Both devices start from `first` of one record; `a` changes it to `fromA` and pushes, then `c` changes its copy to
+ * `fromC` and pushes: `c` gets the conflict.
+ */
+async function conflictOn(a: SyncClient, c: SyncClient, rec: string, first: RecordData, fromA: RecordData, fromC: RecordData): Promise<void> {
+  await a.put('customers', rec, first);
+  await a.sync();
+  await c.sync();
+  await a.put('customers', rec, fromA);
+  await a.sync();
+  await c.put('customers', rec, fromC);
+  await c.sync();
 }
 
 describe('sync client: conflicts', { concurrency: true }, () => {
@@ -231,13 +245,7 @@ describe('sync client: conflicts', { concurrency: true }, () => {
       const a = await open();
       const c = await open();
       const rec = randomUUID();
-      await a.put('customers', rec, { name: 'Ann', phone: '111' });
-      await a.sync();
-      await c.sync();
-      await a.put('customers', rec, { name: 'Ann', phone: '222' });
-      await a.sync();
-      await c.put('customers', rec, { name: 'Bob', phone: '111' });
-      await c.sync();
+      await conflictOn(a, c, rec, { name: 'Ann', phone: '111' }, { name: 'Ann', phone: '222' }, { name: 'Bob', phone: '111' });
       const [before] = await c.conflicts();
       assert.deepEqual(fieldMerge(before!), { merged: { name: 'Bob', phone: '222' } });
       await c.put('customers', rec, { name: 'Bob', phone: '111', note: 'x' });
@@ -447,13 +455,7 @@ test('a resolution the local store refuses to record (the device\'s storage full
   const a = await open();
   const c = await open({ store });
   const rec = randomUUID();
-  await a.put('customers', rec, { name: 'Ann', phone: '1' });
-  await a.sync();
-  await c.sync();
-  await a.put('customers', rec, { name: 'Ann', phone: '2' });
-  await a.sync();
-  await c.put('customers', rec, { name: 'Anne', phone: '1' });
-  await c.sync();
+  await conflictOn(a, c, rec, { name: 'Ann', phone: '1' }, { name: 'Ann', phone: '2' }, { name: 'Anne', phone: '1' });
   const [conflict] = await c.conflicts();
   assert.ok(conflict, 'the later push got the conflict');
 
