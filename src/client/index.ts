@@ -1,5 +1,5 @@
 // Why: the public entry of `fleetsync/client` (browsers and Node); Node-only storage is in `fleetsync/client/sqlite`.
-export { SyncClient, type ChangeApplied, type SyncClientEvents, type SyncClientOptions, type SyncState } from './sync-client.js';
+export { SyncClient, type ChangeApplied, type HistoryReset, type SyncClientEvents, type SyncClientOptions, type SyncState } from './sync-client.js';
 export { SyncClientError, isTransient, type SyncErrorCode } from './errors.js';
 export { fieldMerge, lastWriterWins, sameJson, type ConflictChoice, type ConflictResolver, type ConflictView } from './conflict-resolvers.js';
 export { createMemoryStore } from './memory-store.js';

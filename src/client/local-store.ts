@@ -16,6 +16,12 @@ export interface LocalRecord {
   remote: { data: RecordData | null; version: number; instanceId: string; at: string } ;
   /** The server state the first pending local edit started from; a field merge compares both sides with it. */
   base: RecordData | null;
+  /**
+   * Set on every record when the server's history turned out to differ from what this device pulled (a restore from
+   * a backup), cleared as the pull from version 0 brings the record again; a record still marked when that pull ends
+   * is not on the server.
+   */
+  stale?: true;
 }
 
 /** A local change waiting for the server. */

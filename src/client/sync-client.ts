@@ -23,8 +23,21 @@ export interface ChangeApplied {
   origin: 'remote' | 'revert';
 }
 
+/**
+ * The server's history is not the one this device pulled: it was restored from a backup (and may have been written
+ * since, reusing the versions this device had seen). The device pulls everything again from version 0 and converges on
+ * what the server holds; its unsent edits stay queued.
+ */
+export interface HistoryReset {
+  /** The version this device had pulled up to. */
+  cursor: number;
+  /** The server's version when the difference was found. */
+  serverVersion: number;
+}
+
 export interface SyncClientEvents extends Record<string, unknown> {
   change: ChangeApplied;
+  reset: HistoryReset;
   state: SyncState;
   error: SyncClientError;
   conflict: ConflictView;
@@ -70,7 +83,35 @@ const UTF8 = new TextEncoder();
  */
 type Hold = { side: 'local'; applied: number | null } | { side: 'server' };
 
-const META = { instance: 'instance_id', business: 'business_id', cursor: 'cursor', session: 'session', seq: 'next_seq', renumbering: 'renumbering' } as const;
+const META = {
+  instance: 'instance_id', business: 'business_id', cursor: 'cursor', mark: 'cursor_mark', resync: 'resync', session: 'session', seq: 'next_seq', renumbering: 'renumbering',
+} as const;
+
+/** The change at the cursor as this device applied it: the next pull must bring the same change at that version. */
+interface CursorMark {
+  version: number;
+  change: string;
+}
+
+/**
+ * What tells two changes at one server version apart: another record, record version, operation or device. Only the
+ * device that made a change can push the same record version of that record again, and only by resending the frozen
+ * change itself. Not its time or id, which a server upgrade could render differently and so set every client pulling again.
+ */
+function changeMark(c: Change): string {
+  return JSON.stringify([c.table_name, c.record_uuid, c.record_version, c.operation, c.instance_id]);
+}
+
+/**
+ * Whether a pull from `from` (asked from `from - 1` when `mark` is known) shows a history other than the one pulled
+ * so far: the server's version below the cursor, or another change at the cursor's version.
+ */
+function diverged(page: PullResult, from: number, mark: CursorMark | undefined): boolean {
+  if (page.version < from) return true;
+  if (!mark) return false;
+  const at = page.changes[0];
+  return !at || at.version !== from || changeMark(at) !== mark.change;
+}
 
 /**
  * The sync client. Open it with `SyncClient.open`, sign in, then read and
@@ -92,6 +133,12 @@ export class SyncClient {
   /** Conflicts the resolver has still to settle (its resolution failed, or the run stopped first), by id. */
   private readonly unsettled = new Set<number>();
   private cursor = 0;
+  /** The change at the cursor, when known (stores written by older clients have none until their next pull). */
+  private mark: CursorMark | undefined;
+  /** A pull from version 0 after a history reset is under way; records it has not brought again are still `stale`. */
+  private resyncing = false;
+  /** Counts history resets: a page asked for before one is not applied after it. */
+  private epoch = 0;
   /** Most items the next push sends: halved after a 413, doubled back after each push the server took. */
   private pushCap = MAX_PUSH_ITEMS;
   private nextSeq = 1;
@@ -165,6 +212,8 @@ export class SyncClient {
     const client = new SyncClient({ ...o, ...(businessId || storedBusiness ? { businessId: businessId ?? storedBusiness } : {}) }, instanceId, store);
     client.session.restore(((await store.get('meta', META.session)) as SavedSession | undefined) ?? null);
     client.cursor = ((await store.get('meta', META.cursor)) as number | undefined) ?? 0;
+    client.mark = (await store.get('meta', META.mark)) as CursorMark | undefined;
+    client.resyncing = (await store.get('meta', META.resync)) === true;
     client.nextSeq = ((await store.get('meta', META.seq)) as number | undefined) ?? 1;
     // A key alone was stored by an older client, for a `local` resolution.
     for (const held of ((await store.get('meta', META.renumbering)) as (string | [string, Hold])[] | undefined) ?? []) {
@@ -629,24 +678,110 @@ export class SyncClient {
 
   private async pullAll(): Promise<void> {
     const fetchPage = (since: number) => this.businessCall<PullResult>('POST', '/api/sync/pull', { json: { since_version: since, limit: this.o.pullPageSize ?? 1000 } });
-    let next = fetchPage(this.cursor);
+    // From a cursor whose change is known the pull starts one change earlier, and that change must come back as this
+    // device applied it. A server restored from a backup and written since reuses the versions this device has seen,
+    // so comparing versions alone would skip, for good, every change it numbered up to this device's cursor.
+    const from = this.cursor;
+    const mark = from > 0 && this.mark?.version === from ? this.mark : undefined;
+    let epoch = this.epoch;
+    let next = fetchPage(mark ? from - 1 : from);
+    let checked = false;
     for (;;) {
       const page = await next;
+      if (!checked) {
+        checked = true;
+        if (from > 0 && epoch === this.epoch && diverged(page, from, mark)) {
+          epoch = await this.resetHistory(page.version);
+          next = fetchPage(0);
+          continue;
+        }
+      }
       // The next page is asked for while this one is written locally, so the server's work and the network overlap
       // the local store's. If this page fails to apply, the one in flight is dropped with it.
       if (page.has_more) {
         next = fetchPage(page.version);
         next.catch(() => undefined);
       }
-      await this.applyPage(page);
-      if (!page.has_more) return;
+      // Another pull reset the history meanwhile: its own pull from version 0 brings this page's changes.
+      if (!(await this.applyPage(page, epoch))) return;
+      if (!page.has_more) break;
     }
+    if (this.resyncing) await this.dropStale();
   }
 
-  /** Applies one pulled page and moves the cursor in the same store write: a change is applied exactly once. */
-  private async applyPage(page: PullResult): Promise<void> {
+  /**
+   * The server's history differs from the one pulled (see `diverged`): every record is marked stale, the cursor goes
+   * back to 0, and the pull starts over. Conflicts go back to the outbox: their ids are the server's and may now name
+   * other conflicts there; their entries are frozen, so a server that still has the conflict answers it again.
+   * Holds after resolutions end (their versions are the old history's): the held edits go as they are numbered, and
+   * the server tells whether they still fit. Resolves with the new epoch.
+   */
+  private async resetHistory(serverVersion: number): Promise<number> {
+    const cursor = this.cursor;
+    await this.locked(async () => {
+      const ops: StoreOp[] = [];
+      for (const rec of await this.store.list('records')) ops.push({ op: 'put', collection: 'records', key: recordKey(rec.table, rec.uuid), value: { ...rec, stale: true } });
+      for (const [key, c] of this.conflictsByKey) {
+        ops.push({ op: 'delete', collection: 'conflicts', key }, { op: 'put', collection: 'outbox', key: outboxKey(c.entry.seq), value: c.entry });
+      }
+      ops.push(
+        { op: 'put', collection: 'meta', key: META.cursor, value: 0 },
+        { op: 'delete', collection: 'meta', key: META.mark },
+        { op: 'delete', collection: 'meta', key: META.renumbering },
+        { op: 'put', collection: 'meta', key: META.resync, value: true },
+      );
+      await this.store.write(ops);
+      for (const c of this.conflictsByKey.values()) this.outbox.set(outboxKey(c.entry.seq), c.entry);
+      this.conflictsByKey.clear();
+      this.unsettled.clear();
+      this.renumbering.clear();
+      this.cursor = 0;
+      this.mark = undefined;
+      this.resyncing = true;
+      this.epoch++;
+    });
+    this.emitter.emit('reset', { cursor, serverVersion });
+    return this.epoch;
+  }
+
+  /**
+   * Ends a pull from version 0 after a history reset: a record it did not bring again is not on the server. It goes,
+   * unless edited here: then the edit stays queued, and the record is known as never synced.
+   */
+  private async dropStale(): Promise<void> {
     const events: ChangeApplied[] = [];
     await this.locked(async () => {
+      if (!this.resyncing) return;
+      const pending = this.pendingRecords();
+      const ops: StoreOp[] = [];
+      for (const rec of await this.store.list('records')) {
+        if (!rec.stale) continue;
+        const key = recordKey(rec.table, rec.uuid);
+        const { stale: _stale, ...kept } = rec;
+        if (pending.has(key)) {
+          ops.push({ op: 'put', collection: 'records', key, value: { ...kept, remote: { data: null, version: 0, instanceId: '', at: '' } } });
+        } else {
+          ops.push({ op: 'delete', collection: 'records', key });
+          if (rec.data !== null) events.push({ table: rec.table, uuid: rec.uuid, data: null, version: rec.version, origin: 'remote' });
+        }
+      }
+      ops.push({ op: 'delete', collection: 'meta', key: META.resync });
+      await this.store.write(ops);
+      this.resyncing = false;
+    });
+    for (const e of events) this.emitter.emit('change', e);
+  }
+
+  /**
+   * Applies one pulled page and moves the cursor in the same store write: a change is applied exactly once. False,
+   * and nothing applied, when the history was reset since the page was asked for (`epoch`).
+   */
+  private async applyPage(page: PullResult, epoch: number): Promise<boolean> {
+    const events: ChangeApplied[] = [];
+    let applied = false;
+    await this.locked(async () => {
+      if (epoch !== this.epoch) return;
+      applied = true;
       const fresh = page.changes.filter((c) => c.version > this.cursor);
       const keys = [...new Set(fresh.map((c) => recordKey(c.table_name, c.record_uuid)))];
       const stored = await this.store.getMany('records', keys);
@@ -658,6 +793,7 @@ export class SyncClient {
         const rec = touched.get(key)
           ?? { table: c.table_name, uuid: c.record_uuid, data: null, version: 0, remote: { data: null, version: 0, instanceId: '', at: '' }, base: null };
         const data = c.operation === 'delete' ? null : c.data;
+        delete rec.stale;
         rec.remote = { data, version: c.record_version, instanceId: c.instance_id, at: c.created_at };
         // A record with local edits in flight or in conflict keeps showing them; the push decides.
         if (!pending.has(key)) {
@@ -671,12 +807,17 @@ export class SyncClient {
       }
       const ops: StoreOp[] = [...touched].map(([key, value]) => ({ op: 'put', collection: 'records', key, value }) as const);
       const cursor = Math.max(this.cursor, page.version);
+      const last = fresh.at(-1);
+      const mark = last?.version === cursor ? { version: cursor, change: changeMark(last) } : cursor === this.cursor ? this.mark : undefined;
       ops.push({ op: 'put', collection: 'meta', key: META.cursor, value: cursor });
+      ops.push(mark ? { op: 'put', collection: 'meta', key: META.mark, value: mark } : { op: 'delete', collection: 'meta', key: META.mark });
       // The page and the cursor commit together; if a power failure undoes both, the next pull sends the page again.
       await this.store.write(ops, { relaxed: true });
       this.cursor = cursor;
+      this.mark = mark;
     });
     for (const e of events) this.emitter.emit('change', e);
+    return applied;
   }
 
   /** Pushes one batch: the oldest outstanding entry of each record not held by a conflict. False when nothing was due. */

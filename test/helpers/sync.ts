@@ -4,7 +4,7 @@ import { loadSyncConfig, type SyncConfig } from '../../src/sync/config.js';
 import { createSyncDeps, type SyncDeps } from '../../src/sync/deps.js';
 import { buildSyncApp } from '../../src/sync/app.js';
 import type { App } from '../../src/core/http/create-app.js';
-import { TEST_REDIS_URL, freshStorage, type BackendName } from './backends.js';
+import { TEST_REDIS_URL, freshStorage, type BackendName, type TestStorage } from './backends.js';
 import { REDIS_UP, deletePrefix, testPrefix } from './redis.js';
 import { call, listen } from './http.js';
 
@@ -56,11 +56,13 @@ export interface StartSyncOptions {
   extraRoutes?: (app: App, deps: SyncDeps) => void;
   /** Limiter and pub/sub in memory (default) or in Redis under a prefix of this instance's own. */
   shared?: SharedStateName;
+  /** Runs on this storage, which the caller cleans up (a test restarting the service on the same data), instead of a fresh one. */
+  storage?: TestStorage;
 }
 
 /** Starts the sync service on a fresh database of `backend` and an ephemeral port. Call `close()` (e.g. in `t.after`). */
 export async function startSync(backend: BackendName, overrides: Partial<SyncConfig> = {}, options: StartSyncOptions = {}): Promise<SyncUnderTest> {
-  const storage = await freshStorage(backend);
+  const storage = options.storage ?? await freshStorage(backend);
   const shared = options.shared ?? 'memory';
   const prefix = testPrefix();
   const config: SyncConfig = {
@@ -96,7 +98,7 @@ export async function startSync(backend: BackendName, overrides: Partial<SyncCon
       await app.close();
       if (deps.redis) await deletePrefix(deps.redis, prefix);
       await deps.close();
-      await storage.cleanup();
+      if (!options.storage) await storage.cleanup();
     },
   };
 }
