@@ -38,6 +38,11 @@ export interface HistoryReset {
 export interface SyncClientEvents extends Record<string, unknown> {
   change: ChangeApplied;
   reset: HistoryReset;
+  /**
+   * The server refused this device's user the business (403: removed from it) during background syncing, which then
+   * stops: retrying would only be refused again. Local data stays; `start()` tries again (say, once re-added).
+   */
+  accessLost: SyncClientError;
   state: SyncState;
   error: SyncClientError;
   conflict: ConflictView;
@@ -1012,6 +1017,13 @@ export class SyncClient {
     if (error.code === 'closed') return;
     this.emitter.emit('error', error);
     if (error.code === 'session_expired' || error.code === 'not_signed_in' || !this.started) return;
+    if (error.code === 'forbidden') {
+      // Every round and feed reconnect would be refused the same way, every 30 s for as long as the app runs.
+      this.stop();
+      this.setState('offline');
+      this.emitter.emit('accessLost', error);
+      return;
+    }
     this.setState('offline');
     if (!isTransient(error) || this.retryTimer) return;
     // The server's retry_after (a full disk's 30 s, a database fail-over's 2 s) is the least wait: the backoff alone

@@ -2,7 +2,8 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { BACKENDS } from '../helpers/backends.js';
-import { newBusiness, newUser, startSync } from '../helpers/sync.js';
+import { addMember, newBusiness, newUser, startSync } from '../helpers/sync.js';
+import { call } from '../helpers/http.js';
 import type { SyncState } from '../../src/client/index.js';
 import { device, Network, oneBusiness, until } from './client-fixtures.js';
 
@@ -75,6 +76,42 @@ describe('sync client: live feed', { concurrency: true }, () => {
       await writer.put('customers', rec, { name: 'after the reconnect' });
       await writer.sync();
       await until(async () => (await watcher.get('customers', rec)) !== null, 10_000, 'the change to arrive over the new socket');
+    });
+
+    test(`on ${backend}: a member removed while syncing in the background: the device stops (no refused retries every 30 s), says accessLost once, keeps its data; start() after being added again syncs`, async (t) => {
+      const s = await startSync(backend);
+      t.after(() => s.close());
+      const owner = await newUser(s);
+      const member = await newUser(s);
+      const b = await newBusiness(s, owner);
+      await addMember(s, owner, b.id, member);
+      const network = new Network();
+      const d = await device(s.url, member, b.id, { fetch: network.fetch });
+      t.after(() => d.close());
+      const lost: string[] = [];
+      d.on('accessLost', (e) => lost.push(e.code));
+      const id = randomUUID();
+      await d.put('orders', id, { n: 1 });
+      d.start();
+      await until(() => d.syncState === 'up-to-date' && d.pendingChanges === 0, 10_000, 'the device to sync');
+
+      const removed = await call(s.url, 'DELETE', `/api/business/${b.id}/members/${member.id}`, { token: owner.token });
+      assert.equal(removed.status, 204);
+      // The server closes the feed (1008); the round that follows is refused.
+      await until(() => lost.length > 0, 10_000, 'accessLost');
+      assert.deepEqual(lost, ['forbidden']);
+      assert.equal(d.syncState, 'offline');
+      const calls = network.calls.length;
+      await new Promise((r) => setTimeout(r, 1_500));
+      assert.equal(network.calls.length, calls, 'no request after the refusal (the feed reconnects in 20-200 ms here)');
+      assert.deepEqual(await d.get('orders', id), { n: 1 });
+
+      await addMember(s, owner, b.id, member);
+      const other = randomUUID();
+      await call(s.url, 'POST', '/api/sync/push', { token: owner.token, headers: { 'x-business-id': b.id }, json: { business_id: b.id, instance_id: 'owner-1', changes: [{ table_name: 'orders', record_uuid: other, version: 1, operation: 'create', data: { n: 2 } }] } });
+      d.start();
+      await until(async () => (await d.get('orders', other)) !== null, 10_000, 'the device to sync again');
+      assert.deepEqual(lost, ['forbidden']);
     });
   }
 });
