@@ -8,8 +8,17 @@ export interface SavedSession {
   user: User;
   token: string;
   refreshToken: string;
-  /** Expiry of `token`, epoch milliseconds. */
+  /** Expiry of `token`, epoch milliseconds by this device's clock (see `localExpiry`). */
   expiresAt: number;
+}
+
+/**
+ * When a token expires by this device's clock: `expires_in` seconds from when it was asked for (`sentAt`), so a clock
+ * set minutes away from the server's neither refreshes before every request nor sends lapsed tokens. From a server
+ * without `expires_in`, its `expires_at` as it is.
+ */
+export function localExpiry(body: { expires_at: string; expires_in?: number }, sentAt: number): number {
+  return typeof body.expires_in === 'number' && Number.isFinite(body.expires_in) ? sentAt + body.expires_in * 1000 : Date.parse(body.expires_at);
 }
 
 export interface SessionOptions {
@@ -65,13 +74,15 @@ export class Session {
   }
 
   async register(input: { email: string; name: string; password: string }): Promise<User> {
-    return this.adopt(await this.transport.request('POST', '/api/auth/register', { json: input, read: json<SessionReply> }));
+    const sentAt = this.now();
+    return this.adopt(await this.transport.request('POST', '/api/auth/register', { json: input, read: json<SessionReply> }), sentAt);
   }
 
   async login(input: { email: string; password: string }): Promise<User> {
     // Resent when it got no answer, like the sync calls: most often a pooled connection the server had just closed,
     // which it never read. Should the server have answered a lost one, that session goes unused and expires.
-    return this.adopt(await this.transport.request('POST', '/api/auth/login', { json: input, idempotent: true, read: json<SessionReply> }));
+    const sentAt = this.now();
+    return this.adopt(await this.transport.request('POST', '/api/auth/login', { json: input, idempotent: true, read: json<SessionReply> }), sentAt);
   }
 
   /** Revokes the session on the server (its refresh token and every access token issued from it) and forgets it. */
@@ -123,8 +134,9 @@ export class Session {
     let pending = this.businessTokenRequests.get(businessId);
     if (!pending) {
       pending = (async () => {
+        const sentAt = this.now();
         const body = await this.request('POST', '/api/auth/token', { json: { business_id: businessId }, idempotent: true, read: json<BusinessTokenReply> });
-        const t = { token: body.token, expiresAt: Date.parse(body.expires_at) };
+        const t = { token: body.token, expiresAt: localExpiry(body, sentAt) };
         this.businessTokens.set(businessId, t);
         return t;
       })().finally(() => this.businessTokenRequests.delete(businessId));
@@ -155,6 +167,7 @@ export class Session {
     const saved = this.saved;
     if (!saved) throw this.signedOut();
     let body: RefreshReply;
+    const sentAt = this.now();
     try {
       body = await this.transport.request('POST', '/api/auth/refresh', { json: { refresh_token: saved.refreshToken }, finishOnClose: true, read: json<RefreshReply> });
     } catch (e: unknown) {
@@ -165,7 +178,7 @@ export class Session {
       }
       throw e;
     }
-    this.set({ user: saved.user, token: body.token, refreshToken: body.refresh_token, expiresAt: Date.parse(body.expires_at) });
+    this.set({ user: saved.user, token: body.token, refreshToken: body.refresh_token, expiresAt: localExpiry(body, sentAt) });
   }
 
   private signedOut(): SyncClientError {
@@ -174,10 +187,10 @@ export class Session {
       : new SyncClientError('not_signed_in', 'sign in first (register or login)');
   }
 
-  private adopt(body: SessionReply): User {
+  private adopt(body: SessionReply, sentAt: number): User {
     this.expired = false;
     this.businessTokens.clear();
-    this.set({ user: body.user, token: body.token, refreshToken: body.refresh_token, expiresAt: Date.parse(body.expires_at) });
+    this.set({ user: body.user, token: body.token, refreshToken: body.refresh_token, expiresAt: localExpiry(body, sentAt) });
     return body.user;
   }
 

@@ -32,6 +32,38 @@ describe('sync client: sessions, limits and errors', { concurrency: true }, () =
       assert.equal(net.count('/api/auth/refresh'), 1);
     });
 
+    test(`on ${backend}: a device clock 20 minutes off the server's, ahead or behind: tokens are renewed by their lifetime on the device's own clock, not before every call, and never sent lapsed`, async (t) => {
+      const s = await startSync(backend);
+      t.after(() => s.close());
+      const u = await newUser(s);
+      const b = await newBusiness(s, u);
+      for (const skew of [20 * MINUTE, -20 * MINUTE]) {
+        const net = new Network();
+        const statuses: number[] = [];
+        const recording = async (input: string | URL | Request, init?: RequestInit) => {
+          const r = await net.fetch(input, init);
+          statuses.push(r.status);
+          return r;
+        };
+        let elapsed = 0;
+        const a = await device(s.url, u, b.id, { fetch: recording, now: () => Date.now() + skew + elapsed });
+        t.after(() => a.close());
+        for (let i = 0; i < 5; i++) {
+          await a.put('customers', randomUUID(), { i });
+          await a.sync();
+        }
+        assert.equal(net.count('/api/auth/refresh'), 0, `skew ${skew}: no refresh while the token lives (by expires_at against the device clock, one before every call)`);
+        assert.equal(net.count('/api/auth/token'), 1, `skew ${skew}: one business token`);
+        // 16 minutes pass on both clocks: the device renews before its next call, instead of learning from a 401.
+        s.clock.advance(16 * MINUTE);
+        elapsed += 16 * MINUTE;
+        await a.sync();
+        assert.equal(net.count('/api/auth/refresh'), 1, `skew ${skew}`);
+        assert.equal(net.count('/api/auth/token'), 2, `skew ${skew}`);
+        assert.deepEqual(statuses.filter((st) => st === 401), [], `skew ${skew}: no token sent after it lapsed`);
+      }
+    });
+
     test(`on ${backend}: a login whose connection failed before the server read it (a pooled one it had just closed) is sent again; a register is not`, async (t) => {
       const s = await startSync(backend);
       t.after(() => s.close());

@@ -21,6 +21,8 @@ for (const backend of BACKENDS) {
       assert.match(r.body.expires_at, ISO);
       const ttl = Date.parse(r.body.expires_at) - s.clock.now();
       assert.ok(ttl > 14 * 60_000 && ttl <= 15 * 60_000, `access token lives 15 minutes, got ${ttl} ms`);
+      // The same lifetime in seconds from the answer, for a client whose clock is not the server's.
+      assert.ok(Number.isInteger(r.body.expires_in) && r.body.expires_in >= 14 * 60 && r.body.expires_in <= 15 * 60, `expires_in ${r.body.expires_in}`);
       assert.deepEqual(Object.keys(r.body.user).sort(), ['email', 'id', 'name']);
       assert.equal(r.body.user.email, 'ada@example.com');
       assert.equal(r.body.user.name, 'Ada');
@@ -104,6 +106,7 @@ for (const backend of BACKENDS) {
       assert.match(r.body.token, /^syu_/);
       assert.match(r.body.refresh_token, /^syr_/);
       assert.match(r.body.expires_at, ISO);
+      assert.ok(r.body.expires_in === 900 || r.body.expires_in === 899, `expires_in ${r.body.expires_in}`);
       assert.deepEqual(r.body.user, { id: u.id, email: u.email, name: u.name });
       assert.notEqual(r.body.token, u.token);
     });
@@ -178,7 +181,8 @@ for (const backend of BACKENDS) {
       const u = await newUser(s);
       const r = await call(s.url, 'POST', '/api/auth/refresh', { json: { refresh_token: u.refreshToken } });
       assert.equal(r.status, 200, r.text);
-      assert.deepEqual(Object.keys(r.body).sort(), ['expires_at', 'refresh_token', 'token']);
+      assert.deepEqual(Object.keys(r.body).sort(), ['expires_at', 'expires_in', 'refresh_token', 'token']);
+      assert.ok(r.body.expires_in === 900 || r.body.expires_in === 899, `expires_in ${r.body.expires_in}`);
       assert.notEqual(r.body.refresh_token, u.refreshToken);
       assert.match(r.body.expires_at, ISO);
       assert.equal((await call(s.url, 'GET', '/api/business', { token: r.body.token })).status, 200);
@@ -235,6 +239,7 @@ for (const backend of BACKENDS) {
       assert.equal(r.status, 200, r.text);
       assert.match(r.body.token, /^syb_/);
       assert.match(r.body.expires_at, ISO);
+      assert.ok(r.body.expires_in === 900 || r.body.expires_in === 899, `expires_in ${r.body.expires_in}`);
       assert.equal(r.body.business_id, b.id);
     });
 

@@ -17,22 +17,34 @@ import { normalizeUuid } from '../../core/uuid.js';
 const Email = Type.String({ maxLength: EMAIL_MAX_LENGTH * 2, description: 'E-mail address (case-insensitive)' });
 const Password = Type.String({ maxLength: PASSWORD_MAX_LENGTH * 4, description: 'Password (policy: docs/sync-api.md)' });
 
+/**
+ * Seconds from the answer to the token's expiry, as OAuth 2.0's `expires_in`: a client whose clock differs from the
+ * server's judges expiry by its own clock from when it asked, which `expires_at` alone cannot give it.
+ */
+const ExpiresIn = Type.Integer({ minimum: 0, description: 'Seconds the access token stays valid from this answer (OAuth 2.0 expires_in); judge expiry on the client\'s own clock with it' });
+
 /** Register and login answers; exported for the client library (src/client), typed from the same schemas. */
 export const SessionBody = Type.Object({
   token: Type.String({ description: 'User access token' }),
   refresh_token: Type.String(),
   expires_at: Timestamp,
+  expires_in: ExpiresIn,
   user: UserBody,
 });
 
-export const RefreshReplyBody = Type.Object({ token: Type.String(), refresh_token: Type.String(), expires_at: Timestamp });
-export const BusinessTokenBody = Type.Object({ token: Type.String(), expires_at: Timestamp, business_id: Uuid });
+export const RefreshReplyBody = Type.Object({ token: Type.String(), refresh_token: Type.String(), expires_at: Timestamp, expires_in: ExpiresIn });
+export const BusinessTokenBody = Type.Object({ token: Type.String(), expires_at: Timestamp, expires_in: ExpiresIn, business_id: Uuid });
 
-function sessionReply(s: SignedIn) {
+/** `expires_at` and `expires_in` of a token expiring at `expiresAt` (epoch ms), by the service clock. */
+function expiry(deps: SyncDeps, expiresAt: number): { expires_at: string; expires_in: number } {
+  return { expires_at: isoTime(expiresAt), expires_in: Math.max(0, Math.round((expiresAt - deps.now()) / 1000)) };
+}
+
+function sessionReply(deps: SyncDeps, s: SignedIn) {
   return {
     token: s.session.token,
     refresh_token: s.session.refreshToken,
-    expires_at: isoTime(s.session.expiresAt),
+    ...expiry(deps, s.session.expiresAt),
     user: { id: s.user.id, email: s.user.email, name: s.user.name },
   };
 }
@@ -51,7 +63,7 @@ export function registerAuthRoutes(app: App, deps: SyncDeps): void {
     },
   }, async (req, reply) => {
     const s = await registerUser(deps, req.body);
-    return reply.code(201).send(sessionReply(s));
+    return reply.code(201).send(sessionReply(deps, s));
   });
 
   app.post('/api/auth/login', {
@@ -61,7 +73,7 @@ export function registerAuthRoutes(app: App, deps: SyncDeps): void {
       body: Type.Object({ email: Email, password: Password }, { additionalProperties: false }),
       response: { 200: SessionBody, ...errors(400, 401, 413, 415, 503) },
     },
-  }, async (req) => sessionReply(await loginUser(deps, req.body)));
+  }, async (req) => sessionReply(deps, await loginUser(deps, req.body)));
 
   app.post('/api/auth/refresh', {
     onRequest: perIp,
@@ -72,7 +84,7 @@ export function registerAuthRoutes(app: App, deps: SyncDeps): void {
     },
   }, async (req) => {
     const s = await refreshSession(deps, req.body.refresh_token, (userId) => announceUserAccessChange(deps, req.log, userId));
-    return { token: s.token, refresh_token: s.refreshToken, expires_at: isoTime(s.expiresAt) };
+    return { token: s.token, refresh_token: s.refreshToken, ...expiry(deps, s.expiresAt) };
   });
 
   app.post('/api/auth/token', {
@@ -86,7 +98,7 @@ export function registerAuthRoutes(app: App, deps: SyncDeps): void {
     const businessId = normalizeUuid(req.body.business_id);
     if (!businessId) throw new AppError('invalid_request', 'business_id: must be a UUID');
     const t = await issueBusinessToken(deps, req.caller, businessId);
-    return { token: t.token, expires_at: isoTime(t.expiresAt), business_id: businessId };
+    return { token: t.token, ...expiry(deps, t.expiresAt), business_id: businessId };
   });
 
   app.post('/api/auth/logout', {
