@@ -15,19 +15,21 @@ export interface InitialSync {
   serviceUs: number;
   pgUs: number;
   clientUs: number;
+  /** HTTP requests one client's sync made (pulls, the business token, the push-less round's status checks). */
+  requestsPerClient: number;
 }
 
-interface Reply { times: number[]; wallMs: number; cpuUs: number; held: number[]; error?: string }
+interface Reply { times: number[]; wallMs: number; cpuUs: number; held: number[]; requests: number; error?: string }
 
 /** `clients` fresh clients sync the business at once; each must end up holding `records` records. */
-export async function initialSync(o: { url: string; businessId: string; email: string; password: string; pageSize: number; records: number; clients: number; pgNow: () => number }): Promise<InitialSync> {
+export async function initialSync(o: { url: string; businessId: string; email: string; password: string; records: number; clients: number; pgNow: () => number }): Promise<InitialSync> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'sync-bench-clients-'));
   const child = startChild('sync-clients');
   try {
     // The service's CPU is counted from the start, so it includes the clients' sign-ins (scrypt at the benchmark's low cost), a small share.
     const cpu0 = process.cpuUsage();
     const pg0 = o.pgNow();
-    child.send({ url: o.url, businessId: o.businessId, email: o.email, password: o.password, clients: o.clients, dir, pageSize: o.pageSize });
+    child.send({ url: o.url, businessId: o.businessId, email: o.email, password: o.password, clients: o.clients, dir });
     const r = await nextMessage<Reply>(child);
     const cpu = process.cpuUsage(cpu0);
     if (r.error) throw new Error(`initial sync failed: ${r.error}`);
@@ -37,6 +39,7 @@ export async function initialSync(o: { url: string; businessId: string; email: s
     return {
       clients: o.clients, wallMs: r.wallMs, p50Ms: times[times.length >> 1]!, maxMs: times.at(-1)!, recordsPerS: delivered / (r.wallMs / 1000),
       serviceUs: (cpu.user + cpu.system) / delivered, pgUs: ((o.pgNow() - pg0) * 1e6) / delivered, clientUs: r.cpuUs / delivered,
+      requestsPerClient: r.requests,
     };
   } finally {
     child.kill();

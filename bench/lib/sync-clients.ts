@@ -8,7 +8,7 @@ import BetterSqlite3 from 'better-sqlite3';
 import { SyncClient } from '../../src/client/index.js';
 import { createSqliteStore } from '../../src/client/sqlite.js';
 
-interface Start { url: string; businessId: string; email: string; password: string; clients: number; dir: string; pageSize: number }
+interface Start { url: string; businessId: string; email: string; password: string; clients: number; dir: string }
 
 process.once('message', (s: Start) => {
   void run(s).then((r) => process.send!(r), (e: unknown) => process.send!({ error: String(e) })).finally(() => process.disconnect());
@@ -18,12 +18,21 @@ async function run(s: Start) {
   const files = Array.from({ length: s.clients }, (_, i) => path.join(s.dir, `client-${i}.sqlite`));
   // Signed in one after another (the service bounds concurrent password checks), then all sync at once.
   const clients: SyncClient[] = [];
+  // Requests of the sync rounds, counted: each one is spent from the user's rate limit (100 a minute by default).
+  let requests = 0;
+  let counting = false;
+  const counted: typeof fetch = (input, init) => {
+    if (counting) requests++;
+    return fetch(input, init);
+  };
   for (const file of files) {
-    const client = await SyncClient.open({ baseUrl: s.url, businessId: s.businessId, store: createSqliteStore(file), pullPageSize: s.pageSize });
+    // The library's own page size, as an app gets it.
+    const client = await SyncClient.open({ baseUrl: s.url, businessId: s.businessId, store: createSqliteStore(file), fetch: counted });
     await client.login({ email: s.email, password: s.password });
     clients.push(client);
   }
   const cpu0 = process.cpuUsage();
+  counting = true;
   const t0 = performance.now();
   const times = await Promise.all(clients.map(async (client) => {
     await client.sync();
@@ -37,5 +46,5 @@ async function run(s: Start) {
     const db = new BetterSqlite3(file, { readonly: true });
     try { return (db.prepare('SELECT count(*) AS n FROM records').get() as { n: number }).n; } finally { db.close(); }
   });
-  return { times, wallMs, cpuUs: cpu.user + cpu.system, held };
+  return { times, wallMs, cpuUs: cpu.user + cpu.system, held, requests: requests / s.clients };
 }

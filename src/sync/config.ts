@@ -77,8 +77,12 @@ export const syncOptions = {
     doc: 'Changes returned by one pull when the client gives no limit.',
   }),
   pullPageMax: opt.int({
-    flag: 'pull-page-max', env: 'SYNC_PULL_PAGE_MAX', default: 1000, min: 1,
-    doc: 'Largest `limit` a pull may ask for.',
+    flag: 'pull-page-max', env: 'SYNC_PULL_PAGE_MAX', default: 10_000, min: 1,
+    doc: 'Largest `limit` a pull may ask for: a device syncing a large business from nothing needs few requests of its user\'s rate limit.',
+  }),
+  pullPageBytes: opt.int({
+    flag: 'pull-page-bytes', env: 'SYNC_PULL_PAGE_BYTES', default: 4 * 1024 * 1024, min: 1,
+    doc: 'A pull page ends once the data of its changes reach this many characters of JSON (at least one change, whatever its size), so a page of large records stays a few MiB.',
   }),
 };
 

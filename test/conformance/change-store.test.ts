@@ -33,6 +33,27 @@ for (const f of SYNC_STORE_FACTORIES) {
       assert.deepEqual(await store().status(randomUUID()), { serverVersion: 0, pendingConflicts: 0 });
     });
 
+    test('a page of more than one part (1000 rows a statement) holds exactly its changes, and a page ends once its data reach maxBytes (at least one change)', async () => {
+      const biz = randomUUID();
+      const pad = 'x'.repeat(100);
+      for (const n of [1000, 1000, 500]) {
+        await store().applyPush(biz, push('d', ...Array.from({ length: n }, () => item(randomUUID(), 1, { pad }))), 1000);
+      }
+      const versions = (p: { changes: { version: number }[] }) => p.changes.map((c) => c.version);
+      const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
+      const all = await store().pull(biz, 0, 10_000);
+      assert.deepEqual([versions(all), all.hasMore, all.version], [range(1, 2500), false, 2500]);
+      for (const [since, limit, last] of [[0, 1000, 1000], [0, 1001, 1001], [0, 2000, 2000], [1000, 1000, 2000], [999, 1502, 2500]] as const) {
+        const p = await store().pull(biz, since, limit);
+        assert.deepEqual([versions(p), p.hasMore, p.version], [range(since + 1, last), last < 2500, last], `pull(${since}, ${limit})`);
+      }
+      const size = all.changes[0]!.data!.length;
+      for (const [since, maxBytes, last] of [[0, 0, 1], [0, 1, 1], [0, 3 * size, 3], [0, 3 * size + 1, 4], [0, 1500 * size, 1500], [2499, 1, 2500]] as const) {
+        const p = await store().pull(biz, since, 10_000, maxBytes);
+        assert.deepEqual([versions(p), p.hasMore, p.version], [range(since + 1, last), last < 2500, last], `pull(${since}, maxBytes ${maxBytes})`);
+      }
+    });
+
     test('concurrent pushes to one business get distinct, gap-free versions', async () => {
       const biz = randomUUID();
       await Promise.all(Array.from({ length: 8 }, (_, i) => store().applyPush(biz, push(`d${i}`, item(randomUUID(), 1), item(randomUUID(), 1)), 1000)));

@@ -58,6 +58,27 @@ for (const backend of BACKENDS) {
       assert.equal(r.body.changes.length, 4);
     });
 
+    test('a page ends once its changes\' data reach --pull-page-bytes, at least one change: has_more and version say where it stopped', async () => {
+      const small = await startSync(backend, { pullPageBytes: 250 });
+      try {
+        const u = await newUser(small);
+        const b = await newBusiness(small, u);
+        const dev = device(small.url, u.token, b.id);
+        // Each change's data is about 110 characters of JSON.
+        await dev.push({ changes: Array.from({ length: 5 }, () => change(randomUUID(), 1, { text: 'y'.repeat(100) })) });
+        let r = await dev.pull(0, 100);
+        assert.deepEqual([r.body.changes.map((c: PulledChange) => c.version), r.body.has_more, r.body.version], [[1, 2, 3], true, 3]);
+        r = await dev.pull(3, 100);
+        assert.deepEqual([r.body.changes.map((c: PulledChange) => c.version), r.body.has_more, r.body.version], [[4, 5], false, 5]);
+        // A change larger than the budget comes alone.
+        await dev.push({ changes: [change(randomUUID(), 1, { text: 'z'.repeat(1000) }), change(randomUUID(), 1)] });
+        r = await dev.pull(5, 100);
+        assert.deepEqual([r.body.changes.map((c: PulledChange) => c.version), r.body.has_more, r.body.version], [[6], true, 6]);
+      } finally {
+        await small.close();
+      }
+    });
+
     test('a page is the documented JSON: data as pushed (nested values, text that needs escaping), {} for a delete, every field typed', async () => {
       const { dev } = await setup();
       const rec = randomUUID();

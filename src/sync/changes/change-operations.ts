@@ -10,7 +10,7 @@ export interface ChangeDeps {
   /** Epoch milliseconds. */
   now: () => number;
   /** Pull page size when the client gives no limit, and the cap on `limit`. */
-  pullPage: { default: number; max: number };
+  pullPage: { default: number; max: number; bytes: number };
 }
 
 export interface PushInput {
@@ -43,7 +43,7 @@ export async function pushChanges(deps: ChangeDeps, businessId: string, input: P
 /** One pull page (see ChangeStore.pull); the changes keep their data as stored JSON text (`pullResultJson` writes the answer). */
 export async function pullChanges(deps: ChangeDeps, businessId: string, sinceVersion: number, limit: number | undefined): Promise<PullPage> {
   // A limit above the cap is reduced to it, as documented, rather than refused.
-  return deps.changes.pull(businessId, sinceVersion, Math.min(limit ?? deps.pullPage.default, deps.pullPage.max));
+  return deps.changes.pull(businessId, sinceVersion, Math.min(limit ?? deps.pullPage.default, deps.pullPage.max), deps.pullPage.bytes);
 }
 
 export async function syncStatus(deps: ChangeDeps, businessId: string): Promise<SyncStatus> {

@@ -24,7 +24,7 @@ export function registerChangeRoutes(app: App, deps: SyncDeps): void {
     changes: deps.changes,
     notifier: createPubSubNotifier(deps.pubsub, app.log),
     now: deps.now,
-    pullPage: { default: deps.config.pullPageSize, max: deps.config.pullPageMax },
+    pullPage: { default: deps.config.pullPageSize, max: deps.config.pullPageMax, bytes: deps.config.pullPageBytes },
   };
 
   app.post('/api/sync/push', {

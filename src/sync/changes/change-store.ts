@@ -57,10 +57,12 @@ export interface ChangeStore {
 
   /**
    * Changes with a server version above `sinceVersion`, in version order, at
-   * most `limit`. Only committed changes up to a consistent server version are
-   * returned, so paging until `hasMore` is false sees every change exactly once.
+   * most `limit`, and no more once their data reach `maxBytes` characters of
+   * JSON text (at least one change, whatever its size). Only committed changes
+   * up to a consistent server version are returned, so paging until `hasMore`
+   * is false sees every change exactly once.
    */
-  pull(businessId: string, sinceVersion: number, limit: number): Promise<PullPage>;
+  pull(businessId: string, sinceVersion: number, limit: number, maxBytes?: number): Promise<PullPage>;
 
   status(businessId: string): Promise<{ serverVersion: number; pendingConflicts: number }>;
 

@@ -17,6 +17,8 @@ type Trx = Transaction<ChangeTables>;
 const MAX_GROUP = { pushes: 32, items: 4000 };
 /** Longest a group waits for devices that are pushing but have nothing queued (push-group-commit.ts). */
 const LINGER_MS = 4;
+/** Rows read by one statement of a pull page: the first part comes with the counter, the rest are bounded by it. */
+const PULL_PART = 1000;
 
 export interface ChangeStoreOptions {
   /**
@@ -58,15 +60,30 @@ export function createKyselyChangeStore(db: Db, dialect: DialectName, options: C
       return committer.submit(dialect === 'sqlite' ? '' : businessId, { businessId, push, now });
     },
 
-    async pull(businessId, sinceVersion, limit) {
+    async pull(businessId, sinceVersion, limit, maxBytes = Number.POSITIVE_INFINITY) {
       // The changes are bounded by the counter read in the same statement: every change up to it is committed
-      // (changes and counter commit together), so the page is consistent.
-      const rows = await run<ChangeRow & { current: number }>(db, hot.pull, dialect === 'postgres' ? [businessId, sinceVersion, limit + 1] : [sinceVersion, businessId, limit + 1]);
-      const current = Number(rows[0]?.current ?? 0);
-      const changes = rows.filter((r) => r.id !== null);
-      const hasMore = changes.length > limit;
-      const page = hasMore ? changes.slice(0, limit) : changes;
-      return { changes: page.map(toStoredChange), hasMore, version: hasMore ? Number(page[page.length - 1]!.version) : current };
+      // (changes and counter commit together), so the page is consistent. A large page is read in parts of at most
+      // PULL_PART rows, each bounded by that counter, until it is full or its data reach maxBytes: a page of many
+      // large records never holds more than one part beyond what it returns.
+      let want = Math.min(limit, PULL_PART);
+      const first = await run<ChangeRow & { current: number }>(db, hot.pull, dialect === 'postgres' ? [businessId, sinceVersion, want + 1] : [sinceVersion, businessId, want + 1]);
+      const current = Number(first[0]?.current ?? 0);
+      let rows: ChangeRow[] = first.filter((r) => r.id !== null);
+      const page: ChangeRow[] = [];
+      let bytes = 0;
+      for (;;) {
+        for (const r of rows) {
+          if (page.length === limit || (page.length > 0 && bytes >= maxBytes)) {
+            return { changes: page.map(toStoredChange), hasMore: true, version: Number(page[page.length - 1]!.version) };
+          }
+          page.push(r);
+          bytes += r.data?.length ?? 0;
+        }
+        // A part shorter than asked for reached the counter.
+        if (rows.length <= want) return { changes: page.map(toStoredChange), hasMore: false, version: current };
+        want = Math.min(limit - page.length, PULL_PART);
+        rows = await run<ChangeRow>(db, hot.pullAfter, [businessId, Number(page[page.length - 1]!.version), current, want + 1]);
+      }
     },
 
     async status(businessId) {

@@ -37,6 +37,8 @@ export interface PushSql {
    * that never pushed. Parameters: business, since_version, rows (SQLite: since_version, business, rows).
    */
   pull: string;
+  /** The next part of a pull page: changes of the business above `$2` up to `$3` (the counter the first part read), at most `$4`. */
+  pullAfter: string;
 }
 
 const RECORD_COLUMNS = 'table_name, record_uuid, record_version, server_version, instance_id, data';
@@ -78,6 +80,7 @@ const SQLITE: PushSql = {
   insertConflict: INSERT_CONFLICT.replace(/\$\d+/g, '?'),
   ownConflicts: 'SELECT * FROM sync_conflicts WHERE business_id = ? AND instance_id = ? AND record_uuid IN (SELECT value FROM json_each(?)) ORDER BY id',
   pull: SQLITE_PULL,
+  pullAfter: `SELECT ${CHANGE_COLUMNS} FROM sync_changes WHERE business_id = ? AND version > ? AND version <= ? ORDER BY version LIMIT ?`,
 };
 
 const POSTGRES: PushSql = {
@@ -93,6 +96,7 @@ const POSTGRES: PushSql = {
   insertConflict: INSERT_CONFLICT,
   ownConflicts: 'SELECT * FROM sync_conflicts WHERE business_id = $1 AND instance_id = $2 AND record_uuid = ANY($3::text[]) ORDER BY id',
   pull: POSTGRES_PULL,
+  pullAfter: `SELECT ${CHANGE_COLUMNS} FROM sync_changes WHERE business_id = $1 AND version > $2 AND version <= $3 ORDER BY version LIMIT $4`,
 };
 
 // PostgreSQL runs them as named statements (SQLite keeps every statement prepared anyway).
