@@ -73,8 +73,8 @@ test('announceUserAccessChange resolves with one warning per business whose publ
 
 test('the change notifier resolves and warns when the publish fails, and sends nothing for no changes', async () => {
   const log = recordingLog();
-  const change = { table_name: 't', record_uuid: 'r', version: 1, instance_id: 'i' };
-  await createPubSubNotifier(failingPubSub, log).notify('b1', [change as never]);
+  const change = { table_name: 't', record_uuid: 'r', version: 1, instance_id: 'i', operation: 'create' as const, data: '{}', record_version: 1, created_at: '2026-01-01T00:00:00.000Z' };
+  await createPubSubNotifier(failingPubSub, log).notify('b1', [change]);
   assert.equal(log.warnings.length, 1);
   assert.match(log.warnings[0]!.msg, /catch up by pulling/);
   await createPubSubNotifier(failingPubSub, log).notify('b1', []);

@@ -35,7 +35,7 @@ const NO_SPREAD = { heartbeatMs: 3_600_000, maxBufferedBytes: 1024, reauthSpread
 const BIZ = '11111111-1111-4111-8111-111111111111';
 const batch = (n: number): ChangeBatch => ({
   business_id: BIZ,
-  events: Array.from({ length: n }, (_, i) => ({ type: 'change', table_name: 't', record_uuid: BIZ, version: i + 1, instance_id: 'd' })),
+  events: Array.from({ length: n }, (_, i) => ({ type: 'change', table_name: 't', record_uuid: BIZ, version: i + 1, instance_id: 'd', operation: 'create', record_version: 1, created_at: '2026-01-01T00:00:00.000Z', data: {} })),
 });
 
 test('a socket that does not answer a ping is dropped at the next heartbeat; one that answers stays', async (t) => {

@@ -6,7 +6,8 @@ import WebSocket from 'ws';
 import { BACKENDS } from '../helpers/backends.js';
 import { call } from '../helpers/http.js';
 import { SHARED_STATES, addMember, businessToken, newBusiness, newUser, startSync, type SyncUnderTest, type TestUser } from '../helpers/sync.js';
-import { change, device, tombstone } from './push-client.js';
+import { change, device, tombstone, type PulledChange } from './push-client.js';
+import { FEED_DATA_MAX } from '../../src/sync/feed/change-events.js';
 
 interface Feed {
   ws: WebSocket;
@@ -104,12 +105,24 @@ for (const backend of BACKENDS) for (const shared of SHARED_STATES) {
       const a = randomUUID();
       const r = await dev.push({ changes: [change(a, 1, { x: 1 }, 'create', 'invoices')], tombstones: [tombstone(a, 2, 'invoices')] });
       const v = r.body.server_version as number;
-      const expected = [
-        { type: 'change', table_name: 'invoices', record_uuid: a, version: v - 1, instance_id: 'ipad-7' },
-        { type: 'change', table_name: 'invoices', record_uuid: a, version: v, instance_id: 'ipad-7' },
-      ];
+      // The change as a pull gives it (less its id and business), data included ({} for the delete).
+      const expected = (await dev.pull(v - 2)).body.changes.map(({ id: _id, business_id: _b, ...c }: PulledChange & { business_id: string }) => ({ type: 'change', ...c }));
+      assert.deepEqual(expected.map((m: { version: number; operation: string; data: unknown }) => [m.version, m.operation, m.data]), [[v - 1, 'create', { x: 1 }], [v, 'delete', {}]]);
       assert.deepEqual(await f1.next(2), expected);
       assert.deepEqual(await f2.next(2), expected);
+    });
+
+    test('a change whose data is larger than 8 KiB of JSON comes without its data (a hint to pull); one just under it with', async () => {
+      const f = track(await openFeed(s.url, { businessId, userId: owner.id, token: owner.token }));
+      const dev = device(s.url, owner.token, businessId, 'big-1');
+      const small = { text: 'a'.repeat(FEED_DATA_MAX - 11) };
+      const large = { text: 'b'.repeat(FEED_DATA_MAX - 10) };
+      assert.equal(JSON.stringify(small).length, FEED_DATA_MAX);
+      await dev.push({ changes: [change(randomUUID(), 1, small), change(randomUUID(), 1, large)] });
+      const [m1, m2] = await f.next(2) as Array<Record<string, unknown>>;
+      assert.deepEqual(m1!['data'], small);
+      assert.equal('data' in m2!, false);
+      assert.deepEqual([m2!['operation'], m2!['record_version'], m2!['instance_id']], ['create', 1, 'big-1']);
     });
 
     test('a conflict sends nothing; resolving it locally sends the applied change', async () => {
@@ -122,7 +135,8 @@ for (const backend of BACKENDS) for (const shared of SHARED_STATES) {
       const conflict = (await b.push({ changes: [change(rec, 1, { mine: true })] })).body.conflicts[0];
       const resolved = await call(s.url, 'POST', `/api/sync/conflicts/${conflict.id}/resolve`, { token: owner.token, headers: { 'x-business-id': businessId }, json: { resolution: 'local' } });
       // Had the conflict produced a message, it would come before this one.
-      assert.deepEqual(await f.next(1), [{ type: 'change', table_name: 'customers', record_uuid: rec, version: resolved.body.applied_version, instance_id: 'dev-b' }]);
+      const [applied] = (await a.pull(resolved.body.applied_version - 1)).body.changes;
+      assert.deepEqual(await f.next(1), [{ type: 'change', table_name: 'customers', record_uuid: rec, version: resolved.body.applied_version, instance_id: 'dev-b', operation: applied.operation, record_version: applied.record_version, created_at: applied.created_at, data: { mine: true } }]);
     });
 
     test('subscribers of another business hear nothing of this one', async () => {

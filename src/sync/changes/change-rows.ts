@@ -44,7 +44,7 @@ export function pullResultJson(page: { changes: readonly StoredChange[]; version
 // A push's changes share one created_at, so a pulled page repeats few distinct times; formatting each once saves pull CPU.
 let lastTime = NaN;
 let lastIso = '';
-function isoTime(ms: number): string {
+export function isoTime(ms: number): string {
   if (ms !== lastTime) {
     lastTime = ms;
     lastIso = new Date(ms).toISOString();

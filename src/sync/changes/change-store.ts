@@ -9,8 +9,8 @@ export interface PushCommand {
   items: PushItem[];
 }
 
-/** What feed subscribers hear of an applied change. */
-export type AppliedChange = Pick<Change, 'version' | 'table_name' | 'record_uuid' | 'instance_id'>;
+/** What feed subscribers hear of an applied change: the change as a pull gives it (its data as stored text). */
+export type AppliedChange = Omit<StoredChange, 'id' | 'business_id'>;
 
 export interface AppliedPush {
   accepted: number;

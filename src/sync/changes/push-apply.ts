@@ -4,7 +4,7 @@ import type { DialectName } from '../../core/storage/database.js';
 import type { Conflict, Operation } from './change-schemas.js';
 import type { ChangeTables } from './change-tables.js';
 import type { AppliedPush, PushCommand } from './change-store.js';
-import { toConflict } from './change-rows.js';
+import { isoTime, toConflict } from './change-rows.js';
 import { attemptKey, localData, planPush, recordKey, type PlannedChange, type PriorChange, type RecordState } from './push-plan.js';
 import type { PushItem } from './push-validation.js';
 import { pushSql } from './push-sql.js';
@@ -139,7 +139,10 @@ export function createGroupApplier(dialect: DialectName): (exec: Exec, group: re
       serverVersion = plan.serverVersion;
       out.push({
         accepted: plan.accepted, rejections: plan.rejections, serverVersion, conflicts,
-        applied: plan.changes.map((c) => ({ version: c.serverVersion, table_name: c.tableName, record_uuid: c.recordUuid, instance_id: push.instanceId })),
+        applied: plan.changes.map((c) => ({
+          version: c.serverVersion, table_name: c.tableName, record_uuid: c.recordUuid, instance_id: push.instanceId,
+          operation: c.operation, data: c.data, record_version: c.recordVersion, created_at: isoTime(now),
+        })),
       });
     }
     await write(exec, businessId, changes, written);

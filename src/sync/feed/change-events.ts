@@ -1,14 +1,30 @@
 import type { PubSub } from '../../core/pubsub/pubsub.js';
 import type { AppliedChange } from '../changes/change-store.js';
+import type { Operation } from '../changes/change-schemas.js';
 
-/** The message every feed subscriber of a business gets for each applied change. */
+/**
+ * The message every feed subscriber of a business gets for each applied change: the specification's five fields, and
+ * the rest of the change as a pull gives it, so a client next in line applies it without pulling. `data` is left out
+ * of a change whose data is larger than FEED_DATA_MAX characters of JSON: the message is then a hint to pull.
+ */
 export interface ChangeEvent {
   type: 'change';
   table_name: string;
   record_uuid: string;
   version: number;
   instance_id: string;
+  operation: Operation;
+  record_version: number;
+  created_at: string;
+  /** `{}` for a delete, as in a pull. */
+  data?: Record<string, unknown>;
 }
+
+/**
+ * Largest change data a feed message carries. Every subscriber's socket queues the message (a slow one is dropped
+ * past 1 MiB), so a burst of large changes goes out as hints and is pulled instead.
+ */
+export const FEED_DATA_MAX = 8 * 1024;
 
 /** What travels on the pub/sub channel: one message per committed write, its events in version order. */
 export interface ChangeBatch {
@@ -57,7 +73,13 @@ export function businessChannel(businessId: string): string {
 }
 
 export function toEvent(change: AppliedChange): ChangeEvent {
-  return { type: 'change', table_name: change.table_name, record_uuid: change.record_uuid, version: change.version, instance_id: change.instance_id };
+  const event: ChangeEvent = {
+    type: 'change', table_name: change.table_name, record_uuid: change.record_uuid, version: change.version, instance_id: change.instance_id,
+    operation: change.operation, record_version: change.record_version, created_at: change.created_at,
+  };
+  if (change.data === null) event.data = {};
+  else if (change.data.length <= FEED_DATA_MAX) event.data = JSON.parse(change.data) as Record<string, unknown>;
+  return event;
 }
 
 /**
