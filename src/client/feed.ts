@@ -1,4 +1,4 @@
-// Why: the WebSocket feed is only a hint to pull, so this keeps one socket open, reconnects with backoff and jitter, and lets the engine catch up after each (re)connect.
+// Why: the WebSocket feed brings the changes (or hints to pull them), so this keeps one socket open, reconnects with backoff and jitter, and lets the engine catch up after each (re)connect.
 import { backoffDelay, type BackoffOptions } from './backoff.js';
 import type { FeedMessage } from './wire.js';
 

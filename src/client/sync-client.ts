@@ -68,6 +68,11 @@ export interface SyncClientOptions extends TransportOptions, Omit<SessionOptions
   pullPageSize?: number;
   /** Feed reconnects. */
   reconnect?: BackoffOptions;
+  /**
+   * Background rounds start at most once per this many ms (default 1000): edits and feed messages in between wait for
+   * the next one, so steady editing costs about one push a second of the user's rate limit (100 requests a minute).
+   */
+  minRoundIntervalMs?: number;
   /** Retries of a failed background sync; never sooner than the retry_after of a 503 (at most maxRetryAfterSeconds). */
   retry?: BackoffOptions;
   attachments?: AttachmentOptions;
@@ -77,6 +82,12 @@ export interface SyncClientOptions extends TransportOptions, Omit<SessionOptions
 const PUSH_BODY_BUDGET = 768 * 1024;
 /** Items the server takes in one push. */
 const MAX_PUSH_ITEMS = 1000;
+/**
+ * With the feed connected, a background round pulls only when the feed gave cause (a gap in its versions, a message
+ * without its data, a reconnect); and at least this often, for a message lost on the way (its publish is
+ * at-most-once) while nothing else came after it.
+ */
+const SAFETY_PULL_MS = 60_000;
 /**
  * Changes asked for per pull page. Every request counts against the user's rate limit (100 a minute by default), so a
  * device syncing a business of 100,000 records from nothing needs 10 pulls instead of 100, which spent the whole
@@ -164,6 +175,13 @@ export class SyncClient {
   /** The retry timer waits out a retry_after the server named. */
   private serverAskedWait = false;
   private kickTimer: ReturnType<typeof setTimeout> | null = null;
+  /** A background round must pull: the feed gave cause, or it was not connected. */
+  private pullDue = true;
+  private lastPullAt = 0;
+  private lastRoundAt = 0;
+  /** Feed messages are applied one after another, in arrival order. */
+  private feedChain: Promise<void> = Promise.resolve();
+  private safetyTimer: ReturnType<typeof setInterval> | null = null;
   private state: SyncState = 'offline';
   private closed = false;
   /** Aborted by close(): requests and waits in progress (a 429's retry_after) end at once with `closed`. */
@@ -338,9 +356,17 @@ export class SyncClient {
    * call that was waiting), rejects with `closed`.
    */
   sync(): Promise<void> {
+    return this.round(true);
+  }
+
+  /**
+   * A round now, or after the one running. `full` (an explicit sync()) always pulls; a background round pulls only
+   * when due (see `pullDue`) while the feed is connected, since the feed delivers the changes themselves.
+   */
+  private round(full: boolean): Promise<void> {
     if (this.closed) return Promise.reject(new SyncClientError('closed', 'sync: the client was closed'));
     if (!this.cycle) {
-      this.cycle = this.runCycle().finally(() => {
+      this.cycle = this.runCycle(full).finally(() => {
         this.cycle = null;
         if (this.kickAfter) {
           this.kickAfter = false;
@@ -351,7 +377,7 @@ export class SyncClient {
     }
     this.queued ??= this.cycle.catch(() => undefined).then(() => {
       this.queued = null;
-      return this.sync();
+      return this.round(full);
     });
     return this.queued;
   }
@@ -365,7 +391,10 @@ export class SyncClient {
     this.feed = new FeedConnection(Socket, {
       url: () => this.feedUrl(),
       // After every (re)connect, pull from the last applied version: nothing sent while away is missed.
-      onOpen: () => this.kick(),
+      onOpen: () => {
+        this.pullDue = true;
+        this.kick();
+      },
       onMessage: (m) => this.onFeedMessage(m),
       onClose: (code) => {
         this.setState('offline');
@@ -379,6 +408,12 @@ export class SyncClient {
       onRetry: (e) => this.onBackgroundError(e),
     }, this.o.reconnect);
     this.feed.start();
+    this.safetyTimer = setInterval(() => {
+      if (Date.now() - this.lastPullAt < SAFETY_PULL_MS) return;
+      this.pullDue = true;
+      this.kick();
+    }, SAFETY_PULL_MS);
+    (this.safetyTimer as { unref?: () => void }).unref?.();
     this.kick();
   }
 
@@ -388,6 +423,9 @@ export class SyncClient {
     this.feed = null;
     for (const t of [this.retryTimer, this.kickTimer]) if (t) clearTimeout(t);
     this.retryTimer = this.kickTimer = null;
+    if (this.safetyTimer) clearInterval(this.safetyTimer);
+    this.safetyTimer = null;
+    this.pullDue = true;
     this.kickAfter = this.serverAskedWait = false;
   }
 
@@ -669,16 +707,20 @@ export class SyncClient {
 
   // ---- internals: the sync round ------------------------------------------------------------
 
-  private async runCycle(): Promise<void> {
+  private async runCycle(full: boolean): Promise<void> {
     this.requireBusiness();
     this.setState('syncing');
     try {
-      await this.pullAll();
+      // With the feed connected the changes come over it: what this device pushes too, echoed back.
+      const live = !full && this.started && this.feed?.connected === true;
+      if (!live || this.pullDue) await this.pullAll();
       await this.renumberResolved();
       await this.settleConflicts();
+      // A background round sends what was due when it began and what did not fit; edits made meanwhile (a record's
+      // next edit waits for the previous one's answer) go with the next round, a second later at most.
       let pushed = false;
-      while (await this.pushOnce()) pushed = true;
-      if (pushed) await this.pullAll();
+      for (let r = await this.pushOnce(); r !== 'none'; r = r === 'more' || full ? await this.pushOnce() : 'none') pushed = true;
+      if (pushed && !live) await this.pullAll();
       this.retryAttempt = 0;
       this.setState(this.started && !this.feed?.connected ? 'offline' : 'up-to-date');
     } catch (e: unknown) {
@@ -688,6 +730,9 @@ export class SyncClient {
   }
 
   private async pullAll(): Promise<void> {
+    // What the feed brings from here on is after this pull's start: a cause found meanwhile sets it again.
+    this.pullDue = false;
+    this.lastPullAt = Date.now();
     const fetchPage = (since: number) => this.businessCall<PullResult>('POST', '/api/sync/pull', { json: { since_version: since, limit: this.o.pullPageSize ?? PULL_PAGE } });
     // From a cursor whose change is known the pull starts one change earlier, and that change must come back as this
     // device applied it. A server restored from a backup and written since reuses the versions this device has seen,
@@ -831,9 +876,13 @@ export class SyncClient {
     return applied;
   }
 
-  /** Pushes one batch: the oldest outstanding entry of each record not held by a conflict. False when nothing was due. */
-  private async pushOnce(): Promise<boolean> {
+  /**
+   * Pushes one batch: the oldest outstanding entry of each record not held by a conflict. `none` when nothing was due;
+   * `more` when entries were left for lack of room (a full batch, or a refused one to send again smaller); else `sent`.
+   */
+  private async pushOnce(): Promise<'none' | 'sent' | 'more'> {
     const batch: OutboxEntry[] = [];
+    let full = false;
     await this.locked(async () => {
       const seen = new Set<string>();
       let bytes = 0;
@@ -845,7 +894,10 @@ export class SyncClient {
         if (this.hasConflict(e.table, e.uuid) || this.renumbering.has(key)) continue;
         // UTF-8 bytes, as the server's body limit counts them: text of 3-byte characters is 3 times its length.
         const size = UTF8.encode(JSON.stringify(e.data)).length + 200;
-        if (batch.length >= Math.min(this.o.pushBatchSize ?? 500, MAX_PUSH_ITEMS, this.pushCap) || (batch.length && bytes + size > PUSH_BODY_BUDGET)) break;
+        if (batch.length >= Math.min(this.o.pushBatchSize ?? 500, MAX_PUSH_ITEMS, this.pushCap) || (batch.length && bytes + size > PUSH_BODY_BUDGET)) {
+          full = true;
+          break;
+        }
         bytes += size;
         batch.push(e);
       }
@@ -855,7 +907,7 @@ export class SyncClient {
       await this.store.write(unsent.map((e) => ({ op: 'put', collection: 'outbox', key: outboxKey(e.seq), value: { ...e, sent: true } }) as const));
       for (const e of unsent) e.sent = true;
     });
-    if (!batch.length) return false;
+    if (!batch.length) return 'none';
 
     const changes = batch.filter((e) => e.operation !== 'delete');
     const tombstones = batch.filter((e) => e.operation === 'delete');
@@ -870,16 +922,16 @@ export class SyncClient {
       if (!(e instanceof SyncClientError && (e.code === 'payload_too_large' || e.code === 'invalid_request') && e.status !== undefined)) throw e;
       if (batch.length > 1) {
         this.pushCap = Math.max(1, Math.floor(batch.length / 2));
-        return true;
+        return 'more';
       }
       const rejection = { kind: changes.length ? 'change' : 'tombstone', index: 0, reason: `${e.code}: ${e.details ?? e.message}` } as const;
       await this.settlePush(batch, changes, tombstones, { accepted: 0, rejected: 1, server_version: 0, conflicts: [], rejections: [rejection] });
-      return true;
+      return full ? 'more' : 'sent';
     }
     this.pushCap = Math.min(2 * this.pushCap, MAX_PUSH_ITEMS);
     const newConflicts = await this.settlePush(batch, changes, tombstones, result);
     await this.offerConflicts(newConflicts);
-    return true;
+    return full ? 'more' : 'sent';
   }
 
   private pushRequest(changes: OutboxEntry[], tombstones: OutboxEntry[]): Promise<PushResult> {
@@ -998,10 +1050,14 @@ export class SyncClient {
 
   // ---- internals: background ----------------------------------------------------------------
 
-  /** Schedules a round soon (several triggers in a row make one round). */
+  /**
+   * Schedules a background round: at once, or when `minRoundIntervalMs` has passed since the last one began. Triggers
+   * meanwhile make that one round.
+   */
   private kick(): void {
     // While the server's retry_after runs, a feed (re)connect or a local write does not ask sooner: the timer kicks.
     if (!this.started || this.kickTimer || this.serverAskedWait) return;
+    const wait = Math.max(0, this.lastRoundAt + (this.o.minRoundIntervalMs ?? 1000) - Date.now());
     this.kickTimer = setTimeout(() => {
       this.kickTimer = null;
       // Not queued as a sync() call: stop() must be able to call it off.
@@ -1009,12 +1065,31 @@ export class SyncClient {
         this.kickAfter = true;
         return;
       }
-      this.sync().catch((e: unknown) => this.onBackgroundError(e));
-    }, 0);
+      this.lastRoundAt = Date.now();
+      this.round(false).catch((e: unknown) => this.onBackgroundError(e));
+    }, wait);
   }
 
+  /** Feed messages above the cursor are taken in arrival order (see `takeFeedMessage`). */
   private onFeedMessage(m: FeedMessage): void {
-    if (m.version > this.cursor) this.kick();
+    if (m.version <= this.cursor) return;
+    this.feedChain = this.feedChain.then(() => this.takeFeedMessage(m)).catch((e: unknown) => this.onBackgroundError(e));
+  }
+
+  /**
+   * The change next after the cursor, carried whole by its message, is applied as a pulled page of one change: no
+   * request. Anything else (a version past the next one: a message lost, or one that overtook another across
+   * instances; a change too large to carry; the history being pulled again) makes the next round pull.
+   */
+  private async takeFeedMessage(m: FeedMessage): Promise<void> {
+    if (this.closed || !this.started || m.version <= this.cursor) return;
+    const change = m.version === this.cursor + 1 && !this.resyncing ? feedChange(m, this.requireBusiness()) : undefined;
+    if (change) {
+      await this.applyPage({ changes: [change], has_more: false, version: change.version }, this.epoch);
+      return;
+    }
+    this.pullDue = true;
+    this.kick();
   }
 
   private onBackgroundError(e: unknown): void {
@@ -1107,4 +1182,15 @@ function randomId(): string {
   const c = (globalThis as { crypto?: { randomUUID?: () => string } }).crypto;
   if (c?.randomUUID) return c.randomUUID();
   return `${Date.now().toString(36)}-${Math.random().toString(36).slice(2)}-${Math.random().toString(36).slice(2)}`;
+}
+
+/** The change a feed message carries, checked as a pulled one would be; undefined for a hint without its data. */
+function feedChange(m: FeedMessage, businessId: string): Change | undefined {
+  const { data, operation, record_version: recordVersion, created_at: createdAt } = m as Partial<FeedMessage>;
+  if (data === undefined || typeof data !== 'object' || data === null || Array.isArray(data)) return undefined;
+  if ((operation !== 'create' && operation !== 'update' && operation !== 'delete') || !Number.isSafeInteger(recordVersion) || typeof createdAt !== 'string') return undefined;
+  return {
+    id: 0, business_id: businessId, version: m.version, table_name: m.table_name, record_uuid: m.record_uuid, operation,
+    data, record_version: recordVersion!, instance_id: m.instance_id, created_at: createdAt,
+  };
 }

@@ -217,18 +217,20 @@ describe('sync client: sessions, limits and errors', { concurrency: true }, () =
 test('a background sync the server answers 503 with retry_after asks again only after that wait, not after its backoff', async (t) => {
   const { open } = await oneBusiness(t, 'sqlite');
   const pulls: number[] = [];
-  let pullsRefused = 0;
+  let pushesRefused = 0;
   let refuseNext = false;
+  const refuse = (wait: number) => Promise.resolve(new Response(JSON.stringify({ error: 'unavailable', details: "the server's storage is full; nothing was stored, retry later", retry_after: wait }),
+    { status: 503, headers: { 'content-type': 'application/json', 'retry-after': String(wait) } }));
   const fetchWith503 = (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
     const url = new URL(typeof input === 'string' || input instanceof URL ? input : input.url);
     if (url.pathname === '/api/sync/pull') {
       pulls.push(performance.now());
-      const wait = pulls.length === 1 ? 1 : pullsRefused === 1 && refuseNext ? 30 : 0;
-      if (wait) {
-        pullsRefused++;
-        return Promise.resolve(new Response(JSON.stringify({ error: 'unavailable', details: "the server's storage is full; nothing was stored, retry later", retry_after: wait }),
-          { status: 503, headers: { 'content-type': 'application/json', 'retry-after': String(wait) } }));
-      }
+      if (pulls.length === 1) return refuse(1);
+    }
+    // With the feed connected a local write's round pushes without pulling first.
+    if (url.pathname === '/api/sync/push' && refuseNext && pushesRefused === 0) {
+      pushesRefused++;
+      return refuse(30);
     }
     return fetch(input, init);
   };
@@ -244,7 +246,7 @@ test('a background sync the server answers 503 with retry_after asks again only 
   // Told to wait 30 s, the client is stopped and started again by the app: that start syncs at once.
   refuseNext = true;
   await a.put('customers', randomUUID(), { name: 'Ann' });
-  await until(() => pullsRefused === 2, 10_000, 'the second refusal');
+  await until(() => pushesRefused === 1, 10_000, 'the second refusal');
   const before = pulls.length;
   a.stop();
   a.start();
