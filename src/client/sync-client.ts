@@ -1073,7 +1073,11 @@ export class SyncClient {
   /** Feed messages above the cursor are taken in arrival order (see `takeFeedMessage`). */
   private onFeedMessage(m: FeedMessage): void {
     if (m.version <= this.cursor) return;
-    this.feedChain = this.feedChain.then(() => this.takeFeedMessage(m)).catch((e: unknown) => this.onBackgroundError(e));
+    this.feedChain = this.feedChain.then(() => this.takeFeedMessage(m)).catch((e: unknown) => {
+      // Not applied (the local store refused it): the retried round pulls it.
+      this.pullDue = true;
+      this.onBackgroundError(e);
+    });
   }
 
   /**

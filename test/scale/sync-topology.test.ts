@@ -80,7 +80,9 @@ describe('sync service: two instances behind HAProxy', { skip: TOPOLOGY_SKIP }, 
     assert.equal(pushed.body.accepted, 1);
     for (const feed of [onB, ...viaProxy]) {
       await feed.until((m) => m['record_uuid'] === rec);
-      assert.deepEqual(Object.keys(feed.messages[0]!).sort(), ['instance_id', 'record_uuid', 'table_name', 'type', 'version']);
+      // The change crossed instances whole (Redis), data included, as the other instance applied it.
+      assert.deepEqual(Object.keys(feed.messages[0]!).sort(), ['created_at', 'data', 'instance_id', 'operation', 'record_uuid', 'record_version', 'table_name', 'type', 'version']);
+      assert.deepEqual(feed.messages[0]!['data'], { name: 'Ada' });
       feed.ws.close();
     }
   });
