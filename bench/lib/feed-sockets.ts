@@ -48,9 +48,13 @@ async function open(s: Start): Promise<void> {
   for (let i = 0; i < s.sockets; i += 250) {
     await Promise.all(Array.from({ length: Math.min(250, s.sockets - i) }, (_, j) => new Promise<void>((resolve, reject) => {
       const ws = new WebSocket(target(i + j), { headers: { authorization: `Bearer ${s.token}` } });
-      ws.once('open', () => { sockets.push(ws); resolve(); });
+      // Counted once subscribed: the server says so with its `ready` message.
       ws.once('error', reject);
-      ws.on('message', onMessage);
+      ws.on('message', (data) => {
+        if (String(data) !== '{"type":"ready"}') return onMessage(data);
+        sockets.push(ws);
+        resolve();
+      });
     })));
   }
 }

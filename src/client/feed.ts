@@ -16,6 +16,8 @@ export interface FeedHandlers {
   /** The socket URL to connect to (fetching a fresh token first); a throw counts as a failed attempt. */
   url(): Promise<string>;
   onOpen(): void;
+  /** The server's subscription of this socket is in place: every change committed from here on comes over it. */
+  onReady(): void;
   onMessage(message: FeedMessage): void;
   /** `code` is the close code; 1008 means the token is no longer valid. */
   onClose(code: number): void;
@@ -94,6 +96,7 @@ export class FeedConnection {
         return;
       }
       if (isFeedMessage(msg)) this.handlers.onMessage(msg);
+      else if ((msg as { type?: unknown } | null)?.type === 'ready') this.handlers.onReady();
     };
     // An error is always followed by close; reconnecting happens there.
     socket.onerror = () => undefined;

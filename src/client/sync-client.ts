@@ -391,7 +391,9 @@ export class SyncClient {
     this.feed = new FeedConnection(Socket, {
       url: () => this.feedUrl(),
       // After every (re)connect, pull from the last applied version: nothing sent while away is missed.
-      onOpen: () => {
+      onOpen: () => this.kick(),
+      // Pulled from here: a change committed before the server's subscription was in place is in the pull, every later one comes over the feed.
+      onReady: () => {
         this.pullDue = true;
         this.kick();
       },

@@ -27,6 +27,16 @@ function lossyWebSocket(drop: (message: { version: number }) => boolean): FeedSo
   };
 }
 
+/**
+ * Waits for a started device's first two pulls: its first round's, and the one on the feed's `ready` (a change made
+ * before the subscription was in place is not missed), which the one-round-a-second bound puts a second later.
+ */
+async function settled(net: Network): Promise<void> {
+  const end = Date.now() + 5_000;
+  while (net.count('/api/sync/pull') < 2 && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
+  await new Promise((r) => setTimeout(r, 100));
+}
+
 describe('sync client: live feed', { concurrency: true }, () => {
   for (const backend of BACKENDS) {
     test(`on ${backend}: steady editing costs about one push a second and no pulls; another device applies the changes from the feed without asking`, async (t) => {
@@ -40,8 +50,7 @@ describe('sync client: live feed', { concurrency: true }, () => {
       a.start();
       b.start();
       await until(() => a.syncState === 'up-to-date' && b.syncState === 'up-to-date', 10_000, 'both to connect');
-      // The pull that follows each feed connection (a change made before the subscription was in place is not missed).
-      await new Promise((r) => setTimeout(r, 1_500));
+      await Promise.all([settled(netA), settled(netB)]);
       const [callsA, callsB] = [netA.calls.length, netB.calls.length];
       const id = randomUUID();
       const t0 = Date.now();
@@ -73,6 +82,7 @@ describe('sync client: live feed', { concurrency: true }, () => {
       watcher.on('change', (e) => applied.set(e.uuid, (applied.get(e.uuid) ?? 0) + 1));
       watcher.start();
       await until(() => watcher.syncState === 'up-to-date', 10_000, 'the watcher to connect');
+      await settled(net);
       const ids = [randomUUID(), randomUUID(), randomUUID()];
       await writer.put('orders', ids[0]!, { n: 0 });
       await writer.sync();

@@ -51,12 +51,18 @@ describe('sync service: two instances behind HAProxy', { skip: TOPOLOGY_SKIP }, 
     const ws = new WebSocket(`${baseUrl.replace('http', 'ws')}/ws/sync?business_id=${businessId}&user_id=${user.id}`, { headers: { authorization: `Bearer ${user.token}` } });
     const messages: Array<Record<string, unknown>> = [];
     const waiters: Array<() => void> = [];
+    let ready: () => void = () => undefined;
+    const subscribed = new Promise<void>((resolve) => { ready = resolve; });
     ws.on('message', (data) => {
-      messages.push(JSON.parse(String(data)) as Record<string, unknown>);
+      const message = JSON.parse(String(data)) as Record<string, unknown>;
+      if (message['type'] === 'ready') return ready();
+      messages.push(message);
       for (const w of waiters.splice(0)) w();
     });
     const closed = new Promise<number>((resolve) => ws.once('close', (code) => resolve(code)));
     await new Promise<void>((resolve, reject) => { ws.once('open', () => resolve()); ws.once('error', reject); });
+    // The server's `ready`: the subscription is in place (across instances, in Redis), so a push from here reaches it.
+    await subscribed;
     return {
       ws, messages, closed,
       async until(pred: (m: Record<string, unknown>) => boolean) {

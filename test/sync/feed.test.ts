@@ -11,11 +11,16 @@ import { FEED_DATA_MAX } from '../../src/sync/feed/change-events.js';
 
 interface Feed {
   ws: WebSocket;
-  /** Resolves with the next `n` messages, parsed. */
+  /** The close code, once the socket closes (also when it closed before the feed resolved). */
+  closed: Promise<number>;
+  /** Resolves with the next `n` change messages, parsed. */
   next(n: number): Promise<unknown[]>;
 }
 
-/** Opens the feed; rejects with the HTTP status when the upgrade is refused. */
+/**
+ * Opens the feed and resolves once the server says it is subscribed (its `ready` message, kept out of `next`), or once
+ * it closes the socket first; rejects with the HTTP status when the upgrade is refused.
+ */
 function openFeed(url: string, q: { businessId: string; userId: string; token?: string; via?: 'header' | 'query'; origin?: string }): Promise<Feed> {
   const params = new URLSearchParams({ business_id: q.businessId, user_id: q.userId });
   if (q.token && q.via === 'query') params.set('token', q.token);
@@ -23,19 +28,24 @@ function openFeed(url: string, q: { businessId: string; userId: string; token?: 
   const ws = new WebSocket(`${url.replace('http', 'ws')}/ws/sync?${params}`, { ...(headers ? { headers } : {}), ...(q.origin ? { origin: q.origin } : {}) });
   const queue: unknown[] = [];
   const waiters: (() => void)[] = [];
+  let ready: () => void = () => undefined;
   ws.on('message', (data) => {
-    queue.push(JSON.parse(String(data)));
+    const message = JSON.parse(String(data)) as { type?: string };
+    if (message.type === 'ready') return ready();
+    queue.push(message);
     waiters.splice(0).forEach((w) => w());
   });
   const feed: Feed = {
     ws,
+    closed: new Promise<number>((r) => ws.once('close', (code) => r(code))),
     async next(n) {
       while (queue.length < n) await new Promise<void>((r) => waiters.push(r));
       return queue.splice(0, n);
     },
   };
   return new Promise((resolve, reject) => {
-    ws.once('open', () => resolve(feed));
+    ready = () => resolve(feed);
+    ws.once('close', () => resolve(feed));
     ws.once('unexpected-response', (_req, res) => {
       let body = '';
       res.on('data', (c: Buffer) => { body += String(c); });
@@ -95,6 +105,19 @@ for (const backend of BACKENDS) for (const shared of SHARED_STATES) {
       await s.close();
     });
     const track = (f: Feed) => { open.push(f.ws); return f; };
+
+    test('the first message is {"type":"ready"}, once the subscription is in place: a push the moment it arrives reaches the socket', async () => {
+      const ws = new WebSocket(`${s.url.replace('http', 'ws')}/ws/sync?business_id=${businessId}&user_id=${owner.id}`, { headers: { authorization: `Bearer ${owner.token}` } });
+      open.push(ws);
+      const raw: string[] = [];
+      ws.on('message', (data) => raw.push(String(data)));
+      await new Promise<void>((resolve) => { const poll = () => (raw.length ? resolve() : setTimeout(poll, 2)); poll(); });
+      assert.deepEqual(raw, ['{"type":"ready"}']);
+      const rec = randomUUID();
+      await device(s.url, owner.token, businessId, 'ready-1').push({ changes: [change(rec, 1)] });
+      await new Promise<void>((resolve) => { const poll = () => (raw.length > 1 ? resolve() : setTimeout(poll, 2)); poll(); });
+      assert.equal((JSON.parse(raw[1]!) as { record_uuid: string }).record_uuid, rec);
+    });
 
     test('every subscriber of the business gets one change message per applied change, tombstones included', async () => {
       const member = await newUser(s);
@@ -213,7 +236,7 @@ for (const backend of BACKENDS) for (const shared of SHARED_STATES) {
         await addMember(own, boss, b.id, leaver);
         await addMember(own, boss, b.id, loggedOut);
         const feeds = await Promise.all([boss, leaver, loggedOut].map((u) => openFeed(own.url, { businessId: b.id, userId: u.id, token: u.token })));
-        const closed = feeds.map((f) => new Promise<number>((r) => f.ws.once('close', (code) => r(code))));
+        const closed = feeds.map((f) => f.closed);
         assert.equal((await call(own.url, 'DELETE', `/api/business/${b.id}/members/${leaver.id}`, { token: boss.token })).status, 204);
         assert.equal((await call(own.url, 'POST', '/api/auth/logout', { token: loggedOut.token })).status, 204);
         assert.deepEqual(await Promise.all(closed.slice(1)), [1008, 1008]);
@@ -234,7 +257,7 @@ for (const backend of BACKENDS) for (const shared of SHARED_STATES) {
         const [bossFeed, leaverFeed] = await Promise.all([boss, leaver].map((u) => openFeed(own.url, { businessId: b.id, userId: u.id, token: u.token })));
         let leaked = 0;
         leaverFeed!.ws.on('message', () => { leaked++; });
-        const closed = new Promise<number>((r) => leaverFeed!.ws.once('close', (code) => r(code)));
+        const closed = leaverFeed!.closed;
         assert.equal((await call(own.url, 'DELETE', `/api/business/${b.id}/members/${leaver.id}`, { token: boss.token })).status, 204);
         // Pushed right after the removal's answer, before the feed's re-check can have returned.
         const r = await device(own.url, boss.token, b.id, 'dev-1').push({ changes: [change(randomUUID(), 1, { secret: true })] });
@@ -268,7 +291,7 @@ for (const backend of BACKENDS) for (const shared of SHARED_STATES) {
         const feed = await openFeed(own.url, { businessId: b.id, userId: leaver.id, token: leaver.token });
         let leaked = 0;
         feed.ws.on('message', () => { leaked++; });
-        const closed = new Promise<number>((r) => feed.ws.once('close', (code) => r(code)));
+        const { closed } = feed;
         assert.equal(removalStatus, 204, 'the removal was answered before the feed opened');
         const r = await device(own.url, boss.token, b.id, 'dev-1').push({ changes: [change(randomUUID(), 1, { secret: true })] });
         assert.equal(r.status, 200);
@@ -291,7 +314,7 @@ for (const backend of BACKENDS) for (const shared of SHARED_STATES) {
         await addMember(own, boss, b.id, leaving);
         await addMember(own, boss, b.id, robbed);
         const [bossFeed, leavingFeed, robbedFeed] = await Promise.all([boss, leaving, robbed].map((u) => openFeed(own.url, { businessId: b.id, userId: u.id, token: u.token })));
-        const closedWith = (f: Feed) => new Promise<number>((r) => f.ws.once('close', (code) => r(code)));
+        const closedWith = (f: Feed) => f.closed;
         const [leavingClosed, robbedClosed] = [closedWith(leavingFeed!), closedWith(robbedFeed!)];
         assert.equal((await call(own.url, 'POST', '/api/auth/logout', { token: leaving.token })).status, 204);
         assert.equal(await leavingClosed, 1008, 'closed on logout, an hour before the next heartbeat');
@@ -311,7 +334,7 @@ for (const backend of BACKENDS) for (const shared of SHARED_STATES) {
       const u = await newUser(own);
       const b = await newBusiness(own, u);
       const f = await openFeed(own.url, { businessId: b.id, userId: u.id, token: u.token });
-      const closed = new Promise<number>((r) => f.ws.once('close', (code) => r(code)));
+      const { closed } = f;
       await own.close();
       assert.equal(await closed, 1001);
     });

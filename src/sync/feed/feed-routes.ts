@@ -18,6 +18,13 @@ const FeedQuery = Type.Object({
   token: Type.Optional(Type.String({ description: 'Access token, for browsers that cannot set Authorization on a WebSocket; redacted from logs.' })),
 });
 
+/**
+ * Sent once the socket's subscription is in place and its credential checked: every change committed after this
+ * message reaches the socket, so a client that pulls on it misses nothing (on `open` it could: the upgrade completes
+ * before the subscription).
+ */
+export const READY_MESSAGE = '{"type":"ready"}';
+
 /** Largest message a client may send; the feed is server-to-client, so anything bigger is abuse. */
 const MAX_CLIENT_PAYLOAD = 4096;
 
@@ -109,6 +116,7 @@ export function registerFeedRoutes(app: App, deps: SyncDeps, options: FeedOption
         const token = requestToken(req.headers.authorization, query)!;
         try {
           await hub.add(businessId, socket, { tokenHash: hashToken(token), userId: query.user_id.toLowerCase() });
+          if (socket.readyState === socket.OPEN) socket.send(READY_MESSAGE);
           if (socket.readyState !== socket.CLOSED) {
             deps.selfMetrics.feedConnections.inc();
             socket.once('close', () => deps.selfMetrics.feedConnections.dec());
