@@ -86,11 +86,14 @@ export async function run(argv: string[]): Promise<string> {
       'sign in and run sync() until they hold every record, in a child process (as devices are), first one alone, then',
       `${o.initialClients} at once. Service CPU covers this process (serving the pulls); client CPU the child's (applying them).`,
       'Requests: what one client\'s sync() sent, each counted by the user\'s rate limit (100 a minute by default; lifted here).',
+      'Retried: rounds that failed for the network and were run again, as an app\'s background sync would (causes below the table).',
       '',
-      '| Backend | Clients | Wall (s) | Per client p50 / max (s) | Records/s served | Service CPU (µs/record) | PostgreSQL CPU (µs/record) | Client CPU (µs/record) | Requests per client |',
-      '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+      '| Backend | Clients | Wall (s) | Per client p50 / max (s) | Records/s served | Service CPU (µs/record) | PostgreSQL CPU (µs/record) | Client CPU (µs/record) | Requests per client | Retried |',
+      '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
       ...results.flatMap(([b, r]) => [r.initial, r.crowd].filter((x): x is InitialSync => x !== undefined).map((x) =>
-        `| ${b} | ${x.clients} | ${(x.wallMs / 1000).toFixed(2)} | ${(x.p50Ms / 1000).toFixed(2)} / ${(x.maxMs / 1000).toFixed(2)} | ${fmt(x.recordsPerS)} | ${x.serviceUs.toFixed(1)} | ${pgUs(b, x.pgUs)} | ${x.clientUs.toFixed(1)} | ${x.requestsPerClient.toFixed(0)} |`)),
+        `| ${b} | ${x.clients} | ${(x.wallMs / 1000).toFixed(2)} | ${(x.p50Ms / 1000).toFixed(2)} / ${(x.maxMs / 1000).toFixed(2)} | ${fmt(x.recordsPerS)} | ${x.serviceUs.toFixed(1)} | ${pgUs(b, x.pgUs)} | ${x.clientUs.toFixed(1)} | ${x.requestsPerClient.toFixed(0)} | ${x.retries} |`)),
+      ...results.flatMap(([b, r]) => [r.initial, r.crowd].filter((x): x is InitialSync => x !== undefined && x.retries > 0)
+        .map((x) => `\nRetried rounds (${b}, ${x.clients} clients): ${x.retryCauses.join('; ')}.`)),
     );
   }
   if (o.feedSockets) {

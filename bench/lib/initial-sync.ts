@@ -17,9 +17,12 @@ export interface InitialSync {
   clientUs: number;
   /** HTTP requests one client's sync made (pulls, the business token, the push-less round's status checks). */
   requestsPerClient: number;
+  /** Rounds that failed for the network and were run again (an app's background sync retries them too), with their causes. */
+  retries: number;
+  retryCauses: string[];
 }
 
-interface Reply { times: number[]; wallMs: number; cpuUs: number; held: number[]; requests: number; error?: string }
+interface Reply { times: number[]; wallMs: number; cpuUs: number; held: number[]; requests: number; retries: number; causes: string[]; error?: string }
 
 /** `clients` fresh clients sync the business at once; each must end up holding `records` records. */
 export async function initialSync(o: { url: string; businessId: string; email: string; password: string; records: number; clients: number; pgNow: () => number }): Promise<InitialSync> {
@@ -39,7 +42,7 @@ export async function initialSync(o: { url: string; businessId: string; email: s
     return {
       clients: o.clients, wallMs: r.wallMs, p50Ms: times[times.length >> 1]!, maxMs: times.at(-1)!, recordsPerS: delivered / (r.wallMs / 1000),
       serviceUs: (cpu.user + cpu.system) / delivered, pgUs: ((o.pgNow() - pg0) * 1e6) / delivered, clientUs: r.cpuUs / delivered,
-      requestsPerClient: r.requests,
+      requestsPerClient: r.requests, retries: r.retries, retryCauses: r.causes,
     };
   } finally {
     child.kill();
