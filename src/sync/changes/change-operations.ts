@@ -62,6 +62,6 @@ export async function listConflicts(
 /** Resolves a pending conflict; a `local` resolution is a new applied change, so subscribers hear of it. */
 export async function resolveConflict(deps: ChangeDeps, businessId: string, conflictId: number, resolution: Resolution): Promise<Conflict> {
   const { conflict, applied } = await deps.changes.resolveConflict(businessId, conflictId, resolution, deps.now());
-  if (applied) await deps.notifier.notify(businessId, [{ ...applied, data: applied.operation === 'delete' ? null : JSON.stringify(applied.data) }]);
+  if (applied) await deps.notifier.notify(businessId, [applied]);
   return conflict;
 }

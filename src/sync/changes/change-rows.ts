@@ -1,16 +1,11 @@
 // Why: one place turns stored change and conflict rows into their wire shapes, for the store and the group applier alike.
 import type { Selectable } from 'kysely';
-import type { Change, Conflict, Operation } from './change-schemas.js';
+import type { Conflict, Operation } from './change-schemas.js';
 import type { ChangeTables } from './change-tables.js';
 import type { StoredChange } from './change-store.js';
 
 export type ChangeRow = Omit<Selectable<ChangeTables['sync_changes']>, 'prev_version' | 'resolves_conflict'>;
 type ConflictRow = Selectable<ChangeTables['sync_conflicts']>;
-
-export function toChange(row: ChangeRow): Change {
-  const c = toStoredChange(row);
-  return { ...c, data: c.data === null ? {} : (JSON.parse(c.data) as Record<string, unknown>) };
-}
 
 export function toStoredChange(row: ChangeRow): StoredChange {
   return {

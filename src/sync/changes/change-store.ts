@@ -35,8 +35,8 @@ export interface PullPage {
 
 export interface ResolvedConflict {
   conflict: Conflict;
-  /** The change a `local` resolution applied; null for `remote` and `skip`. */
-  applied: Change | null;
+  /** The change a `local` resolution applied (its data as stored text, for the feed); null for `remote` and `skip`. */
+  applied: StoredChange | null;
 }
 
 /**

@@ -1,10 +1,10 @@
 import { CompiledQuery, type Kysely, type Selectable, type Transaction } from 'kysely';
 import { AppError } from '../../core/errors.js';
 import type { DialectName } from '../../core/storage/database.js';
-import type { Change, ConflictFilter, Resolution } from './change-schemas.js';
-import type { AppliedPush, ChangeStore } from './change-store.js';
+import type { ConflictFilter, Resolution } from './change-schemas.js';
+import type { AppliedPush, ChangeStore, StoredChange } from './change-store.js';
 import type { ChangeTables } from './change-tables.js';
-import { toChange, toConflict, toStoredChange, type ChangeRow } from './change-rows.js';
+import { toConflict, toStoredChange, type ChangeRow } from './change-rows.js';
 import { createGroupApplier, type QueuedPush } from './push-apply.js';
 import { createPushGroupCommitter } from './push-group-commit.js';
 import { pushSql } from './push-sql.js';
@@ -128,7 +128,7 @@ export function createKyselyChangeStore(db: Db, dialect: DialectName, options: C
 }
 
 /** A `local` resolution: the conflict's pushed data becomes the record's next change, with the next server version. */
-async function applyLocal(trx: Trx, businessId: string, conflict: Selectable<ChangeTables['sync_conflicts']>, serverVersion: number, now: number): Promise<Change> {
+async function applyLocal(trx: Trx, businessId: string, conflict: Selectable<ChangeTables['sync_conflicts']>, serverVersion: number, now: number): Promise<StoredChange> {
   const current = await trx.selectFrom('sync_records').select(['record_version', 'server_version'])
     .where('business_id', '=', businessId).where('table_name', '=', conflict.table_name).where('record_uuid', '=', conflict.record_uuid)
     .executeTakeFirst();
@@ -157,5 +157,5 @@ async function applyLocal(trx: Trx, businessId: string, conflict: Selectable<Cha
     .onConflict((oc) => oc.columns(['business_id', 'table_name', 'record_uuid']).doUpdateSet(state))
     .execute();
   await trx.updateTable('sync_counters').set({ server_version: serverVersion }).where('business_id', '=', businessId).execute();
-  return toChange({ ...row, id });
+  return toStoredChange({ ...row, id });
 }

@@ -26,10 +26,14 @@ export interface ChangeEvent {
  */
 export const FEED_DATA_MAX = 8 * 1024;
 
-/** What travels on the pub/sub channel: one message per committed write, its events in version order. */
+/**
+ * What travels on the pub/sub channel: one message per committed write, its changes in version order, their data
+ * as the stored JSON text (each instance's feed writes it into its messages as it is: nothing is parsed on the push
+ * path, nor by an instance for its sockets).
+ */
 export interface ChangeBatch {
   business_id: string;
-  events: ChangeEvent[];
+  events: AppliedChange[];
 }
 
 /**
@@ -72,14 +76,14 @@ export function businessChannel(businessId: string): string {
   return `sync:changes:${businessId}`;
 }
 
-export function toEvent(change: AppliedChange): ChangeEvent {
-  const event: ChangeEvent = {
+/** The ChangeEvent text of an applied change: the stored data text is written in as it is (`{}` for a delete). */
+export function feedMessage(change: AppliedChange): string {
+  const head = JSON.stringify({
     type: 'change', table_name: change.table_name, record_uuid: change.record_uuid, version: change.version, instance_id: change.instance_id,
     operation: change.operation, record_version: change.record_version, created_at: change.created_at,
-  };
-  if (change.data === null) event.data = {};
-  else if (change.data.length <= FEED_DATA_MAX) event.data = JSON.parse(change.data) as Record<string, unknown>;
-  return event;
+  } satisfies Omit<ChangeEvent, 'data'>);
+  const data = change.data === null ? '{}' : change.data;
+  return typeof data === 'string' && data.length <= FEED_DATA_MAX ? `${head.slice(0, -1)},"data":${data}}` : head;
 }
 
 /**
@@ -91,7 +95,7 @@ export function createPubSubNotifier(pubsub: PubSub, log: WarnLogger): ChangeNot
   return {
     async notify(businessId, changes) {
       if (!changes.length) return;
-      const batch: ChangeBatch = { business_id: businessId, events: changes.map(toEvent) };
+      const batch: ChangeBatch = { business_id: businessId, events: [...changes] };
       try {
         await pubsub.publish(businessChannel(businessId), batch);
       } catch (e: unknown) {

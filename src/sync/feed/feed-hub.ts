@@ -1,5 +1,5 @@
 import type { PubSub } from '../../core/pubsub/pubsub.js';
-import { businessChannel, isAccessChange, type ChangeBatch, type WarnLogger } from './change-events.js';
+import { businessChannel, feedMessage, isAccessChange, type ChangeBatch, type WarnLogger } from './change-events.js';
 
 /** The part of a `ws` WebSocket the hub uses (so the policy can be tested without a network). */
 export interface FeedSocket {
@@ -106,7 +106,7 @@ export function createFeedHub<C>(pubsub: PubSub, options: FeedOptions, log: Warn
     const events = (message as Partial<ChangeBatch> | null)?.events;
     if (!Array.isArray(events)) return;
     // Encoded once for every socket: with thousands of subscribers the per-socket work is the send alone.
-    const frames = events.map((e) => Buffer.from(JSON.stringify(e)));
+    const frames = events.map((e) => Buffer.from(feedMessage(e)));
     for (const socket of sockets) {
       const held = pending.get(socket);
       if (held) { held.push(message); continue; }
