@@ -15,7 +15,6 @@ export type FeedSocketConstructor = new (url: string) => FeedSocket;
 export interface FeedHandlers {
   /** The socket URL to connect to (fetching a fresh token first); a throw counts as a failed attempt. */
   url(): Promise<string>;
-  onOpen(): void;
   /** The server's subscription of this socket is in place: every change committed from here on comes over it. */
   onReady(): void;
   onMessage(message: FeedMessage): void;
@@ -86,7 +85,6 @@ export class FeedConnection {
       opened = true;
       this.attempt = 0;
       this.socket = socket;
-      this.handlers.onOpen();
     };
     socket.onmessage = (ev) => {
       let msg: unknown;

@@ -390,9 +390,8 @@ export class SyncClient {
     if (!Socket) throw new SyncClientError('invalid_request', 'no WebSocket implementation: pass options.WebSocket (e.g. the ws package on Node 20)');
     this.feed = new FeedConnection(Socket, {
       url: () => this.feedUrl(),
-      // After every (re)connect, pull from the last applied version: nothing sent while away is missed.
-      onOpen: () => this.kick(),
-      // Pulled from here: a change committed before the server's subscription was in place is in the pull, every later one comes over the feed.
+      // After every (re)connect, pull from the last applied version once the server's subscription is in place (not
+      // on open, which comes first): a change committed before it is in the pull, every later one comes over the feed.
       onReady: () => {
         this.pullDue = true;
         this.kick();
@@ -721,7 +720,12 @@ export class SyncClient {
       // A background round sends what was due when it began and what did not fit; edits made meanwhile (a record's
       // next edit waits for the previous one's answer) go with the next round, a second later at most.
       let pushed = false;
-      for (let r = await this.pushOnce(); r !== 'none'; r = r === 'more' || full ? await this.pushOnce() : 'none') pushed = true;
+      for (;;) {
+        const sent = await this.pushOnce();
+        if (sent === 'none') break;
+        pushed = true;
+        if (sent === 'all' && !full) break;
+      }
       if (pushed && !live) await this.pullAll();
       this.retryAttempt = 0;
       this.setState(this.started && !this.feed?.connected ? 'offline' : 'up-to-date');
@@ -880,11 +884,11 @@ export class SyncClient {
 
   /**
    * Pushes one batch: the oldest outstanding entry of each record not held by a conflict. `none` when nothing was due;
-   * `more` when entries were left for lack of room (a full batch, or a refused one to send again smaller); else `sent`.
+   * `more` when entries were left for lack of room (a full batch, or a refused one to send again smaller); else `all`.
    */
-  private async pushOnce(): Promise<'none' | 'sent' | 'more'> {
+  private async pushOnce(): Promise<'none' | 'all' | 'more'> {
     const batch: OutboxEntry[] = [];
-    let full = false;
+    let leftOver = false;
     await this.locked(async () => {
       const seen = new Set<string>();
       let bytes = 0;
@@ -897,7 +901,7 @@ export class SyncClient {
         // UTF-8 bytes, as the server's body limit counts them: text of 3-byte characters is 3 times its length.
         const size = UTF8.encode(JSON.stringify(e.data)).length + 200;
         if (batch.length >= Math.min(this.o.pushBatchSize ?? 500, MAX_PUSH_ITEMS, this.pushCap) || (batch.length && bytes + size > PUSH_BODY_BUDGET)) {
-          full = true;
+          leftOver = true;
           break;
         }
         bytes += size;
@@ -928,12 +932,12 @@ export class SyncClient {
       }
       const rejection = { kind: changes.length ? 'change' : 'tombstone', index: 0, reason: `${e.code}: ${e.details ?? e.message}` } as const;
       await this.settlePush(batch, changes, tombstones, { accepted: 0, rejected: 1, server_version: 0, conflicts: [], rejections: [rejection] });
-      return full ? 'more' : 'sent';
+      return leftOver ? 'more' : 'all';
     }
     this.pushCap = Math.min(2 * this.pushCap, MAX_PUSH_ITEMS);
     const newConflicts = await this.settlePush(batch, changes, tombstones, result);
     await this.offerConflicts(newConflicts);
-    return full ? 'more' : 'sent';
+    return leftOver ? 'more' : 'all';
   }
 
   private pushRequest(changes: OutboxEntry[], tombstones: OutboxEntry[]): Promise<PushResult> {

@@ -2,9 +2,9 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { BACKENDS } from '../helpers/backends.js';
-import { addMember, newBusiness, newUser, startSync } from '../helpers/sync.js';
+import { newBusiness, newUser, startSync } from '../helpers/sync.js';
 import { SyncClientError, type Progress } from '../../src/client/index.js';
-import { device, oneBusiness } from './client-fixtures.js';
+import { device, oneBusiness, ownerAndMember } from './client-fixtures.js';
 
 describe('sync client: attachments', { concurrency: true }, () => {
   for (const backend of BACKENDS) {
@@ -85,12 +85,7 @@ describe('sync client: attachments', { concurrency: true }, () => {
     });
 
     test(`on ${backend}: 413 and membership failures are typed errors, not retried`, async (t) => {
-      const s = await startSync(backend, { attachmentMaxBytes: 1000 });
-      t.after(() => s.close());
-      const owner = await newUser(s);
-      const member = await newUser(s);
-      const b = await newBusiness(s, owner);
-      await addMember(s, owner, b.id, member);
+      const { s, owner, member, b } = await ownerAndMember(t, backend, { attachmentMaxBytes: 1000 });
       const a = await device(s.url, member, b.id);
       t.after(() => a.close());
       const rec = randomUUID();

@@ -4,7 +4,8 @@ import { SyncClient, createMemoryStore, type LocalStore, type SyncClientOptions 
 import type { StoreOp } from '../../src/client/local-store.js';
 import type { TestContext } from 'node:test';
 import type { BackendName } from '../helpers/backends.js';
-import { newBusiness, newUser, startSync, type TestUser } from '../helpers/sync.js';
+import type { SyncConfig } from '../../src/sync/config.js';
+import { addMember, newBusiness, newUser, startSync, type TestUser } from '../helpers/sync.js';
 
 /** A device: a SyncClient signed in as `user` (by login, so each device has its own session) for `businessId`. */
 export async function device(url: string, user: TestUser, businessId: string, options: Partial<SyncClientOptions> & { store?: LocalStore } = {}): Promise<SyncClient> {
@@ -36,6 +37,17 @@ export async function oneBusiness(t: TestContext, backend: BackendName) {
     return client;
   };
   return { s, u, b, open };
+}
+
+/** A server on `backend` (with `overrides`) with a business of `owner` that `member` belongs to as well; the server is closed after the test. */
+export async function ownerAndMember(t: TestContext, backend: BackendName, overrides: Partial<SyncConfig> = {}) {
+  const s = await startSync(backend, overrides);
+  t.after(() => s.close());
+  const owner = await newUser(s);
+  const member = await newUser(s);
+  const b = await newBusiness(s, owner);
+  await addMember(s, owner, b.id, member);
+  return { s, owner, member, b };
 }
 
 /** Resolves when `predicate` holds, checking every 10 ms; fails after `ms`. */

@@ -3,11 +3,10 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { BACKENDS } from '../helpers/backends.js';
 import { call } from '../helpers/http.js';
-import { addMember, newBusiness, newUser, startSync } from '../helpers/sync.js';
 import { createMemoryStore, fieldMerge, lastWriterWins, SyncClientError, type ConflictView, type LocalStore, type RecordData, type SyncClient, type SyncClientOptions, type SyncState } from '../../src/client/index.js';
 import { runExpiryCleanup } from '../../src/core/storage/expiry-cleanup.js';
 import { syncExpiryRules } from '../../src/sync/storage/expiry-rules.js';
-import { device, Network, oneBusiness, refusingStore } from './client-fixtures.js';
+import { device, Network, oneBusiness, ownerAndMember, refusingStore } from './client-fixtures.js';
 
 /** `a` and `other` start from v1 of a note; `a` syncs an edit, then `other` pushes its own: `other` holds the conflict. */
 async function conflicted(a: SyncClient, other: SyncClient): Promise<{ rec: string; conflict: ConflictView }> {
@@ -72,12 +71,7 @@ async function conflictOn(a: SyncClient, c: SyncClient, rec: string, first: Reco
 describe('sync client: conflicts', { concurrency: true }, () => {
   for (const backend of BACKENDS) {
     test(`on ${backend}: two devices edit one record offline; the later one gets the conflict with both sides, resolves it, and both converge`, async (t) => {
-      const s = await startSync(backend);
-      t.after(() => s.close());
-      const owner = await newUser(s);
-      const other = await newUser(s);
-      const b = await newBusiness(s, owner);
-      await addMember(s, owner, b.id, other);
+      const { s, owner, member: other, b } = await ownerAndMember(t, backend);
       const netA = new Network();
       const netB = new Network();
       const a = await device(s.url, owner, b.id, { fetch: netA.fetch });

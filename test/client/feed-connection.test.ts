@@ -20,15 +20,13 @@ class SlowSocket implements FeedSocket {
 }
 
 test('stop() while the socket is still opening closes it: it never opens into a stopped feed (it stayed open for good)', async () => {
-  let opened = 0;
-  const feed = new FeedConnection(SlowSocket, { url: async () => 'ws://feed.invalid/ws/sync', onOpen: () => { opened++; }, onReady: () => undefined, onMessage: () => undefined, onClose: () => undefined, onRetry: () => undefined });
+  const feed = new FeedConnection(SlowSocket, { url: async () => 'ws://feed.invalid/ws/sync', onReady: () => undefined, onMessage: () => undefined, onClose: () => undefined, onRetry: () => undefined });
   feed.start();
   await new Promise((resolve) => setTimeout(resolve, 10));
   assert.equal(sockets.length, 1, 'the socket is being opened');
   feed.stop();
   await new Promise((resolve) => setTimeout(resolve, 100));
   assert.equal(sockets[0]!.closedWith, 1000);
-  assert.equal(opened, 0);
   assert.equal(feed.connected, false);
   assert.equal(sockets.length, 1, 'and no other was opened');
 });

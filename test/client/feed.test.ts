@@ -6,7 +6,7 @@ import { BACKENDS } from '../helpers/backends.js';
 import { addMember, newBusiness, newUser, startSync } from '../helpers/sync.js';
 import { call } from '../helpers/http.js';
 import type { FeedSocket, FeedSocketConstructor, SyncState } from '../../src/client/index.js';
-import { device, Network, oneBusiness, until } from './client-fixtures.js';
+import { device, Network, oneBusiness, ownerAndMember, until } from './client-fixtures.js';
 
 /** The `ws` WebSocket with the messages `drop` picks left out, as a message lost between the service and the device. */
 function lossyWebSocket(drop: (message: { version: number }) => boolean): FeedSocketConstructor {
@@ -72,7 +72,7 @@ describe('sync client: live feed', { concurrency: true }, () => {
       assert.ok(heard.length === sentA.length, `B heard each pushed version once: ${heard.length} changes for ${sentA.length} pushes`);
     });
 
-    test(`on ${backend}: a feed message lost on the way: the next one shows the gap, and one pull brings both, each applied once`, async (t) => {
+    test(`on ${backend}: a feed message lost on the way: the next one shows the gap, and one pull brings both, each applied once; a change too large to carry is pulled`, async (t) => {
       const { open } = await oneBusiness(t, backend);
       const writer = await open();
       const net = new Network();
@@ -97,6 +97,12 @@ describe('sync client: live feed', { concurrency: true }, () => {
       await writer.sync();
       await until(() => watcher.pulledVersion === 3, 5_000, 'the gap pulled');
       assert.equal(net.count('/api/sync/pull'), pullsBefore + 1);
+      // A change too large for a feed message to carry comes as a hint: one more pull brings it.
+      ids.push(randomUUID());
+      await writer.put('orders', ids[3]!, { text: 'x'.repeat(9_000) });
+      await writer.sync();
+      await until(() => watcher.pulledVersion === 4, 5_000, 'the large change pulled');
+      assert.equal(net.count('/api/sync/pull'), pullsBefore + 2);
       assert.deepEqual([...applied.entries()].sort(), ids.map((id) => [id, 1]).sort());
     });
 
@@ -171,12 +177,7 @@ describe('sync client: live feed', { concurrency: true }, () => {
     });
 
     test(`on ${backend}: a member removed while syncing in the background: the device stops (no refused retries every 30 s), says accessLost once, keeps its data; start() after being added again syncs`, async (t) => {
-      const s = await startSync(backend);
-      t.after(() => s.close());
-      const owner = await newUser(s);
-      const member = await newUser(s);
-      const b = await newBusiness(s, owner);
-      await addMember(s, owner, b.id, member);
+      const { s, owner, member, b } = await ownerAndMember(t, backend);
       const network = new Network();
       const d = await device(s.url, member, b.id, { fetch: network.fetch });
       t.after(() => d.close());
