@@ -140,13 +140,14 @@ test('a request the router refuses before any hook (a malformed escape) is count
 test('the free-space floor is on /metrics: free bytes of each watched directory, and 1 while writes are refused for want of space', async (t) => {
   const { app, metrics } = build();
   t.after(() => app.close());
-  let readings = [{ dir: '/data', freeBytes: 1_000_000, low: true }, { dir: '/attachments', freeBytes: 900_000_000, low: false }];
-  exposeDiskGuard(metrics, { readings: () => readings, paused: () => readings.some((r) => r.low) });
+  const floor = 64_000_000;
+  let readings = [{ dir: '/data', freeBytes: 1_000_000 }, { dir: '/attachments', freeBytes: 900_000_000 }];
+  exposeDiskGuard(metrics, { readings: () => readings, paused: () => readings.some((r) => r.freeBytes < floor) });
   let body = (await scrape(app)).body;
   assert.equal(sample(body, 'storage_free_bytes', { service: 'test', dir: '/data' }), 1_000_000);
   assert.equal(sample(body, 'storage_free_bytes', { service: 'test', dir: '/attachments' }), 900_000_000);
   assert.equal(sample(body, 'storage_writes_refused', { service: 'test' }), 1);
-  readings = [{ dir: '/data', freeBytes: 80_000_000, low: false }];
+  readings = [{ dir: '/data', freeBytes: 80_000_000 }];
   body = (await scrape(app)).body;
   assert.equal(sample(body, 'storage_writes_refused', { service: 'test' }), 0);
   assert.equal(sample(body, 'storage_free_bytes', { service: 'test', dir: '/attachments' }), undefined, 'read at each scrape: a directory no longer watched is gone');

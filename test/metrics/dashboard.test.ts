@@ -333,6 +333,12 @@ test('while ingest is paused for want of disk space, every page says so at the t
   };
   const notice = '<p class="notice ingest-paused" role="status">Reports are not being accepted: the server&#39;s disk is nearly full. Agents keep theirs and send them once space is freed.</p>';
   for (const path of ['/', '/fleet']) assert.ok((await page(full.url, path)).includes(notice), `${path} says ingest is paused`);
+  // The host whose report was refused is not there: its page says why it may be missing, under the tenant's name.
+  const missing = await fetch(`${full.url}/hosts/web-1`, { headers: { authorization: `Bearer ${token}`, accept: 'text/html' } });
+  assert.equal(missing.status, 404);
+  const missingPage = await missing.text();
+  assert.ok(missingPage.includes(notice), 'the host page of a host never stored says ingest is paused');
+  assert.match(missingPage, /acme/);
   const normal = await startMetrics('sqlite');
   t.after(() => normal.close());
   const other = await normal.newTenant('acme');

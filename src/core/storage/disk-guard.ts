@@ -9,7 +9,7 @@ export interface DiskGuard {
   /** Whether a watched directory has less than the floor free: writes are refused. */
   paused(): boolean;
   /** The last reading of each watched directory, for /metrics. */
-  readings(): ReadonlyArray<{ dir: string; freeBytes: number; low: boolean }>;
+  readings(): ReadonlyArray<{ dir: string; freeBytes: number }>;
   /**
    * An onRequest hook answering the 503 of a full disk while paused, before the body is read. Not async: no promise per
    * request on ingest.
@@ -69,7 +69,7 @@ export async function createDiskGuard(o: DiskGuardOptions): Promise<DiskGuard> {
   timer?.unref();
   return {
     paused: () => low.size > 0,
-    readings: () => [...frees].map(([dir, freeBytes]) => ({ dir, freeBytes, low: low.has(dir) })),
+    readings: () => [...frees].map(([dir, freeBytes]) => ({ dir, freeBytes })),
     hook: (_req, _reply, done) => done(low.size ? storageFullError() : undefined),
     close: () => clearInterval(timer),
   };

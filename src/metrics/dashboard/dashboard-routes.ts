@@ -14,7 +14,7 @@ import type { MetricsStore } from '../domain/metrics-store.js';
 import { readHostSeries, type SeriesSettings } from '../domain/series.js';
 import { FULLEST_DISK, readTopHostsBy } from '../domain/top-hosts.js';
 import { tenantFromAuthorization } from '../http/authenticate.js';
-import { ROWS_PER_PIECE, dashboardPieces, parseHostListQuery } from './dashboard-page.js';
+import { ROWS_PER_PIECE, accountAside, dashboardPieces, parseHostListQuery } from './dashboard-page.js';
 import { fleetPageParts, fleetPageRest } from './fleet-page.js';
 import { hostPageParts, hostPageRest } from './host-page.js';
 import { html } from './html-template.js';
@@ -154,6 +154,9 @@ export async function registerDashboard(app: App, deps: DashboardDeps): Promise<
         return reply.code(404).type(HTML).header('cache-control', 'no-store').send(pageLayout({
           title: 'No such host · Fleet metrics',
           nav: 'hosts',
+          // As every page: the account, and why a host may not have appeared (its reports refused for want of disk).
+          headerAside: accountAside(who.tenantName, who.session),
+          ingestPaused: deps.ingestPaused(),
           body: html`<section class="empty"><h1>No such host</h1><p>This tenant has no host <code>${hostId}</code>. It may have been removed by retention.</p><p><a href="/">Back to the host list</a></p></section>`,
         }).value);
       }
