@@ -73,6 +73,11 @@ export interface SyncClientOptions extends TransportOptions, Omit<SessionOptions
    * the next one, so steady editing costs about one push a second of the user's rate limit (100 requests a minute).
    */
   minRoundIntervalMs?: number;
+  /**
+   * With the feed connected, a background round also pulls when nothing was pulled for this many ms (default 60,000):
+   * the bound on a feed message lost on the way with nothing after it to show the gap.
+   */
+  safetyPullMs?: number;
   /** Retries of a failed background sync; never sooner than the retry_after of a 503 (at most maxRetryAfterSeconds). */
   retry?: BackoffOptions;
   attachments?: AttachmentOptions;
@@ -84,8 +89,8 @@ const PUSH_BODY_BUDGET = 768 * 1024;
 const MAX_PUSH_ITEMS = 1000;
 /**
  * With the feed connected, a background round pulls only when the feed gave cause (a gap in its versions, a message
- * without its data, a reconnect); and at least this often, for a message lost on the way (its publish is
- * at-most-once) while nothing else came after it.
+ * without its data, a reconnect); and at least this often (`safetyPullMs`), for a message lost on the way (its publish
+ * is at-most-once) while nothing else came after it.
  */
 const SAFETY_PULL_MS = 60_000;
 /**
@@ -409,11 +414,13 @@ export class SyncClient {
       onRetry: (e) => this.onBackgroundError(e),
     }, this.o.reconnect);
     this.feed.start();
+    const safetyMs = this.o.safetyPullMs ?? SAFETY_PULL_MS;
+    // Checked four times per period: the pull comes at most a quarter period late.
     this.safetyTimer = setInterval(() => {
-      if (Date.now() - this.lastPullAt < SAFETY_PULL_MS) return;
+      if (Date.now() - this.lastPullAt < safetyMs) return;
       this.pullDue = true;
       this.kick();
-    }, SAFETY_PULL_MS);
+    }, safetyMs / 4);
     (this.safetyTimer as { unref?: () => void }).unref?.();
     this.kick();
   }

@@ -5,8 +5,8 @@ import WebSocket from 'ws';
 import { BACKENDS } from '../helpers/backends.js';
 import { addMember, newBusiness, newUser, startSync } from '../helpers/sync.js';
 import { call } from '../helpers/http.js';
-import type { FeedSocket, FeedSocketConstructor, SyncState } from '../../src/client/index.js';
-import { device, Network, oneBusiness, ownerAndMember, until } from './client-fixtures.js';
+import { createMemoryStore, type FeedSocket, type FeedSocketConstructor, type SyncState } from '../../src/client/index.js';
+import { device, Network, oneBusiness, ownerAndMember, refusingStore, until } from './client-fixtures.js';
 
 /** The `ws` WebSocket with the messages `drop` picks left out, as a message lost between the service and the device. */
 function lossyWebSocket(drop: (message: { version: number }) => boolean): FeedSocketConstructor {
@@ -104,6 +104,60 @@ describe('sync client: live feed', { concurrency: true }, () => {
       await until(() => watcher.pulledVersion === 4, 5_000, 'the large change pulled');
       assert.equal(net.count('/api/sync/pull'), pullsBefore + 2);
       assert.deepEqual([...applied.entries()].sort(), ids.map((id) => [id, 1]).sort());
+    });
+
+    test(`on ${backend}: the last message of a burst lost on the way (no later one shows the gap) is pulled by the safety pull, and nothing is asked before it`, async (t) => {
+      const { open } = await oneBusiness(t, backend);
+      const writer = await open();
+      const net = new Network();
+      const safetyPullMs = 1_500;
+      const watcher = await open({ fetch: net.fetch, WebSocket: lossyWebSocket((m) => m.version === 2), safetyPullMs });
+      watcher.start();
+      await until(() => watcher.syncState === 'up-to-date', 10_000, 'the watcher to connect');
+      await settled(net);
+      await writer.put('orders', randomUUID(), { n: 0 });
+      await writer.sync();
+      await until(() => watcher.pulledVersion === 1, 5_000, 'version 1 from the feed');
+      const pullsBefore = net.count('/api/sync/pull');
+      const lost = randomUUID();
+      await writer.put('orders', lost, { n: 1 });
+      await writer.sync();
+      const sent = Date.now();
+      await new Promise((r) => setTimeout(r, 500));
+      assert.equal(watcher.pulledVersion, 1, 'version 2 never came over the feed');
+      // safetyPullMs after the last pull, checked every quarter of it.
+      await until(() => watcher.pulledVersion === 2, safetyPullMs + 2_000, 'the safety pull');
+      assert.deepEqual(await watcher.get('orders', lost), { n: 1 });
+      assert.equal(net.count('/api/sync/pull'), pullsBefore + 1, 'one pull brought it');
+      assert.ok(Date.now() - sent >= 500, 'not before the wait above');
+      assert.deepEqual(net.calls.slice(-1), ['/api/sync/pull'], 'nothing but that pull');
+    });
+
+    test(`on ${backend}: a feed message the local store refuses to apply (storage full) is reported and pulled by the retried round, applied once`, async (t) => {
+      const { open } = await oneBusiness(t, backend);
+      const writer = await open();
+      const net = new Network();
+      let refuse = false;
+      const store = refusingStore(createMemoryStore(), (ops) => refuse && ops.some((o) => o.op === 'put' && o.collection === 'records') && !(refuse = false));
+      const watcher = await open({ fetch: net.fetch, store });
+      const errors: string[] = [];
+      const applied: string[] = [];
+      watcher.on('error', (e) => errors.push(`${e.code}: ${e.message}`));
+      watcher.on('change', (e) => applied.push(e.uuid));
+      watcher.start();
+      await until(() => watcher.syncState === 'up-to-date', 10_000, 'the watcher to connect');
+      await settled(net);
+      const pullsBefore = net.count('/api/sync/pull');
+      const id = randomUUID();
+      refuse = true;
+      await writer.put('orders', id, { n: 1 });
+      await writer.sync();
+      await until(() => watcher.pulledVersion === 1, 5_000, 'the change, pulled after the refusal');
+      assert.equal(refuse, false, 'the store refused the feed message\'s write');
+      assert.deepEqual(errors, ['local_store: the local store failed: QuotaExceededError: the quota has been exceeded']);
+      assert.deepEqual(await watcher.get('orders', id), { n: 1 });
+      assert.deepEqual(applied, [id], 'applied once');
+      assert.equal(net.count('/api/sync/pull'), pullsBefore + 1);
     });
 
     test(`on ${backend}: the feed drops and reconnects during a burst of pushes, and every change is applied exactly once`, async (t) => {

@@ -182,6 +182,35 @@ describe('sync client: a server restored from a backup', { concurrency: true }, 
       assert.deepEqual(dropped.map((c) => [c.uuid, c.data]), [[lost, null]]);
     });
 
+    test(`on ${backend}: a record the restore lost that the device edited meanwhile keeps the edit, known as never synced, and the server takes it`, async (t) => {
+      const env = await restartable(t, backend);
+      const a = await env.open();
+      const [kept, edited] = [randomUUID(), randomUUID()];
+      await a.put('jobs', kept, { n: 0 });
+      await a.sync();
+      const saved = await backup(env.storage);
+      // After the backup: the server's record is lost by the restore, the device's edit of it is not sent yet.
+      await a.put('jobs', edited, { n: 1 });
+      await a.sync();
+      await a.put('jobs', edited, { n: 2 });
+      await env.restart(() => saved.restore());
+
+      const resets: HistoryReset[] = [];
+      const changes: ChangeApplied[] = [];
+      a.on('reset', (r) => resets.push(r));
+      a.on('change', (c) => changes.push(c));
+      await a.sync();
+      assert.deepEqual(resets, [{ cursor: 2, serverVersion: 1 }]);
+      assert.deepEqual(changes, [], 'the app keeps showing its edit: nothing moved');
+      assert.equal(a.pendingChanges, 0, 'the edit was pushed');
+      assert.deepEqual(await a.conflicts(), []);
+      const expected = { [kept]: { n: 0 }, [edited]: { n: 2 } };
+      assert.deepEqual(await contents(a, 'jobs'), expected);
+      const c = await env.open();
+      await c.sync();
+      assert.deepEqual(await contents(c, 'jobs'), expected, 'the server holds the edit');
+    });
+
     test(`on ${backend}: a conflict the device holds goes back to its outbox (its id is the old history's) and is pushed again; a server without it takes the edit`, async (t) => {
       const env = await restartable(t, backend);
       const a = await env.open();
