@@ -76,12 +76,18 @@ export class AttachmentClient {
     }
   }
 
-  /** Downloads an attachment's bytes, checking them against the listed size and SHA-256 when `expect` is given. */
+  /**
+   * Downloads an attachment's bytes, checking them against the listed size and SHA-256 when `expect` is given. A
+   * download that breaks off is retried from the bytes it has (a Range request, tied to the file by its ETag), not
+   * from the start; a server that answers with the whole file instead is read from the start.
+   */
   async download(uuid: string, options: { onProgress?: (p: Progress) => void; signal?: AbortSignal; expect?: Pick<Attachment, 'size' | 'sha256'> } = {}): Promise<Uint8Array> {
     const attempts = this.o.attempts ?? 5;
+    const got: Received = { parts: [], loaded: 0, total: 0, etag: null };
     for (let attempt = 0; ; attempt++) {
       try {
-        const bytes = await this.downloadOnce(uuid, options);
+        await this.downloadOnce(uuid, options, got);
+        const bytes = joined(got);
         if (options.expect && (bytes.length !== options.expect.size || (await hexSha256(bytes)) !== options.expect.sha256)) {
           throw new SyncClientError('integrity', `attachment ${uuid}: the bytes received do not match its size and SHA-256`);
         }
@@ -145,35 +151,60 @@ export class AttachmentClient {
     return attachment;
   }
 
-  private downloadOnce(uuid: string, options: { onProgress?: (p: Progress) => void; signal?: AbortSignal }): Promise<Uint8Array> {
+  private async downloadOnce(uuid: string, options: { onProgress?: (p: Progress) => void; signal?: AbortSignal }, got: Received): Promise<void> {
+    const resume = got.etag !== null && got.loaded > 0 && got.loaded < got.total;
     // Read under the request's signals: the caller's signal and the client's close stop a download under way.
-    return this.session.businessRequest(this.business(), 'GET', `/api/sync/attachment/${encodeURIComponent(uuid)}`, {
-      signal: options.signal, read: (res) => readDownload(res, uuid, options),
+    await this.session.businessRequest(this.business(), 'GET', `/api/sync/attachment/${encodeURIComponent(uuid)}`, {
+      signal: options.signal, read: (res) => readDownload(res, uuid, options, got),
+      ...(resume ? { headers: { range: `bytes=${got.loaded}-`, 'if-range': got.etag! } } : {}),
     });
   }
 }
 
+/** What a download has received so far, kept across its attempts. */
+interface Received {
+  parts: Uint8Array[];
+  loaded: number;
+  /** The file's size, once an answer said it (0: unknown, so nothing to resume). */
+  total: number;
+  /** The file's strong ETag, which a resumed request names in If-Range (a weak one cannot). */
+  etag: string | null;
+}
+
 /**
- * The body of a download, with progress. It is read as the transport's `read`: a body that breaks off is `network`,
- * one cut by the caller's signal or the client's close rejects as that request would.
+ * The body of a download, with progress, added to what `got` holds: a 206 goes on from where the bytes stopped, a
+ * 200 (the whole file) starts over. It is read as the transport's `read`: a body that breaks off is `network`, and
+ * the bytes taken before stay in `got` for the next attempt; one cut by the caller's signal or the client's close
+ * rejects as that request would.
  */
-async function readDownload(res: Response, uuid: string, options: { onProgress?: (p: Progress) => void }): Promise<Uint8Array> {
-  const total = Number(res.headers.get('content-length') ?? 0);
-  const chunks: Uint8Array[] = [];
-  let loaded = 0;
-  options.onProgress?.({ loaded, total });
+async function readDownload(res: Response, uuid: string, options: { onProgress?: (p: Progress) => void }, got: Received): Promise<void> {
+  if (res.status === 206) {
+    const m = /^bytes (\d+)-\d+\/(\d+)$/.exec(res.headers.get('content-range') ?? '');
+    if (!m || Number(m[1]) !== got.loaded) {
+      Object.assign(got, { parts: [], loaded: 0, total: 0, etag: null });
+      throw new SyncClientError('network', `attachment ${uuid}: the server sent another range than the one asked for (${res.headers.get('content-range')}); starting over`);
+    }
+    got.total = Number(m[2]);
+  } else {
+    const etag = res.headers.get('etag');
+    Object.assign(got, { parts: [], loaded: 0, total: Number(res.headers.get('content-length') ?? 0), etag: etag && !etag.startsWith('W/') ? etag : null });
+  }
+  options.onProgress?.({ loaded: got.loaded, total: got.total });
   const reader = res.body!.getReader();
   for (;;) {
     const { done, value } = await reader.read();
     if (done) break;
-    chunks.push(value);
-    loaded += value.length;
-    options.onProgress?.({ loaded, total });
+    got.parts.push(value);
+    got.loaded += value.length;
+    options.onProgress?.({ loaded: got.loaded, total: got.total });
   }
-  if (total && loaded !== total) throw new SyncClientError('network', `attachment ${uuid}: received ${loaded} of ${total} bytes`);
-  const out = new Uint8Array(loaded);
+  if (got.total && got.loaded !== got.total) throw new SyncClientError('network', `attachment ${uuid}: received ${got.loaded} of ${got.total} bytes`);
+}
+
+function joined(got: Received): Uint8Array {
+  const out = new Uint8Array(got.loaded);
   let at = 0;
-  for (const c of chunks) { out.set(c, at); at += c.length; }
+  for (const c of got.parts) { out.set(c, at); at += c.length; }
   return out;
 }
 

@@ -23,6 +23,8 @@ export const ERROR_STATUS = {
   payload_too_large: 413,
   /** The body is not in a media type the endpoint accepts. */
   unsupported_media_type: 415,
+  /** A `Range` that selects no byte of the file (a download); its `Content-Range` gives the file's size. */
+  range_not_satisfiable: 416,
   /** An `Expect` header other than `100-continue` (answered by the HTTP layer). */
   expectation_failed: 417,
   /** A documented bound was reached (metric names per host, members...). */
@@ -44,13 +46,16 @@ export class AppError extends Error {
   readonly details: string | undefined;
   /** Extra fields merged into the JSON body (for example `retry_after`). */
   readonly extra: Record<string, unknown> | undefined;
+  /** Response headers the answer needs besides the body (a 416's `Content-Range`). */
+  readonly headers: Record<string, string> | undefined;
 
-  constructor(code: ErrorCode, details?: string, extra?: Record<string, unknown>) {
+  constructor(code: ErrorCode, details?: string, extra?: Record<string, unknown>, headers?: Record<string, string>) {
     super(details ? `${code}: ${details}` : code);
     this.name = 'AppError';
     this.code = code;
     this.details = details;
     this.extra = extra;
+    this.headers = headers;
   }
 
   get status(): number {

@@ -6,6 +6,21 @@ import { newBusiness, newUser, startSync } from '../helpers/sync.js';
 import { SyncClientError, type Progress } from '../../src/client/index.js';
 import { device, oneBusiness, ownerAndMember } from './client-fixtures.js';
 
+/** `res` with its body cut off (a connection that breaks) once more than `after` bytes have come through. */
+function brokenOff(res: Response, after: number): Response {
+  const reader = res.body!.getReader();
+  let sent = 0;
+  const broken = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      const { done, value } = await reader.read();
+      if (done || sent > after) { controller.error(new TypeError('terminated')); return; }
+      sent += value.length;
+      controller.enqueue(value);
+    },
+  });
+  return new Response(broken, { status: res.status, headers: res.headers });
+}
+
 describe('sync client: attachments', { concurrency: true }, () => {
   for (const backend of BACKENDS) {
     test(`on ${backend}: upload and download report progress; an upload whose answer was lost is not stored twice; a broken download is retried`, async (t) => {
@@ -16,6 +31,7 @@ describe('sync client: attachments', { concurrency: true }, () => {
       let loseNextUploadAnswer = false;
       let breakNextDownload = false;
       let offlineRequests = 0;
+      const downloads: Array<{ range?: string; ifRange?: string }> = [];
       const flaky = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
         const url = String(input);
         if (offlineRequests > 0) {
@@ -29,21 +45,11 @@ describe('sync client: attachments', { concurrency: true }, () => {
           await res.arrayBuffer();
           throw new TypeError('fetch failed (answer lost)');
         }
+        if (url.includes('/api/sync/attachment/')) downloads.push({ range: (init?.headers as Record<string, string>)['range'], ifRange: (init?.headers as Record<string, string>)['if-range'] });
         if (url.includes('/api/sync/attachment/') && breakNextDownload) {
           breakNextDownload = false;
-          const res = await fetch(input, init);
-          const reader = res.body!.getReader();
-          let sent = 0;
           // Half the bytes arrive, then the connection breaks.
-          const broken = new ReadableStream<Uint8Array>({
-            async pull(controller) {
-              const { done, value } = await reader.read();
-              if (done || sent > 100_000) { controller.error(new TypeError('terminated')); return; }
-              sent += value.length;
-              controller.enqueue(value);
-            },
-          });
-          return new Response(broken, { status: res.status, headers: res.headers });
+          return brokenOff(await fetch(input, init), 100_000);
         }
         return fetch(input, init);
       };
@@ -82,6 +88,13 @@ describe('sync client: attachments', { concurrency: true }, () => {
       assert.deepEqual(Buffer.from(got), Buffer.from(bytes));
       assert.ok(down.some((p) => p.loaded > 0 && p.loaded < bytes.length));
       assert.deepEqual(down.at(-1), { loaded: bytes.length, total: bytes.length });
+      // The retry asked only for the rest, tied to the file by its ETag; progress never went back to 0.
+      assert.equal(downloads.length, 2);
+      assert.deepEqual(downloads[0], { range: undefined, ifRange: undefined });
+      const resumedAt = Number(/^bytes=(\d+)-$/.exec(downloads[1]!.range ?? '')?.[1]);
+      assert.ok(resumedAt > 100_000 && resumedAt < bytes.length, `resumed at ${downloads[1]!.range}`);
+      assert.equal(downloads[1]!.ifRange, `"${att.sha256}"`);
+      assert.ok(down.every((p, i) => i === 0 || p.loaded >= down[i - 1]!.loaded), 'progress only grows');
     });
 
     test(`on ${backend}: 413 and membership failures are typed errors, not retried`, async (t) => {
@@ -132,4 +145,33 @@ test('a transfer the server answers 503 waits its retry_after (longer than the b
   await assert.rejects(a.attachments.upload({ ...input, filename: 'other.pdf' }), (e: unknown) => e instanceof SyncClientError && e.code === 'unavailable' && e.retryAfter === 900);
   assert.equal(uploads, 1, 'a wait past maxRetryAfterSeconds (120) is not waited');
   assert.deepEqual(waits, []);
+});
+
+test('a download broken off twice, behind a proxy that drops the Range of the first retry: that retry starts over, the next resumes; the bytes are exact', async (t) => {
+  const { open } = await oneBusiness(t, 'sqlite');
+  const bytes = new Uint8Array(randomBytes(400_000));
+  const uploader = await open();
+  const att = await uploader.attachments.upload({ recordType: 'invoice', recordUuid: randomUUID(), filename: 'scan.pdf', bytes });
+  const asked: Array<string | undefined> = [];
+  let attempt = 0;
+  const flaky = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+    if (!String(input).includes('/api/sync/attachment/')) return fetch(input, init);
+    const headers = { ...(init?.headers as Record<string, string>) };
+    attempt++;
+    asked.push(headers['range']);
+    // The first retry passes a proxy that does not forward ranges: the server answers the whole file.
+    if (attempt === 2) delete headers['range'];
+    const res = await fetch(input, { ...init, headers });
+    return attempt > 2 ? res : brokenOff(res, 150_000);
+  };
+  const a = await open({ fetch: flaky, sleep: async () => undefined });
+  const progress: Progress[] = [];
+  const got = await a.attachments.download(att.uuid, { expect: att, onProgress: (p) => progress.push(p) });
+  assert.deepEqual(Buffer.from(got), Buffer.from(bytes));
+  assert.equal(asked.length, 3);
+  assert.equal(asked[0], undefined);
+  assert.match(asked[1] ?? '', /^bytes=\d+-$/, 'the first retry asked for the rest (the proxy dropped it)');
+  const resumedAt = Number(/^bytes=(\d+)-$/.exec(asked[2] ?? '')?.[1]);
+  assert.ok(resumedAt > 150_000 && resumedAt < bytes.length, `the last attempt resumed: ${asked[2]}`);
+  assert.equal(progress.filter((p) => p.loaded === 0).length, 2, 'progress went back to 0 once, for the whole file sent again');
 });

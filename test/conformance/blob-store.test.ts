@@ -87,7 +87,24 @@ for (const f of FACTORIES) {
         const got = await b.get(stored.storedName);
         assert.ok(got);
         assert.equal(got.size, size);
-        assert.ok((await buffer(got.stream)).equals(data), `size ${size}`);
+        assert.ok((await buffer(got.read())).equals(data), `size ${size}`);
+      }
+    });
+
+    test('a byte range reads exactly those bytes: from the start, inside a chunk, across chunk edges, to the end', async (t) => {
+      const { a, b } = await f.open(t);
+      const size = CHUNK_BYTES * 3 + 17;
+      const data = randomBytes(size);
+      const stored = await a.put(source(data));
+      const got = await b.get(stored.storedName);
+      assert.ok(got);
+      const edges = [0, 1, CHUNK_BYTES - 1, CHUNK_BYTES, CHUNK_BYTES + 1, 2 * CHUNK_BYTES + 5, size - 1];
+      for (const start of edges) {
+        for (const end of [start, start + 1, CHUNK_BYTES * 2 - 1, CHUNK_BYTES * 2, size - 1]) {
+          if (end < start || end >= size) continue;
+          const bytes = await buffer(got.read({ start, end }));
+          assert.ok(bytes.equals(data.subarray(start, end + 1)), `bytes ${start}-${end}`);
+        }
       }
     });
 

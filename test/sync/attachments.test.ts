@@ -240,6 +240,69 @@ for (const backend of BACKENDS) {
       assert.equal(storedFiles().length, before);
     });
 
+    test('a download resumes with a byte range: 206 with Content-Range for one range, the whole file otherwise, 416 past the end', async () => {
+      const { u, businessId } = await member();
+      const bytes = randomBytes(50_000);
+      const up = await upload(u.token, businessId, [...fields(randomUUID()), { name: 'file', filename: 'big.bin', content: bytes }]);
+      assert.equal(up.status, 201, up.text);
+      const etag = `"${up.body.sha256}"`;
+      const get = async (headers: Record<string, string>) => {
+        const r = await fetch(`${s.url}/api/sync/attachment/${up.body.uuid}`, { headers: { authorization: `Bearer ${u.token}`, ...headers } });
+        return { status: r.status, headers: r.headers, body: Buffer.from(await r.arrayBuffer()) };
+      };
+      const whole = await get({});
+      assert.equal(whole.status, 200);
+      assert.equal(whole.headers.get('accept-ranges'), 'bytes');
+      assert.equal(whole.headers.get('etag'), etag, 'the ETag is the SHA-256 the upload answered');
+      assert.ok(whole.body.equals(bytes));
+
+      const cases: Array<[Record<string, string>, number, number]> = [
+        [{ range: 'bytes=20000-' }, 20_000, 49_999],
+        [{ range: 'bytes=20000-', 'if-range': etag }, 20_000, 49_999],
+        [{ range: 'bytes=100-199' }, 100, 199],
+        [{ range: 'bytes=-500' }, 49_500, 49_999],
+        [{ range: 'bytes=49999-' }, 49_999, 49_999],
+        [{ range: 'bytes=40000-90000' }, 40_000, 49_999],
+        // Overlapping or adjacent ranges merge into one.
+        [{ range: 'bytes=0-99,100-199,50-150' }, 0, 199],
+      ];
+      for (const [headers, start, end] of cases) {
+        const r = await get(headers);
+        assert.equal(r.status, 206, JSON.stringify(headers));
+        assert.equal(r.headers.get('content-range'), `bytes ${start}-${end}/50000`);
+        assert.equal(r.headers.get('content-length'), String(end - start + 1));
+        assert.equal(r.headers.get('etag'), etag);
+        assert.ok(r.body.equals(bytes.subarray(start, end + 1)), JSON.stringify(headers));
+      }
+      // The whole file (200): ranges that stay apart, a malformed one, another unit, an If-Range of other bytes or a date.
+      const whole200: Array<Record<string, string>> = [
+        { range: 'bytes=0-9,100-109' }, { range: 'bytes=abc' }, { range: 'bytes=500-100' }, { range: 'items=0-9' },
+        { range: 'bytes=100-', 'if-range': `"${'0'.repeat(64)}"` }, { range: 'bytes=100-', 'if-range': `W/${etag}` },
+        { range: 'bytes=100-', 'if-range': 'Sat, 28 Nov 2026 12:00:00 GMT' },
+      ];
+      for (const headers of whole200) {
+        const r = await get(headers);
+        assert.equal(r.status, 200, JSON.stringify(headers));
+        assert.equal(r.headers.get('content-range'), null);
+        assert.ok(r.body.equals(bytes), JSON.stringify(headers));
+      }
+      const past = await get({ range: 'bytes=50000-' });
+      assert.equal(past.status, 416);
+      assert.equal(past.headers.get('content-range'), 'bytes */50000');
+      const error = JSON.parse(past.body.toString()) as { error: string; details: string };
+      assert.equal(error.error, 'range_not_satisfiable');
+      assert.match(error.details, /50000 bytes/);
+      // An empty file has no byte to select: the whole (empty) file.
+      const empty = await upload(u.token, businessId, [...fields(randomUUID()), { name: 'file', filename: 'empty.txt', content: '' }]);
+      const e = await fetch(`${s.url}/api/sync/attachment/${empty.body.uuid}`, { headers: { authorization: `Bearer ${u.token}`, range: 'bytes=0-' } });
+      assert.deepEqual([e.status, (await e.arrayBuffer()).byteLength], [200, 0]);
+      // A range reaches nothing another business holds: still 404, as without one.
+      const outsider = await member();
+      const other = await fetch(`${s.url}/api/sync/attachment/${up.body.uuid}`, { headers: { authorization: `Bearer ${outsider.u.token}`, range: 'bytes=0-' } });
+      assert.equal(other.status, 404);
+      assert.equal(other.headers.get('content-range'), null);
+    });
+
     test('cross-business: another business\'s attachment is 404 to download, and its list is 403', async () => {
       const { u: ownerA, businessId: a } = await member();
       const rec = randomUUID();

@@ -28,7 +28,7 @@ test('put stores the exact bytes under a generated name; get and delete refuse n
   assert.equal(blob.sha256, 'b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9');
   const got = await store.get(blob.storedName);
   const chunks: Buffer[] = [];
-  for await (const c of got!.stream) chunks.push(c as Buffer);
+  for await (const c of got!.read()) chunks.push(c as Buffer);
   assert.equal(Buffer.concat(chunks).toString(), 'hello world');
   writeFileSync(path.join(os.tmpdir(), 'outside-blob-dir'), 'x');
   assert.equal(await store.get('../outside-blob-dir'), undefined);

@@ -40,8 +40,8 @@ export interface ErrorBody {
 export function toErrorResponse(err: unknown, safe = false): { status: number; body: ErrorBody; headers?: Record<string, string> } {
   if (isAppError(err) && err.code !== 'internal') {
     const body: ErrorBody = { error: err.code, ...(err.details ? { details: err.details } : {}), ...err.extra };
-    const headers = typeof err.extra?.['retry_after'] === 'number' ? { 'retry-after': String(err.extra['retry_after']) } : undefined;
-    return { status: err.status, body, ...(headers ? { headers } : {}) };
+    const headers = { ...err.headers, ...(typeof err.extra?.['retry_after'] === 'number' ? { 'retry-after': String(err.extra['retry_after']) } : {}) };
+    return { status: err.status, body, ...(Object.keys(headers).length ? { headers } : {}) };
   }
   const fe = err as Partial<FastifyError> & { validation?: unknown[]; validationContext?: string };
   if (Array.isArray(fe.validation)) {

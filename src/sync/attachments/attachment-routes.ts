@@ -9,10 +9,11 @@ import { isMember, requireUser, resolveBusiness } from '../http/auth-guard.js';
 import { BearerSecurity, errors } from '../http/schemas.js';
 import { normalizeUuid } from '../../core/uuid.js';
 import { BusinessHeaderSchema } from '../changes/change-schemas.js';
-import { AttachmentListQuerySchema, AttachmentParamsSchema, AttachmentSchema, UploadFormSchema } from './attachment-schemas.js';
+import { AttachmentListQuerySchema, AttachmentParamsSchema, AttachmentSchema, DownloadHeadersSchema, UploadFormSchema } from './attachment-schemas.js';
 import { listAttachments, openAttachment, saveAttachment, type AttachmentDeps } from './attachments.js';
 import { readUpload } from './multipart-upload.js';
 import { contentDisposition } from './safe-filename.js';
+import { attachmentEtag, requestedRange } from './byte-range.js';
 
 /**
  * Upload, download and list. Upload and list act on the request's business
@@ -61,25 +62,38 @@ export function registerAttachmentRoutes(app: App, deps: SyncDeps): void {
   app.get('/api/sync/attachment/:uuid', {
     onRequest: auth,
     schema: {
-      tags: ['attachments'], summary: 'Download the exact bytes of an attachment (application/octet-stream)', security: BearerSecurity,
-      headers: BusinessHeaderSchema, params: AttachmentParamsSchema,
+      tags: ['attachments'], summary: 'Download the exact bytes of an attachment (application/octet-stream), all of them or one byte range', security: BearerSecurity,
+      description: 'ETag is the file\'s SHA-256, quoted. A `Range` of one byte range (with `If-Range` naming that ETag, if any) is answered 206 '
+        + 'with `Content-Range`; other ranges, or an `If-Range` that does not match, get the whole file (200). A range past the end is 416.',
+      headers: DownloadHeadersSchema, params: AttachmentParamsSchema,
       // The reply is a byte stream, never serialised; this only documents it.
       response: {
         200: {
           description: 'The file; Content-Disposition carries its name (RFC 6266).',
           content: { 'application/octet-stream': { schema: Type.Unsafe<Readable>({ type: 'string', format: 'binary' }) } },
         },
-        ...errors(400, 401, 404),
+        206: {
+          description: 'The range asked for; Content-Range says which bytes of how many.',
+          content: { 'application/octet-stream': { schema: Type.Unsafe<Readable>({ type: 'string', format: 'binary' }) } },
+        },
+        ...errors(400, 401, 404, 416),
       },
     },
   }, async (req, reply) => {
-    const { attachment, stream, size } = await openAttachment(attachmentDeps, req.params.uuid, (businessId) => mayRead(req, deps, businessId));
+    const { attachment, blob } = await openAttachment(attachmentDeps, req.params.uuid, (businessId) => mayRead(req, deps, businessId));
+    const etag = attachmentEtag(attachment.sha256);
+    const ifRange: unknown = req.headers['if-range'];
+    // A repeated If-Range (an array) matches no ETag: the whole file.
+    const range = requestedRange(blob.size, req.headers.range, ifRange === undefined || typeof ifRange === 'string' ? ifRange : '', etag);
+    if (range) reply.code(206).header('content-range', `bytes ${range.start}-${range.end}/${blob.size}`);
     return reply
       .header('content-type', 'application/octet-stream')
-      .header('content-length', size)
+      .header('content-length', range ? range.end - range.start + 1 : blob.size)
+      .header('accept-ranges', 'bytes')
+      .header('etag', etag)
       .header('content-disposition', contentDisposition(attachment.filename))
       .header('cache-control', 'private, no-store')
-      .send(stream);
+      .send(blob.read(range));
   });
 
   app.get('/api/sync/attachments', {

@@ -1,5 +1,6 @@
 import { Type, type Static } from 'typebox';
 import { Uuid } from '../http/schemas.js';
+import { BusinessHeaderSchema } from '../changes/change-schemas.js';
 
 export const AttachmentSchema = Type.Object({
   uuid: Uuid,
@@ -28,3 +29,10 @@ export const UploadFormSchema = Type.Object({
 }, { description: 'Exactly one file part, named file; the fields may come before or after it.' });
 
 export const AttachmentParamsSchema = Type.Object({ uuid: Uuid });
+
+/** A download's headers: the business, and an optional range (docs/sync-api.md, "Attachments"). */
+export const DownloadHeadersSchema = Type.Object({
+  ...BusinessHeaderSchema.properties,
+  range: Type.Optional(Type.String({ description: 'One byte range, e.g. `bytes=65536-` to resume a download; anything else gets the whole file' })),
+  'if-range': Type.Optional(Type.String({ description: 'The ETag the bytes already held came with: the range is served only if the file is still that one' })),
+});

@@ -1,11 +1,10 @@
-import type { Readable } from 'node:stream';
 import { randomUUID } from 'node:crypto';
 import { AppError } from '../../core/errors.js';
 import { PUSH_LIMITS } from '../changes/change-limits.js';
 import { isUuid } from '../../core/uuid.js';
 import type { Attachment } from './attachment-schemas.js';
 import type { AttachmentRow, AttachmentStore } from './attachment-store.js';
-import type { BlobStore, StoredBlob } from './blob-store.js';
+import type { BlobReader, BlobStore, StoredBlob } from './blob-store.js';
 import { safeFilename } from './safe-filename.js';
 
 export interface AttachmentDeps {
@@ -65,7 +64,7 @@ export async function openAttachment(
   deps: AttachmentDeps,
   uuid: string,
   canRead: (businessId: string) => Promise<boolean>,
-): Promise<{ attachment: Attachment; stream: Readable; size: number }> {
+): Promise<{ attachment: Attachment; blob: BlobReader }> {
   const row = await deps.attachments.find(uuid.toLowerCase());
   if (!row || !(await canRead(row.business_id))) throw new AppError('not_found', 'no such attachment');
   const blob = await deps.blobs.get(row.stored_name);
@@ -75,7 +74,7 @@ export async function openAttachment(
       + 'most likely the instances run with --attachment-dir set to directories that are not one directory shared by every instance '
       + '(leave it unset with DATABASE_URL to keep the bytes in PostgreSQL), or the file was removed');
   }
-  return { attachment: toAttachment(row), stream: blob.stream, size: blob.size };
+  return { attachment: toAttachment(row), blob };
 }
 
 export async function listAttachments(deps: AttachmentDeps, businessId: string, recordType: string, recordUuid: string): Promise<Attachment[]> {

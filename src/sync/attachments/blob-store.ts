@@ -10,6 +10,18 @@ export interface StoredBlob {
   sha256: string;
 }
 
+/** Bytes `start` to `end` of a blob, both included (HTTP's Range counts so), within its size. */
+export interface ByteRange {
+  start: number;
+  end: number;
+}
+
+/** A stored blob found by `get`: its size, and its bytes (all of them, or a range) streamed on demand. */
+export interface BlobReader {
+  size: number;
+  read(range?: ByteRange): Readable;
+}
+
 /** Bytes taken in but not stored yet: invisible to `get` and to the orphan sweep until `commit`. */
 export interface StagedBlob extends StoredBlob {
   /** Stores the bytes (durable and visible to `get` once it resolves); the staged copy is gone either way. */
@@ -30,7 +42,7 @@ export interface StagedBlob extends StoredBlob {
  *   anything else goes wrong, `stage` rejects and leaves nothing behind.
  * - `put` is `stage` then `commit`: it resolves only once the blob is durable
  *   (survives a crash) and visible to `get`.
- * - `get` returns the exact bytes `put` stored, or undefined for an unknown name.
+ * - `get` returns the exact bytes `put` stored (all, or the range asked for), or undefined for an unknown name.
  * - `delete` removes a blob; deleting an unknown name is not an error.
  * - `listStored` pages through the blobs stored in a time range, so blobs
  *   that a crash left without their attachment row can be found and removed
@@ -39,7 +51,7 @@ export interface StagedBlob extends StoredBlob {
 export interface BlobStore {
   stage(content: Readable): Promise<StagedBlob>;
   put(content: Readable): Promise<StoredBlob>;
-  get(storedName: string): Promise<{ stream: Readable; size: number } | undefined>;
+  get(storedName: string): Promise<BlobReader | undefined>;
   delete(storedName: string): Promise<void>;
   /**
    * Blobs with `from <= storedAt < to` (epoch ms), ordered by (storedAt,

@@ -32,7 +32,7 @@ export async function createLocalBlobStore(dir: string): Promise<BlobStore> {
       const file = path.join(dir, storedName);
       try {
         const s = await stat(file);
-        return { stream: createReadStream(file), size: s.size };
+        return { size: s.size, read: (range) => createReadStream(file, range ? { start: range.start, end: range.end } : {}) };
       } catch (e: unknown) {
         if ((e as { code?: string }).code === 'ENOENT') return undefined;
         throw e;

@@ -1,7 +1,7 @@
 import { createReadStream } from 'node:fs';
 import { Readable } from 'node:stream';
 import type pg from 'pg';
-import { isStoredName, stageAndCommit, type BlobStore, type StoredBlob } from './blob-store.js';
+import { isStoredName, stageAndCommit, type BlobStore, type ByteRange, type StoredBlob } from './blob-store.js';
 import { removeAbandoned, stageBlob } from './staging.js';
 import { makeDir } from '../../core/make-dir.js';
 
@@ -39,16 +39,7 @@ export async function createPgBlobStore(pool: pg.Pool, stagingDir: string): Prom
       if (!isStoredName(storedName)) return undefined;
       const { rows } = await pool.query<{ size: string | number }>('SELECT size FROM attachment_blobs WHERE stored_name = $1', [storedName]);
       if (!rows[0]) return undefined;
-      let seq = 0;
-      const stream = new Readable({
-        read() {
-          pool.query<{ data: Buffer }>('SELECT data FROM attachment_blob_chunks WHERE stored_name = $1 AND seq = $2', [storedName, seq++]).then(
-            (r) => { this.push(r.rows[0] ? r.rows[0].data : null); },
-            (e: unknown) => { this.destroy(e instanceof Error ? e : new Error(String(e))); },
-          );
-        },
-      });
-      return { stream, size: Number(rows[0].size) };
+      return { size: Number(rows[0].size), read: (range) => readChunks(pool, storedName, range) };
     },
 
     async delete(storedName) {
@@ -69,6 +60,44 @@ export async function createPgBlobStore(pool: pg.Pool, stagingDir: string): Prom
     },
   };
   return store;
+}
+
+/**
+ * A blob's bytes, or those of `range`, one chunk per read. A range starting past the first chunk finds its chunk from
+ * the chunks' lengths (`octet_length` reads no chunk's bytes), so resuming a download reads only what is left.
+ */
+function readChunks(pool: pg.Pool, storedName: string, range: ByteRange | undefined): Readable {
+  let seq = 0;
+  /** Bytes of the next chunk to leave out (the range starts inside it), and bytes still to send (range only). */
+  let skip = 0;
+  let left = range ? range.end - range.start + 1 : Number.POSITIVE_INFINITY;
+  let located = !range || range.start === 0;
+  const locate = async () => {
+    const { rows } = await pool.query<{ seq: number; n: number }>(
+      'SELECT seq, octet_length(data) AS n FROM attachment_blob_chunks WHERE stored_name = $1 ORDER BY seq', [storedName]);
+    let offset = 0;
+    for (const r of rows) {
+      if (offset + r.n > range!.start) { seq = r.seq; skip = range!.start - offset; return; }
+      offset += r.n;
+    }
+    seq = rows.length;
+  };
+  const next = async (): Promise<Buffer | null> => {
+    if (!located) { await locate(); located = true; }
+    if (left <= 0) return null;
+    const r = await pool.query<{ data: Buffer }>('SELECT data FROM attachment_blob_chunks WHERE stored_name = $1 AND seq = $2', [storedName, seq++]);
+    if (!r.rows[0]) return null;
+    let data = r.rows[0].data.subarray(skip);
+    skip = 0;
+    if (data.length > left) data = data.subarray(0, left);
+    left -= data.length;
+    return data;
+  };
+  return new Readable({
+    read() {
+      next().then((data) => { this.push(data); }, (e: unknown) => { this.destroy(e instanceof Error ? e : new Error(String(e))); });
+    },
+  });
 }
 
 /**

@@ -17,6 +17,7 @@ const ERROR_MEANING: Record<number, [ErrorCode, string]> = {
   409: ['conflict', 'Conflicts with the current state'],
   413: ['payload_too_large', 'Body too large'],
   415: ['unsupported_media_type', 'Body is not JSON'],
+  416: ['range_not_satisfiable', 'The Range selects no byte of the file; Content-Range: bytes */size gives its size'],
   429: ['rate_limited', 'Rate limit exceeded or login locked; `retry_after` and the Retry-After header say when to retry'],
   503: ['unavailable', 'Overloaded (password-hashing queue full; push/pull past the load-shedding bounds) or a dependency unreachable, or shutting down; `retry_after` when known'],
 };
