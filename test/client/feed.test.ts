@@ -110,7 +110,7 @@ describe('sync client: live feed', { concurrency: true }, () => {
       const { open } = await oneBusiness(t, backend);
       const writer = await open();
       const net = new Network();
-      const safetyPullMs = 1_500;
+      const safetyPullMs = 4_000;
       const watcher = await open({ fetch: net.fetch, WebSocket: lossyWebSocket((m) => m.version === 2), safetyPullMs });
       watcher.start();
       await until(() => watcher.syncState === 'up-to-date', 10_000, 'the watcher to connect');
@@ -118,18 +118,20 @@ describe('sync client: live feed', { concurrency: true }, () => {
       await writer.put('orders', randomUUID(), { n: 0 });
       await writer.sync();
       await until(() => watcher.pulledVersion === 1, 5_000, 'version 1 from the feed');
+      // A pull now: the safety pull is due safetyPullMs after it, not sooner.
+      const pulledAt = Date.now();
+      await watcher.sync();
       const pullsBefore = net.count('/api/sync/pull');
       const lost = randomUUID();
       await writer.put('orders', lost, { n: 1 });
       await writer.sync();
-      const sent = Date.now();
       await new Promise((r) => setTimeout(r, 500));
       assert.equal(watcher.pulledVersion, 1, 'version 2 never came over the feed');
       // safetyPullMs after the last pull, checked every quarter of it.
-      await until(() => watcher.pulledVersion === 2, safetyPullMs + 2_000, 'the safety pull');
+      await until(() => watcher.pulledVersion === 2, safetyPullMs + 3_000, 'the safety pull');
+      assert.ok(Date.now() - pulledAt >= safetyPullMs, 'not before safetyPullMs');
       assert.deepEqual(await watcher.get('orders', lost), { n: 1 });
       assert.equal(net.count('/api/sync/pull'), pullsBefore + 1, 'one pull brought it');
-      assert.ok(Date.now() - sent >= 500, 'not before the wait above');
       assert.deepEqual(net.calls.slice(-1), ['/api/sync/pull'], 'nothing but that pull');
     });
 
