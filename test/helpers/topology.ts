@@ -292,3 +292,21 @@ export async function scrape(instanceUrl: string): Promise<string> {
   if (r.status !== 200) throw new Error(`/metrics answered ${r.status}`);
   return r.text();
 }
+
+export interface RawAnswer { status: number; headers: http.IncomingHttpHeaders; body: Buffer }
+
+/**
+ * One request with node:http, its body returned as it came (fetch would decompress it out of sight), from the loopback
+ * address `from` (as `callFrom`).
+ */
+export function rawRequest(url: string, method: string, path: string, headers: Record<string, string>, body?: string | Buffer, from = '127.0.0.1'): Promise<RawAnswer> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(new URL(path, url), { method, headers, localAddress: from }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: Buffer.concat(chunks) }));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}

@@ -1,8 +1,9 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { gunzipSync } from 'node:zlib';
 import { makeReport } from '../helpers/metrics.js';
 import { call } from '../helpers/http.js';
-import { METRICS_TOKEN, TOPOLOGY_SKIP, promSample, runCli, scrape, startTopology, type Topology } from '../helpers/topology.js';
+import { METRICS_TOKEN, TOPOLOGY_SKIP, promSample, rawRequest, runCli, scrape, startTopology, type Topology } from '../helpers/topology.js';
 import { TOKEN_CACHE_MS } from '../../src/metrics/storage/engine-metrics-store.js';
 
 /**
@@ -37,6 +38,27 @@ describe('metrics service: two instances behind HAProxy', { skip: TOPOLOGY_SKIP 
     const series = await call(b!.url, 'GET', `/api/v1/host/agent-x?from=${ts - 1}&to=${ts + 1}`, { token });
     assert.equal(series.status, 200, series.text);
     assert.ok(series.text.includes('cpu.usage'), series.text);
+  });
+
+  test('through the proxy, series come gzipped to a client that accepts it, the same JSON; dashboard pages do not', async () => {
+    const { token } = await createToken('zipped');
+    const t0 = Date.now() - 3_600_000;
+    for (let i = 0; i < 60; i++) {
+      const r = await rawRequest(topo.proxyUrl, 'POST', '/api/v1/ingest', { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'accept-encoding': 'gzip' },
+        JSON.stringify(makeReport({ agentId: 'agent-z', hostname: 'zip-1', ts: t0 + i * 60_000 })));
+      assert.equal(r.status, 200, r.body.toString());
+      assert.equal(r.headers['content-encoding'], undefined, 'an ingest answer is sent as it is');
+    }
+    const path = `/api/v1/host/agent-z?from=${t0 - 1}&to=${t0 + 3_600_000}`;
+    const plain = await rawRequest(topo.proxyUrl, 'GET', path, { authorization: `Bearer ${token}` });
+    assert.equal(plain.status, 200);
+    assert.equal(plain.headers['content-encoding'], undefined);
+    const zipped = await rawRequest(topo.proxyUrl, 'GET', path, { authorization: `Bearer ${token}`, 'accept-encoding': 'gzip' });
+    assert.equal(zipped.headers['content-encoding'], 'gzip');
+    assert.deepEqual(JSON.parse(gunzipSync(zipped.body).toString()), JSON.parse(plain.body.toString()));
+    const page = await rawRequest(topo.proxyUrl, 'GET', '/', { authorization: `Bearer ${token}`, 'accept-encoding': 'gzip' });
+    assert.equal(page.status, 200);
+    assert.equal(page.headers['content-encoding'], undefined, 'HTML is not compressed');
   });
 
   test('reports ingested through the proxy, spread over both instances, are all counted once', async () => {

@@ -5,11 +5,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { gunzipSync } from 'node:zlib';
 import WebSocket from 'ws';
 import { call } from '../helpers/http.js';
 import { validAbn } from '../helpers/sync.js';
 import { change, device } from '../sync/push-client.js';
-import { METRICS_TOKEN, TOPOLOGY_SKIP, callFrom, promSample, scrape, startInstance, startTopology, type Topology } from '../helpers/topology.js';
+import { METRICS_TOKEN, TOPOLOGY_SKIP, callFrom, promSample, rawRequest, scrape, startInstance, startTopology, type Topology } from '../helpers/topology.js';
 
 /**
  * Two sync-service processes on one PostgreSQL schema and one Redis prefix,
@@ -177,6 +178,42 @@ describe('sync service: two instances behind HAProxy', { skip: TOPOLOGY_SKIP }, 
     const other = await newUser();
     const denied = await call(b!.url, 'GET', `/api/sync/attachment/${up.body.uuid}`, { token: other.token, headers: { 'x-business-id': await newBusiness(other) } });
     assert.equal(denied.status, 404);
+  });
+
+  test('through the proxy, a pull page comes gzipped to a client that accepts it, the same JSON; attachment bytes and their ranges do not', async () => {
+    const owner = await newUser();
+    const businessId = await newBusiness(owner);
+    const headers = { authorization: `Bearer ${owner.token}`, 'x-business-id': businessId, 'content-type': 'application/json' };
+    const changes = Array.from({ length: 300 }, (_, i) => ({ table_name: 'customers', record_uuid: randomUUID(), version: 1, operation: 'create', data: { name: `Customer ${i}`, email: `c${i}@example.com` } }));
+    const pushed = await rawRequest(topo.proxyUrl, 'POST', '/api/sync/push', { ...headers, 'accept-encoding': 'gzip' }, JSON.stringify({ business_id: businessId, instance_id: 'device-1', changes }));
+    assert.equal(pushed.status, 200, pushed.body.toString());
+    assert.equal(pushed.headers['content-encoding'], undefined, 'a push\'s small answer is sent as it is');
+    const login = await rawRequest(topo.proxyUrl, 'POST', '/api/auth/login', { 'content-type': 'application/json', 'accept-encoding': 'gzip' }, JSON.stringify({ email: owner.email, password: owner.password }), nextIp());
+    assert.equal(login.status, 200, login.body.toString());
+    assert.equal(login.headers['content-encoding'], undefined, 'an answer with tokens is never compressed');
+    secrets.push((JSON.parse(login.body.toString()) as { token: string }).token, (JSON.parse(login.body.toString()) as { refresh_token: string }).refresh_token);
+    const pullBody = JSON.stringify({ business_id: businessId, since_version: 0 });
+    const plain = await rawRequest(topo.proxyUrl, 'POST', '/api/sync/pull', headers, pullBody);
+    assert.equal(plain.headers['content-encoding'], undefined, 'a client that does not say it accepts gzip gets none');
+    const zipped = await rawRequest(topo.proxyUrl, 'POST', '/api/sync/pull', { ...headers, 'accept-encoding': 'gzip, deflate' }, pullBody);
+    assert.equal(zipped.status, 200);
+    assert.equal(zipped.headers['content-encoding'], 'gzip');
+    assert.deepEqual(JSON.parse(gunzipSync(zipped.body).toString()), JSON.parse(plain.body.toString()));
+    assert.equal((JSON.parse(plain.body.toString()) as { changes: unknown[] }).changes.length, 300);
+    assert.ok(zipped.body.length * 4 < plain.body.length, `${zipped.body.length} of ${plain.body.length} bytes`);
+
+    const bytes = Buffer.alloc(200_000, 'attachment text compresses well ');
+    const form = new FormData();
+    form.append('record_type', 'invoice');
+    form.append('record_uuid', randomUUID());
+    form.append('file', new Blob([bytes]), 'notes.txt');
+    const up = await call(topo.proxyUrl, 'POST', '/api/sync/attachment', { token: owner.token, body: form, headers: { 'x-business-id': businessId } });
+    assert.equal(up.status, 201, up.text);
+    const down = await rawRequest(topo.proxyUrl, 'GET', `/api/sync/attachment/${up.body.uuid}`, { authorization: `Bearer ${owner.token}`, 'accept-encoding': 'gzip', range: 'bytes=1000-', 'if-range': `"${up.body.sha256}"` });
+    assert.equal(down.status, 206);
+    assert.equal(down.headers['content-encoding'], undefined);
+    assert.equal(down.headers['content-range'], `bytes 1000-199999/200000`);
+    assert.ok(down.body.equals(bytes.subarray(1000)));
   });
 
   test('8 devices pushing concurrently through both instances get unique, gap-free versions; a puller sees each change once, in order', async () => {
