@@ -1,6 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import { syncBuiltinESMExports } from 'node:module';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -51,4 +53,29 @@ test('makeDir with what the directory is for names it and the whole path, and ke
   const target = path.join(root, 'file', 'spool', 'a');
   assert.throws(() => makeDir(target, 0o700, 'the spool directory'), (e: Error & { code?: string }) =>
     e.code === 'ENOTDIR' && e.message.startsWith(`cannot create the spool directory ${target}: ENOTDIR: not a directory, `));
+});
+
+// Two processes starting together (two instances on one shared --attachment-dir) both find a directory missing; the
+// second mkdir meets the first one's. Played here by creating it between makeDir's look and its mkdir.
+test('makeDir: a directory another process made between the look and the mkdir is fine; a file made there is not', (t) => {
+  const root = scratch(t);
+  const realMkdir = fs.mkdirSync;
+  let race: ((d: string) => void) | undefined;
+  t.mock.method(fs, 'mkdirSync', (d: string, options?: fs.MakeDirectoryOptions) => {
+    const before = race;
+    race = undefined;
+    before?.(d);
+    return realMkdir(d, options);
+  });
+  syncBuiltinESMExports();
+  t.after(() => { t.mock.restoreAll(); syncBuiltinESMExports(); });
+
+  race = (d) => realMkdir(d);
+  makeDir(path.join(root, 'a', 'b'), 0o700);
+  assert.ok(statSync(path.join(root, 'a', 'b')).isDirectory());
+
+  race = (d) => writeFileSync(d, 'x');
+  assert.throws(() => makeDir(path.join(root, 'c', 'd')), { code: 'EEXIST' });
+  assert.equal(statSync(path.join(root, 'c')).isFile(), true);
+  assert.equal(existsSync(path.join(root, 'c', 'd')), false);
 });
