@@ -21,7 +21,8 @@ export function requestedRange(size: number, range: string | undefined, ifRange:
   const parsed = parse(size, range);
   if (parsed.type !== 'bytes' || parsed.code & 1) return undefined;
   if (!parsed.ranges.length) {
-    throw new AppError('range_not_satisfiable', `no byte of the range ${JSON.stringify(range)} is within the file's ${size} bytes`, undefined, { 'content-range': `bytes */${size}` });
+    const shown = range.length > 100 ? `${range.slice(0, 100)}...` : range;
+    throw new AppError('range_not_satisfiable', `no byte of the range ${JSON.stringify(shown)} is within the file's ${size} bytes`, undefined, { 'content-range': `bytes */${size}` });
   }
   const merged = combineRanges(parsed.ranges);
   return merged.length === 1 ? { start: merged[0]!.start, end: merged[0]!.end } : undefined;
