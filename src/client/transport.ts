@@ -13,9 +13,9 @@ export interface TransportOptions {
   /** A 429 asking to wait longer than this many seconds is thrown instead of waited (default 120). */
   maxRetryAfterSeconds?: number;
   /**
-   * A request whose answer has not begun within this many milliseconds fails with `network` (default 60000; 0: no
-   * limit), so a connection that went silent cannot hold up syncing for good. Uploads are not limited: sending their
-   * body takes as long as its size needs.
+   * A request whose answer has not begun within this many milliseconds, or whose answer then stops arriving for as
+   * long, fails with `network` (default 60000; 0: no limit), so a connection that went silent cannot hold up syncing
+   * for good. Uploads' bodies are not limited: sending them takes as long as their size needs.
    */
   requestTimeoutMs?: number;
 }
@@ -139,11 +139,18 @@ export function createTransport(o: TransportOptions, closing?: AbortSignal): Tra
         clearTimeout(timer);
       }
       if (!res.ok || !r.read) return { res };
+      let idle = false;
       try {
-        return { res, value: await r.read(res) };
+        const body = timeoutMs > 0 ? watched(res, timeoutMs, () => { idle = true; request.abort(); }) : res;
+        return { res, value: await r.read(body) };
       } catch (e: unknown) {
         if (r.signal?.aborted) throw e;
         if (closing?.aborted && !r.finishOnClose) throw closed(`${method} ${path}`);
+        if (idle) {
+          const error = new SyncClientError('network', `${method} ${path}: no byte of the answer for ${timeoutMs} ms`, { cause: e });
+          timedOut.add(error);
+          throw error;
+        }
         if (e instanceof SyncClientError) throw e;
         // The connection broke off (or the bytes were not the JSON promised) after the answer began.
         throw new SyncClientError('network', `${method} ${path}: the answer broke off before its end`, { cause: e });
@@ -179,6 +186,42 @@ export function createTransport(o: TransportOptions, closing?: AbortSignal): Tra
       }
     },
   };
+}
+
+/**
+ * `res` with its body cut off, and `onIdle` called, once no byte of it has come for `ms`: a connection that goes
+ * silent mid-answer (a mobile link that drops packets without a reset) would otherwise hold the read until TCP gives
+ * up, many minutes later. A slow answer that keeps arriving is never cut.
+ */
+function watched(res: Response, ms: number, onIdle: () => void): Response {
+  if (!res.body) return res;
+  const reader = res.body.getReader();
+  const body = new ReadableStream<Uint8Array>({
+    pull: (controller) => new Promise<void>((resolve) => {
+      let settled = false;
+      const timer = setTimeout(() => {
+        settled = true;
+        onIdle();
+        controller.error(new Error(`no byte for ${ms} ms`));
+        reader.cancel().catch(() => undefined);
+        resolve();
+      }, ms);
+      reader.read().then(({ done, value }) => {
+        if (settled) return;
+        clearTimeout(timer);
+        if (done) controller.close();
+        else controller.enqueue(value);
+        resolve();
+      }, (e: unknown) => {
+        if (settled) return;
+        clearTimeout(timer);
+        controller.error(e);
+        resolve();
+      });
+    }),
+    cancel: (reason) => reader.cancel(reason),
+  });
+  return new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
 }
 
 async function errorOf(res: Response, method: string, path: string): Promise<SyncClientError> {

@@ -175,3 +175,37 @@ test('a download broken off twice, behind a proxy that drops the Range of the fi
   assert.ok(resumedAt > 150_000 && resumedAt < bytes.length, `the last attempt resumed: ${asked[2]}`);
   assert.equal(progress.filter((p) => p.loaded === 0).length, 2, 'progress went back to 0 once, for the whole file sent again');
 });
+
+test('a download whose connection goes silent half way is cut after requestTimeoutMs and resumed from the bytes it has', { timeout: 20_000 }, async (t) => {
+  const { open } = await oneBusiness(t, 'sqlite');
+  const bytes = new Uint8Array(randomBytes(300_000));
+  const att = await (await open()).attachments.upload({ recordType: 'invoice', recordUuid: randomUUID(), filename: 'scan.pdf', bytes });
+  const ranges: Array<string | undefined> = [];
+  const silentHalfWay = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+    const res = await fetch(input, init);
+    if (!String(input).includes('/api/sync/attachment/')) return res;
+    ranges.push((init?.headers as Record<string, string>)['range']);
+    if (ranges.length > 1) return res;
+    // The first answer's bytes stop after 100 KB, and the connection stays open: no error, no end.
+    const reader = res.body!.getReader();
+    let sent = 0;
+    const stalled = new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        if (sent > 100_000) return new Promise<void>(() => undefined);
+        const { done, value } = await reader.read();
+        if (done) { controller.close(); return; }
+        sent += value.length;
+        controller.enqueue(value);
+      },
+      cancel: () => reader.cancel(),
+    });
+    return new Response(stalled, { status: res.status, headers: res.headers });
+  };
+  const a = await open({ fetch: silentHalfWay, requestTimeoutMs: 300, sleep: async () => undefined });
+  const got = await a.attachments.download(att.uuid, { expect: att });
+  assert.deepEqual(Buffer.from(got), Buffer.from(bytes));
+  assert.equal(ranges.length, 2);
+  assert.equal(ranges[0], undefined);
+  const resumedAt = Number(/^bytes=(\d+)-$/.exec(ranges[1] ?? '')?.[1]);
+  assert.ok(resumedAt > 100_000 && resumedAt < bytes.length, `resumed at ${ranges[1]}`);
+});

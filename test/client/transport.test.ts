@@ -108,6 +108,30 @@ test('an answer whose body breaks off is a network error, resent like no answer 
   assert.equal(server.requests(), 4, 'sent again twice');
 });
 
+test('an answer whose body stops arriving for requestTimeoutMs is cut: a network error, not resent at once; a slow body that keeps coming is not cut', { timeout: 10_000 }, async (t) => {
+  const server = await partialAnswers('stall');
+  t.after(server.close);
+  const transport = createTransport({ baseUrl: server.baseUrl, requestTimeoutMs: 200 });
+  const started = Date.now();
+  await assert.rejects(transport.request('POST', '/api/sync/pull', { json: {}, idempotent: true, read: json }),
+    (e: unknown) => e instanceof SyncClientError && e.code === 'network' && /no byte of the answer for 200 ms/.test(e.message));
+  assert.ok(Date.now() - started >= 200);
+  assert.equal(server.requests(), 1, 'not sent again at once');
+
+  const { createServer } = await import('node:http');
+  const slow = createServer((_req, res) => {
+    const text = JSON.stringify({ changes: [], note: 'x'.repeat(20) });
+    res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(text.length) });
+    let at = 0;
+    // A byte every 50 ms: 1.5 s in all, each gap well within the 200 ms.
+    const timer = setInterval(() => { res.write(text[at++]!); if (at === text.length) { clearInterval(timer); res.end(); } }, 50);
+  });
+  await new Promise<void>((resolve) => slow.listen(0, '127.0.0.1', resolve));
+  t.after(() => new Promise<void>((resolve) => { slow.closeAllConnections(); slow.close(() => resolve()); }));
+  const slowTransport = createTransport({ baseUrl: `http://127.0.0.1:${(slow.address() as { port: number }).port}`, requestTimeoutMs: 200 });
+  assert.deepEqual(await slowTransport.request('GET', '/api/sync/status', { read: json }), { changes: [], note: 'x'.repeat(20) });
+});
+
 test('closing, or the caller\'s signal, cuts short a body still arriving: closed, or the signal\'s reason', { timeout: 10_000 }, async (t) => {
   const server = await partialAnswers('stall');
   t.after(server.close);
