@@ -51,7 +51,10 @@ async function open(s: Start): Promise<void> {
       // Counted once subscribed: the server says so with its `ready` message.
       ws.once('error', reject);
       ws.on('message', (data) => {
-        if (String(data) !== '{"type":"ready"}') return onMessage(data);
+        const text = String(data);
+        // The server's heartbeats (every 30 s) are not changes.
+        if (text === '{"type":"heartbeat"}') return;
+        if (!text.startsWith('{"type":"ready"')) return onMessage(data);
         sockets.push(ws);
         resolve();
       });

@@ -18,15 +18,26 @@ export interface FeedHandlers {
   /** The server's subscription of this socket is in place: every change committed from here on comes over it. */
   onReady(): void;
   onMessage(message: FeedMessage): void;
-  /** `code` is the close code; 1008 means the token is no longer valid. */
+  /** `code` is the close code; 1008 means the token is no longer valid, SILENT (4001) that the socket went silent. */
   onClose(code: number): void;
   /** Failures to connect that will be retried (the engine reports them as errors and goes offline). */
   onRetry(error: unknown): void;
 }
 
+/** Heartbeats (of the interval the server's `ready` names) a socket may miss before it is given up as silent. */
+const SILENT_HEARTBEATS = 2.5;
+/**
+ * The close code a socket given up as silent is reported with: no close frame came, the connection is presumed dead
+ * (a NAT that forgot it, a network switch), and nothing else would notice while the client sends nothing.
+ */
+export const SILENT = 4001;
+
 /** Keeps the feed connected until `stop()`. */
 export class FeedConnection {
   private socket: FeedSocket | null = null;
+  /** Gives the current socket up once it has been silent too long (set on its `ready`). */
+  private watchdog: ReturnType<typeof setInterval> | null = null;
+  private heardAt = 0;
   /** The socket being opened: `stop` closes it too, or it would open after the stop and stay open. */
   private connecting: FeedSocket | null = null;
   private timer: ReturnType<typeof setTimeout> | null = null;
@@ -47,6 +58,7 @@ export class FeedConnection {
 
   stop(): void {
     this.stopped = true;
+    this.unwatch();
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     for (const s of [this.socket, this.connecting]) {
@@ -87,6 +99,7 @@ export class FeedConnection {
       this.socket = socket;
     };
     socket.onmessage = (ev) => {
+      this.heardAt = Date.now();
       let msg: unknown;
       try {
         msg = JSON.parse(typeof ev.data === 'string' ? ev.data : String(ev.data));
@@ -94,17 +107,52 @@ export class FeedConnection {
         return;
       }
       if (isFeedMessage(msg)) this.handlers.onMessage(msg);
-      else if ((msg as { type?: unknown } | null)?.type === 'ready') this.handlers.onReady();
+      else if ((msg as { type?: unknown } | null)?.type === 'ready') {
+        this.watch(socket, (msg as { heartbeat_ms?: unknown }).heartbeat_ms);
+        this.handlers.onReady();
+      }
     };
     // An error is always followed by close; reconnecting happens there.
     socket.onerror = () => undefined;
     socket.onclose = (ev) => {
-      if (this.socket === socket) this.socket = null;
+      if (this.socket === socket) { this.socket = null; this.unwatch(); }
       if (this.connecting === socket) this.connecting = null;
       if (this.stopped) return;
       this.handlers.onClose(opened ? ev.code : 1006);
       this.scheduleReconnect();
     };
+  }
+
+  /**
+   * Watches `socket` for silence: the server sends a message every `heartbeatMs` at least (its heartbeat), so one
+   * that sends nothing for SILENT_HEARTBEATS of them is gone. A server that names no heartbeat is not watched.
+   */
+  private watch(socket: FeedSocket, heartbeatMs: unknown): void {
+    this.unwatch();
+    if (typeof heartbeatMs !== 'number' || !(heartbeatMs > 0)) return;
+    const limit = heartbeatMs * SILENT_HEARTBEATS;
+    this.watchdog = setInterval(() => {
+      if (this.socket !== socket) this.unwatch();
+      else if (Date.now() - this.heardAt > limit) this.giveUp(socket);
+    }, heartbeatMs / 2);
+    (this.watchdog as { unref?: () => void }).unref?.();
+  }
+
+  private unwatch(): void {
+    if (this.watchdog) clearInterval(this.watchdog);
+    this.watchdog = null;
+  }
+
+  /** Drops a silent socket at once (its close handshake would wait on a dead connection) and connects anew. */
+  private giveUp(socket: FeedSocket): void {
+    this.unwatch();
+    socket.onopen = null;
+    socket.onmessage = null;
+    socket.onclose = null;
+    socket.close(SILENT);
+    if (this.socket === socket) this.socket = null;
+    this.handlers.onClose(SILENT);
+    this.scheduleReconnect();
   }
 
   private scheduleReconnect(): void {

@@ -8,8 +8,12 @@ import { call } from '../helpers/http.js';
 import { createMemoryStore, type FeedSocket, type FeedSocketConstructor, type SyncState } from '../../src/client/index.js';
 import { device, Network, oneBusiness, ownerAndMember, refusingStore, until } from './client-fixtures.js';
 
-/** The `ws` WebSocket with the messages `drop` picks left out, as a message lost between the service and the device. */
-function lossyWebSocket(drop: (message: { version: number }) => boolean): FeedSocketConstructor {
+/**
+ * The `ws` WebSocket with the messages `drop` picks left out, as a message lost between the service and the device;
+ * `socket` numbers the sockets made, from 1. The codes the client closes them with go to `closes`.
+ */
+function lossyWebSocket(drop: (message: { type: string; version?: number }, socket: number) => boolean, closes: number[] = []): FeedSocketConstructor {
+  let made = 0;
   return class {
     private readonly inner: WebSocket;
     onopen: FeedSocket['onopen'] = null;
@@ -17,13 +21,17 @@ function lossyWebSocket(drop: (message: { version: number }) => boolean): FeedSo
     onclose: FeedSocket['onclose'] = null;
     onerror: FeedSocket['onerror'] = null;
     constructor(url: string) {
+      const n = ++made;
       this.inner = new WebSocket(url);
       this.inner.onopen = (ev) => this.onopen?.(ev);
       this.inner.onclose = (ev) => this.onclose?.(ev);
       this.inner.onerror = (ev) => this.onerror?.(ev);
-      this.inner.onmessage = (ev) => { if (!drop(JSON.parse(String(ev.data)) as { version: number })) this.onmessage?.(ev); };
+      this.inner.onmessage = (ev) => { if (!drop(JSON.parse(String(ev.data)) as { type: string; version?: number }, n)) this.onmessage?.(ev); };
     }
-    close(code?: number): void { this.inner.close(code); }
+    close(code?: number): void {
+      closes.push(code ?? 1000);
+      this.inner.close(code);
+    }
   };
 }
 
@@ -230,6 +238,31 @@ describe('sync client: live feed', { concurrency: true }, () => {
       await writer.put('customers', rec, { name: 'after the reconnect' });
       await writer.sync();
       await until(async () => (await watcher.get('customers', rec)) !== null, 10_000, 'the change to arrive over the new socket');
+    });
+
+    test(`on ${backend}: a feed connection gone silent (heartbeats stop, no close) is given up after 2.5 heartbeats and replaced; changes flow again without a sync()`, async (t) => {
+      const s = await startSync(backend, { feedHeartbeatMs: 200 });
+      t.after(() => s.close());
+      const u = await newUser(s);
+      const b = await newBusiness(s, u);
+      // The first socket hears its ready, then nothing more, and never closes: a NAT that forgot the connection.
+      let made = 0;
+      const closes: number[] = [];
+      const ZombieFirst = lossyWebSocket((m, socket) => {
+        made = Math.max(made, socket);
+        return socket === 1 && m.type !== 'ready';
+      }, closes);
+      const watcher = await device(s.url, u, b.id, { WebSocket: ZombieFirst });
+      const writer = await device(s.url, u, b.id);
+      t.after(() => Promise.all([watcher.close(), writer.close()]));
+      watcher.start();
+      await until(() => made === 2 && watcher.syncState === 'up-to-date', 10_000, 'the silent socket to be replaced');
+      assert.deepEqual(closes, [4001]);
+      const rec = randomUUID();
+      await writer.put('customers', rec, { name: 'after the silence' });
+      await writer.sync();
+      await until(async () => (await watcher.get('customers', rec)) !== null, 10_000, 'the change to arrive over the new socket');
+      assert.equal(made, 2, 'one replacement, no churn while heartbeats come');
     });
 
     test(`on ${backend}: a member removed while syncing in the background: the device stops (no refused retries every 30 s), says accessLost once, keeps its data; start() after being added again syncs`, async (t) => {

@@ -57,6 +57,7 @@ describe('sync service: two instances behind HAProxy', { skip: TOPOLOGY_SKIP }, 
     ws.on('message', (data) => {
       const message = JSON.parse(String(data)) as Record<string, unknown>;
       if (message['type'] === 'ready') return ready();
+      if (message['type'] === 'heartbeat') return;
       messages.push(message);
       for (const w of waiters.splice(0)) w();
     });

@@ -32,6 +32,7 @@ function openFeed(url: string, q: { businessId: string; userId: string; token?: 
   ws.on('message', (data) => {
     const message = JSON.parse(String(data)) as { type?: string };
     if (message.type === 'ready') return ready();
+    if (message.type === 'heartbeat') return;
     queue.push(message);
     waiters.splice(0).forEach((w) => w());
   });
@@ -106,13 +107,13 @@ for (const backend of BACKENDS) for (const shared of SHARED_STATES) {
     });
     const track = (f: Feed) => { open.push(f.ws); return f; };
 
-    test('the first message is {"type":"ready"}, once the subscription is in place: a push the moment it arrives reaches the socket', async () => {
+    test('the first message is {"type":"ready","heartbeat_ms":...}, once the subscription is in place: a push the moment it arrives reaches the socket', async () => {
       const ws = new WebSocket(`${s.url.replace('http', 'ws')}/ws/sync?business_id=${businessId}&user_id=${owner.id}`, { headers: { authorization: `Bearer ${owner.token}` } });
       open.push(ws);
       const raw: string[] = [];
       ws.on('message', (data) => raw.push(String(data)));
       await new Promise<void>((resolve) => { const poll = () => (raw.length ? resolve() : setTimeout(poll, 2)); poll(); });
-      assert.deepEqual(raw, ['{"type":"ready"}']);
+      assert.deepEqual(raw, ['{"type":"ready","heartbeat_ms":30000}']);
       const rec = randomUUID();
       await device(s.url, owner.token, businessId, 'ready-1').push({ changes: [change(rec, 1)] });
       await new Promise<void>((resolve) => { const poll = () => (raw.length > 1 ? resolve() : setTimeout(poll, 2)); poll(); });
@@ -224,6 +225,24 @@ for (const backend of BACKENDS) for (const shared of SHARED_STATES) {
       const plain = await call(s.url, 'GET', `/ws/sync?business_id=${businessId}&user_id=${owner.id}`, { token: owner.token });
       assert.deepEqual([plain.status, plain.body.error], [400, 'invalid_request'], plain.text);
       assert.match(plain.body.details, /Upgrade: websocket/);
+    });
+
+    test('ready names the heartbeat, and every heartbeat brings {"type":"heartbeat"}: a client can tell a silent connection from a quiet business', async () => {
+      const own = await startSync(backend, { feedHeartbeatMs: 100 }, { shared });
+      try {
+        const u = await newUser(own);
+        const b = await newBusiness(own, u);
+        const ws = new WebSocket(`${own.url.replace('http', 'ws')}/ws/sync?business_id=${b.id}&user_id=${u.id}`, { headers: { authorization: `Bearer ${u.token}` } });
+        const raw: string[] = [];
+        ws.on('message', (data) => raw.push(String(data)));
+        await new Promise((r) => setTimeout(r, 550));
+        ws.close();
+        assert.equal(raw[0], '{"type":"ready","heartbeat_ms":100}', 'ready comes first');
+        const beats = raw.slice(1);
+        assert.ok(beats.length >= 3 && beats.every((m) => m === '{"type":"heartbeat"}'), raw.join(' '));
+      } finally {
+        await own.close();
+      }
     });
 
     test('a member removed from the business, or whose token is revoked, loses the feed at the next heartbeat (1008)', async () => {

@@ -47,6 +47,13 @@ export type ReauthorizeBusiness<C> = (businessId: string, credentials: readonly 
 const OPEN = 1;
 const TEXT = { binary: false } as const;
 const PING_CHUNK = 256;
+/**
+ * Sent with every ping. A ping is answered by the client's WebSocket layer, out of the application's sight (a browser
+ * never shows it); this message is what a client sees, so one that hears nothing for a few heartbeats knows its
+ * connection went silent (a NAT that dropped it, a network switch) and reconnects instead of waiting for changes
+ * that will never come.
+ */
+export const HEARTBEAT_MESSAGE = Buffer.from('{"type":"heartbeat"}');
 
 export interface FeedHub<C> {
   /**
@@ -59,8 +66,8 @@ export interface FeedHub<C> {
    */
   add(businessId: string, socket: FeedSocket, credential: C): Promise<void>;
   /**
-   * One heartbeat: drop sockets that missed the last ping, ping the rest (a
-   * few hundred per event-loop turn), and
+   * One heartbeat: drop sockets that missed the last ping, ping the rest and
+   * send them HEARTBEAT_MESSAGE (a few hundred per event-loop turn), and
    * re-authorise every business's sockets, one business after another, spread
    * over `reauthSpreadMs`. Resolves when the checks are done. A heartbeat that
    * comes while the previous one's checks still run pings but checks nothing
@@ -202,6 +209,8 @@ export function createFeedHub<C>(pubsub: PubSub, options: FeedOptions, log: Warn
       }
       alive.set(socket, false);
       socket.ping();
+      // Not before `ready`: that is the first message a socket gets.
+      if (!pending.has(socket) && socket.readyState === OPEN) socket.send(HEARTBEAT_MESSAGE, TEXT);
     }
   };
 
