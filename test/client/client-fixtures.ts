@@ -8,7 +8,7 @@ import type { SyncConfig } from '../../src/sync/config.js';
 import { addMember, newBusiness, newUser, startSync, type TestUser } from '../helpers/sync.js';
 
 /** A device: a SyncClient signed in as `user` (by login, so each device has its own session) for `businessId`. */
-export async function device(url: string, user: TestUser, businessId: string, options: Partial<SyncClientOptions> & { store?: LocalStore } = {}): Promise<SyncClient> {
+export async function device(url: string, user: Pick<TestUser, 'email' | 'password'>, businessId: string, options: Partial<SyncClientOptions> & { store?: LocalStore } = {}): Promise<SyncClient> {
   const client = await SyncClient.open({
     baseUrl: url,
     businessId,

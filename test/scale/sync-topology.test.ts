@@ -10,6 +10,7 @@ import WebSocket from 'ws';
 import { call } from '../helpers/http.js';
 import { validAbn } from '../helpers/sync.js';
 import { change, device } from '../sync/push-client.js';
+import { device as clientDevice, until } from '../client/client-fixtures.js';
 import { METRICS_TOKEN, TOPOLOGY_SKIP, callFrom, promSample, rawRequest, scrape, startInstance, startTopology, type Topology } from '../helpers/topology.js';
 
 /**
@@ -215,6 +216,39 @@ describe('sync service: two instances behind HAProxy', { skip: TOPOLOGY_SKIP }, 
     assert.equal(down.headers['content-encoding'], undefined);
     assert.equal(down.headers['content-range'], `bytes 1000-199999/200000`);
     assert.ok(down.body.equals(bytes.subarray(1000)));
+  });
+
+  test('the client library through the proxy: two devices edit, each hears the other over the feed (requests and sockets round robin over both instances), and a fresh device\'s pulls come gzipped', async () => {
+    const owner = await newUser();
+    const businessId = await newBusiness(owner);
+    const encodings: string[] = [];
+    const watching: typeof fetch = async (input, init) => {
+      const res = await fetch(input, init);
+      if (String(input).endsWith('/api/sync/pull')) encodings.push(res.headers.get('content-encoding') ?? 'identity');
+      return res;
+    };
+    const [a, b] = await Promise.all([clientDevice(topo.proxyUrl, owner, businessId), clientDevice(topo.proxyUrl, owner, businessId)]);
+    try {
+      a.start();
+      b.start();
+      await until(() => a.syncState === 'up-to-date' && b.syncState === 'up-to-date', 15_000, 'both devices to connect');
+      const ids = Array.from({ length: 300 }, () => randomUUID());
+      for (const [i, id] of ids.entries()) await a.put('customers', id, { name: `Customer ${i}`, email: `c${i}@example.com` });
+      const last = randomUUID();
+      await b.put('notes', last, { text: 'from b' });
+      await until(async () => (await b.list('customers')).length === 300 && (await a.get('notes', last)) !== null, 20_000, 'each device to have the other\'s edits');
+      const fresh = await clientDevice(topo.proxyUrl, owner, businessId, { fetch: watching });
+      try {
+        await fresh.sync();
+        assert.equal((await fresh.list('customers')).length, 300);
+        assert.deepEqual(await fresh.get('notes', last), { text: 'from b' });
+        assert.ok(encodings.includes('gzip'), `pull answers: ${encodings.join(', ')}`);
+      } finally {
+        await fresh.close();
+      }
+    } finally {
+      await Promise.all([a.close(), b.close()]);
+    }
   });
 
   test('8 devices pushing concurrently through both instances get unique, gap-free versions; a puller sees each change once, in order', async () => {
