@@ -10,13 +10,16 @@ import { createFeedHub, NO_LONGER_AUTHORIZED, SLOW_CONSUMER, type FeedSocket } f
 class FakeSocket extends EventEmitter implements FeedSocket {
   bufferedAmount = 0;
   readyState = 1;
-  sent: string[] = [];
+  /** Every message, in order. */
+  all: string[] = [];
+  /** The messages after the `ready` greeting. */
+  get sent(): string[] { return this.all.filter((m) => !m.startsWith('{"type":"ready"')); }
   pings = 0;
   closedWith: number | undefined;
   terminated = false;
   send(data: Buffer, options: { binary: false }) {
     assert.equal(options.binary, false, 'feed messages are text frames');
-    this.sent.push(data.toString());
+    this.all.push(data.toString());
   }
   ping() { this.pings++; }
   close(code: number) { this.closedWith = code; }
@@ -280,6 +283,9 @@ test('a new socket gets nothing until its own check, made once it is subscribed,
   assert.equal(goes.closedWith, NO_LONGER_AUTHORIZED);
   assert.equal(goes.sent.length, 0, 'nothing reached the refused socket');
   assert.deepEqual(stays.sent.map((m) => JSON.parse(m).version), [1, 2], 'the held batch, in order, once checked');
+  assert.deepEqual(stays.all.map((m) => JSON.parse(m).type), ['ready', 'change', 'change'], 'ready first, then what came meanwhile');
+  assert.equal(JSON.parse(stays.all[0]!).heartbeat_ms, NO_SPREAD.heartbeatMs);
+  assert.deepEqual(goes.all, [], 'the refused socket is never greeted');
 });
 
 test('a new socket whose first check fails is removed and the add rejects', async (t) => {
@@ -287,4 +293,28 @@ test('a new socket whose first check fails is removed and the add rejects', asyn
   t.after(() => hub.close());
   await assert.rejects(hub.add(BIZ, new FakeSocket(), allowed), /database away/);
   assert.equal(hub.size, 0);
+});
+
+test('a heartbeat pings every socket and sends {"type":"heartbeat"} to those greeted, never to one still waiting for its first check', async (t) => {
+  let gated = true;
+  const gates: Array<() => void> = [];
+  const hub = createFeedHub(createMemoryPubSub(), NO_SPREAD, silent, async (_b, credentials: readonly string[]) => {
+    if (gated) await new Promise<void>((resolve) => gates.push(resolve));
+    return credentials.map(() => true);
+  });
+  t.after(() => hub.close());
+  const waiting = new FakeSocket();
+  const adding = hub.add(BIZ, waiting, allowed);
+  await new Promise((resolve) => setImmediate(resolve));
+  const beat = hub.heartbeat();
+  assert.equal(waiting.pings, 1);
+  assert.deepEqual(waiting.all, [], 'nothing before ready');
+  gated = false;
+  gates.splice(0).forEach((pass) => pass());
+  await adding;
+  await beat;
+  waiting.emit('pong');
+  await hub.heartbeat();
+  assert.deepEqual(waiting.all.map((m) => JSON.parse(m).type), ['ready', 'heartbeat']);
+  assert.equal(waiting.pings, 2);
 });

@@ -55,14 +55,24 @@ const PING_CHUNK = 256;
  */
 export const HEARTBEAT_MESSAGE = Buffer.from('{"type":"heartbeat"}');
 
+/**
+ * A socket's first message, once its subscription is in place and its credential checked: every change committed
+ * after it reaches the socket, so a client that pulls on it misses nothing (on `open` it could: the upgrade completes
+ * before the subscription). It says how often heartbeats come, so a client can tell a connection gone silent from a
+ * quiet business.
+ */
+export function readyMessage(heartbeatMs: number): string {
+  return JSON.stringify({ type: 'ready', heartbeat_ms: heartbeatMs });
+}
+
 export interface FeedHub<C> {
   /**
    * Delivers the business's change events to `socket` until it closes.
    * `credential` (what the connection authenticated with) is checked once the
-   * subscription is in place, before anything is delivered (what comes
-   * meanwhile waits for the check), and again at every heartbeat; a refused
-   * one closes the socket. Rejects, the socket removed, when the subscription
-   * or that first check fails.
+   * subscription is in place, before anything is delivered: then the socket
+   * gets `readyMessage` first, and what came meanwhile after it. It is checked
+   * again at every heartbeat; a refused one closes the socket. Rejects, the
+   * socket removed, when the subscription or that first check fails.
    */
   add(businessId: string, socket: FeedSocket, credential: C): Promise<void>;
   /**
@@ -98,6 +108,7 @@ export function createFeedHub<C>(pubsub: PubSub, options: FeedOptions, log: Warn
   /** New sockets until their first check has passed, with the batches that came meanwhile. */
   const pending = new Map<FeedSocket, unknown[]>();
   const spreadMs = options.reauthSpreadMs ?? options.heartbeatMs / 2;
+  const ready = Buffer.from(readyMessage(options.heartbeatMs));
   let checking: Promise<void> | undefined;
   let closed = false;
   let pause: { timer: NodeJS.Timeout; wake: () => void } | undefined;
@@ -236,6 +247,7 @@ export function createFeedHub<C>(pubsub: PubSub, options: FeedOptions, log: Warn
           if (socket.readyState === OPEN) socket.close(NO_LONGER_AUTHORIZED, 'token expired or revoked, or no longer a member');
           return;
         }
+        if (socket.readyState === OPEN) socket.send(ready, TEXT);
         for (const m of held) deliver([socket], m);
       } catch (e: unknown) {
         remove(businessId, socket);

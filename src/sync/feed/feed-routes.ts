@@ -18,16 +18,6 @@ const FeedQuery = Type.Object({
   token: Type.Optional(Type.String({ description: 'Access token, for browsers that cannot set Authorization on a WebSocket; redacted from logs.' })),
 });
 
-/**
- * Sent once the socket's subscription is in place and its credential checked: every change committed after this
- * message reaches the socket, so a client that pulls on it misses nothing (on `open` it could: the upgrade completes
- * before the subscription). It says how often heartbeats come (feed-hub.ts), so a client can tell a connection gone
- * silent from a quiet business.
- */
-export function readyMessage(heartbeatMs: number): string {
-  return JSON.stringify({ type: 'ready', heartbeat_ms: heartbeatMs });
-}
-
 /** Largest message a client may send; the feed is server-to-client, so anything bigger is abuse. */
 const MAX_CLIENT_PAYLOAD = 4096;
 
@@ -49,7 +39,6 @@ const SECURITY_HEADER_LINES = Object.entries(SECURITY_HEADERS).map(([name, value
 export function registerFeedRoutes(app: App, deps: SyncDeps, options: FeedOptions = FEED_DEFAULTS): void {
   const allowedOrigins = new Set(deps.config.feedAllowedOrigins.map((o) => o.toLowerCase()));
   const maxPerUser = deps.config.feedMaxSocketsPerUser;
-  const ready = readyMessage(options.heartbeatMs);
   // Open feed sockets per user on this instance.
   const openByUser = new Map<string, number>();
 
@@ -120,7 +109,6 @@ export function registerFeedRoutes(app: App, deps: SyncDeps, options: FeedOption
         const token = requestToken(req.headers.authorization, query)!;
         try {
           await hub.add(businessId, socket, { tokenHash: hashToken(token), userId: query.user_id.toLowerCase() });
-          if (socket.readyState === socket.OPEN) socket.send(ready);
           if (socket.readyState !== socket.CLOSED) {
             deps.selfMetrics.feedConnections.inc();
             socket.once('close', () => deps.selfMetrics.feedConnections.dec());
