@@ -185,13 +185,25 @@
     if (range.preset && !paused) timer = setInterval(() => { if (!document.hidden) load(); }, refreshMs());
   }
 
+  /**
+   * A read the network holds without an answer, or whose answer stops half way (a link gone silent: Wi-Fi that
+   * dropped, a laptop that slept), fails after this: loads run one at a time, so one read waiting for good would stop
+   * every refresh after it, with no word on the page.
+   */
+  const REQUEST_TIMEOUT_MS = 30000;
   async function getJson(path, params) {
     const qs = new URLSearchParams(params).toString();
-    // A plain fetch (the API answers JSON): the request the page's preload link makes, so that response is reused.
-    const res = await fetch(path + (qs ? '?' + qs : ''));
-    if (res.status === 401) { location.assign('/signin'); throw new Error('signed out'); }
-    if (!res.ok) throw new Error(path + ' answered HTTP ' + res.status);
-    return res.json();
+    const abort = new AbortController();
+    const timer = setTimeout(() => abort.abort(new Error('no answer within ' + REQUEST_TIMEOUT_MS / 1000 + ' s')), REQUEST_TIMEOUT_MS);
+    try {
+      // The request the page's preload link makes (the API answers JSON), so that response is reused.
+      const res = await fetch(path + (qs ? '?' + qs : ''), { signal: abort.signal });
+      if (res.status === 401) { location.assign('/signin'); throw new Error('signed out'); }
+      if (!res.ok) throw new Error(path + ' answered HTTP ' + res.status);
+      return await res.json();
+    } finally {
+      clearTimeout(timer);
+    }
   }
   const notice = el('p', { class: 'notice', role: 'status', hidden: true });
   main.prepend(notice);

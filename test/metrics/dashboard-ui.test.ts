@@ -528,3 +528,35 @@ test('the dashboard under odd data and ranges: a lone report, a host gone quiet,
 
   assert.deepEqual(problems, [], 'no console error, CSP violation or dialog');
 });
+
+test('a chart read the network holds without an answer fails after 30 s instead of stopping every refresh after it; the next load draws', { skip: available ? false : `no chromium at ${CHROMIUM_PATH}`, timeout: 60_000 }, async (t) => {
+  const now = Date.now();
+  const h = await startMetrics('sqlite', { now: () => now });
+  t.after(() => h.close());
+  const tenant = await h.newTenant('acme');
+  for (let i = 0; i < 30; i++) assert.equal((await ingest(h.url, tenant.token, makeReport({ agentId: 'web-1', hostname: 'web-1', ts: now - i * 60_000 }))).status, 200);
+  const browser: Browser = await chromium.launch({ executablePath: CHROMIUM_PATH, args: LAUNCH_ARGS });
+  t.after(() => browser.close());
+  const context = await browser.newContext({ extraHTTPHeaders: { authorization: `Bearer ${tenant.token}` } });
+  const page = await context.newPage();
+  page.setDefaultTimeout(15_000);
+  // The page's timers run on a clock the test moves; the network is real.
+  await page.clock.install({ time: now });
+  let seriesRequests = 0;
+  await page.route(/\/api\/v1\/host\/web-1\?/, async (route) => {
+    // The first series read (the page's preload) gets no answer, ever: a link gone silent.
+    if (++seriesRequests === 1) return;
+    await route.continue();
+  });
+  await page.goto(`${h.url}/hosts/web-1`);
+  await until(page, 'document.querySelector("main") !== null');
+  const loads = () => page.evaluate('Number(document.querySelector("main").dataset.loaded || 0)') as Promise<number>;
+  await page.clock.runFor(5_000);
+  assert.equal(await loads(), 0, 'the held read holds the first load');
+  assert.equal(seriesRequests, 1);
+  // 30 s on, the read is given up and a load asks again (its own retry or the next refresh): this one is answered.
+  await page.clock.runFor(26_000);
+  await loaded(page);
+  assert.ok(seriesRequests >= 2, `${seriesRequests} series reads`);
+  assert.equal(await page.locator('.notice').isHidden(), true, 'the notice of the failed read is gone once a load succeeds');
+});
