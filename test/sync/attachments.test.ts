@@ -286,6 +286,10 @@ for (const backend of BACKENDS) {
         assert.equal(r.headers.get('content-range'), null);
         assert.ok(r.body.equals(bytes), JSON.stringify(headers));
       }
+      // HEAD answers the same headers without the bytes: a client can learn the size and ETag first.
+      const head = await fetch(`${s.url}/api/sync/attachment/${up.body.uuid}`, { method: 'HEAD', headers: { authorization: `Bearer ${u.token}`, range: 'bytes=100-' } });
+      assert.deepEqual([head.status, head.headers.get('content-range'), head.headers.get('content-length'), head.headers.get('etag')], [206, 'bytes 100-49999/50000', '49900', etag]);
+      assert.equal((await head.arrayBuffer()).byteLength, 0);
       const past = await get({ range: 'bytes=50000-' });
       assert.equal(past.status, 416);
       assert.equal(past.headers.get('content-range'), 'bytes */50000');
