@@ -61,13 +61,7 @@ export class FeedConnection {
     this.unwatch();
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
-    for (const s of [this.socket, this.connecting]) {
-      if (!s) continue;
-      s.onopen = null;
-      s.onclose = null;
-      s.onmessage = null;
-      s.close(1000);
-    }
+    for (const s of [this.socket, this.connecting]) if (s) detach(s, 1000);
     this.socket = null;
     this.connecting = null;
   }
@@ -146,10 +140,7 @@ export class FeedConnection {
   /** Drops a silent socket at once (its close handshake would wait on a dead connection) and connects anew. */
   private giveUp(socket: FeedSocket): void {
     this.unwatch();
-    socket.onopen = null;
-    socket.onmessage = null;
-    socket.onclose = null;
-    socket.close(SILENT);
+    detach(socket, SILENT);
     if (this.socket === socket) this.socket = null;
     this.handlers.onClose(SILENT);
     this.scheduleReconnect();
@@ -163,6 +154,14 @@ export class FeedConnection {
       void this.connect();
     }, delay);
   }
+}
+
+/** Closes a socket whose events no longer concern the feed (stopped, or given up): none of them reaches it. */
+function detach(socket: FeedSocket, code: number): void {
+  socket.onopen = null;
+  socket.onclose = null;
+  socket.onmessage = null;
+  socket.close(code);
 }
 
 function isFeedMessage(m: unknown): m is FeedMessage {

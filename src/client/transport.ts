@@ -120,8 +120,16 @@ export function createTransport(o: TransportOptions, closing?: AbortSignal): Tra
       if (signal.aborted) request.abort(signal.reason);
       else signal.addEventListener('abort', abort, { once: true });
     }
+    // The time limit, for the answer's start and then for each silence inside it: a request it cuts is `network`, and
+    // not resent at once (see `timedOut`).
     let late = false;
-    const timer = timeoutMs > 0 && !r.body ? setTimeout(() => { late = true; request.abort(); }, timeoutMs) : undefined;
+    const giveUp = () => { late = true; request.abort(); };
+    const tooLate = (what: string, cause: unknown) => {
+      const error = new SyncClientError('network', `${method} ${path}: ${what}`, { cause });
+      timedOut.add(error);
+      return error;
+    };
+    const timer = timeoutMs > 0 && !r.body ? setTimeout(giveUp, timeoutMs) : undefined;
     try {
       let res: Response;
       try {
@@ -129,28 +137,18 @@ export function createTransport(o: TransportOptions, closing?: AbortSignal): Tra
       } catch (e: unknown) {
         if (r.signal?.aborted) throw e;
         if (closing?.aborted && !r.finishOnClose) throw closed(`${method} ${path}`);
-        if (late) {
-          const error = new SyncClientError('network', `${method} ${path}: no answer within ${timeoutMs} ms`, { cause: e });
-          timedOut.add(error);
-          throw error;
-        }
+        if (late) throw tooLate(`no answer within ${timeoutMs} ms`, e);
         throw new SyncClientError('network', `${method} ${path}: no answer from the sync service`, { cause: e });
       } finally {
         clearTimeout(timer);
       }
       if (!res.ok || !r.read) return { res };
-      let idle = false;
       try {
-        const body = timeoutMs > 0 ? watched(res, timeoutMs, () => { idle = true; request.abort(); }) : res;
-        return { res, value: await r.read(body) };
+        return { res, value: await r.read(timeoutMs > 0 ? watched(res, timeoutMs, giveUp) : res) };
       } catch (e: unknown) {
         if (r.signal?.aborted) throw e;
         if (closing?.aborted && !r.finishOnClose) throw closed(`${method} ${path}`);
-        if (idle) {
-          const error = new SyncClientError('network', `${method} ${path}: no byte of the answer for ${timeoutMs} ms`, { cause: e });
-          timedOut.add(error);
-          throw error;
-        }
+        if (late) throw tooLate(`no byte of the answer for ${timeoutMs} ms`, e);
         if (e instanceof SyncClientError) throw e;
         // The connection broke off (or the bytes were not the JSON promised) after the answer began.
         throw new SyncClientError('network', `${method} ${path}: the answer broke off before its end`, { cause: e });

@@ -53,7 +53,7 @@ const PING_CHUNK = 256;
  * connection went silent (a NAT that dropped it, a network switch) and reconnects instead of waiting for changes
  * that will never come.
  */
-export const HEARTBEAT_MESSAGE = Buffer.from('{"type":"heartbeat"}');
+const HEARTBEAT_MESSAGE = Buffer.from('{"type":"heartbeat"}');
 
 /**
  * A socket's first message, once its subscription is in place and its credential checked: every change committed
@@ -61,7 +61,7 @@ export const HEARTBEAT_MESSAGE = Buffer.from('{"type":"heartbeat"}');
  * before the subscription). It says how often heartbeats come, so a client can tell a connection gone silent from a
  * quiet business.
  */
-export function readyMessage(heartbeatMs: number): string {
+function readyMessage(heartbeatMs: number): string {
   return JSON.stringify({ type: 'ready', heartbeat_ms: heartbeatMs });
 }
 
