@@ -209,3 +209,25 @@ test('a download whose connection goes silent half way is cut after requestTimeo
   const resumedAt = Number(/^bytes=(\d+)-$/.exec(ranges[1] ?? '')?.[1]);
   assert.ok(resumedAt > 100_000 && resumedAt < bytes.length, `resumed at ${ranges[1]}`);
 });
+
+test('a resumed download answered with another range than the one asked for starts over from byte 0, and the bytes are exact', async (t) => {
+  const { open } = await oneBusiness(t, 'sqlite');
+  const bytes = new Uint8Array(randomBytes(300_000));
+  const att = await (await open()).attachments.upload({ recordType: 'invoice', recordUuid: randomUUID(), filename: 'scan.pdf', bytes });
+  const asked: Array<string | undefined> = [];
+  const misranged = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+    if (!String(input).includes('/api/sync/attachment/')) return fetch(input, init);
+    const headers = { ...(init?.headers as Record<string, string>) };
+    asked.push(headers['range']);
+    // The first answer breaks off; the resume passes a proxy that rewrites its range to bytes 0-99.
+    if (headers['range']) headers['range'] = 'bytes=0-99';
+    const res = await fetch(input, { ...init, headers });
+    return asked.length === 1 ? brokenOff(res, 100_000) : res;
+  };
+  const a = await open({ fetch: misranged, sleep: async () => undefined });
+  const got = await a.attachments.download(att.uuid, { expect: att });
+  assert.deepEqual(Buffer.from(got), Buffer.from(bytes));
+  assert.equal(asked.length, 3, 'the broken attempt, the misranged resume, a whole download');
+  assert.match(asked[1] ?? '', /^bytes=\d+-$/);
+  assert.equal(asked[2], undefined, 'after a wrong range the client asks for the whole file, not a range again');
+});
