@@ -6,6 +6,8 @@ import { registerAuthRoutes } from './http/auth-routes.js';
 import { registerBusinessRoutes } from './businesses/business-routes.js';
 import { registerChangeRoutes } from './changes/change-routes.js';
 import { registerAttachmentRoutes } from './attachments/attachment-routes.js';
+import { registerUploadRoutes } from './attachments/upload-routes.js';
+import { sweepUploads } from './attachments/resumable-uploads.js';
 import { registerFeedRoutes } from './feed/feed-routes.js';
 import { registerExampleRoutes } from './http/example-routes.js';
 import { FEED_DEFAULTS } from './feed/feed-hub.js';
@@ -72,15 +74,17 @@ export async function buildSyncApp(deps: SyncDeps, options: BuildSyncAppOptions 
 
   registerChangeRoutes(app, deps);
   registerAttachmentRoutes(app, deps);
+  registerUploadRoutes(app, deps);
   registerFeedRoutes(app, deps, { ...FEED_DEFAULTS, heartbeatMs: deps.config.feedHeartbeatMs });
   registerExampleRoutes(app);
 
-  // Expired tokens and old resolved conflicts go in small batches, on every instance, while the app is up.
+  // Expired tokens, old resolved conflicts and expired uploads go in small batches, on every instance, while the app is up.
   let stopCleanup: (() => Promise<void>) | undefined;
   app.addHook('onReady', async () => {
     stopCleanup = startExpiryCleanup({
       database: deps.database,
       rules: syncExpiryRules(config),
+      tasks: [{ name: 'upload_sessions', run: (now) => sweepUploads(deps, now) }],
       intervalMs: SYNC_CLEANUP_INTERVAL_MS,
       now: deps.now,
       onRun: (r) => {

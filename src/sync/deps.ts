@@ -22,6 +22,7 @@ import { createKyselyChangeStore } from './changes/kysely-change-store.js';
 import { startPushThread, type PushThread } from './changes/push-thread-client.js';
 import type { AttachmentTables } from './attachments/attachment-tables.js';
 import { createKyselyAttachmentStore, type AttachmentStore } from './attachments/attachment-store.js';
+import { createKyselyUploadStore, type UploadStore } from './attachments/upload-store.js';
 import type { BlobStore } from './attachments/blob-store.js';
 import { createLocalBlobStore } from './attachments/local-blob-store.js';
 import { createPgBlobStore } from './attachments/pg-blob-store.js';
@@ -45,6 +46,8 @@ export interface SyncDeps {
   changes: ChangeStore;
   /** Attachment metadata; the bytes are in `blobs` (local disk by default). */
   attachments: AttachmentStore;
+  /** Resumable uploads in progress (their bytes are pieces in `blobs`). */
+  uploads: UploadStore;
   /**
    * Attachment bytes: in PostgreSQL when the service runs on it (every instance
    * reads what any stored), unless `--attachment-dir` names a directory (which
@@ -126,6 +129,7 @@ export async function createSyncDeps(config: SyncConfig, options: SyncDepsOption
     businesses: createKyselyBusinessStore(database.db, database.dialect),
     changes,
     attachments: createKyselyAttachmentStore(database.db),
+    uploads: createKyselyUploadStore(database.db),
     blobs: database.pgPool && config.attachmentDir === undefined
       ? await createPgBlobStore(database.pgPool, path.join(config.dataDir, 'attachment-staging'))
       : await createLocalBlobStore(config.attachmentDir ?? path.join(config.dataDir, 'attachments')),

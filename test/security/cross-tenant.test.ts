@@ -103,6 +103,10 @@ interface SyncWorld {
   businessB: string;
   conflictA: number;
   attachmentA: string;
+  /** An upload of A's with its first bytes in. */
+  uploadA: string;
+  /** Bytes of it stored. */
+  uploadAReceived: number;
   recordA: string;
   markers: string[];
 }
@@ -124,20 +128,31 @@ async function plantSync(s: SyncUnderTest): Promise<SyncWorld> {
   form.append('file', new Blob([fileSecret]), `${marker('filename')}.txt`);
   const up = await call(s.url, 'POST', '/api/sync/attachment', { token: a.token, headers: { 'x-business-id': bizA.id }, body: form });
   assert.equal(up.status, 201, up.text);
+  const pieceSecret = marker('piece-secret');
+  const session = await call(s.url, 'POST', '/api/sync/uploads', {
+    token: a.token, headers: { 'x-business-id': bizA.id },
+    json: { record_type: 'invoice', record_uuid: recordA, filename: `${marker('upload-name')}.txt`, size: 1000 },
+  });
+  assert.equal(session.status, 201, session.text);
+  const piece = await call(s.url, 'PATCH', `/api/sync/uploads/${session.body.id}`, {
+    token: a.token, headers: { 'content-type': 'application/offset+octet-stream', 'upload-offset': '0' }, body: pieceSecret,
+  });
+  assert.equal(piece.status, 200, piece.text);
   return {
-    a, b, businessA: bizA.id, businessB: bizB.id, conflictA, attachmentA: up.body.uuid, recordA,
-    markers: [secret, fileSecret, a.email, bizA.name, bizA.abn, up.body.filename as string],
+    a, b, businessA: bizA.id, businessB: bizB.id, conflictA, attachmentA: up.body.uuid, uploadA: session.body.id, uploadAReceived: piece.body.received, recordA,
+    markers: [secret, fileSecret, pieceSecret, a.email, bizA.name, bizA.abn, up.body.filename as string, session.body.filename as string],
   };
 }
 
 /** What B sends to each route that acts on a business, aimed at A's. Keyed by `METHOD url`. */
-function syncRequest(route: RouteEntry, w: SyncWorld): { path: string; json?: unknown; body?: FormData; headers: Record<string, string> } {
+function syncRequest(route: RouteEntry, w: SyncWorld): { path: string; json?: unknown; body?: FormData | string; headers: Record<string, string> } {
   const key = `${route.method} ${route.url}`;
   const path = fillParams(route.url, (p) => {
     if (p === 'userId') return w.a.id;
     if (p === 'uuid') return w.attachmentA;
     if (p === 'id' && route.url.startsWith('/api/sync/conflicts')) return String(w.conflictA);
     if (p === 'id' && route.url.startsWith('/api/business')) return w.businessA;
+    if (p === 'id' && route.url.startsWith('/api/sync/uploads')) return w.uploadA;
     throw new Error(`${key}: no user-A value for :${p}; teach the cross-tenant matrix`);
   });
   const headers = { 'x-business-id': w.businessA };
@@ -148,7 +163,7 @@ function syncRequest(route: RouteEntry, w: SyncWorld): { path: string; json?: un
     f.append('file', new Blob(['from b']), 'b.txt');
     return f;
   };
-  const bodies: Record<string, () => { json?: unknown; body?: FormData; query?: string }> = {
+  const bodies: Record<string, () => { json?: unknown; body?: FormData | string; query?: string; headers?: Record<string, string> }> = {
     'POST /api/auth/token': () => ({ json: { business_id: w.businessA } }),
     'POST /api/business': () => ({ json: { name: 'B business two', abn: '51824753556' } }),
     'POST /api/business/:id/members': () => ({ json: { email: w.b.email, role: 'owner' } }),
@@ -156,6 +171,9 @@ function syncRequest(route: RouteEntry, w: SyncWorld): { path: string; json?: un
     'POST /api/sync/pull': () => ({ json: { since_version: 0 } }),
     'POST /api/sync/conflicts/:id/resolve': () => ({ json: { resolution: 'local' } }),
     'POST /api/sync/attachment': () => ({ body: form() }),
+    'POST /api/sync/uploads': () => ({ json: { record_type: 'invoice', record_uuid: w.recordA, filename: 'b.txt', size: 6 } }),
+    // Where A's bytes end, so only the owner check stands between B and A's upload.
+    'PATCH /api/sync/uploads/:id': () => ({ body: 'from b', headers: { 'content-type': 'application/offset+octet-stream', 'upload-offset': String(w.uploadAReceived) } }),
     'GET /api/sync/attachments': () => ({ query: `?record_type=invoice&record_uuid=${w.recordA}` }),
     'POST /api/auth/logout': () => ({}),
     'GET /ws/sync': () => ({ query: `?business_id=${w.businessA}&user_id=${w.b.id}` }),
@@ -163,7 +181,7 @@ function syncRequest(route: RouteEntry, w: SyncWorld): { path: string; json?: un
   const make = bodies[key];
   if (!make && route.method !== 'GET' && route.method !== 'DELETE') throw new Error(`${key}: no cross-tenant case; add one to the matrix`);
   const made = make?.() ?? {};
-  return { path: path + (made.query ?? ''), headers, ...(made.json !== undefined ? { json: made.json } : {}), ...(made.body ? { body: made.body } : {}) };
+  return { path: path + (made.query ?? ''), headers: { ...headers, ...made.headers }, ...(made.json !== undefined ? { json: made.json } : {}), ...(made.body ? { body: made.body } : {}) };
 }
 
 /** Routes that act only for the caller (no business of A in play): they answer for B, without A's data. */
@@ -215,6 +233,9 @@ for (const backend of BACKENDS) {
       assert.equal(status.body.server_version, 1);
       const list = await call(s.url, 'GET', `/api/sync/attachments?record_type=invoice&record_uuid=${w.recordA}`, { token: w.a.token, headers: { 'x-business-id': w.businessA } });
       assert.equal(list.body.length, 1);
+      const upload = await call(s.url, 'GET', `/api/sync/uploads/${w.uploadA}`, { token: w.a.token });
+      assert.equal(upload.status, 200, 'B\'s DELETE did not cancel A\'s upload');
+      assert.equal(upload.body.received, w.uploadAReceived);
     });
 
     test('every authenticated route answers 401 without a token and with a forged one, as a plain request and as a WebSocket upgrade', async () => {

@@ -60,13 +60,21 @@ export async function runExpiryCleanup<DB>(database: Database<DB>, rules: readon
   return removed;
 }
 
+/** Cleanup that is more than a DELETE of rows (rows with files to remove first); returns how many things went. */
+export interface CleanupTask {
+  name: string;
+  run(now: number): Promise<number>;
+}
+
 export interface CleanupSchedule<DB> {
   database: Database<DB>;
   rules: readonly ExpiryRule[];
+  /** Run after the rules, in order, on the same schedule. */
+  tasks?: readonly CleanupTask[];
   /** Mean time between runs; each wait is drawn from [0.5, 1.5) of it. */
   intervalMs: number;
   now: () => number;
-  /** After each run: rows removed per rule, or the error that stopped it. */
+  /** After each run: rows removed per rule (and things per task), or the error that stopped it. */
   onRun(result: Record<string, number> | { error: unknown }): void;
   bounds?: CleanupBounds;
 }
@@ -89,7 +97,12 @@ export function startExpiryCleanup<DB>(s: CleanupSchedule<DB>): () => Promise<vo
     timer.unref();
   };
   const run = () => {
-    running = runExpiryCleanup(s.database, s.rules, s.now(), s.bounds)
+    const now = s.now();
+    running = runExpiryCleanup(s.database, s.rules, now, s.bounds)
+      .then(async (removed) => {
+        for (const task of s.tasks ?? []) removed[task.name] = await task.run(now);
+        return removed;
+      })
       .then((r) => s.onRun(r), (error: unknown) => s.onRun({ error }))
       .finally(() => { running = undefined; schedule(); });
   };

@@ -36,3 +36,32 @@ export const DownloadHeadersSchema = Type.Object({
   range: Type.Optional(Type.String({ description: 'One byte range, e.g. `bytes=65536-` to resume a download; anything else gets the whole file' })),
   'if-range': Type.Optional(Type.String({ description: 'The ETag the bytes already held came with: the range is served only if the file is still that one' })),
 });
+
+/** What a resumable upload announces (docs/sync-api.md, "Resumable uploads"). */
+export const UploadStartSchema = Type.Object({
+  record_type: RecordType,
+  record_uuid: Uuid,
+  filename: Type.String({ maxLength: 1024, description: 'Kept for display, sanitised as an upload\'s file name.' }),
+  size: Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, description: 'Bytes the file has; above the attachment size limit the answer is 413.' }),
+  sha256: Type.Optional(Type.String({ pattern: '^[0-9A-Fa-f]{64}$', description: 'Hex SHA-256 of the file: checked once every byte is in.' })),
+}, { additionalProperties: false });
+
+export const UploadSessionSchema = Type.Object({
+  id: Uuid,
+  record_type: Type.String(),
+  record_uuid: Uuid,
+  filename: Type.String(),
+  size: Type.Integer(),
+  sha256: Type.Union([Type.String(), Type.Null()]),
+  received: Type.Integer({ description: 'Bytes stored so far: the next PATCH sends from here.' }),
+  expires_at: Type.String({ description: 'ISO 8601 UTC: a day after the last byte, or after the completion.' }),
+  attachment: Type.Union([AttachmentSchema, Type.Null()], { description: 'The attachment the upload became, once every byte is in.' }),
+});
+
+export const UploadParamsSchema = Type.Object({ id: Uuid });
+
+/** A PATCH's headers: where its bytes go, and the business. */
+export const UploadPatchHeadersSchema = Type.Object({
+  ...BusinessHeaderSchema.properties,
+  'upload-offset': Type.String({ pattern: '^[0-9]{1,16}$', description: 'The byte of the file the body starts at: the session\'s `received`.' }),
+});

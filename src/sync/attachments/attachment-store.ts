@@ -12,7 +12,7 @@ export interface AttachmentStore {
   find(uuid: string): Promise<AttachmentRow | undefined>;
   /** Attachments of one record of one business, oldest first. */
   list(businessId: string, recordType: string, recordUuid: string): Promise<AttachmentRow[]>;
-  /** Which of `storedNames` an attachment row refers to. */
+  /** Which of `storedNames` an attachment, or a piece of an upload in progress, refers to. */
   referenced(storedNames: string[]): Promise<Set<string>>;
   /** Up to when (epoch ms) the orphan-blob sweep has checked every blob; 0 before the first sweep. */
   sweptUntil(): Promise<number>;
@@ -41,8 +41,9 @@ export function createKyselyAttachmentStore(db: Kysely<AttachmentTables>): Attac
     async referenced(storedNames) {
       const found = new Set<string>();
       for (const chunk of chunks(storedNames)) {
-        const rows = await db.selectFrom('sync_attachments').select('stored_name')
-          .where('stored_name', 'in', chunk).execute();
+        const rows = await db.selectFrom('sync_attachments').select('stored_name').where('stored_name', 'in', chunk)
+          .union(db.selectFrom('sync_upload_parts').select('stored_name').where('stored_name', 'in', chunk))
+          .execute();
         for (const r of rows) found.add(r.stored_name);
       }
       return found;

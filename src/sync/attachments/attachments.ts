@@ -82,7 +82,7 @@ export async function listAttachments(deps: AttachmentDeps, businessId: string, 
   return rows.map(toAttachment);
 }
 
-function toAttachment(row: AttachmentRow): Attachment {
+export function toAttachment(row: AttachmentRow): Attachment {
   return {
     uuid: row.uuid,
     filename: row.filename,

@@ -7,6 +7,7 @@ import { cleanupIndexesMigration } from './0004_cleanup_indexes.js';
 import { dropRecordUuidIndexMigration } from './0005_drop_record_uuid_index.js';
 import { changeChainMigration } from './0006_change_chain.js';
 import { resolutionChangesMigration } from './0007_resolution_changes.js';
+import { uploadSessionsMigration } from './0008_upload_sessions.js';
 
 /**
  * The sync service's migrations, in the order they apply. Names sort in that
@@ -22,6 +23,7 @@ const MIGRATIONS: ReadonlyArray<readonly [name: string, build: (dialect: Dialect
   ['0005_drop_record_uuid_index', () => dropRecordUuidIndexMigration],
   ['0006_change_chain', () => changeChainMigration],
   ['0007_resolution_changes', () => resolutionChangesMigration],
+  ['0008_upload_sessions', () => uploadSessionsMigration],
 ];
 
 export function syncMigrations(dialect: DialectName): Record<string, Migration> {

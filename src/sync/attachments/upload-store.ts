@@ -1,0 +1,104 @@
+import type { Kysely, Selectable } from 'kysely';
+import type { AttachmentTables } from './attachment-tables.js';
+import type { AttachmentRow } from './attachment-store.js';
+
+export type UploadRow = Selectable<AttachmentTables['sync_uploads']>;
+export type UploadPartRow = Selectable<AttachmentTables['sync_upload_parts']>;
+
+/**
+ * Resumable upload sessions and the pieces of each (blobs of the attachment store). Every change that another
+ * instance could race is a compare-and-set on the session row, so two requests for one session never both count.
+ */
+export interface UploadStore {
+  create(row: UploadRow): Promise<void>;
+  /** By id across businesses: the caller checks the owner (another user's upload must look unknown). */
+  find(id: string): Promise<UploadRow | undefined>;
+  /** The user's sessions not complete and not expired at `now`. */
+  openCount(userId: string, now: number): Promise<number>;
+  /**
+   * Records a piece that starts where the session's bytes end, moving `received` on and the expiry to `expiresAt`;
+   * false (nothing recorded) when the session has another length by now, is complete, or is gone.
+   */
+  addPart(part: UploadPartRow, expiresAt: number): Promise<boolean>;
+  /** The session's pieces in byte order. */
+  parts(uploadId: string): Promise<UploadPartRow[]>;
+  /**
+   * Records the attachment the session became, in one transaction with the session's completion; false (nothing
+   * recorded) when the session is complete already (another request won) or gone.
+   */
+  complete(uploadId: string, attachment: AttachmentRow, expiresAt: number): Promise<boolean>;
+  /** Forgets a piece (its blob is deleted first, by the caller). */
+  removePart(storedName: string): Promise<void>;
+  /** Forgets the session; its pieces stay until removed one by one. */
+  remove(uploadId: string): Promise<void>;
+  /** Forgets the session if it is still expired at `now`; whether it did. */
+  removeIfExpired(uploadId: string, now: number): Promise<boolean>;
+  /** Up to `limit` sessions expired at `now`. */
+  expired(now: number, limit: number): Promise<string[]>;
+  /** Up to `limit` pieces whose session is gone. */
+  strayParts(limit: number): Promise<UploadPartRow[]>;
+}
+
+/** Same SQL on SQLite and PostgreSQL. */
+export function createKyselyUploadStore(db: Kysely<AttachmentTables>): UploadStore {
+  return {
+    async create(row) {
+      await db.insertInto('sync_uploads').values(row).execute();
+    },
+    async find(id) {
+      const r = await db.selectFrom('sync_uploads').selectAll().where('id', '=', id).executeTakeFirst();
+      return r && { ...r, size: Number(r.size), received: Number(r.received), created_at: Number(r.created_at), expires_at: Number(r.expires_at) };
+    },
+    async openCount(userId, now) {
+      const r = await db.selectFrom('sync_uploads').select((eb) => eb.fn.countAll<number | string>().as('n'))
+        .where('user_id', '=', userId).where('attachment_uuid', 'is', null).where('expires_at', '>', now)
+        .executeTakeFirstOrThrow();
+      return Number(r.n);
+    },
+    async addPart(part, expiresAt) {
+      return db.transaction().execute(async (trx) => {
+        const moved = await trx.updateTable('sync_uploads')
+          .set((eb) => ({ received: eb('received', '+', part.size), expires_at: expiresAt }))
+          .where('id', '=', part.upload_id).where('received', '=', part.start).where('attachment_uuid', 'is', null)
+          .executeTakeFirst();
+        if (Number(moved.numUpdatedRows) !== 1) return false;
+        await trx.insertInto('sync_upload_parts').values(part).execute();
+        return true;
+      });
+    },
+    async parts(uploadId) {
+      const rows = await db.selectFrom('sync_upload_parts').selectAll().where('upload_id', '=', uploadId).orderBy('start').execute();
+      return rows.map((r) => ({ ...r, start: Number(r.start), size: Number(r.size) }));
+    },
+    async complete(uploadId, attachment, expiresAt) {
+      return db.transaction().execute(async (trx) => {
+        const done = await trx.updateTable('sync_uploads').set({ attachment_uuid: attachment.uuid, expires_at: expiresAt })
+          .where('id', '=', uploadId).where('attachment_uuid', 'is', null)
+          .executeTakeFirst();
+        if (Number(done.numUpdatedRows) !== 1) return false;
+        await trx.insertInto('sync_attachments').values(attachment).execute();
+        return true;
+      });
+    },
+    async removePart(storedName) {
+      await db.deleteFrom('sync_upload_parts').where('stored_name', '=', storedName).execute();
+    },
+    async remove(uploadId) {
+      await db.deleteFrom('sync_uploads').where('id', '=', uploadId).execute();
+    },
+    async removeIfExpired(uploadId, now) {
+      const r = await db.deleteFrom('sync_uploads').where('id', '=', uploadId).where('expires_at', '<=', now).executeTakeFirst();
+      return Number(r.numDeletedRows) === 1;
+    },
+    async expired(now, limit) {
+      const rows = await db.selectFrom('sync_uploads').select('id').where('expires_at', '<=', now).orderBy('expires_at').limit(limit).execute();
+      return rows.map((r) => r.id);
+    },
+    async strayParts(limit) {
+      const rows = await db.selectFrom('sync_upload_parts').selectAll()
+        .where(({ not, exists, selectFrom }) => not(exists(selectFrom('sync_uploads').select('id').whereRef('sync_uploads.id', '=', 'sync_upload_parts.upload_id'))))
+        .limit(limit).execute();
+      return rows.map((r) => ({ ...r, start: Number(r.start), size: Number(r.size) }));
+    },
+  };
+}
