@@ -3,8 +3,7 @@ import { backoffDelay, type BackoffOptions } from './backoff.js';
 import { SyncClientError, isTransient } from './errors.js';
 import type { Session } from './session.js';
 import { json, type RequestBody } from './transport.js';
-import type { Attachment } from './wire.js';
-import { safeFilename } from '../sync/attachments/safe-filename.js';
+import type { Attachment, UploadSession, UploadStart } from './wire.js';
 
 export interface AttachmentOptions {
   /** Attempts per transfer, the first included (default 5). */
@@ -47,33 +46,52 @@ export class AttachmentClient {
   }
 
   /**
-   * Uploads a file for a record. A network failure retries the whole upload
-   * after a backoff (the server has no partial uploads); before each retry the
-   * record's attachments are listed, and one with the same name, size and
-   * SHA-256 means the lost attempt was stored, so it is returned instead of
-   * uploading a duplicate (the name as the server keeps it: `scans/q1.pdf` is
-   * kept as `q1.pdf`). A listing that fails for the network is retried like the upload. 413 (`payload_too_large`) and 403 (`forbidden`) are thrown at once.
+   * Uploads a file for a record as a resumable upload (docs/sync-api.md, "Resumable uploads"): the file is announced
+   * with its size and SHA-256, then its bytes are sent from where the server's end. A network failure waits a backoff,
+   * asks the server how many bytes it kept (those of a request that broke off included) and sends only the rest; an
+   * answer lost after the last byte is found there too, so a file is never stored twice. An upload the server no
+   * longer knows (expired after a day, or cancelled) is started again. 413 (`payload_too_large`), 403 (`forbidden`) and
+   * 422 (`limit_exceeded`: too many unfinished uploads) are thrown at once; so is 400 when the bytes the server got do
+   * not match the SHA-256 (it then removes the upload).
    */
   async upload(input: UploadInput): Promise<Attachment> {
     const sha256 = await hexSha256(input.bytes);
     const attempts = this.o.attempts ?? 5;
-    // The name as the server keeps it (quoted as sent, then reduced by the server's own rule), to know the file again.
-    const storedName = safeFilename(quoteName(input.filename));
+    const total = input.bytes.length;
+    input.onProgress?.({ loaded: 0, total });
+    let session: UploadSession | undefined;
+    /** The session's `received` is not known since the last failure: ask before sending. */
+    let stale = false;
     for (let attempt = 0; ; attempt++) {
       try {
-        if (attempt > 0) {
-          const stored = (await this.list(input.recordType, input.recordUuid))
-            .find((a) => a.sha256 === sha256 && a.size === input.bytes.length && a.filename === storedName);
-          if (stored) {
-            input.onProgress?.({ loaded: input.bytes.length, total: input.bytes.length });
-            return stored;
-          }
+        if (!session) {
+          session = await this.session.businessRequest(this.business(), 'POST', '/api/sync/uploads', {
+            json: { record_type: input.recordType, record_uuid: input.recordUuid, filename: input.filename, size: total, sha256 } satisfies UploadStart,
+            signal: input.signal, read: json<UploadSession>,
+          });
+        } else if (stale) {
+          session = await this.session.businessRequest(this.business(), 'GET', `/api/sync/uploads/${session.id}`, { signal: input.signal, read: json<UploadSession> });
+          input.onProgress?.({ loaded: session.received, total });
         }
-        return await this.uploadOnce(input);
+        stale = false;
+        while (!session.attachment) session = await this.sendFrom(session, input);
+        input.onProgress?.({ loaded: total, total });
+        return session.attachment;
       } catch (e: unknown) {
+        const code = e instanceof SyncClientError ? e.code : undefined;
+        // Another request of this upload moved it on (a retried one that did arrive): ask where it stands, at once.
+        if (code === 'conflict' && session && attempt + 1 < attempts) { stale = true; continue; }
+        // Expired or cancelled: a new upload.
+        if (code === 'not_found' && session && attempt + 1 < attempts) { session = undefined; continue; }
         await this.beforeRetry(e, attempt, attempts, input.signal);
+        stale = true;
       }
     }
+  }
+
+  /** Cancels an upload of this client's user (its bytes are deleted on the server). */
+  async cancelUpload(id: string): Promise<void> {
+    await this.session.businessRequest(this.business(), 'DELETE', `/api/sync/uploads/${encodeURIComponent(id)}`, { read: async () => undefined });
   }
 
   /**
@@ -108,47 +126,33 @@ export class AttachmentClient {
     await this.session.transportSleep(Math.max(told * 1000, backoffDelay(attempt, this.o.retry ?? { baseMs: 250, maxMs: 10_000 })));
   }
 
-  private async uploadOnce(input: UploadInput): Promise<Attachment> {
-    const boundary = `----fleetsync${Math.random().toString(16).slice(2)}${Date.now().toString(16)}`;
-    const enc = new TextEncoder();
-    const field = (name: string, value: string) => `--${boundary}\r\ncontent-disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`;
-    const head = enc.encode(
-      field('record_type', input.recordType) + field('record_uuid', input.recordUuid)
-      + `--${boundary}\r\ncontent-disposition: form-data; name="file"; filename="${quoteName(input.filename)}"\r\ncontent-type: application/octet-stream\r\n\r\n`,
-    );
-    const tail = enc.encode(`\r\n--${boundary}--\r\n`);
+  /** One PATCH: the file's bytes from the session's `received` to the end; the server's answer after it. */
+  private async sendFrom(session: UploadSession, input: UploadInput): Promise<UploadSession> {
+    const from = session.received;
     const total = input.bytes.length;
+    const rest = input.bytes.subarray(from);
     const stream = this.o.streamUploads ?? !('document' in globalThis);
-    input.onProgress?.({ loaded: 0, total });
-    const headers = { 'content-type': `multipart/form-data; boundary=${boundary}` };
     let body: () => RequestBody;
     if (stream) {
       body = () => {
         let offset = 0;
-        let stage = 0;
         return new ReadableStream<Uint8Array>({
           pull(controller) {
-            if (stage === 0) { controller.enqueue(head); stage = 1; return; }
-            if (offset < total) {
-              const chunk = input.bytes.subarray(offset, Math.min(total, offset + CHUNK));
-              offset += chunk.length;
-              controller.enqueue(chunk);
-              input.onProgress?.({ loaded: offset, total });
-              return;
-            }
-            controller.enqueue(tail);
-            controller.close();
+            if (offset >= rest.length) { controller.close(); return; }
+            const chunk = rest.subarray(offset, Math.min(rest.length, offset + CHUNK));
+            offset += chunk.length;
+            controller.enqueue(chunk);
+            input.onProgress?.({ loaded: from + offset, total });
           },
         });
       };
     } else {
-      body = () => new Blob([head, input.bytes as Uint8Array<ArrayBuffer>, tail]);
+      body = () => new Blob([rest as Uint8Array<ArrayBuffer>]);
     }
-    const attachment = await this.session.businessRequest(this.business(), 'POST', '/api/sync/attachment', {
-      body, headers, signal: input.signal, ...(stream ? { init: { duplex: 'half' } } : {}), read: json<Attachment>,
+    return this.session.businessRequest(this.business(), 'PATCH', `/api/sync/uploads/${session.id}`, {
+      body, headers: { 'content-type': 'application/offset+octet-stream', 'upload-offset': String(from) }, signal: input.signal,
+      ...(stream ? { init: { duplex: 'half' } } : {}), read: json<UploadSession>,
     });
-    input.onProgress?.({ loaded: total, total });
-    return attachment;
   }
 
   private async downloadOnce(uuid: string, options: { onProgress?: (p: Progress) => void; signal?: AbortSignal }, got: Received): Promise<void> {
@@ -211,9 +215,4 @@ function joined(got: Received): Uint8Array {
 async function hexSha256(bytes: Uint8Array): Promise<string> {
   const digest = await globalThis.crypto.subtle.digest('SHA-256', bytes as Uint8Array<ArrayBuffer>);
   return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, '0')).join('');
-}
-
-/** A multipart file name: quotes, backslashes and line breaks would end the header early. */
-function quoteName(name: string): string {
-  return name.replace(/["\\\r\n]/g, '_');
 }

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { chromium, type Page } from 'playwright-core';
 import { BACKENDS } from '../helpers/backends.js';
-import { startSync } from '../helpers/sync.js';
+import { newBusiness, newUser, startSync } from '../helpers/sync.js';
 // @ts-expect-error -- a plain ESM build script without type declarations
 import { buildBrowserClient } from '../../scripts/build-browser-client.mjs';
 import type * as ClientModuleNs from '../../src/client/index.js';
@@ -116,6 +116,37 @@ describe('sync client in a browser', { concurrency: true }, () => {
       assert.deepEqual(problems, []);
     });
   }
+
+  test('an upload from the browser build (a Blob body: no request streams over HTTP/1.1) retries a PATCH the network dropped and stores the exact bytes', { skip: !existsSync(CHROMIUM) && `no Chromium at ${CHROMIUM}`, timeout: 60_000 }, async (t) => {
+    await bundle;
+    const s = await startSync('sqlite');
+    t.after(() => s.close());
+    const user = await newUser(s);
+    const business = await newBusiness(s, user);
+    const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu'] });
+    t.after(() => browser.close());
+    const page = await (await browser.newContext()).newPage();
+    const patches: string[] = [];
+    await page.route('**/api/sync/uploads/*', async (route) => {
+      if (route.request().method() !== 'PATCH') return route.continue();
+      patches.push(route.request().headers()['upload-offset'] ?? '');
+      // The first PATCH never reaches the server, as on a network that drops it.
+      return patches.length === 1 ? route.abort('connectionreset') : route.continue();
+    });
+    await page.goto(`${s.url}/example/index.html`);
+    const outcome = await page.evaluate(async ({ businessId, email, password }) => {
+      const { SyncClient, createMemoryStore } = await import('/example/fleetsync-client.js' as string) as ClientModule;
+      const client = await SyncClient.open({ baseUrl: location.origin, businessId, store: createMemoryStore(), retry: { baseMs: 10, maxMs: 50 } });
+      await client.login({ email, password });
+      const bytes = new Uint8Array(200_000).map((_, i) => (i * 7919) % 251);
+      const att = await client.attachments.upload({ recordType: 'invoice', recordUuid: crypto.randomUUID(), filename: 'from-browser.bin', bytes });
+      const back = await client.attachments.download(att.uuid, { expect: att });
+      await client.close();
+      return { size: att.size, same: back.length === bytes.length && back.every((b, i) => b === bytes[i]) };
+    }, { businessId: business.id, email: user.email, password: user.password });
+    assert.deepEqual(outcome, { size: 200_000, same: true });
+    assert.deepEqual(patches, ['0', '0'], 'the dropped PATCH brought nothing, so the retry sends from byte 0');
+  });
 
   test('the IndexedDB store applies a write whole or not at all: a value the browser cannot store leaves nothing of the write', { skip: !existsSync(CHROMIUM) && `no Chromium at ${CHROMIUM}`, timeout: 60_000 }, async (t) => {
     await bundle;
