@@ -134,16 +134,16 @@ describe('sync client in a browser', { concurrency: true }, () => {
       return patches.length === 1 ? route.abort('connectionreset') : route.continue();
     });
     await page.goto(`${s.url}/example/index.html`);
-    const outcome = await page.evaluate(async ({ businessId, email, password }) => {
+    const outcome = await page.evaluate(async ({ baseUrl, businessId, email, password }) => {
       const { SyncClient, createMemoryStore } = await import('/example/fleetsync-client.js' as string) as ClientModule;
-      const client = await SyncClient.open({ baseUrl: location.origin, businessId, store: createMemoryStore(), retry: { baseMs: 10, maxMs: 50 } });
+      const client = await SyncClient.open({ baseUrl, businessId, store: createMemoryStore(), retry: { baseMs: 10, maxMs: 50 } });
       await client.login({ email, password });
       const bytes = new Uint8Array(200_000).map((_, i) => (i * 7919) % 251);
       const att = await client.attachments.upload({ recordType: 'invoice', recordUuid: crypto.randomUUID(), filename: 'from-browser.bin', bytes });
       const back = await client.attachments.download(att.uuid, { expect: att });
       await client.close();
       return { size: att.size, same: back.length === bytes.length && back.every((b, i) => b === bytes[i]) };
-    }, { businessId: business.id, email: user.email, password: user.password });
+    }, { baseUrl: s.url, businessId: business.id, email: user.email, password: user.password });
     assert.deepEqual(outcome, { size: 200_000, same: true });
     assert.deepEqual(patches, ['0', '0'], 'the dropped PATCH brought nothing, so the retry sends from byte 0');
   });
