@@ -182,6 +182,30 @@ describe('sync service: two instances behind HAProxy', { skip: TOPOLOGY_SKIP }, 
     assert.equal(denied.status, 404);
   });
 
+  test('a resumable upload whose pieces reach different instances (and the proxy) becomes one byte-exact attachment', async () => {
+    const owner = await newUser();
+    const businessId = await newBusiness(owner);
+    const [a, b] = topo.instances;
+    const bytes = randomBytes(700_000);
+    const headers = { 'x-business-id': businessId };
+    const started = await call(a!.url, 'POST', '/api/sync/uploads', { token: owner.token, headers, json: { record_type: 'invoice', record_uuid: randomUUID(), filename: 'scan.pdf', size: bytes.length } });
+    assert.equal(started.status, 201, started.text);
+    const id = started.body.id as string;
+    const send = (url: string, from: number, to: number) => call(url, 'PATCH', `/api/sync/uploads/${id}`, {
+      token: owner.token, body: bytes.subarray(from, to), headers: { 'content-type': 'application/offset+octet-stream', 'upload-offset': String(from) },
+    });
+    assert.equal((await send(a!.url, 0, 300_000)).body.received, 300_000);
+    assert.equal((await send(b!.url, 300_000, 500_000)).body.received, 500_000);
+    assert.equal((await call(a!.url, 'GET', `/api/sync/uploads/${id}`, { token: owner.token })).body.received, 500_000);
+    const stale = await send(a!.url, 300_000, 500_000);
+    assert.equal(stale.status, 409, 'an instance that did not take the last piece knows of it');
+    const done = await send(topo.proxyUrl, 500_000, bytes.length);
+    assert.equal(done.status, 200, done.text);
+    const down = await callFrom('127.0.0.1', b!.url, 'GET', `/api/sync/attachment/${done.body.attachment.uuid}`, { token: owner.token, headers }) as Awaited<ReturnType<typeof callFrom>> & { raw: Buffer };
+    assert.equal(down.status, 200);
+    assert.ok(down.raw.equals(bytes));
+  });
+
   test('through the proxy, a pull page comes gzipped to a client that accepts it, the same JSON; attachment bytes and their ranges do not', async () => {
     const owner = await newUser();
     const businessId = await newBusiness(owner);

@@ -96,6 +96,30 @@ for (const backend of BACKENDS) {
       assert.equal(stored(), before);
     });
 
+    test('a resumable upload\'s PATCH that stops sending gets 408 and keeps the bytes that arrived; one that keeps arriving slowly is not cut', async () => {
+      const u = await newUser({ url });
+      const b = await newBusiness({ url }, u);
+      const bytes = randomBytes(64 * 1024);
+      const start = await fetch(`${url}/api/sync/uploads`, {
+        method: 'POST', headers: { authorization: `Bearer ${u.token}`, 'x-business-id': b.id, 'content-type': 'application/json' },
+        body: JSON.stringify({ record_type: 'invoice', record_uuid: randomUUID(), filename: 'slow.bin', size: bytes.length }),
+      });
+      const { id } = await start.json() as { id: string };
+      const head = (offset: number, length: number) => `PATCH /api/sync/uploads/${id} HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer ${u.token}\r\n`
+        + `Content-Type: application/offset+octet-stream\r\nUpload-Offset: ${offset}\r\nContent-Length: ${length}\r\n\r\n`;
+      // Two pieces of 16 KiB, then silence (trickle stalls half way through its 4 pieces): 408, and those bytes are kept.
+      const r = await trickle(url, head(0, bytes.length), bytes, 4, 50, DEADLINE_MS * 3);
+      assert.equal(r.status, 408, r.received.slice(0, 300));
+      assert.ok(r.closed, 'the connection is closed');
+      const received = async () => ((await (await fetch(`${url}/api/sync/uploads/${id}`, { headers: { authorization: `Bearer ${u.token}` } })).json()) as { received: number }).received;
+      for (let i = 0; i < 100 && await received() === 0; i++) await sleep(20);
+      assert.equal(await received(), bytes.length / 2, 'every byte that arrived, and none other');
+      // The rest, slowly (about 2 s, twice the deadline): not cut, and it completes the upload.
+      const rest = await trickle(url, head(bytes.length / 2, bytes.length / 2), bytes.subarray(bytes.length / 2), 10, DEADLINE_MS / 5);
+      assert.equal(rest.status, 200, rest.received.slice(0, 300));
+      assert.match(rest.received, /"attachment":\{"uuid"/);
+    });
+
     test('a JSON body still arriving after the total deadline gets 408, even when it never pauses long', async () => {
       const u = await newUser({ url });
       const b = await newBusiness({ url }, u);
