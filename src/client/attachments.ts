@@ -4,6 +4,7 @@ import { SyncClientError, isTransient } from './errors.js';
 import type { Session } from './session.js';
 import { json, type RequestBody } from './transport.js';
 import type { Attachment, UploadSession, UploadStart } from './wire.js';
+import type { LocalStore } from './local-store.js';
 
 export interface AttachmentOptions {
   /** Attempts per transfer, the first included (default 5). */
@@ -38,7 +39,8 @@ const CHUNK = 64 * 1024;
 
 /** Upload, download and list the attachments of the client's business. */
 export class AttachmentClient {
-  constructor(private readonly session: Session, private readonly business: () => string, private readonly o: AttachmentOptions = {}) {}
+  /** `store` keeps the ids of uploads under way, so an upload an app restart interrupted goes on where it stopped. */
+  constructor(private readonly session: Session, private readonly business: () => string, private readonly o: AttachmentOptions = {}, private readonly store?: LocalStore) {}
 
   async list(recordType: string, recordUuid: string): Promise<Attachment[]> {
     const q = `record_type=${encodeURIComponent(recordType)}&record_uuid=${encodeURIComponent(recordUuid)}`;
@@ -50,7 +52,9 @@ export class AttachmentClient {
    * with its size and SHA-256, then its bytes are sent from where the server's end. A network failure waits a backoff,
    * asks the server how many bytes it kept (those of a request that broke off included) and sends only the rest; an
    * answer lost after the last byte is found there too, so a file is never stored twice. An upload the server no
-   * longer knows (expired after a day, or cancelled) is started again. 413 (`payload_too_large`), 403 (`forbidden`) and
+   * longer knows (expired after a day, or cancelled) is started again. The upload's id stays in the local store until
+   * it finishes, so a call that gave up (or an app that closed) leaves it for the next call with the same file for the
+   * same record to go on from. 413 (`payload_too_large`), 403 (`forbidden`) and
    * 422 (`limit_exceeded`: too many unfinished uploads) are thrown at once; so is 400 when the bytes the server got do
    * not match the SHA-256 (it then removes the upload).
    */
@@ -59,30 +63,38 @@ export class AttachmentClient {
     const attempts = this.o.attempts ?? 5;
     const total = input.bytes.length;
     input.onProgress?.({ loaded: 0, total });
+    const key = uploadKey(this.business(), input, sha256);
+    /** The server's upload of this file, started by this call or by an earlier one that did not finish. */
+    let id = await this.store?.get('meta', key) as string | undefined;
     let session: UploadSession | undefined;
     /** The session's `received` is not known since the last failure: ask before sending. */
-    let stale = false;
+    let stale = true;
     for (let attempt = 0; ; attempt++) {
       try {
-        if (!session) {
+        if (!id) {
           session = await this.session.businessRequest(this.business(), 'POST', '/api/sync/uploads', {
             json: { record_type: input.recordType, record_uuid: input.recordUuid, filename: input.filename, size: total, sha256 } satisfies UploadStart,
             signal: input.signal, read: json<UploadSession>,
           });
-        } else if (stale) {
-          session = await this.session.businessRequest(this.business(), 'GET', `/api/sync/uploads/${session.id}`, { signal: input.signal, read: json<UploadSession> });
+          id = session.id;
+          await this.store?.write([{ op: 'put', collection: 'meta', key, value: id }]);
+        } else if (!session || stale) {
+          session = await this.session.businessRequest(this.business(), 'GET', `/api/sync/uploads/${id}`, { signal: input.signal, read: json<UploadSession> });
           input.onProgress?.({ loaded: session.received, total });
         }
         stale = false;
         while (!session.attachment) session = await this.sendFrom(session, input);
+        await this.store?.write([{ op: 'delete', collection: 'meta', key }]);
         input.onProgress?.({ loaded: total, total });
         return session.attachment;
       } catch (e: unknown) {
-        const code = e instanceof SyncClientError ? e.code : undefined;
+        const error = e instanceof SyncClientError ? e : undefined;
         // Another request of this upload moved it on (a retried one that did arrive): ask where it stands, at once.
-        if (code === 'conflict' && session && attempt + 1 < attempts) { stale = true; continue; }
+        if (error?.code === 'conflict' && id && attempt + 1 < attempts) { stale = true; continue; }
         // Expired or cancelled: a new upload.
-        if (code === 'not_found' && session && attempt + 1 < attempts) { session = undefined; continue; }
+        if (error?.code === 'not_found' && id && attempt + 1 < attempts) { id = undefined; continue; }
+        // The server refused the file for good (413, 403, a SHA-256 mismatch...): nothing is left to resume.
+        if (error?.status !== undefined && !isTransient(error)) await this.store?.write([{ op: 'delete', collection: 'meta', key }]).catch(() => undefined);
         await this.beforeRetry(e, attempt, attempts, input.signal);
         stale = true;
       }
@@ -215,4 +227,9 @@ function joined(got: Received): Uint8Array {
 async function hexSha256(bytes: Uint8Array): Promise<string> {
   const digest = await globalThis.crypto.subtle.digest('SHA-256', bytes as Uint8Array<ArrayBuffer>);
   return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, '0')).join('');
+}
+
+/** The local store's key for an upload under way: the same file for the same record of the same business. */
+function uploadKey(business: string, input: UploadInput, sha256: string): string {
+  return `upload\u0000${business}\u0000${input.recordType}\u0000${input.recordUuid}\u0000${sha256}\u0000${input.bytes.length}\u0000${input.filename}`;
 }

@@ -206,7 +206,7 @@ export class SyncClient {
         this.stop();
       },
     });
-    this.attachments = new AttachmentClient(this.session, () => this.requireBusiness(), { maxRetryAfterSeconds: o.maxRetryAfterSeconds, ...o.attachments });
+    this.attachments = new AttachmentClient(this.session, () => this.requireBusiness(), { maxRetryAfterSeconds: o.maxRetryAfterSeconds, ...o.attachments }, store);
   }
 
   /**

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { BACKENDS } from '../helpers/backends.js';
 import { newBusiness, newUser, startSync } from '../helpers/sync.js';
-import { SyncClientError, type Progress } from '../../src/client/index.js';
+import { SyncClientError, createMemoryStore, type Progress } from '../../src/client/index.js';
 import { device, oneBusiness, ownerAndMember } from './client-fixtures.js';
 
 /** `res` with its body cut off (a connection that breaks) once more than `after` bytes have come through. */
@@ -268,4 +268,47 @@ test('a resumed download answered with another range than the one asked for star
   assert.equal(asked.length, 3, 'the broken attempt, the misranged resume, a whole download');
   assert.match(asked[1] ?? '', /^bytes=\d+-$/);
   assert.equal(asked[2], undefined, 'after a wrong range the client asks for the whole file, not a range again');
+});
+
+test('an upload cut short (attempts used up, the app closed) goes on from the bytes the server kept when the next client on the store uploads the same file', async (t) => {
+  const { s, open } = await oneBusiness(t, 'sqlite');
+  const store = createMemoryStore();
+  const requests: string[] = [];
+  let cutNextPatch = true;
+  const recording = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+    const url = String(input);
+    if (url.includes('/api/sync/upload')) requests.push(`${init?.method ?? 'GET'} ${(init?.headers as Record<string, string> | undefined)?.['upload-offset'] ?? ''}`.trim());
+    if (init?.method === 'PATCH' && cutNextPatch) {
+      cutNextPatch = false;
+      try {
+        return await fetch(input, { ...init, body: cutOff(init.body as ReadableStream<Uint8Array>, 120_000) });
+      } catch (e: unknown) {
+        const id = url.split('/').pop()!;
+        for (let i = 0; i < 500 && !((await s.deps.uploads.find(id))?.received); i++) await sleep(10);
+        throw e;
+      }
+    }
+    return fetch(input, init);
+  };
+  const bytes = new Uint8Array(randomBytes(300_000));
+  const input = { recordType: 'invoice', recordUuid: randomUUID(), filename: 'scan.pdf', bytes };
+  const first = await open({ store, fetch: recording, attachments: { attempts: 1 } });
+  await assert.rejects(first.attachments.upload(input), (e: unknown) => e instanceof SyncClientError && e.code === 'network');
+  await first.close();
+  assert.deepEqual(requests, ['POST', 'PATCH 0']);
+  requests.length = 0;
+  const second = await open({ store, fetch: recording });
+  const att = await second.attachments.upload(input);
+  // No new upload: the remembered one is asked where it stands, and only the rest is sent.
+  assert.equal(requests[0], 'GET');
+  assert.equal(requests.length, 2, requests.join(', '));
+  const resumedAt = Number(requests[1]!.split(' ')[1]);
+  assert.ok(resumedAt > 0 && resumedAt <= 120_000, requests[1]);
+  assert.equal(att.sha256, createHash('sha256').update(bytes).digest('hex'));
+  assert.deepEqual((await second.attachments.list('invoice', input.recordUuid)).map((a) => a.uuid), [att.uuid]);
+  assert.deepEqual(await store.list('meta', 'upload\u0000'), [], 'a finished upload is forgotten');
+  // The same file again is a new upload (a second attachment), not the finished one.
+  requests.length = 0;
+  await second.attachments.upload(input);
+  assert.deepEqual(requests, ['POST', 'PATCH 0']);
 });

@@ -3,6 +3,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import type { App } from '../../core/http/create-app.js';
 import { AppError } from '../../core/errors.js';
+import { documentedBodyCompiler } from '../../core/http/validation.js';
 import { normalizeUuid } from '../../core/uuid.js';
 import type { SyncDeps } from '../deps.js';
 import { isMember, requireUser, resolveBusiness } from '../http/auth-guard.js';
@@ -61,9 +62,13 @@ export function registerUploadRoutes(app: App, deps: SyncDeps): void {
       onRequest: [auth, deps.diskGuard.hook],
       // A large remainder on a slow link may take minutes: bounded by inactivity, not total time.
       config: { upload: true },
+      // The bytes are streamed into the store by appendToUpload; the body schema below documents them for OpenAPI.
+      validatorCompiler: documentedBodyCompiler(),
       schema: {
         tags: ['attachments'], summary: 'Send bytes of an upload from Upload-Offset (application/offset+octet-stream)', security: BearerSecurity,
         description: 'The bytes that arrive are kept even if the request breaks off. The request that brings the last byte answers with the attachment.',
+        consumes: [OFFSET_OCTETS],
+        body: Type.String({ format: 'binary', description: 'The file\'s bytes from Upload-Offset: any number of them, up to its end.' }),
         headers: UploadPatchHeadersSchema, params: UploadParamsSchema,
         response: { 200: UploadSessionSchema, ...errors(400, 401, 404, 408, 409, 413, 415, 503) },
       },
