@@ -120,16 +120,17 @@ test('an answer whose body stops arriving for requestTimeoutMs is cut: a network
 
   const { createServer } = await import('node:http');
   const slow = createServer((_req, res) => {
-    const text = JSON.stringify({ changes: [], note: 'x'.repeat(20) });
+    const text = JSON.stringify({ changes: [], note: 'x'.repeat(40) });
     res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(text.length) });
     let at = 0;
-    // A byte every 50 ms: 1.5 s in all, each gap well within the 200 ms.
+    // A byte every 50 ms: 3 s in all, three times the bound, each gap a twentieth of it (a loaded machine stalls a
+    // test's timers by a few hundred ms, so the bound here is not the 200 ms above).
     const timer = setInterval(() => { res.write(text[at++]!); if (at === text.length) { clearInterval(timer); res.end(); } }, 50);
   });
   await new Promise<void>((resolve) => slow.listen(0, '127.0.0.1', resolve));
   t.after(() => new Promise<void>((resolve) => { slow.closeAllConnections(); slow.close(() => resolve()); }));
-  const slowTransport = createTransport({ baseUrl: `http://127.0.0.1:${(slow.address() as { port: number }).port}`, requestTimeoutMs: 200 });
-  assert.deepEqual(await slowTransport.request('GET', '/api/sync/status', { read: json }), { changes: [], note: 'x'.repeat(20) });
+  const slowTransport = createTransport({ baseUrl: `http://127.0.0.1:${(slow.address() as { port: number }).port}`, requestTimeoutMs: 1000 });
+  assert.deepEqual(await slowTransport.request('GET', '/api/sync/status', { read: json }), { changes: [], note: 'x'.repeat(40) });
 });
 
 test('closing, or the caller\'s signal, cuts short a body still arriving: closed, or the signal\'s reason', { timeout: 10_000 }, async (t) => {
