@@ -67,6 +67,8 @@ for (const backend of BACKENDS) {
       assert.equal(a.body.attachment, null);
       assert.equal((await status(u.token, id)).body.received, 30_000);
       assert.equal((await send(u.token, id, 30_000, bytes.subarray(30_000, 70_000))).body.received, 70_000);
+      const pieces = (await s.deps.uploads.parts(id)).map((p) => p.stored_name);
+      assert.equal(pieces.length, 2);
       const last = await send(u.token, id, 70_000, bytes.subarray(70_000));
       assert.equal(last.status, 200, last.text);
       assert.equal(last.body.received, 100_000);
@@ -80,6 +82,8 @@ for (const backend of BACKENDS) {
       assert.deepEqual(listed.body, [att]);
       // The pieces are gone once joined: only the attachment's blob remains.
       assert.deepEqual(await s.deps.uploads.parts(id), []);
+      for (const piece of pieces) assert.equal(await s.deps.blobs.get(piece), undefined);
+      assert.ok(!pieces.includes(att.stored_name));
       // A lost final answer is asked again: the session shows the attachment; another PATCH is a conflict, not a second file.
       assert.deepEqual((await status(u.token, id)).body.attachment, att);
       const again = await send(u.token, id, 70_000, bytes.subarray(70_000));
@@ -168,12 +172,28 @@ for (const backend of BACKENDS) {
       const bytes = randomBytes(2000);
       const id = (await start(u.token, businessId, announce(bytes))).body.id;
       const piece = await s.deps.blobs.put(Readable.from([bytes]));
-      assert.ok(await s.deps.uploads.addPart({ upload_id: id, start: 0, size: 2000, stored_name: piece.storedName }, s.clock.now() + UPLOAD_TTL_MS));
+      assert.ok(await s.deps.uploads.addPart({ upload_id: id, start: 0, size: 2000, stored_name: piece.storedName, sha256: piece.sha256 }, s.clock.now() + UPLOAD_TTL_MS));
       assert.equal((await status(u.token, id)).body.attachment, null);
       const r = await send(u.token, id, 2000, Buffer.alloc(0));
       assert.equal(r.status, 200, r.text);
       assert.ok((await download(u.token, r.body.attachment.uuid)).equals(bytes));
-      assert.equal(await s.deps.blobs.get(piece.storedName), undefined, 'the piece is deleted once joined');
+      assert.equal(r.body.attachment.stored_name, piece.storedName, 'one piece holding the whole file becomes the attachment\'s bytes');
+    });
+
+    test('a file sent in one request becomes its attachment without a copy, and the sweep of its expired session leaves those bytes', async () => {
+      const { u, businessId } = await member();
+      const bytes = randomBytes(50_000);
+      const id = (await start(u.token, businessId, announce(bytes))).body.id;
+      const done = await send(u.token, id, 0, bytes);
+      assert.equal(done.status, 200, done.text);
+      const att = done.body.attachment;
+      assert.deepEqual(await s.deps.uploads.parts(id), [], 'the piece it adopted is no piece any more');
+      // The completed session expires a day on and is swept, with every piece whose session is gone.
+      s.clock.advance(UPLOAD_TTL_MS + 1);
+      assert.ok(await sweepUploads(s.deps, s.clock.now()) >= 1);
+      assert.equal(await s.deps.uploads.find(id), undefined);
+      const token = (await call(s.url, 'POST', '/api/auth/login', { json: { email: u.email, password: u.password } })).body.token;
+      assert.ok((await download(token, att.uuid)).equals(bytes));
     });
 
     test('two requests racing with the same bytes store them once and make one attachment', async () => {

@@ -46,5 +46,7 @@ export interface AttachmentTables {
     start: number;
     size: number;
     stored_name: string;
+    /** Hex SHA-256 of the piece, measured as it arrived: a piece that is the whole file needs no second read. */
+    sha256: string;
   };
 }

@@ -103,7 +103,7 @@ export async function appendToUpload(deps: UploadDeps, row: UploadRow, offset: n
     await staged.discard();
   } else {
     await staged.commit();
-    const part: UploadPartRow = { upload_id: row.id, start: offset, size: staged.size, stored_name: staged.storedName };
+    const part: UploadPartRow = { upload_id: row.id, start: offset, size: staged.size, stored_name: staged.storedName, sha256: staged.sha256 };
     if (!(await deps.uploads.addPart(part, deps.now() + UPLOAD_TTL_MS))) {
       // Another request for this session got there first (or the session expired meanwhile).
       await deps.blobs.delete(staged.storedName);
@@ -122,13 +122,18 @@ function behind(row: UploadRow): AppError {
 }
 
 /**
- * Joins the pieces into one blob, checks the announced SHA-256 and records the attachment with the session's
- * completion in one transaction. Two requests completing together both join; one records, the other drops its blob
- * and answers what the first recorded. The pieces go afterwards; a crash before leaves them to the sweep.
+ * Makes the pieces one blob (a single piece holding the whole file is the blob already, its SHA-256 measured as
+ * it arrived; several are streamed into a new one), checks the announced SHA-256 and records the attachment with the
+ * session's completion in one transaction, which also forgets a piece adopted whole. Two requests completing together both get there; one
+ * records, the other drops the blob it made (never an adopted piece, the winner's attachment now) and answers what
+ * the first recorded. Joined pieces go afterwards; a crash before leaves them to the sweep.
  */
 async function completeUpload(deps: UploadDeps, row: UploadRow): Promise<UploadSession> {
   const parts = await deps.uploads.parts(row.id);
-  const blob = await deps.blobs.put(Readable.from(joined(deps.blobs, parts)));
+  const whole = parts.length === 1 && parts[0]!.start === 0 && parts[0]!.size === row.size ? parts[0]! : undefined;
+  const blob = whole
+    ? { storedName: whole.stored_name, size: whole.size, sha256: whole.sha256 }
+    : await deps.blobs.put(Readable.from(joined(deps.blobs, parts)));
   if (row.sha256 !== null && blob.sha256 !== row.sha256) {
     await deps.blobs.delete(blob.storedName);
     await removeUpload(deps, row.id);
@@ -141,12 +146,12 @@ async function completeUpload(deps: UploadDeps, row: UploadRow): Promise<UploadS
     filename: row.filename, stored_name: blob.storedName, size: blob.size, sha256: blob.sha256, uploaded_by: row.user_id, created_at: now,
   };
   if (!(await deps.uploads.complete(row.id, attachment, now + UPLOAD_TTL_MS))) {
-    await deps.blobs.delete(blob.storedName);
+    if (!whole) await deps.blobs.delete(blob.storedName);
     const done = await deps.uploads.find(row.id);
     if (!done) throw new AppError('not_found', 'no such upload (it was cancelled)');
     return showUpload(deps, done);
   }
-  await removeParts(deps, parts);
+  if (!whole) await removeParts(deps, parts);
   return toSession({ ...row, attachment_uuid: attachment.uuid, expires_at: now + UPLOAD_TTL_MS }, attachment);
 }
 

@@ -23,7 +23,8 @@ export interface UploadStore {
   /** The session's pieces in byte order. */
   parts(uploadId: string): Promise<UploadPartRow[]>;
   /**
-   * Records the attachment the session became, in one transaction with the session's completion; false (nothing
+   * Records the attachment the session became, in one transaction with the session's completion and with forgetting
+   * the piece whose blob it adopts, if any (so no sweep of pieces can ever take an attachment's bytes); false (nothing
    * recorded) when the session is complete already (another request won) or gone.
    */
   complete(uploadId: string, attachment: AttachmentRow, expiresAt: number): Promise<boolean>;
@@ -77,6 +78,7 @@ export function createKyselyUploadStore(db: Kysely<AttachmentTables>): UploadSto
           .executeTakeFirst();
         if (Number(done.numUpdatedRows) !== 1) return false;
         await trx.insertInto('sync_attachments').values(attachment).execute();
+        await trx.deleteFrom('sync_upload_parts').where('stored_name', '=', attachment.stored_name).execute();
         return true;
       });
     },

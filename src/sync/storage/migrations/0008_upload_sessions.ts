@@ -29,6 +29,7 @@ export const uploadSessionsMigration: Migration = {
       .addColumn('start', 'bigint', (c) => c.notNull())
       .addColumn('size', 'bigint', (c) => c.notNull())
       .addColumn('stored_name', 'text', (c) => c.notNull().unique())
+      .addColumn('sha256', 'text', (c) => c.notNull())
       .addPrimaryKeyConstraint('sync_upload_parts_pk', ['upload_id', 'start'])
       .execute();
   },
