@@ -302,6 +302,29 @@ for (const backend of BACKENDS) {
       assert.equal((await call(s.url, 'DELETE', `/api/sync/uploads/${id}`, { token: u.token })).status, 404);
     });
 
+    test('an upload cancelled while a PATCH is arriving: the PATCH answers 404 and keeps nothing', async () => {
+      const { u, businessId } = await member();
+      const bytes = randomBytes(10_000);
+      const id = (await start(u.token, businessId, announce(bytes))).body.id;
+      const { port } = new URL(s.url);
+      const socket = net.connect(Number(port), '127.0.0.1');
+      await new Promise((resolve) => socket.once('connect', resolve));
+      let answer = '';
+      socket.on('data', (c: Buffer) => { answer += c.toString('latin1'); });
+      socket.write(`PATCH /api/sync/uploads/${id} HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${u.token}\r\ncontent-type: ${OCTETS}\r\n`
+        + `upload-offset: 0\r\ncontent-length: ${bytes.length}\r\n\r\n`);
+      socket.write(bytes.subarray(0, 5000));
+      await sleep(100);
+      assert.equal((await call(s.url, 'DELETE', `/api/sync/uploads/${id}`, { token: u.token })).status, 204);
+      socket.write(bytes.subarray(5000));
+      for (let i = 0; i < 500 && !answer.includes('}'); i++) await sleep(10);
+      socket.destroy();
+      assert.match(answer, /^HTTP\/1\.1 404 /);
+      assert.match(answer, /"error":"not_found"/);
+      assert.deepEqual(await s.deps.uploads.parts(id), []);
+      assert.equal((await status(u.token, id)).status, 404);
+    });
+
     test(`a user may hold ${MAX_OPEN_UPLOADS} unfinished uploads: one more is 422 until one is finished or cancelled`, async () => {
       const { u, businessId } = await member();
       const ids: string[] = [];

@@ -79,7 +79,7 @@ export async function startUpload(deps: UploadDeps, input: NewUpload): Promise<U
  */
 export async function findUpload(deps: UploadDeps, id: string, mayUse: (row: UploadRow) => Promise<boolean>): Promise<UploadRow> {
   const row = await deps.uploads.find(id.toLowerCase());
-  if (!row || row.expires_at <= deps.now() || !(await mayUse(row))) throw new AppError('not_found', 'no such upload (an upload expires a day after its last byte)');
+  if (!row || row.expires_at <= deps.now() || !(await mayUse(row))) throw gone();
   return row;
 }
 
@@ -108,12 +108,18 @@ export async function appendToUpload(deps: UploadDeps, row: UploadRow, offset: n
       // Another request for this session got there first (or the session expired meanwhile).
       await deps.blobs.delete(staged.storedName);
       const now = await deps.uploads.find(row.id);
-      throw now ? behind(now) : new AppError('not_found', 'no such upload (an upload expires a day after its last byte)');
+      throw now ? behind(now) : gone();
     }
   }
-  const current = (await deps.uploads.find(row.id))!;
+  // Cancelled (DELETE) meanwhile: gone, whatever this request brought.
+  const current = await deps.uploads.find(row.id);
+  if (!current) throw gone();
   if (current.received === current.size && !current.attachment_uuid) return completeUpload(deps, current);
   return showUpload(deps, current);
+}
+
+function gone(): AppError {
+  return new AppError('not_found', 'no such upload (an upload expires a day after its last byte)');
 }
 
 function behind(row: UploadRow): AppError {
@@ -148,7 +154,7 @@ async function completeUpload(deps: UploadDeps, row: UploadRow): Promise<UploadS
   if (!(await deps.uploads.complete(row.id, attachment, now + UPLOAD_TTL_MS))) {
     if (!whole) await deps.blobs.delete(blob.storedName);
     const done = await deps.uploads.find(row.id);
-    if (!done) throw new AppError('not_found', 'no such upload (it was cancelled)');
+    if (!done) throw gone();
     return showUpload(deps, done);
   }
   if (!whole) await removeParts(deps, parts);
