@@ -10,11 +10,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import pg from 'pg';
 import { buildSyncApp } from '../src/sync/app.js';
 import { loadSyncConfig, type SyncConfig } from '../src/sync/config.js';
 import { createSyncDeps } from '../src/sync/deps.js';
-import { ensureDatabase } from './lib/postgres.js';
+import { dropSchema, ensureDatabase } from './lib/postgres.js';
+import { jsonRequest } from './lib/json-request.js';
 import { quantile } from './lib/numbers.js';
 
 const PG_URL = process.env['BENCH_DATABASE_URL'] ?? 'postgres://postgres@127.0.0.1:5432/bench_sync';
@@ -67,7 +67,7 @@ async function runBackend(backend: 'sqlite' | 'postgres', o: Options): Promise<T
   };
   if (backend === 'postgres') {
     await ensureDatabase(PG_URL);
-    await dropSchema(schema);
+    await dropSchema(PG_URL, schema);
   }
   const deps = await createSyncDeps(config);
   const app = await buildSyncApp(deps);
@@ -76,9 +76,9 @@ async function runBackend(backend: 'sqlite' | 'postgres', o: Options): Promise<T
     const addr = app.server.address();
     if (!addr || typeof addr === 'string') throw new Error('no address');
     const url = `http://127.0.0.1:${addr.port}`;
-    const reg = await call(url, 'POST', '/api/auth/register', {}, { email: `bench-${randomUUID()}@example.com`, name: 'Bench', password: 'bench password long enough' });
+    const reg = await jsonRequest(url, 'POST', '/api/auth/register', undefined, { email: `bench-${randomUUID()}@example.com`, name: 'Bench', password: 'bench password long enough' });
     const token = String(reg['token']);
-    const business = await call(url, 'POST', '/api/business', { authorization: `Bearer ${token}` }, { name: 'Bench', abn: '51824753556' });
+    const business = await jsonRequest(url, 'POST', '/api/business', token, { name: 'Bench', abn: '51824753556' });
     const headers = { authorization: `Bearer ${token}`, 'x-business-id': String(business['id']) };
     const file = randomBytes(o.bytes);
     const times: Record<Way, number[]> = { multipart: [], 'resumable, one request': [], 'resumable, pieces': [], download: [] };
@@ -104,7 +104,7 @@ async function runBackend(backend: 'sqlite' | 'postgres', o: Options): Promise<T
       });
       for (const [way, piece] of [['resumable, one request', o.bytes], ['resumable, pieces', o.piece]] as const) {
         await timed(way, async () => {
-          const session = await call(url, 'POST', '/api/sync/uploads', headers, { record_type: 'invoice', record_uuid: randomUUID(), filename: 'bench.bin', size: o.bytes });
+          const session = await jsonRequest(url, 'POST', '/api/sync/uploads', token, { record_type: 'invoice', record_uuid: randomUUID(), filename: 'bench.bin', size: o.bytes }, String(business['id']));
           for (let at = 0; at < o.bytes; at += piece) {
             const r = await fetch(`${url}/api/sync/uploads/${String(session['id'])}`, {
               method: 'PATCH', headers: { ...headers, 'content-type': OCTETS, 'upload-offset': String(at) }, body: file.subarray(at, at + piece),
@@ -126,19 +126,8 @@ async function runBackend(backend: 'sqlite' | 'postgres', o: Options): Promise<T
     await app.close();
     await deps.close();
     rmSync(dataDir, { recursive: true, force: true });
-    if (backend === 'postgres') await dropSchema(schema);
+    if (backend === 'postgres') await dropSchema(PG_URL, schema);
   }
 }
 
-async function call(url: string, method: string, p: string, headers: Record<string, string>, body: unknown): Promise<Record<string, unknown>> {
-  const r = await fetch(url + p, { method, headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify(body) });
-  const out = (await r.json()) as Record<string, unknown>;
-  if (r.status >= 300) throw new Error(`${method} ${p}: ${r.status} ${JSON.stringify(out)}`);
-  return out;
-}
 
-async function dropSchema(schema: string): Promise<void> {
-  const client = new pg.Client({ connectionString: PG_URL });
-  await client.connect();
-  try { await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`); } finally { await client.end(); }
-}

@@ -13,7 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import pg from 'pg';
+import { dropSchema } from './lib/postgres.js';
 import { chromium, type Page } from 'playwright-core';
 import { buildMetricsApp } from '../src/metrics/app.js';
 import { loadMetricsConfig, type MetricsConfig } from '../src/metrics/config.js';
@@ -153,11 +153,7 @@ export async function run(argv: string[]): Promise<string> {
     await app.close();
     await deps.close();
     if (!kept) rmSync(dataDir, { recursive: true, force: true });
-    if (backend === 'postgres') {
-      const client = new pg.Client({ connectionString: PG_URL });
-      await client.connect();
-      try { await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`); } finally { await client.end(); }
-    }
+    if (backend === 'postgres') await dropSchema(PG_URL, schema);
   }
 }
 

@@ -11,6 +11,7 @@ import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
+import { dropSchema } from './lib/postgres.js';
 import { buildMetricsApp } from '../src/metrics/app.js';
 import { createMetricsDeps } from '../src/metrics/deps.js';
 import { issueToken } from '../src/metrics/domain/tenant-tokens.js';
@@ -100,7 +101,7 @@ async function runBackend(backend: 'sqlite' | 'postgres', input: BackendInput) {
   const schema = `bench_${process.pid}`;
   // The generator's data is dated 2023: keep it all.
   const config = benchMetricsConfig({ dataDir, databaseUrl: backend === 'postgres' ? PG_URL : undefined, dbSchema: schema }, { retentionDays: 36_500 });
-  if (backend === 'postgres') await dropSchema(schema);
+  if (backend === 'postgres') await dropSchema(PG_URL, schema);
   const deps = await createMetricsDeps(config);
   const app = await buildMetricsApp(config, deps);
   await app.listen({ host: '127.0.0.1', port: 0 });
@@ -185,7 +186,7 @@ async function runBackend(backend: 'sqlite' | 'postgres', input: BackendInput) {
     await app.close();
     await deps.close();
     rmSync(dataDir, { recursive: true, force: true });
-    if (backend === 'postgres') await dropSchema(schema);
+    if (backend === 'postgres') await dropSchema(PG_URL, schema);
   }
 }
 
@@ -225,8 +226,3 @@ async function pgReportBytes(schema: string): Promise<number> {
   }
 }
 
-async function dropSchema(schema: string): Promise<void> {
-  const client = new pg.Client({ connectionString: PG_URL });
-  await client.connect();
-  try { await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`); } finally { await client.end(); }
-}

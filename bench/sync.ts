@@ -18,14 +18,14 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import pg from 'pg';
 import WebSocket from 'ws';
 import { buildSyncApp } from '../src/sync/app.js';
 import { loadSyncConfig, type SyncConfig } from '../src/sync/config.js';
 import { createSyncDeps } from '../src/sync/deps.js';
 import { feedFanOut, type FanOut } from './lib/feed-fanout.js';
 import { initialSync, type InitialSync } from './lib/initial-sync.js';
-import { ensureDatabase, pgCpu } from './lib/postgres.js';
+import { dropSchema, ensureDatabase, pgCpu } from './lib/postgres.js';
+import { jsonRequest } from './lib/json-request.js';
 import { fmt, quantile } from './lib/numbers.js';
 
 const PG_URL = process.env['BENCH_DATABASE_URL'] ?? 'postgres://postgres@127.0.0.1:5432/bench_sync';
@@ -137,7 +137,7 @@ async function runBackend(backend: 'sqlite' | 'postgres', o: Options): Promise<R
   };
   if (backend === 'postgres') {
     await ensureDatabase(PG_URL);
-    await dropSchema(schema);
+    await dropSchema(PG_URL, schema);
   }
   const pgNow = () => (backend === 'postgres' ? pgCpu(PG_DB) : 0);
   const deps = await createSyncDeps(config);
@@ -149,10 +149,10 @@ async function runBackend(backend: 'sqlite' | 'postgres', o: Options): Promise<R
     const url = `http://127.0.0.1:${addr.port}`;
     const email = `bench-${randomUUID()}@example.com`;
     const password = 'bench-password-123';
-    const reg = await json(url, 'POST', '/api/auth/register', undefined, { email, name: 'Bench', password });
+    const reg = await jsonRequest(url, 'POST', '/api/auth/register', undefined, { email, name: 'Bench', password });
     const token = reg.token as string;
     const userId = (reg.user as { id: string }).id;
-    const business = await json(url, 'POST', '/api/business', token, { name: 'Bench Pty Ltd', abn: '51824753556' });
+    const business = await jsonRequest(url, 'POST', '/api/business', token, { name: 'Bench Pty Ltd', abn: '51824753556' });
     const businessId = business.id as string;
 
     // Push throughput.
@@ -183,7 +183,7 @@ async function runBackend(backend: 'sqlite' | 'postgres', o: Options): Promise<R
     let version = 0;
     let pulled = 0;
     for (;;) {
-      const r = await json(url, 'POST', '/api/sync/pull', token, { since_version: version, limit: o.page }, businessId);
+      const r = await jsonRequest(url, 'POST', '/api/sync/pull', token, { since_version: version, limit: o.page }, businessId);
       pulled += (r.changes as unknown[]).length;
       version = r.version as number;
       if (!r.has_more) break;
@@ -203,7 +203,7 @@ async function runBackend(backend: 'sqlite' | 'postgres', o: Options): Promise<R
     if (o.initial) {
       for (let have = total + o.latency; have < o.initial; have += 1000) {
         const n = Math.min(1000, o.initial - have);
-        await json(url, 'POST', '/api/sync/push', token, {
+        await jsonRequest(url, 'POST', '/api/sync/push', token, {
           business_id: businessId, instance_id: 'bench-fill',
           changes: Array.from({ length: n }, (_, i) => ({ table_name: 'customers', record_uuid: randomUUID(), version: 1, operation: 'create', data: { name: `Customer ${i}`, email: `c${i}@example.com`, balance: i * 1.5, tags: ['a', 'b'] } })),
         }, businessId);
@@ -216,7 +216,7 @@ async function runBackend(backend: 'sqlite' | 'postgres', o: Options): Promise<R
     if (o.feedSockets) {
       const businessIds = [businessId];
       for (const n of o.feedBusinesses) {
-        while (businessIds.length < n) businessIds.push((await json(url, 'POST', '/api/business', token, { name: `Bench ${businessIds.length}`, abn: '51824753556' })).id as string);
+        while (businessIds.length < n) businessIds.push((await jsonRequest(url, 'POST', '/api/business', token, { name: `Bench ${businessIds.length}`, abn: '51824753556' })).id as string);
         result.feed.push(await feedFanOut({ url, token, userId, businessIds: businessIds.slice(0, n), sockets: o.feedSockets, pushes: o.feedPushes }));
       }
     }
@@ -225,7 +225,7 @@ async function runBackend(backend: 'sqlite' | 'postgres', o: Options): Promise<R
     await app.close();
     await deps.close();
     rmSync(dataDir, { recursive: true, force: true });
-    if (backend === 'postgres') await dropSchema(schema);
+    if (backend === 'postgres') await dropSchema(PG_URL, schema);
   }
 }
 
@@ -251,21 +251,7 @@ async function feedLatency(url: string, token: string, userId: string, businessI
   return latencies.sort((a, b) => a - b);
 }
 
-async function json(url: string, method: string, p: string, token: string | undefined, body: unknown, businessId?: string): Promise<Record<string, unknown>> {
-  const headers: Record<string, string> = { 'content-type': 'application/json' };
-  if (token) headers['authorization'] = `Bearer ${token}`;
-  if (businessId) headers['x-business-id'] = businessId;
-  const r = await fetch(url + p, { method, headers, body: JSON.stringify(body) });
-  const out = (await r.json()) as Record<string, unknown>;
-  if (r.status >= 300) throw new Error(`${method} ${p}: ${r.status} ${JSON.stringify(out)}`);
-  return out;
-}
 
-async function dropSchema(schema: string): Promise<void> {
-  const client = new pg.Client({ connectionString: PG_URL });
-  await client.connect();
-  try { await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`); } finally { await client.end(); }
-}
 
 function cpuMicros(u: NodeJS.CpuUsage): number {
   return u.user + u.system;

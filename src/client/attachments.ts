@@ -101,11 +101,6 @@ export class AttachmentClient {
     }
   }
 
-  /** Cancels an upload of this client's user (its bytes are deleted on the server). */
-  async cancelUpload(id: string): Promise<void> {
-    await this.session.businessRequest(this.business(), 'DELETE', `/api/sync/uploads/${encodeURIComponent(id)}`, { read: async () => undefined });
-  }
-
   /**
    * Downloads an attachment's bytes, checking them against the listed size and SHA-256 when `expect` is given. A
    * download that breaks off is retried from the bytes it has (a Range request, tied to the file by its ETag), not

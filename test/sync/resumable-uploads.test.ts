@@ -41,6 +41,17 @@ for (const backend of BACKENDS) {
     const send = (token: string, id: string, offset: number | string, body: Buffer, headers: Record<string, string> = {}) =>
       call(s.url, 'PATCH', `/api/sync/uploads/${id}`, { token, body, headers: { 'content-type': OCTETS, 'upload-offset': String(offset), ...headers } });
     const status = (token: string, id: string, headers: Record<string, string> = {}) => call(s.url, 'GET', `/api/sync/uploads/${id}`, { token, headers });
+    /** A PATCH from byte 0 announcing `length` bytes on a raw socket, its body left for the test to write (or cut). */
+    async function openPatch(token: string, id: string, length: number): Promise<{ socket: net.Socket; answer: () => string }> {
+      const socket = net.connect(Number(new URL(s.url).port), '127.0.0.1');
+      await new Promise((resolve) => socket.once('connect', resolve));
+      let answer = '';
+      socket.on('data', (c: Buffer) => { answer += c.toString('latin1'); });
+      socket.on('error', () => undefined);
+      socket.write(`PATCH /api/sync/uploads/${id} HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${token}\r\ncontent-type: ${OCTETS}\r\n`
+        + `upload-offset: 0\r\ncontent-length: ${length}\r\n\r\n`);
+      return { socket, answer: () => answer };
+    }
     async function download(token: string, uuid: string): Promise<Buffer> {
       const d = await fetch(`${s.url}/api/sync/attachment/${uuid}`, { headers: { authorization: `Bearer ${token}` } });
       assert.equal(d.status, 200);
@@ -91,18 +102,17 @@ for (const backend of BACKENDS) {
       assert.equal(again.body.received, 100_000);
       assert.match(again.body.details, /complete/);
       assert.equal((await call(s.url, 'GET', `/api/sync/attachments?record_type=invoice&record_uuid=${body.record_uuid}`, { token: u.token, headers: { 'x-business-id': businessId } })).body.length, 1);
+      // DELETE of a complete upload forgets the session; the attachment it became stays.
+      assert.equal((await call(s.url, 'DELETE', `/api/sync/uploads/${id}`, { token: u.token })).status, 204);
+      assert.equal((await status(u.token, id)).status, 404);
+      assert.ok((await download(u.token, att.uuid)).equals(bytes));
     });
 
     test('a request that breaks off keeps the bytes that arrived, and the upload goes on from there', async () => {
       const { u, businessId } = await member();
       const bytes = randomBytes(200_000);
       const id = (await start(u.token, businessId, announce(bytes))).body.id;
-      const { port } = new URL(s.url);
-      const socket = net.connect(Number(port), '127.0.0.1');
-      await new Promise((resolve) => socket.once('connect', resolve));
-      socket.on('error', () => undefined);
-      socket.write(`PATCH /api/sync/uploads/${id} HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${u.token}\r\ncontent-type: ${OCTETS}\r\n`
-        + `upload-offset: 0\r\ncontent-length: ${bytes.length}\r\n\r\n`);
+      const { socket } = await openPatch(u.token, id, bytes.length);
       socket.write(bytes.subarray(0, 120_000));
       // Let the server take the bytes in before the connection goes.
       await sleep(200);
@@ -306,21 +316,15 @@ for (const backend of BACKENDS) {
       const { u, businessId } = await member();
       const bytes = randomBytes(10_000);
       const id = (await start(u.token, businessId, announce(bytes))).body.id;
-      const { port } = new URL(s.url);
-      const socket = net.connect(Number(port), '127.0.0.1');
-      await new Promise((resolve) => socket.once('connect', resolve));
-      let answer = '';
-      socket.on('data', (c: Buffer) => { answer += c.toString('latin1'); });
-      socket.write(`PATCH /api/sync/uploads/${id} HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${u.token}\r\ncontent-type: ${OCTETS}\r\n`
-        + `upload-offset: 0\r\ncontent-length: ${bytes.length}\r\n\r\n`);
+      const { socket, answer } = await openPatch(u.token, id, bytes.length);
       socket.write(bytes.subarray(0, 5000));
       await sleep(100);
       assert.equal((await call(s.url, 'DELETE', `/api/sync/uploads/${id}`, { token: u.token })).status, 204);
       socket.write(bytes.subarray(5000));
-      for (let i = 0; i < 500 && !answer.includes('}'); i++) await sleep(10);
+      for (let i = 0; i < 500 && !answer().includes('}'); i++) await sleep(10);
       socket.destroy();
-      assert.match(answer, /^HTTP\/1\.1 404 /);
-      assert.match(answer, /"error":"not_found"/);
+      assert.match(answer(), /^HTTP\/1\.1 404 /);
+      assert.match(answer(), /"error":"not_found"/);
       assert.deepEqual(await s.deps.uploads.parts(id), []);
       assert.equal((await status(u.token, id)).status, 404);
     });

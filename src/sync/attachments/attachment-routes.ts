@@ -1,13 +1,11 @@
 import multipart from '@fastify/multipart';
 import { Type } from 'typebox';
 import type { Readable } from 'node:stream';
-import type { FastifyRequest } from 'fastify';
 import type { App } from '../../core/http/create-app.js';
 import { documentedBodyCompiler } from '../../core/http/validation.js';
 import type { SyncDeps } from '../deps.js';
-import { isMember, requireUser, resolveBusiness } from '../http/auth-guard.js';
+import { mayActIn, requireUser, resolveBusiness } from '../http/auth-guard.js';
 import { BearerSecurity, errors } from '../http/schemas.js';
-import { normalizeUuid } from '../../core/uuid.js';
 import { BusinessHeaderSchema } from '../changes/change-schemas.js';
 import { AttachmentListQuerySchema, AttachmentParamsSchema, AttachmentSchema, DownloadHeadersSchema, UploadFormSchema } from './attachment-schemas.js';
 import { listAttachments, openAttachment, saveAttachment, type AttachmentDeps } from './attachments.js';
@@ -80,7 +78,7 @@ export function registerAttachmentRoutes(app: App, deps: SyncDeps): void {
       },
     },
   }, async (req, reply) => {
-    const { attachment, blob } = await openAttachment(attachmentDeps, req.params.uuid, (businessId) => mayRead(req, deps, businessId));
+    const { attachment, blob } = await openAttachment(attachmentDeps, req.params.uuid, (businessId) => mayActIn(req, deps, businessId));
     const etag = attachmentEtag(attachment.sha256);
     // Node joins a repeated If-Range into one string, which matches no ETag: the whole file.
     const range = requestedRange(blob.size, req.headers.range, req.headers['if-range'] as string | undefined, etag);
@@ -103,12 +101,4 @@ export function registerAttachmentRoutes(app: App, deps: SyncDeps): void {
       response: { 200: Type.Array(AttachmentSchema), ...errors(400, 401, 403, 404) },
     },
   }, async (req) => listAttachments(attachmentDeps, await resolveBusiness(req, deps), req.query.record_type, req.query.record_uuid));
-}
-
-/** The caller is a member, and neither their business token nor an X-Business-ID header names another business. */
-async function mayRead(req: FastifyRequest, deps: SyncDeps, businessId: string): Promise<boolean> {
-  if (req.caller.businessId !== undefined && req.caller.businessId !== businessId) return false;
-  const header = req.headers['x-business-id'];
-  if (typeof header === 'string' && normalizeUuid(header.trim()) !== businessId) return false;
-  return isMember(deps, req.caller.userId, businessId);
 }

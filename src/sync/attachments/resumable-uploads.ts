@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { AppError } from '../../core/errors.js';
-import type { Attachment } from './attachment-schemas.js';
+import type { Static } from 'typebox';
+import type { UploadSessionSchema } from './attachment-schemas.js';
 import type { AttachmentRow, AttachmentStore } from './attachment-store.js';
 import { toAttachment } from './attachments.js';
 import type { BlobStore } from './blob-store.js';
@@ -26,17 +27,7 @@ export interface UploadDeps {
 }
 
 /** An upload as the API shows it. */
-export interface UploadSession {
-  id: string;
-  record_type: string;
-  record_uuid: string;
-  filename: string;
-  size: number;
-  sha256: string | null;
-  received: number;
-  expires_at: string;
-  attachment: Attachment | null;
-}
+export type UploadSession = Static<typeof UploadSessionSchema>;
 
 export interface NewUpload {
   businessId: string;
@@ -98,22 +89,22 @@ export async function appendToUpload(deps: UploadDeps, row: UploadRow, offset: n
     body.resume();
     throw behind(row);
   }
+  let current = row;
   const staged = await deps.blobs.stage(body);
   if (staged.size === 0) {
     await staged.discard();
   } else {
     await staged.commit();
     const part: UploadPartRow = { upload_id: row.id, start: offset, size: staged.size, stored_name: staged.storedName, sha256: staged.sha256 };
-    if (!(await deps.uploads.addPart(part, deps.now() + UPLOAD_TTL_MS))) {
-      // Another request for this session got there first (or the session expired meanwhile).
+    const moved = await deps.uploads.addPart(part, deps.now() + UPLOAD_TTL_MS);
+    if (!moved) {
+      // Another request for this session got there first, or it was cancelled or expired meanwhile.
       await deps.blobs.delete(staged.storedName);
       const now = await deps.uploads.find(row.id);
       throw now ? behind(now) : gone();
     }
+    current = moved;
   }
-  // Cancelled (DELETE) meanwhile: gone, whatever this request brought.
-  const current = await deps.uploads.find(row.id);
-  if (!current) throw gone();
   if (current.received === current.size && !current.attachment_uuid) return completeUpload(deps, current);
   return showUpload(deps, current);
 }

@@ -4,9 +4,8 @@ import type { FastifyRequest } from 'fastify';
 import type { App } from '../../core/http/create-app.js';
 import { AppError } from '../../core/errors.js';
 import { documentedBodyCompiler } from '../../core/http/validation.js';
-import { normalizeUuid } from '../../core/uuid.js';
 import type { SyncDeps } from '../deps.js';
-import { isMember, requireUser, resolveBusiness } from '../http/auth-guard.js';
+import { mayActIn, requireUser, resolveBusiness } from '../http/auth-guard.js';
 import { BearerSecurity, errors } from '../http/schemas.js';
 import { BusinessHeaderSchema } from '../changes/change-schemas.js';
 import { UploadParamsSchema, UploadPatchHeadersSchema, UploadSessionSchema, UploadStartSchema } from './attachment-schemas.js';
@@ -25,7 +24,8 @@ const OFFSET_OCTETS = 'application/offset+octet-stream';
 export function registerUploadRoutes(app: App, deps: SyncDeps): void {
   const auth = requireUser(deps);
   const uploadDeps: UploadDeps = { uploads: deps.uploads, attachments: deps.attachments, blobs: deps.blobs, now: deps.now, maxBytes: deps.config.attachmentMaxBytes };
-  const mine = (req: FastifyRequest) => (row: UploadRow) => mayUse(req, deps, row);
+  // The caller started the upload and may still act in its business (a member, naming no other business).
+  const mine = (req: FastifyRequest) => async (row: UploadRow) => row.user_id === req.caller.userId && mayActIn(req, deps, row.business_id);
 
   app.post('/api/sync/uploads', {
     onRequest: [auth, deps.diskGuard.hook],
@@ -94,13 +94,4 @@ export function registerUploadRoutes(app: App, deps: SyncDeps): void {
     await removeUpload(uploadDeps, row.id);
     return reply.code(204).send(null);
   });
-}
-
-/** The caller started the upload, is still a member of its business, and names no other business. */
-async function mayUse(req: FastifyRequest, deps: SyncDeps, row: UploadRow): Promise<boolean> {
-  if (row.user_id !== req.caller.userId) return false;
-  if (req.caller.businessId !== undefined && req.caller.businessId !== row.business_id) return false;
-  const header = req.headers['x-business-id'];
-  if (typeof header === 'string' && normalizeUuid(header.trim()) !== row.business_id) return false;
-  return isMember(deps, req.caller.userId, row.business_id);
 }

@@ -17,9 +17,10 @@ export interface UploadStore {
   openCount(userId: string, now: number): Promise<number>;
   /**
    * Records a piece that starts where the session's bytes end, moving `received` on and the expiry to `expiresAt`;
-   * false (nothing recorded) when the session has another length by now, is complete, or is gone.
+   * the session as it is then, or undefined (nothing recorded) when it has another length by now, is complete, or is
+   * gone.
    */
-  addPart(part: UploadPartRow, expiresAt: number): Promise<boolean>;
+  addPart(part: UploadPartRow, expiresAt: number): Promise<UploadRow | undefined>;
   /** The session's pieces in byte order. */
   parts(uploadId: string): Promise<UploadPartRow[]>;
   /**
@@ -47,8 +48,7 @@ export function createKyselyUploadStore(db: Kysely<AttachmentTables>): UploadSto
       await db.insertInto('sync_uploads').values(row).execute();
     },
     async find(id) {
-      const r = await db.selectFrom('sync_uploads').selectAll().where('id', '=', id).executeTakeFirst();
-      return r && { ...r, size: Number(r.size), received: Number(r.received), created_at: Number(r.created_at), expires_at: Number(r.expires_at) };
+      return toRow(await db.selectFrom('sync_uploads').selectAll().where('id', '=', id).executeTakeFirst());
     },
     async openCount(userId, now) {
       const r = await db.selectFrom('sync_uploads').select((eb) => eb.fn.countAll<number | string>().as('n'))
@@ -58,13 +58,13 @@ export function createKyselyUploadStore(db: Kysely<AttachmentTables>): UploadSto
     },
     async addPart(part, expiresAt) {
       return db.transaction().execute(async (trx) => {
-        const moved = await trx.updateTable('sync_uploads')
+        const moved = toRow(await trx.updateTable('sync_uploads')
           .set((eb) => ({ received: eb('received', '+', part.size), expires_at: expiresAt }))
           .where('id', '=', part.upload_id).where('received', '=', part.start).where('attachment_uuid', 'is', null)
-          .executeTakeFirst();
-        if (Number(moved.numUpdatedRows) !== 1) return false;
-        await trx.insertInto('sync_upload_parts').values(part).execute();
-        return true;
+          .returningAll()
+          .executeTakeFirst());
+        if (moved) await trx.insertInto('sync_upload_parts').values(part).execute();
+        return moved;
       });
     },
     async parts(uploadId) {
@@ -103,4 +103,9 @@ export function createKyselyUploadStore(db: Kysely<AttachmentTables>): UploadSto
       return rows.map((r) => ({ ...r, start: Number(r.start), size: Number(r.size) }));
     },
   };
+}
+
+/** PostgreSQL's driver gives BIGINT as text. */
+function toRow(r: UploadRow | undefined): UploadRow | undefined {
+  return r && { ...r, size: Number(r.size), received: Number(r.received), created_at: Number(r.created_at), expires_at: Number(r.expires_at) };
 }

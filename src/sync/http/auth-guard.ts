@@ -99,3 +99,15 @@ export async function resolveBusiness(req: FastifyRequest, deps: SyncDeps, bodyB
   if (access.role === undefined) throw new AppError('forbidden', 'you are not a member of this business');
   return businessId;
 }
+
+/**
+ * Whether the caller may act in `businessId`, found from a resource rather than named by the request: they are a
+ * member, and neither their business token nor an X-Business-ID header names another business. A resource of a
+ * business they may not act in must answer like a missing one (404), so its existence is not revealed.
+ */
+export async function mayActIn(req: FastifyRequest, deps: SyncDeps, businessId: string): Promise<boolean> {
+  if (req.caller.businessId !== undefined && req.caller.businessId !== businessId) return false;
+  const header = req.headers['x-business-id'];
+  if (typeof header === 'string' && normalizeUuid(header.trim()) !== businessId) return false;
+  return isMember(deps, req.caller.userId, businessId);
+}
