@@ -131,3 +131,33 @@ test('an idle keep-alive connection is closed after the keep-alive timeout', { t
   assert.match(received, /^HTTP\/1\.1 200/);
   assert.match(received, /keep-alive/i);
 });
+
+test('closing does not wait for sockets that have not begun a request (a browser\'s preconnect, headers part-way); a request in flight is still answered', { timeout: 20_000 }, async (t) => {
+  // Default timeouts: before, each such socket held the close for the 60 s connection timeout.
+  const { app } = build();
+  let release: (() => void) | undefined;
+  app.get('/slow', async () => { await new Promise<void>((r) => { release = r; }); return { done: true }; });
+  t.after(() => app.close());
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const { port } = app.server.address() as { port: number };
+  const open = async (data?: string) => {
+    const socket = connect(port, '127.0.0.1');
+    await once(socket, 'connect');
+    let received = '';
+    socket.on('data', (c: Buffer) => { received += String(c); });
+    if (data) socket.write(data);
+    return { socket, received: () => received };
+  };
+  const silent = await open();
+  const partial = await open('GET /q?from=1 HTTP/1.1\r\nHost: x\r\n');
+  const busy = await open('GET /slow HTTP/1.1\r\nHost: x\r\n\r\n');
+  while (!release) await new Promise((r) => setTimeout(r, 10));
+  const closed = app.close();
+  await Promise.all([once(silent.socket, 'close'), once(partial.socket, 'close')]);
+  assert.equal(silent.received() + partial.received(), '', 'cut without an answer: no request had begun');
+  assert.equal(busy.socket.destroyed, false, 'the request in flight keeps its socket');
+  release();
+  await once(busy.socket, 'close');
+  assert.match(busy.received(), /^HTTP\/1\.1 200[\s\S]*\{"done":true\}$/);
+  await closed;
+});

@@ -9,6 +9,7 @@ import { redactUrl } from './redact.js';
 import { onCheckExpectation, onClientError } from './client-error.js';
 import { registerLoadShedding, type LoadSheddingOptions } from './load-shedding.js';
 import { RequestLogController } from './request-log.js';
+import { trackUnstartedSockets } from './unstarted-sockets.js';
 import { AppError, shuttingDown } from '../errors.js';
 
 declare module 'fastify' {
@@ -131,8 +132,17 @@ export function createHttpApp(opts: HttpAppOptions): App {
   // While closing, requests still arriving on open connections (keep-alive, pipelined) get a JSON 503
   // before any work: a load balancer retries them on another instance, and /readyz fails so it drains this one.
   let closing = false;
-  app.addHook('preClose', async () => { closing = true; });
+  const unstarted = trackUnstartedSockets(app.server);
+  app.addHook('preClose', async () => {
+    closing = true;
+    unstarted.destroyAll();
+    // A socket whose response finishes from now on closes then, instead of waiting out the keep-alive timeout for a
+    // next request that would only get the 503 (Node reads this bound as each response finishes).
+    app.server.keepAliveTimeout = 1;
+  });
   app.addHook('onRequest', async (req, reply) => {
+    // A WebSocket upgrade reaches the router without the server's 'request' event.
+    unstarted.started(req.raw.socket);
     reply.headers(SECURITY_HEADERS);
     reply.header('x-request-id', req.id);
     if (closing) throw shuttingDown();
