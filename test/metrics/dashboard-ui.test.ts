@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type Locator, type Page } from 'playwright-core';
 import { flattenReport } from '../../src/metrics/domain/flatten.js';
 import { ReportMetrics } from '../../src/metrics/domain/report-shapes.js';
 import type { Report } from '../../src/metrics/domain/report-schema.js';
@@ -13,14 +13,17 @@ import { ingest, makeReport, startMetrics, type MetricsHarness } from '../helper
  * dashboard-browser.test.ts): statuses, sparklines, every chart of a host
  * with its data, time range presets, drag-zoom and links, alerts, the fleet
  * page, dark mode, a 390 px phone, JavaScript off, and tenant isolation
- * through the pages and the cookie-authorised API. Screenshots of each page
- * go to test-output/screenshots/ (gitignored) for a person to look at.
+ * through the pages and the cookie-authorised API. With SCREENSHOTS=1
+ * (`SCREENSHOTS=1 npm test -- test/metrics/dashboard-ui.test.ts`) screenshots
+ * of each page go to test-output/screenshots/ (gitignored) for a person to
+ * look at; they cost half a second each, so a plain run takes none.
  */
 const CHROMIUM_PATH = process.env['CHROMIUM_PATH'] ?? '/usr/bin/chromium';
 const available = existsSync(CHROMIUM_PATH);
 if (!available && process.env['CHROMIUM_PATH']) throw new Error(`CHROMIUM_PATH=${CHROMIUM_PATH} does not exist`);
 const LAUNCH_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
-const SHOTS = path.join(process.cwd(), 'test-output', 'screenshots');
+const SHOTS = process.env['SCREENSHOTS'] === '1' ? path.join(process.cwd(), 'test-output', 'screenshots') : undefined;
+if (SHOTS) mkdirSync(SHOTS, { recursive: true });
 const HOSTILE = '<img src=x onerror=alert(1)>';
 const STEP = 10_000;
 
@@ -90,15 +93,17 @@ async function chartsDrawn(page: Page): Promise<Record<string, { points: number;
   return page.evaluate(`Object.fromEntries([...document.querySelectorAll('figure.chart')].map((f) => [f.dataset.chart, { points: Number(f.dataset.points), last: Number(f.dataset.last), bands: Number(f.dataset.bands), lines: Number(f.dataset.lines) }]))`);
 }
 
-async function shot(page: Page, name: string): Promise<void> {
-  await page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
+/** A screenshot of `target` (a whole page unless `viewportOnly`) when SCREENSHOTS=1. */
+async function shot(target: Page | Locator, name: string, viewportOnly = false): Promise<void> {
+  if (!SHOTS) return;
+  const file = path.join(SHOTS, `${name}.png`);
+  await ('goto' in target ? target.screenshot({ path: file, fullPage: !viewportOnly }) : target.screenshot({ path: file }));
 }
 
 const queryOf = (page: Page) => new URL(page.url()).searchParams;
 const queryOfUrl = (url: string) => new URL(url).searchParams;
 
 test('the monitoring UI: statuses, sparklines, charts with data, range, zoom, alerts, fleet, dark, phone, no JavaScript, isolation', { skip: available ? false : `no chromium at ${CHROMIUM_PATH}` }, async (t) => {
-  mkdirSync(SHOTS, { recursive: true });
   // The service's clock stays at the seeding time: statuses (late-1 is late, silent 40 s) hold however slowly the test runs.
   const now = Date.now();
   const h = await startMetrics('sqlite', { now: () => now });
@@ -349,8 +354,8 @@ test('the monitoring UI: statuses, sparklines, charts with data, range, zoom, al
         assert.ok(tint.cells.every((c) => c === 'rgba(0, 0, 0, 0)'), `its cells are not tinted on their own: ${tint.cells.join(', ')}`);
       }
       await shot(p, `${name}-390-${scheme}`);
-      await p.screenshot({ path: path.join(SHOTS, `${name}-390-${scheme}-top.png`) });
-      if (name === 'host') await p.locator('figure[data-chart="network"]').screenshot({ path: path.join(SHOTS, `network-390-${scheme}.png`) });
+      await shot(p, `${name}-390-${scheme}-top`, true);
+      if (name === 'host') await shot(p.locator('figure[data-chart="network"]'), `network-390-${scheme}`);
     }
     await phone.close();
   }
@@ -371,11 +376,14 @@ test('the monitoring UI: statuses, sparklines, charts with data, range, zoom, al
 
   // Live updates: a host's first report appears on an open host list without a reload.
   const live = await newPage(context, problems);
+  // The page's clock runs as the real one until the test moves it on past the 10 s poll.
+  await live.clock.install();
   await live.goto(`${h.url}/`);
   await loaded(live);
   await live.evaluate("document.body.dataset.marker = 'same document'");
   assert.equal((await ingest(h.url, acme.token, report('new-1', 'new-1.acme', Date.now(), 0))).status, 200);
-  await until(live, "document.querySelector('tr[data-host-id=\"new-1\"] .status')?.textContent === 'up'", 20_000);
+  await live.clock.fastForward(10_000);
+  await until(live, "document.querySelector('tr[data-host-id=\"new-1\"] .status')?.textContent === 'up'");
   assert.equal(await live.evaluate('document.body.dataset.marker'), 'same document', 'no reload happened');
   await live.close();
 
@@ -414,7 +422,6 @@ test('under a --series-points-max below the charts\' 1000 points and the sparkli
 });
 
 test('the dashboard under odd data and ranges: a lone report, a host gone quiet, exact table means, years-long and junk ranges, thousands of names, UTC times, sorting on a phone', { skip: available ? false : `no chromium at ${CHROMIUM_PATH}` }, async (t) => {
-  mkdirSync(SHOTS, { recursive: true });
   const now = Date.now();
   const h = await startMetrics('sqlite', { now: () => now });
   t.after(() => h.close());
@@ -468,7 +475,7 @@ test('the dashboard under odd data and ranges: a lone report, a host gone quiet,
   const [from, to, points] = await span('cpu');
   assert.equal(points, 1);
   assert.ok(to - from === 3_600_000 && Math.abs(to - now) < 60_000, `the chart spans the hour: ${from}..${to}`);
-  await page.locator('figure[data-chart="cpu"]').screenshot({ path: path.join(SHOTS, 'lone-report.png') });
+  await shot(page.locator('figure[data-chart="cpu"]'), 'lone-report');
   // The viewer is in New York: the hover legend shows its local time and UTC.
   const plot = (await page.locator('figure[data-chart="cpu"] .u-over').boundingBox())!;
   await page.mouse.move(plot.x + plot.width / 2, plot.y + plot.height / 2);
@@ -523,7 +530,7 @@ test('the dashboard under odd data and ranges: a lone report, a host gone quiet,
   for (let i = 0; i < 7; i++) assert.ok(await sorts.nth(i).isVisible(), `sort link ${i} visible`);
   await phone.page.click('table.hosts thead a[data-sort="cpu"]');
   await until(phone.page, "document.querySelector('table.hosts tbody tr').dataset.hostId === 'burst'");
-  await phone.page.screenshot({ path: path.join(SHOTS, 'hosts-390-sort.png') });
+  await shot(phone.page, 'hosts-390-sort', true);
   await phone.context.close();
 
   assert.deepEqual(problems, [], 'no console error, CSP violation or dialog');
