@@ -1,4 +1,4 @@
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { redactConnectionUrl } from '../connection-url.js';
 
 /** How long a start waits for Redis before failing, and a command for a reply before erroring. */
@@ -16,6 +16,8 @@ const COMMAND_TIMEOUT_MS = 2_000;
  * background, with a capped back-off.
  */
 export async function connectRedis(url: string, connectionName: string): Promise<Redis> {
+  // Loaded only by an instance given a REDIS_URL: the client's modules are a tenth of a service's start.
+  const { Redis } = await import('ioredis');
   const redis = new Redis(url, {
     connectionName,
     lazyConnect: true,
