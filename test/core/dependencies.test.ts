@@ -15,14 +15,15 @@ function sources(dir: string): string[] {
 }
 
 /**
- * Packages `src/` uses at run time: imported as values (type-only imports vanish from the build), or resolved
- * in node_modules to be served as files (the dashboard's chart library).
+ * Packages `src/` uses at run time: imported as values (type-only imports vanish from the build), statically or
+ * when first needed (`await import('ioredis')`), or resolved in node_modules to be served as files (the dashboard's
+ * chart library).
  */
 function valueImports(): Set<string> {
   const found = new Set<string>();
   for (const file of sources(path.join(PROJECT_ROOT, 'src'))) {
     const text = readFileSync(file, 'utf8');
-    for (const m of [...text.matchAll(/^import\s+(?!type\s)[^'"]*?from\s+'([^'.][^']*)'/gm), ...text.matchAll(/\.resolve\('([^'.][^']*)'\)/g)]) {
+    for (const m of [...text.matchAll(/^import\s+(?!type\s)[^'"]*?from\s+'([^'.][^']*)'/gm), ...text.matchAll(/\bimport\('([^'.][^']*)'\)/g), ...text.matchAll(/\.resolve\('([^'.][^']*)'\)/g)]) {
       const spec = m[1]!;
       if (spec.startsWith('node:') || builtinModules.includes(spec)) continue;
       found.add(spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0]!);
