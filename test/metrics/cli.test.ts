@@ -7,69 +7,72 @@ import { BACKENDS } from '../helpers/backends.js';
 import { call } from '../helpers/http.js';
 import { startMetrics, type MetricsHarness } from '../helpers/metrics.js';
 
-for (const backend of BACKENDS) {
-  describe(`metrics-service token commands on ${backend}`, () => {
-    let m: MetricsHarness;
-    let env: Record<string, string | undefined>;
-    before(async () => {
-      m = await startMetrics(backend);
-      env = { DATA_DIR: m.storage.dataDir, METRICS_DB_SCHEMA: m.storage.pgSchema, DATABASE_URL: m.storage.databaseUrl };
-    });
-    after(() => m.close());
+// The backends side by side (each its own service): a revocation waits out the other process's token cache.
+describe('metrics-service token commands', { concurrency: true }, () => {
+  for (const backend of BACKENDS) {
+    describe(`on ${backend}`, { concurrency: 1 }, () => {
+      let m: MetricsHarness;
+      let env: Record<string, string | undefined>;
+      before(async () => {
+        m = await startMetrics(backend);
+        env = { DATA_DIR: m.storage.dataDir, METRICS_DB_SCHEMA: m.storage.pgSchema, DATABASE_URL: m.storage.databaseUrl };
+      });
+      after(() => m.close());
 
-    async function cli(...argv: string[]) {
-      const out: string[] = [];
-      const err: string[] = [];
-      const code = await runCli(argv, env, { print: (l) => out.push(l), fail: (l) => err.push(l) });
-      return { code, out: out.join('\n'), err: err.join('\n') };
-    }
-
-    test('token create prints a working token once; list never shows it; revoke locks it out', async () => {
-      const created = await cli('token', 'create', 'acme');
-      assert.equal(created.code, 0);
-      assert.match(created.out, /tenant: +acme \(created\)/);
-      const token = /token: +(mtk_[A-Za-z0-9_-]{43})/.exec(created.out)![1]!;
-      const tokenId = /token id: +(tok_[0-9a-f]+)/.exec(created.out)![1]!;
-      assert.equal((await call(m.url, 'GET', '/api/v1/hosts', { token })).status, 200);
-
-      const second = await cli('token', 'create', 'acme');
-      assert.doesNotMatch(second.out, /created/, 'the existing tenant gets another token');
-
-      const list = await cli('token', 'list');
-      assert.equal(list.code, 0);
-      assert.match(list.out, new RegExp(`${tokenId}\\tacme\\t\\S+\\tactive`));
-      assert.ok(!list.out.includes(token) && !list.out.includes(hashToken(token)), 'neither the token nor its hash is listed');
-
-      assert.equal((await cli('token', 'revoke', tokenId)).code, 0);
-      assert.match((await cli('token', 'list')).out, new RegExp(`${tokenId}\\tacme\\t\\S+\\trevoked `));
-      // The running service trusts a token lookup for TOKEN_CACHE_MS: a revocation from another process lands within it.
-      const deadline = Date.now() + TOKEN_CACHE_MS + 1_000;
-      let status = 200;
-      while (status !== 401 && Date.now() < deadline) {
-        status = (await call(m.url, 'GET', '/api/v1/hosts', { token })).status;
-        if (status !== 401) await new Promise((r) => setTimeout(r, 200));
+      async function cli(...argv: string[]) {
+        const out: string[] = [];
+        const err: string[] = [];
+        const code = await runCli(argv, env, { print: (l) => out.push(l), fail: (l) => err.push(l) });
+        return { code, out: out.join('\n'), err: err.join('\n') };
       }
-      assert.equal(status, 401);
-      const again = await cli('token', 'revoke', tokenId);
-      assert.equal(again.code, 1);
-      assert.match(again.err, /no active token/);
-    });
 
-    test('bad tenant names, unknown commands and bad options fail with usage, not a stack', async () => {
-      const bad = await cli('token', 'create', '<script>');
-      assert.equal(bad.code, 1);
-      assert.match(bad.err, /tenant name/);
-      const unknown = await cli('token', 'explode');
-      assert.equal(unknown.code, 2);
-      assert.equal(unknown.err, 'metrics-service: unknown command: token explode (see metrics-service --help)');
-      const option = await cli('token', 'list', '--retention-days', 'x');
-      assert.equal(option.code, 2);
-      assert.equal(option.err, 'metrics-service: --retention-days / METRICS_RETENTION_DAYS: "x" is not an integer (see metrics-service token --help)');
-      const serveOptions = await cli('token', 'list', '--port', '9999', '--retention-days', '7');
-      assert.equal(serveOptions.code, 0, 'serve\'s command line reused: accepted');
+      test('token create prints a working token once; list never shows it; revoke locks it out', async () => {
+        const created = await cli('token', 'create', 'acme');
+        assert.equal(created.code, 0);
+        assert.match(created.out, /tenant: +acme \(created\)/);
+        const token = /token: +(mtk_[A-Za-z0-9_-]{43})/.exec(created.out)![1]!;
+        const tokenId = /token id: +(tok_[0-9a-f]+)/.exec(created.out)![1]!;
+        assert.equal((await call(m.url, 'GET', '/api/v1/hosts', { token })).status, 200);
+
+        const second = await cli('token', 'create', 'acme');
+        assert.doesNotMatch(second.out, /created/, 'the existing tenant gets another token');
+
+        const list = await cli('token', 'list');
+        assert.equal(list.code, 0);
+        assert.match(list.out, new RegExp(`${tokenId}\\tacme\\t\\S+\\tactive`));
+        assert.ok(!list.out.includes(token) && !list.out.includes(hashToken(token)), 'neither the token nor its hash is listed');
+
+        assert.equal((await cli('token', 'revoke', tokenId)).code, 0);
+        assert.match((await cli('token', 'list')).out, new RegExp(`${tokenId}\\tacme\\t\\S+\\trevoked `));
+        // The running service trusts a token lookup for TOKEN_CACHE_MS: a revocation from another process lands within it.
+        const deadline = Date.now() + TOKEN_CACHE_MS + 1_000;
+        let status = 200;
+        while (status !== 401 && Date.now() < deadline) {
+          status = (await call(m.url, 'GET', '/api/v1/hosts', { token })).status;
+          if (status !== 401) await new Promise((r) => setTimeout(r, 200));
+        }
+        assert.equal(status, 401);
+        const again = await cli('token', 'revoke', tokenId);
+        assert.equal(again.code, 1);
+        assert.match(again.err, /no active token/);
+      });
+
+      test('bad tenant names, unknown commands and bad options fail with usage, not a stack', async () => {
+        const bad = await cli('token', 'create', '<script>');
+        assert.equal(bad.code, 1);
+        assert.match(bad.err, /tenant name/);
+        const unknown = await cli('token', 'explode');
+        assert.equal(unknown.code, 2);
+        assert.equal(unknown.err, 'metrics-service: unknown command: token explode (see metrics-service --help)');
+        const option = await cli('token', 'list', '--retention-days', 'x');
+        assert.equal(option.code, 2);
+        assert.equal(option.err, 'metrics-service: --retention-days / METRICS_RETENTION_DAYS: "x" is not an integer (see metrics-service token --help)');
+        const serveOptions = await cli('token', 'list', '--port', '9999', '--retention-days', '7');
+        assert.equal(serveOptions.code, 0, 'serve\'s command line reused: accepted');
+      });
     });
-  });
-}
+  }
+});
 
 test('--help lists the commands and every option', async () => {
   const out: string[] = [];
