@@ -6,15 +6,11 @@
 //
 // PostgreSQL: database bench_sync at 127.0.0.1 (created if missing; BENCH_DATABASE_URL to change).
 import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
-import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { buildSyncApp } from '../src/sync/app.js';
-import { loadSyncConfig, type SyncConfig } from '../src/sync/config.js';
-import { createSyncDeps } from '../src/sync/deps.js';
-import { dropSchema, ensureDatabase } from './lib/postgres.js';
+import { loadSyncConfig } from '../src/sync/config.js';
 import { jsonRequest } from './lib/json-request.js';
+import { startBenchSync } from './lib/sync-service.js';
 import { quantile } from './lib/numbers.js';
 
 const PG_URL = process.env['BENCH_DATABASE_URL'] ?? 'postgres://postgres@127.0.0.1:5432/bench_sync';
@@ -59,27 +55,10 @@ export async function run(argv: string[]): Promise<string> {
 }
 
 async function runBackend(backend: 'sqlite' | 'postgres', o: Options): Promise<Timings> {
-  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'attachments-bench-'));
-  const schema = `bench_attachments_${process.pid}`;
-  const config: SyncConfig = {
-    ...loadSyncConfig(), dataDir, databaseUrl: backend === 'postgres' ? PG_URL : undefined, dbSchema: schema,
-    logLevel: 'warn', userRateLimit: 1_000_000, ipRateLimit: 1_000_000, scryptLog2N: 10, attachmentMaxBytes: Math.max(o.bytes, loadSyncConfig().attachmentMaxBytes),
-  };
-  if (backend === 'postgres') {
-    await ensureDatabase(PG_URL);
-    await dropSchema(PG_URL, schema);
-  }
-  const deps = await createSyncDeps(config);
-  const app = await buildSyncApp(deps);
+  const svc = await startBenchSync(backend, PG_URL, { attachmentMaxBytes: Math.max(o.bytes, loadSyncConfig().attachmentMaxBytes) });
+  const { url, token, businessId } = svc;
   try {
-    await app.listen({ host: '127.0.0.1', port: 0 });
-    const addr = app.server.address();
-    if (!addr || typeof addr === 'string') throw new Error('no address');
-    const url = `http://127.0.0.1:${addr.port}`;
-    const reg = await jsonRequest(url, 'POST', '/api/auth/register', undefined, { email: `bench-${randomUUID()}@example.com`, name: 'Bench', password: 'bench password long enough' });
-    const token = String(reg['token']);
-    const business = await jsonRequest(url, 'POST', '/api/business', token, { name: 'Bench', abn: '51824753556' });
-    const headers = { authorization: `Bearer ${token}`, 'x-business-id': String(business['id']) };
+    const headers = { authorization: `Bearer ${token}`, 'x-business-id': businessId };
     const file = randomBytes(o.bytes);
     const times: Record<Way, number[]> = { multipart: [], 'resumable, one request': [], 'resumable, pieces': [], download: [] };
     const cpu: Record<Way, number[]> = { multipart: [], 'resumable, one request': [], 'resumable, pieces': [], download: [] };
@@ -104,7 +83,7 @@ async function runBackend(backend: 'sqlite' | 'postgres', o: Options): Promise<T
       });
       for (const [way, piece] of [['resumable, one request', o.bytes], ['resumable, pieces', o.piece]] as const) {
         await timed(way, async () => {
-          const session = await jsonRequest(url, 'POST', '/api/sync/uploads', token, { record_type: 'invoice', record_uuid: randomUUID(), filename: 'bench.bin', size: o.bytes }, String(business['id']));
+          const session = await jsonRequest(url, 'POST', '/api/sync/uploads', token, { record_type: 'invoice', record_uuid: randomUUID(), filename: 'bench.bin', size: o.bytes }, businessId);
           for (let at = 0; at < o.bytes; at += piece) {
             const r = await fetch(`${url}/api/sync/uploads/${String(session['id'])}`, {
               method: 'PATCH', headers: { ...headers, 'content-type': OCTETS, 'upload-offset': String(at) }, body: file.subarray(at, at + piece),
@@ -123,10 +102,7 @@ async function runBackend(backend: 'sqlite' | 'postgres', o: Options): Promise<T
     const median = (xs: number[]) => quantile([...xs].sort((a, b) => a - b), 0.5);
     return Object.fromEntries(WAYS.map((w) => [w, { seconds: median(times[w]), cpuPerMib: median(cpu[w]) }])) as Timings;
   } finally {
-    await app.close();
-    await deps.close();
-    rmSync(dataDir, { recursive: true, force: true });
-    if (backend === 'postgres') await dropSchema(PG_URL, schema);
+    await svc.close();
   }
 }
 

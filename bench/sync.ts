@@ -14,18 +14,15 @@
 // PostgreSQL: database bench_sync at 127.0.0.1 (created if missing; BENCH_DATABASE_URL to change), so its
 // backends' CPU (from /proc) is this benchmark's alone.
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
-import path from 'node:path';
 import { parseArgs } from 'node:util';
 import WebSocket from 'ws';
-import { buildSyncApp } from '../src/sync/app.js';
-import { loadSyncConfig, type SyncConfig } from '../src/sync/config.js';
-import { createSyncDeps } from '../src/sync/deps.js';
+import { loadSyncConfig } from '../src/sync/config.js';
 import { feedFanOut, type FanOut } from './lib/feed-fanout.js';
 import { initialSync, type InitialSync } from './lib/initial-sync.js';
-import { dropSchema, ensureDatabase, pgCpu } from './lib/postgres.js';
+import { pgCpu } from './lib/postgres.js';
 import { jsonRequest } from './lib/json-request.js';
+import { startBenchSync } from './lib/sync-service.js';
 import { fmt, quantile } from './lib/numbers.js';
 
 const PG_URL = process.env['BENCH_DATABASE_URL'] ?? 'postgres://postgres@127.0.0.1:5432/bench_sync';
@@ -116,17 +113,7 @@ export async function run(argv: string[]): Promise<string> {
 }
 
 async function runBackend(backend: 'sqlite' | 'postgres', o: Options): Promise<Result> {
-  const dataDir = mkdtempSync(path.join(os.tmpdir(), 'sync-bench-'));
-  const schema = `bench_sync_${process.pid}`;
-  const config: SyncConfig = {
-    ...loadSyncConfig(),
-    dataDir,
-    databaseUrl: backend === 'postgres' ? PG_URL : undefined,
-    dbSchema: schema,
-    logLevel: 'warn',
-    userRateLimit: 1_000_000,
-    ipRateLimit: 1_000_000,
-    scryptLog2N: 10,
+  const svc = await startBenchSync(backend, PG_URL, {
     pullPageMax: Math.max(o.page, loadSyncConfig().pullPageMax),
     // Fifty clients of one user pull at once: the benchmark measures capacity, so the load-shedding bounds (which would
     // answer most of them 503, and shed on a delayed event loop) are lifted.
@@ -134,27 +121,10 @@ async function runBackend(backend: 'sqlite' | 'postgres', o: Options): Promise<R
     maxExpensivePerPrincipal: Math.max(8, o.initialClients * 2),
     maxEventLoopDelayMs: 0,
     feedMaxSocketsPerUser: Math.max(20, o.feedSockets),
-  };
-  if (backend === 'postgres') {
-    await ensureDatabase(PG_URL);
-    await dropSchema(PG_URL, schema);
-  }
+  });
   const pgNow = () => (backend === 'postgres' ? pgCpu(PG_DB) : 0);
-  const deps = await createSyncDeps(config);
-  const app = await buildSyncApp(deps);
+  const { url, email, password, token, userId, businessId } = svc;
   try {
-    await app.listen({ host: '127.0.0.1', port: 0 });
-    const addr = app.server.address();
-    if (!addr || typeof addr === 'string') throw new Error('no address');
-    const url = `http://127.0.0.1:${addr.port}`;
-    const email = `bench-${randomUUID()}@example.com`;
-    const password = 'bench-password-123';
-    const reg = await jsonRequest(url, 'POST', '/api/auth/register', undefined, { email, name: 'Bench', password });
-    const token = reg.token as string;
-    const userId = (reg.user as { id: string }).id;
-    const business = await jsonRequest(url, 'POST', '/api/business', token, { name: 'Bench Pty Ltd', abn: '51824753556' });
-    const businessId = business.id as string;
-
     // Push throughput.
     const bodies = Array.from({ length: o.devices }, (_, d) => Array.from({ length: o.pushes }, () => JSON.stringify({
       business_id: businessId, instance_id: `bench-${d}`, branch: 'main', tombstones: [],
@@ -222,10 +192,7 @@ async function runBackend(backend: 'sqlite' | 'postgres', o: Options): Promise<R
     }
     return result;
   } finally {
-    await app.close();
-    await deps.close();
-    rmSync(dataDir, { recursive: true, force: true });
-    if (backend === 'postgres') await dropSchema(PG_URL, schema);
+    await svc.close();
   }
 }
 
