@@ -9,7 +9,7 @@ import { redactUrl } from './redact.js';
 import { onCheckExpectation, onClientError } from './client-error.js';
 import { registerLoadShedding, type LoadSheddingOptions } from './load-shedding.js';
 import { RequestLogController } from './request-log.js';
-import { trackUnstartedSockets } from './unstarted-sockets.js';
+import { createUnstartedSockets } from './unstarted-sockets.js';
 import { AppError, shuttingDown } from '../errors.js';
 
 declare module 'fastify' {
@@ -80,6 +80,7 @@ function paramTooLong(): AppError {
  */
 export function createHttpApp(opts: HttpAppOptions): App {
   const t = { ...HTTP_TIMEOUTS, ...opts.timeouts };
+  const unstarted = createUnstartedSockets();
   const app = Fastify({
     logger: {
       level: opts.logLevel,
@@ -110,6 +111,7 @@ export function createHttpApp(opts: HttpAppOptions): App {
     // Node-level rejections (malformed request 400, slow client 408, huge headers 431) in the same shape as the rest.
     clientErrorHandler: onClientError,
     frameworkErrors: (err, req, reply) => {
+      unstarted.started(req.raw.socket);
       const answer = (e: unknown) => {
         const { status, body, headers } = toErrorResponse(e);
         // As the error handler logs a refusal: this reply goes around it.
@@ -132,7 +134,7 @@ export function createHttpApp(opts: HttpAppOptions): App {
   // While closing, requests still arriving on open connections (keep-alive, pipelined) get a JSON 503
   // before any work: a load balancer retries them on another instance, and /readyz fails so it drains this one.
   let closing = false;
-  const unstarted = trackUnstartedSockets(app.server);
+  app.server.on('connection', unstarted.connected);
   app.addHook('preClose', async () => {
     closing = true;
     unstarted.destroyAll();
@@ -141,7 +143,6 @@ export function createHttpApp(opts: HttpAppOptions): App {
     app.server.keepAliveTimeout = 1;
   });
   app.addHook('onRequest', async (req, reply) => {
-    // A WebSocket upgrade reaches the router without the server's 'request' event.
     unstarted.started(req.raw.socket);
     reply.headers(SECURITY_HEADERS);
     reply.header('x-request-id', req.id);

@@ -7,23 +7,25 @@
  * part-way through its next request's headers waits at most the 5 s keep-alive timeout).
  */
 import type { Socket } from 'node:net';
-import type { IncomingMessage, Server } from 'node:http';
 
 export interface UnstartedSockets {
-  /** A request began on this socket: HTTP, or a WebSocket upgrade the router took. */
+  /** The server's 'connection' listener. */
+  connected(socket: Socket): void;
+  /**
+   * A request began on this socket. Every request Fastify takes reaches either the onRequest hooks (a WebSocket
+   * upgrade included, which comes without the server's 'request' event) or the router's refusal (`frameworkErrors`).
+   */
   started(socket: Socket): void;
   destroyAll(): void;
 }
 
-export function trackUnstartedSockets(server: Server): UnstartedSockets {
+export function createUnstartedSockets(): UnstartedSockets {
   const unstarted = new Set<Socket>();
-  server.on('connection', (socket: Socket) => {
-    unstarted.add(socket);
-    socket.once('close', () => unstarted.delete(socket));
-  });
-  // The 'request' event comes before any of Fastify's work on the request (a refusal answered asynchronously included).
-  server.on('request', (req: IncomingMessage) => unstarted.delete(req.socket));
   return {
+    connected(socket) {
+      unstarted.add(socket);
+      socket.once('close', () => unstarted.delete(socket));
+    },
     started: (socket) => unstarted.delete(socket),
     destroyAll() {
       for (const socket of unstarted) socket.destroy();
