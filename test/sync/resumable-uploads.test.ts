@@ -329,6 +329,129 @@ for (const backend of BACKENDS) {
       assert.equal((await status(u.token, id)).status, 404);
     });
 
+    /** Pieces of `bytes` recorded for the session as arrived PATCHes would leave them (split at `cuts`), not yet joined. */
+    async function allPiecesIn(id: string, bytes: Buffer, cuts: number[]): Promise<string[]> {
+      const names: string[] = [];
+      for (const [start, end] of [0, ...cuts].map((c, i, a) => [c, a[i + 1] ?? bytes.length] as const)) {
+        const piece = await s.deps.blobs.put(Readable.from([bytes.subarray(start, end)]));
+        assert.ok(await s.deps.uploads.addPart({ upload_id: id, start, size: end - start, stored_name: piece.storedName, sha256: piece.sha256 }, s.clock.now() + UPLOAD_TTL_MS));
+        names.push(piece.storedName);
+      }
+      return names;
+    }
+    /** Nothing of the upload left: no session, no piece, no attachment for its record, none of `blobs`. */
+    async function nothingLeft(token: string, businessId: string, id: string, recordUuid: string, blobs: string[]): Promise<void> {
+      assert.equal(await s.deps.uploads.find(id), undefined);
+      assert.deepEqual(await s.deps.uploads.parts(id), []);
+      for (const b of blobs) assert.equal(await s.deps.blobs.get(b), undefined, `blob ${b} deleted`);
+      const listed = await call(s.url, 'GET', `/api/sync/attachments?record_type=invoice&record_uuid=${recordUuid}`, { token, headers: { 'x-business-id': businessId } });
+      assert.deepEqual(listed.body, []);
+    }
+    /** Replaces `obj[name]` (a method of the running service's stores) for one test; the returned function puts it back. */
+    function intercept<T extends object, K extends keyof T>(obj: T, name: K, make: (original: T[K]) => T[K]): () => void {
+      const original = obj[name];
+      obj[name] = make((original as (...a: unknown[]) => unknown).bind(obj) as T[K]);
+      return () => { obj[name] = original; };
+    }
+
+    test('a cancel whose first step lands just before the last piece completes the upload: either the attachment keeps its bytes or nothing is left, never an attachment without them', async (t) => {
+      const { u, businessId } = await member();
+      const bytes = randomBytes(4000);
+      const body = announce(bytes);
+      const id = (await start(u.token, businessId, body)).body.id;
+      // The PATCH's completion waits until the cancel has made its first storage step, then commits while the cancel
+      // is held; the cancel goes on once the completion is done. One piece holding the whole file is adopted whole.
+      let cancelling = false;
+      let firstStep: (() => void) | undefined;
+      const cancelStepped = new Promise<void>((resolve) => { firstStep = resolve; });
+      let releaseCancel!: () => void;
+      const cancelHeld = new Promise<void>((resolve) => { releaseCancel = resolve; });
+      let cancel: Promise<Awaited<ReturnType<typeof call>>> | undefined;
+      let adopted = '';
+      const holdFirstStep = <A extends unknown[], R>(original: (...a: A) => Promise<R>) => async (...a: A): Promise<R> => {
+        const r = await original(...a);
+        if (cancelling && firstStep) { const f = firstStep; firstStep = undefined; f(); await cancelHeld; }
+        return r;
+      };
+      const restores = [
+        intercept(s.deps.uploads, 'parts', holdFirstStep),
+        intercept(s.deps.uploads, 'remove', holdFirstStep),
+        intercept(s.deps.uploads, 'complete', (original) => async (...a) => {
+          adopted = a[1].stored_name;
+          cancelling = true;
+          cancel = call(s.url, 'DELETE', `/api/sync/uploads/${id}`, { token: u.token });
+          await cancelStepped;
+          try { return await original(...a); } finally { releaseCancel(); }
+        }),
+      ];
+      t.after(() => { for (const r of restores) r(); });
+      const patch = await send(u.token, id, 0, bytes);
+      assert.equal((await cancel!).status, 204, 'the cancel is answered');
+      for (const r of restores) r();
+      if (patch.status === 200) {
+        assert.ok((await download(u.token, patch.body.attachment.uuid)).equals(bytes), 'an attachment that was answered keeps its bytes');
+      } else {
+        assert.equal(patch.status, 404, patch.text);
+        await nothingLeft(u.token, businessId, id, body.record_uuid, [adopted]);
+      }
+    });
+
+    /**
+     * How the last piece reads once it was deleted under a join: not at all (the local store finds no file), or cut
+     * short (PostgreSQL's reader ends where the deleted blob's chunks do).
+     */
+    const LOST_PIECE = ['gone', 'cut short'] as const;
+    const lostPiece = (how: (typeof LOST_PIECE)[number], size: number) =>
+      how === 'gone' ? undefined : { size, read: () => Readable.from([Buffer.alloc(100)]) };
+
+    for (const how of LOST_PIECE) {
+      test(`an upload cancelled while its pieces are being joined (the last piece ${how}): the completing PATCH answers 404 (not 500) and nothing is left`, async (t) => {
+        const { u, businessId } = await member();
+        const bytes = randomBytes(6000);
+        const body = announce(bytes);
+        const id = (await start(u.token, businessId, body)).body.id;
+        const pieces = await allPiecesIn(id, bytes, [2000, 4000]);
+        const restore = intercept(s.deps.blobs, 'get', (original) => async (name) => {
+          if (name !== pieces[2]) return original(name);
+          assert.equal((await call(s.url, 'DELETE', `/api/sync/uploads/${id}`, { token: u.token })).status, 204);
+          return lostPiece(how, 2000);
+        });
+        t.after(restore);
+        const r = await send(u.token, id, 6000, Buffer.alloc(0));
+        restore();
+        assert.equal(r.status, 404, r.text);
+        assert.equal(r.body.error, 'not_found');
+        await nothingLeft(u.token, businessId, id, body.record_uuid, pieces);
+      });
+
+      test(`a retried PATCH completes the upload while the first is still joining (the last piece ${how}): both answer the one attachment (not 500 or 400)`, async (t) => {
+        const { u, businessId } = await member();
+        const bytes = randomBytes(6000);
+        const body = announce(bytes);
+        const id = (await start(u.token, businessId, body)).body.id;
+        const pieces = await allPiecesIn(id, bytes, [3000]);
+        // The first join reaches its last piece after the retry made the attachment and deleted the pieces it joined.
+        let retried = false;
+        const restore = intercept(s.deps.blobs, 'get', (original) => async (name) => {
+          if (name !== pieces[1] || retried) return original(name);
+          retried = true;
+          const retry = await send(u.token, id, 6000, Buffer.alloc(0));
+          assert.equal(retry.status, 200, retry.text);
+          return lostPiece(how, 3000);
+        });
+        t.after(restore);
+        const first = await send(u.token, id, 6000, Buffer.alloc(0));
+        restore();
+        assert.ok(retried);
+        assert.equal(first.status, 200, first.text);
+        const listed = await call(s.url, 'GET', `/api/sync/attachments?record_type=invoice&record_uuid=${body.record_uuid}`, { token: u.token, headers: { 'x-business-id': businessId } });
+        assert.equal(listed.body.length, 1, 'one attachment');
+        assert.equal(first.body.attachment.uuid, listed.body[0].uuid);
+        assert.ok((await download(u.token, listed.body[0].uuid)).equals(bytes));
+        assert.ok(await s.deps.uploads.find(id), 'the completed session is kept (its answer is repeated until it expires)');
+      });
+    }
+
     test(`a user may hold ${MAX_OPEN_UPLOADS} unfinished uploads: one more is 422 until one is finished or cancelled`, async () => {
       const { u, businessId } = await member();
       const ids: string[] = [];

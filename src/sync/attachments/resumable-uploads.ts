@@ -128,9 +128,20 @@ function behind(row: UploadRow): AppError {
 async function completeUpload(deps: UploadDeps, row: UploadRow): Promise<UploadSession> {
   const parts = await deps.uploads.parts(row.id);
   const whole = parts.length === 1 && parts[0]!.start === 0 && parts[0]!.size === row.size ? parts[0]! : undefined;
-  const blob = whole
-    ? { storedName: whole.stored_name, size: whole.size, sha256: whole.sha256 }
-    : await deps.blobs.put(Readable.from(joined(deps.blobs, parts)));
+  let blob;
+  try {
+    blob = whole
+      ? { storedName: whole.stored_name, size: whole.size, sha256: whole.sha256 }
+      : await deps.blobs.put(Readable.from(joined(deps.blobs, parts)));
+  } catch (e: unknown) {
+    // A piece went while being joined: the upload was cancelled, or another request completed it and deleted them.
+    return settledMeanwhile(deps, row.id, e);
+  }
+  if (blob.size !== row.size) {
+    // A piece cut short under the join (PostgreSQL's reader ends where a deleted blob's chunks do): not the client's bytes.
+    await deps.blobs.delete(blob.storedName);
+    return settledMeanwhile(deps, row.id, new Error(`upload ${row.id}: its pieces joined to ${blob.size} of ${row.size} bytes`));
+  }
   if (row.sha256 !== null && blob.sha256 !== row.sha256) {
     await deps.blobs.delete(blob.storedName);
     await removeUpload(deps, row.id);
@@ -152,6 +163,14 @@ async function completeUpload(deps: UploadDeps, row: UploadRow): Promise<UploadS
   return toSession({ ...row, attachment_uuid: attachment.uuid, expires_at: now + UPLOAD_TTL_MS }, attachment);
 }
 
+/** What a completion that failed under its join answers: 404 if cancelled, the attachment if another request made it. */
+async function settledMeanwhile(deps: UploadDeps, id: string, failure: unknown): Promise<UploadSession> {
+  const now = await deps.uploads.find(id);
+  if (!now) throw gone();
+  if (now.attachment_uuid) return showUpload(deps, now);
+  throw failure;
+}
+
 async function* joined(blobs: BlobStore, parts: UploadPartRow[]): AsyncGenerator<Buffer> {
   for (const p of parts) {
     const reader = await blobs.get(p.stored_name);
@@ -160,11 +179,14 @@ async function* joined(blobs: BlobStore, parts: UploadPartRow[]): AsyncGenerator
   }
 }
 
-/** Forgets a session, then deletes its pieces (a crash between leaves them to the sweep). The attachment it became stays. */
+/**
+ * Forgets a session, then deletes its pieces (a crash between leaves them to the sweep). The attachment it became
+ * stays. The pieces are listed only once the session is gone: no completion can adopt one after that, and one that
+ * did before took it off the list, so a cancel racing the last PATCH never deletes an attachment's bytes.
+ */
 export async function removeUpload(deps: UploadDeps, id: string): Promise<void> {
-  const parts = await deps.uploads.parts(id);
   await deps.uploads.remove(id);
-  await removeParts(deps, parts);
+  await removeParts(deps, await deps.uploads.parts(id));
 }
 
 async function removeParts(deps: Pick<UploadDeps, 'uploads' | 'blobs'>, parts: UploadPartRow[]): Promise<void> {
