@@ -5,8 +5,8 @@ import assert from 'node:assert/strict';
 import { createMemoryPubSub } from '../../src/core/pubsub/memory-pubsub.js';
 import type { PubSub } from '../../src/core/pubsub/pubsub.js';
 import type { BusinessStore } from '../../src/sync/businesses/business-store.js';
-import { announceUserAccessChange } from '../../src/sync/feed/access-changes.js';
-import { announceAccessChange, businessChannel, createPubSubNotifier } from '../../src/sync/feed/change-events.js';
+import { announceUserAccessChange, withUserAccessChange } from '../../src/sync/feed/access-changes.js';
+import { announceAccessChange, businessChannel, createPubSubNotifier, withAccessChange } from '../../src/sync/feed/change-events.js';
 
 function recordingLog() {
   const warnings: Array<{ obj: object; msg: string }> = [];
@@ -79,4 +79,49 @@ test('the change notifier resolves and warns when the publish fails, and sends n
   assert.match(log.warnings[0]!.msg, /catch up by pulling/);
   await createPubSubNotifier(failingPubSub, log).notify('b1', []);
   assert.equal(log.warnings.length, 1, 'an empty batch is not published');
+});
+
+test('withAccessChange publishes a hold in each business before the change runs and its release after, also when the change fails', async () => {
+  const pubsub = createMemoryPubSub();
+  const seen: string[] = [];
+  for (const id of ['b1', 'b2']) await pubsub.subscribe(businessChannel(id), (m) => seen.push(JSON.stringify(m)));
+  const log = recordingLog();
+  const result = await withAccessChange(pubsub, log, ['b1', 'b2'], async () => { seen.push('change'); return 42; });
+  assert.equal(result, 42);
+  const holds = seen.slice(0, 2).map((m) => JSON.parse(m) as { business_id: string; hold: string });
+  assert.deepEqual(holds.map((h) => h.business_id).sort(), ['b1', 'b2']);
+  assert.equal(seen[2], 'change', 'both holds are published before the change runs');
+  const releases = seen.slice(3).map((m) => JSON.parse(m) as { business_id: string; recheck: boolean; release: string });
+  assert.deepEqual(releases.map((r) => [r.business_id, r.recheck, r.release]).sort(), [['b1', true, holds[0]!.hold], ['b2', true, holds[0]!.hold]]);
+  assert.equal(holds[0]!.hold, holds[1]!.hold, 'one hold for the one change');
+  seen.length = 0;
+  await assert.rejects(withAccessChange(pubsub, log, ['b1'], async () => { throw new Error('not a member'); }), /not a member/);
+  assert.deepEqual(seen.map((m) => Object.keys(JSON.parse(m) as object).sort().join()), ['business_id,hold', 'business_id,recheck,release'], 'released all the same');
+  assert.equal(log.warnings.length, 0);
+  await pubsub.close();
+});
+
+test('withAccessChange runs the change when pub/sub is down, with a warning for the hold and for the release', async () => {
+  const log = recordingLog();
+  let ran = false;
+  await withAccessChange(failingPubSub, log, ['b1'], async () => { ran = true; });
+  assert.ok(ran);
+  assert.equal(log.warnings.length, 2);
+  assert.match(log.warnings[0]!.msg, /access hold not announced/);
+});
+
+test('withUserAccessChange holds every business of the user; if they cannot be listed, the change runs unannounced with a warning', async () => {
+  const pubsub = createMemoryPubSub();
+  const got: string[] = [];
+  for (const id of ['b1', 'b2', 'b3']) await pubsub.subscribe(businessChannel(id), (m) => got.push((m as { business_id: string }).business_id));
+  const log = recordingLog();
+  await withUserAccessChange({ pubsub, businesses: businessesOf(() => Promise.resolve([{ id: 'b1' }, { id: 'b3' }])) }, log, 'u1', async () => undefined);
+  assert.deepEqual(got.sort(), ['b1', 'b1', 'b3', 'b3'], 'a hold and a release in each');
+  got.length = 0;
+  let ran = false;
+  await withUserAccessChange({ pubsub, businesses: businessesOf(() => Promise.reject(new Error('db down'))) }, log, 'u1', async () => { ran = true; });
+  assert.ok(ran);
+  assert.deepEqual(got, []);
+  assert.equal(log.warnings.length, 1);
+  await pubsub.close();
 });

@@ -318,3 +318,54 @@ test('a heartbeat pings every socket and sends {"type":"heartbeat"} to those gre
   assert.deepEqual(waiting.all.map((m) => JSON.parse(m).type), ['ready', 'heartbeat']);
   assert.equal(waiting.pings, 2);
 });
+
+test('a hold (announced before an access change commits) holds the business\'s batches until its release has been checked; with two, until both are', async (t) => {
+  const pubsub = createMemoryPubSub();
+  const revoked = new Set<string>();
+  let checks = 0;
+  const hub = createFeedHub(pubsub, NO_SPREAD, silent, async (_b: string, credentials: readonly string[]) => { checks++; return credentials.map((c) => !revoked.has(c)); });
+  t.after(() => hub.close());
+  const stays = new FakeSocket();
+  const goes = new FakeSocket();
+  goes.close = (code: number) => { goes.closedWith = code; goes.readyState = 2; };
+  await hub.add(BIZ, stays, allowed);
+  await hub.add(BIZ, goes, 'removed');
+  const settle = () => new Promise((resolve) => setTimeout(resolve, 10));
+  checks = 0;
+  await pubsub.publish(businessChannel(BIZ), { business_id: BIZ, hold: 'h1' });
+  await pubsub.publish(businessChannel(BIZ), { business_id: BIZ, hold: 'h2' });
+  await pubsub.publish(businessChannel(BIZ), batch(1));
+  await settle();
+  assert.deepEqual([stays.sent.length, goes.sent.length, checks], [0, 0, 0], 'held, and nothing checked before a release');
+  revoked.add('removed');
+  await pubsub.publish(businessChannel(BIZ), { business_id: BIZ, recheck: true, release: 'h1' });
+  await settle();
+  assert.equal(goes.closedWith, NO_LONGER_AUTHORIZED, 'the release re-checks at once');
+  assert.equal(stays.sent.length, 0, 'still held: the other hold is not released');
+  await pubsub.publish(businessChannel(BIZ), { business_id: BIZ, recheck: true, release: 'h2' });
+  await settle();
+  assert.equal(checks, 2);
+  assert.equal(stays.sent.length, 1, 'sent once both are released and checked');
+  assert.equal(goes.sent.length, 0, 'nothing reached the socket that lost access');
+  await pubsub.publish(businessChannel(BIZ), batch(1));
+  assert.equal(stays.sent.length, 2, 'later batches go straight out again');
+});
+
+test('a hold whose release never comes (its instance died) is given up after holdMaxMs: the business is checked and what was held is sent', async (t) => {
+  const pubsub = createMemoryPubSub();
+  let checks = 0;
+  const hub = createFeedHub(pubsub, { ...NO_SPREAD, holdMaxMs: 200 }, silent, async (_b: string, credentials: readonly string[]) => { checks++; return credentials.map(() => true); });
+  t.after(() => hub.close());
+  const socket = new FakeSocket();
+  await hub.add(BIZ, socket, allowed);
+  checks = 0;
+  const held = Date.now();
+  await pubsub.publish(businessChannel(BIZ), { business_id: BIZ, hold: 'lost' });
+  await pubsub.publish(businessChannel(BIZ), batch(2));
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  assert.deepEqual([socket.sent.length, checks], [0, 0]);
+  while (!socket.sent.length) await new Promise((resolve) => setTimeout(resolve, 10));
+  assert.ok(Date.now() - held >= 200, 'not before holdMaxMs');
+  assert.equal(checks, 1);
+  assert.deepEqual(socket.sent.map((m) => JSON.parse(m).version), [1, 2]);
+});

@@ -81,6 +81,13 @@ async function refusedHandshake(url: string, path: string, headers: string): Pro
   return { text, serverEnded };
 }
 
+/** Replaces `obj[name]` (a method of a running service's stores) with `wrap(original)`; the returned function puts it back. */
+function intercept<T extends object, K extends keyof T>(obj: T, name: K, wrap: (original: () => Promise<unknown>) => Promise<unknown>): () => void {
+  const original = obj[name] as (...a: unknown[]) => Promise<unknown>;
+  obj[name] = ((...a: unknown[]) => wrap(() => original.apply(obj, a))) as T[K];
+  return () => { obj[name] = original as T[K]; };
+}
+
 /** A business of `boss` with one more member, `leaver`. */
 async function ownerAndMember(own: SyncUnderTest) {
   const boss = await newUser(own);
@@ -290,6 +297,42 @@ for (const backend of BACKENDS) for (const shared of SHARED_STATES) {
         await own.close();
       }
     });
+
+    for (const how of ['removed from the business', 'signed out'] as const) {
+      test(`a change committed right after a member is ${how}, before that is announced, does not reach their feed connection`, async () => {
+        const own = await startSync(backend, { feedHeartbeatMs: 3_600_000 }, { shared });
+        try {
+          const { boss, b, leaver } = await ownerAndMember(own);
+          const leaverFeed = await openFeed(own.url, { businessId: b.id, userId: leaver.id, token: leaver.token });
+          const got: Array<{ record_uuid?: string }> = [];
+          leaverFeed.ws.on('message', (d) => got.push(JSON.parse(String(d)) as { record_uuid?: string }));
+          const record = randomUUID();
+          // Another member's push commits right after the removal (or the logout's revocation) commits, before the
+          // request that made it can announce it: every time, not by chance.
+          const pushRightAfter = async (commit: () => Promise<unknown>): Promise<unknown> => {
+            const done = await commit();
+            const r = await device(own.url, boss.token, b.id, 'boss-dev').push({ changes: [change(record, 1, { secret: 'made after' })] });
+            assert.equal(r.status, 200, r.text);
+            return done;
+          };
+          const restore = how === 'signed out'
+            ? intercept(own.deps.accounts, 'revokeFamily', pushRightAfter)
+            : intercept(own.deps.businesses, 'removeMember', pushRightAfter);
+          try {
+            const answer = how === 'signed out'
+              ? await call(own.url, 'POST', '/api/auth/logout', { token: leaver.token })
+              : await call(own.url, 'DELETE', `/api/business/${b.id}/members/${leaver.id}`, { token: boss.token });
+            assert.equal(answer.status, 204, answer.text);
+          } finally {
+            restore();
+          }
+          assert.equal(await leaverFeed.closed, 1008);
+          assert.deepEqual(got.filter((m) => m.record_uuid === record), [], 'the change made after reached the connection');
+        } finally {
+          await own.close();
+        }
+      });
+    }
 
     test('a member removed between the upgrade\'s membership check and the subscription has the feed closed (1008) and gets none of the changes made after', async () => {
       const own = await startSync(backend, { feedHeartbeatMs: 3_600_000 }, { shared });

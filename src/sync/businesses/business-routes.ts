@@ -7,7 +7,7 @@ import { addMember, listMembers, removeMember } from './members.js';
 import type { Member } from './business-store.js';
 import { ROLES } from './role.js';
 import { requireUser } from '../http/auth-guard.js';
-import { announceAccessChange } from '../feed/change-events.js';
+import { withAccessChange } from '../feed/change-events.js';
 import { BearerSecurity, errors, isoTime, Timestamp, Uuid } from '../http/schemas.js';
 import { normalizeUuid } from '../../core/uuid.js';
 
@@ -107,9 +107,10 @@ export function registerBusinessRoutes(app: App, deps: SyncDeps): void {
     },
   }, async (req, reply) => {
     const businessId = pathUuid(req.params.id, 'id');
-    await removeMember(deps, req.caller.userId, businessId, pathUuid(req.params.userId, 'userId'));
-    // The removed member's feed connections, on every instance, are closed now rather than at the next heartbeat.
-    await announceAccessChange(deps.pubsub, req.log, businessId);
+    const userId = pathUuid(req.params.userId, 'userId');
+    // The removed member's feed connections, on every instance, are closed now rather than at the next heartbeat,
+    // before any change committed after the removal reaches them.
+    await withAccessChange(deps.pubsub, req.log, [businessId], () => removeMember(deps, req.caller.userId, businessId, userId));
     return reply.code(204).send(null);
   });
 }

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { PubSub } from '../../core/pubsub/pubsub.js';
 import type { AppliedChange } from '../changes/change-store.js';
 import type { Operation } from '../changes/change-schemas.js';
@@ -37,28 +38,66 @@ export interface ChangeBatch {
 }
 
 /**
- * What travels on the same channel when who may read the business changed (a member removed): every instance
- * re-checks its subscribers of the business at once, holding the business's later batches until it has, instead of
- * waiting for the next heartbeat.
+ * What travels on the same channel when who may read the business changed (a member removed, a session ended): every
+ * instance re-checks its subscribers of the business at once, holding the business's later batches until it has,
+ * instead of waiting for the next heartbeat. `release` names the AccessHold sent before the change was committed.
  */
 export interface AccessChange {
   business_id: string;
   recheck: true;
+  release?: string;
 }
 
-export function isAccessChange(message: unknown): boolean {
+/**
+ * Sent before a change of access is committed: every instance holds the business's batches from then on, until the
+ * AccessChange that releases it has been checked (or HOLD_MAX_MS has passed), so no batch committed after the change
+ * reaches a connection before its re-check. Pub/sub keeps one channel's messages in order, and the change's commit
+ * comes after this was published, so every later batch comes after it too.
+ */
+export interface AccessHold {
+  business_id: string;
+  hold: string;
+}
+
+export function isAccessChange(message: unknown): message is AccessChange {
   return (message as Partial<AccessChange> | null)?.recheck === true;
+}
+
+export function isAccessHold(message: unknown): message is AccessHold {
+  return typeof (message as Partial<AccessHold> | null)?.hold === 'string';
 }
 
 /**
  * Announces an AccessChange of `businessId` to every instance's feed. Never throws: if the message is lost, the
  * next heartbeat's re-check closes the connections all the same (logged).
  */
-export async function announceAccessChange(pubsub: PubSub, log: WarnLogger, businessId: string): Promise<void> {
+export async function announceAccessChange(pubsub: PubSub, log: WarnLogger, businessId: string, release?: string): Promise<void> {
   try {
-    await pubsub.publish(businessChannel(businessId), { business_id: businessId, recheck: true } satisfies AccessChange);
+    await pubsub.publish(businessChannel(businessId), { business_id: businessId, recheck: true, ...(release ? { release } : {}) } satisfies AccessChange);
   } catch (e: unknown) {
     log.warn({ err: e, businessId }, 'access change notification failed; feed connections are re-checked at the next heartbeat');
+  }
+}
+
+/**
+ * Commits `change` (one that takes away access to `businessIds`) between an AccessHold and the AccessChange that
+ * releases it, so the feed's connections that lost access get no change committed after it. Never throws for pub/sub:
+ * a hold that cannot be published is logged, and the change goes ahead (the heartbeat still closes the connections).
+ */
+export async function withAccessChange<T>(pubsub: PubSub, log: WarnLogger, businessIds: readonly string[], change: () => Promise<T>): Promise<T> {
+  const hold = randomUUID();
+  await Promise.all(businessIds.map(async (businessId) => {
+    try {
+      await pubsub.publish(businessChannel(businessId), { business_id: businessId, hold } satisfies AccessHold);
+    } catch (e: unknown) {
+      log.warn({ err: e, businessId }, 'access hold not announced; feed connections are re-checked after the change and at the next heartbeat');
+    }
+  }));
+  try {
+    return await change();
+  } finally {
+    // Released also when the change failed: the feed re-checks (nothing changed) and sends what it held.
+    await Promise.all(businessIds.map((businessId) => announceAccessChange(pubsub, log, businessId, hold)));
   }
 }
 

@@ -1,5 +1,5 @@
 import type { PubSub } from '../../core/pubsub/pubsub.js';
-import { businessChannel, feedMessage, isAccessChange, type ChangeBatch, type WarnLogger } from './change-events.js';
+import { businessChannel, feedMessage, isAccessChange, isAccessHold, type ChangeBatch, type WarnLogger } from './change-events.js';
 
 /** The part of a `ws` WebSocket the hub uses (so the policy can be tested without a network). */
 export interface FeedSocket {
@@ -24,6 +24,8 @@ export interface FeedOptions {
    * half the heartbeat.
    */
   reauthSpreadMs?: number;
+  /** How long batches are held for an access change announced but never released. Default: HOLD_MAX_MS. */
+  holdMaxMs?: number;
 }
 
 /**
@@ -54,6 +56,12 @@ const PING_CHUNK = 256;
  * that will never come.
  */
 const HEARTBEAT_MESSAGE = Buffer.from('{"type":"heartbeat"}');
+
+/**
+ * Longest a business's batches are held for an access change announced but not yet released (its instance died
+ * between the two, or the release was lost): then the business is re-checked and what was held is sent.
+ */
+export const HOLD_MAX_MS = 5_000;
 
 /**
  * A socket's first message, once its subscription is in place and its credential checked: every change committed
@@ -92,10 +100,14 @@ export interface FeedHub<C> {
 interface Subscription<C> {
   sockets: Map<FeedSocket, C>;
   unsubscribe: Promise<() => Promise<void>>;
-  /** Batches that came while an access re-check of the business ran: sent, in order, once it is done. */
+  /** Batches that came while an access change was pending or re-checked: sent, in order, once it is checked. */
   held?: unknown[];
+  /** A re-check of the business's sockets is running. */
+  checking?: boolean;
   /** Another access change came during the re-check: check once more before sending what is held. */
   again?: boolean;
+  /** Access changes announced (AccessHold) and not yet released, with the timer that gives up waiting for each. */
+  holds?: Map<string, NodeJS.Timeout>;
 }
 
 /**
@@ -108,6 +120,7 @@ export function createFeedHub<C>(pubsub: PubSub, options: FeedOptions, log: Warn
   /** New sockets until their first check has passed, with the batches that came meanwhile. */
   const pending = new Map<FeedSocket, unknown[]>();
   const spreadMs = options.reauthSpreadMs ?? options.heartbeatMs / 2;
+  const holdMaxMs = options.holdMaxMs ?? HOLD_MAX_MS;
   const ready = Buffer.from(readyMessage(options.heartbeatMs));
   let checking: Promise<void> | undefined;
   let closed = false;
@@ -145,25 +158,48 @@ export function createFeedHub<C>(pubsub: PubSub, options: FeedOptions, log: Warn
   /**
    * A message of the business's channel. An access change (a member removed) re-checks its sockets at once; the
    * batches that come meanwhile wait for the check, so a connection that lost access gets none of the changes made
-   * after the loss, even those published before the check's queries return.
+   * after the loss, even those published before the check's queries return. A hold, announced before such a change
+   * is committed, starts the waiting earlier: batches committed between the change and its announcement wait too.
    */
   const receive = (businessId: string, sub: Subscription<C>, message: unknown) => {
+    if (isAccessHold(message)) {
+      sub.held ??= [];
+      sub.holds ??= new Map();
+      clearTimeout(sub.holds.get(message.hold));
+      const timer = setTimeout(() => { sub.holds?.delete(message.hold); recheck(businessId, sub); }, holdMaxMs);
+      timer.unref();
+      sub.holds.set(message.hold, timer);
+      return;
+    }
     if (isAccessChange(message)) {
-      if (sub.held) { sub.again = true; return; }
-      sub.held = [];
-      void (async () => {
-        do {
-          sub.again = false;
-          await checkBusiness(businessId);
-        } while (sub.again && !closed);
-        const held = sub.held ?? [];
-        sub.held = undefined;
-        for (const m of held) deliver(sub.sockets.keys(), m);
-      })();
+      if (message.release !== undefined) {
+        clearTimeout(sub.holds?.get(message.release));
+        sub.holds?.delete(message.release);
+      }
+      recheck(businessId, sub);
       return;
     }
     if (sub.held) sub.held.push(message);
     else deliver(sub.sockets.keys(), message);
+  };
+
+  /** Re-checks the business's sockets, holding its batches meanwhile; sends them once no hold is pending. */
+  const recheck = (businessId: string, sub: Subscription<C>) => {
+    sub.held ??= [];
+    if (sub.checking) { sub.again = true; return; }
+    sub.checking = true;
+    void (async () => {
+      do {
+        sub.again = false;
+        await checkBusiness(businessId);
+      } while (sub.again && !closed);
+      sub.checking = false;
+      // Another change is still announced: its release (or HOLD_MAX_MS) checks again, then sends.
+      if (sub.holds?.size) return;
+      const held = sub.held ?? [];
+      sub.held = undefined;
+      for (const m of held) deliver(sub.sockets.keys(), m);
+    })();
   };
 
   /** A subscription to the business's channel, its messages for its own sockets only (a later one has its own). */
@@ -179,6 +215,7 @@ export function createFeedHub<C>(pubsub: PubSub, options: FeedOptions, log: Warn
     const sub = subscriptions.get(businessId);
     if (!sub || !sub.sockets.delete(socket) || sub.sockets.size) return;
     subscriptions.delete(businessId);
+    for (const timer of sub.holds?.values() ?? []) clearTimeout(timer);
     void sub.unsubscribe.then((off) => off()).catch((e: unknown) => log.warn({ err: e }, 'feed unsubscribe failed'));
   };
 
@@ -267,6 +304,7 @@ export function createFeedHub<C>(pubsub: PubSub, options: FeedOptions, log: Warn
       clearInterval(timer);
       if (pause) { clearTimeout(pause.timer); pause.wake(); }
       const subs = [...subscriptions.values()];
+      for (const s of subs) for (const timer of s.holds?.values() ?? []) clearTimeout(timer);
       subscriptions.clear();
       alive.clear();
       pending.clear();

@@ -4,7 +4,7 @@ import { AppError } from '../../core/errors.js';
 import type { SyncDeps } from '../deps.js';
 import { loginUser, registerUser, type SignedIn } from '../accounts/register-and-login.js';
 import { endSession, refreshSession } from '../accounts/sessions.js';
-import { announceUserAccessChange } from '../feed/access-changes.js';
+import { announceUserAccessChange, withUserAccessChange } from '../feed/access-changes.js';
 import { issueBusinessToken } from '../accounts/business-token.js';
 import { EMAIL_MAX_LENGTH } from '../accounts/email.js';
 import { PASSWORD_MAX_LENGTH } from '../accounts/password-policy.js';
@@ -108,10 +108,11 @@ export function registerAuthRoutes(app: App, deps: SyncDeps): void {
       response: { 204: Type.Null({ description: 'Signed out' }), ...errors(401, 403) },
     },
   }, async (req, reply) => {
-    if (req.caller.familyId) {
-      await endSession(deps, req.caller.userId, req.caller.familyId);
-      // The session's feed connections, on every instance, are closed now rather than at the next heartbeat.
-      await announceUserAccessChange(deps, req.log, req.caller.userId);
+    const familyId = req.caller.familyId;
+    if (familyId) {
+      // The session's feed connections, on every instance, are closed now rather than at the next heartbeat, before
+      // any change committed after the logout reaches them.
+      await withUserAccessChange(deps, req.log, req.caller.userId, () => endSession(deps, req.caller.userId, familyId));
     }
     return reply.code(204).send(null);
   });
