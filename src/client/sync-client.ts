@@ -753,29 +753,36 @@ export class SyncClient {
     const from = this.cursor;
     const mark = from > 0 && this.mark?.version === from ? this.mark : undefined;
     let epoch = this.epoch;
-    let next = fetchPage(mark ? from - 1 : from);
-    let checked = false;
-    for (;;) {
-      const page = await next;
-      if (!checked) {
-        checked = true;
-        if (from > 0 && epoch === this.epoch && diverged(page, from, mark)) {
-          epoch = await this.resetHistory(page.version);
-          next = fetchPage(0);
-          continue;
+    try {
+      let next = fetchPage(mark ? from - 1 : from);
+      let checked = false;
+      for (;;) {
+        const page = await next;
+        if (!checked) {
+          checked = true;
+          if (from > 0 && epoch === this.epoch && diverged(page, from, mark)) {
+            epoch = await this.resetHistory(page.version);
+            next = fetchPage(0);
+            continue;
+          }
         }
+        // The next page is asked for while this one is written locally, so the server's work and the network overlap
+        // the local store's. If this page fails to apply, the one in flight is dropped with it.
+        if (page.has_more) {
+          next = fetchPage(page.version);
+          next.catch(() => undefined);
+        }
+        // Another pull reset the history meanwhile: its own pull from version 0 brings this page's changes.
+        if (!(await this.applyPage(page, epoch))) return;
+        if (!page.has_more) break;
       }
-      // The next page is asked for while this one is written locally, so the server's work and the network overlap
-      // the local store's. If this page fails to apply, the one in flight is dropped with it.
-      if (page.has_more) {
-        next = fetchPage(page.version);
-        next.catch(() => undefined);
-      }
-      // Another pull reset the history meanwhile: its own pull from version 0 brings this page's changes.
-      if (!(await this.applyPage(page, epoch))) return;
-      if (!page.has_more) break;
+      if (this.resyncing) await this.dropStale();
+    } catch (e: unknown) {
+      // The pull stays due, so the retried round pulls what the feed showed missing (a gap, the catch-up after a
+      // reconnect) instead of leaving it to the safety pull.
+      this.pullDue = true;
+      throw e;
     }
-    if (this.resyncing) await this.dropStale();
   }
 
   /**

@@ -143,6 +143,41 @@ describe('sync client: live feed', { concurrency: true }, () => {
       assert.deepEqual(net.calls.slice(-1), ['/api/sync/pull'], 'nothing but that pull');
     });
 
+    test(`on ${backend}: a pull the feed made due (a gap) that fails (503) is made again by the retried round, not left to the safety pull`, async (t) => {
+      const { open } = await oneBusiness(t, backend);
+      const writer = await open();
+      const net = new Network();
+      let unavailable = false;
+      const fetchPulls = (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+        if (unavailable && new URL(String(input)).pathname === '/api/sync/pull') {
+          unavailable = false;
+          return Promise.resolve(Response.json({ error: 'unavailable', details: 'database fail-over' }, { status: 503 }));
+        }
+        return net.fetch(input, init);
+      };
+      const watcher = await open({ fetch: fetchPulls, WebSocket: lossyWebSocket((m) => m.version === 2) });
+      const errors: string[] = [];
+      watcher.on('error', (e) => errors.push(e.code));
+      watcher.start();
+      await until(() => watcher.syncState === 'up-to-date', 10_000, 'the watcher to connect');
+      await settled(net);
+      await writer.put('orders', randomUUID(), { n: 0 });
+      await writer.sync();
+      await until(() => watcher.pulledVersion === 1, 5_000, 'version 1 from the feed');
+      await writer.put('orders', randomUUID(), { n: 1 });
+      await writer.sync();
+      await new Promise((r) => setTimeout(r, 300));
+      assert.equal(watcher.pulledVersion, 1, 'version 2 never came over the feed');
+      const pullsBefore = net.count('/api/sync/pull');
+      unavailable = true;
+      await writer.put('orders', randomUUID(), { n: 2 });
+      await writer.sync();
+      // Before, the retried round (20-200 ms later) did not pull: the gap waited for the safety pull, 60 s away.
+      await until(() => watcher.pulledVersion === 3, 5_000, 'the gap pulled by the retried round');
+      assert.deepEqual(errors, ['unavailable']);
+      assert.equal(net.count('/api/sync/pull'), pullsBefore + 1, 'one pull after the refused one brought both');
+    });
+
     test(`on ${backend}: a feed message the local store refuses to apply (storage full) is reported and pulled by the retried round, applied once`, async (t) => {
       const { open } = await oneBusiness(t, backend);
       const writer = await open();
