@@ -1005,7 +1005,16 @@ export class SyncClient {
             events.push({ table: e.table, uuid: e.uuid, data: rec.data, version: rec.version, origin: 'revert' });
           }
         } else {
-          if (e.version >= rec.remote.version) rec.remote = { data: e.data, version: e.version, instanceId: this.instanceId, at: new Date().toISOString() };
+          if (e.version >= rec.remote.version) {
+            rec.remote = { data: e.data, version: e.version, instanceId: this.instanceId, at: new Date().toISOString() };
+          } else if (!queuedBesides(e) && !this.hasConflict(e.table, e.uuid)) {
+            // A later change was pulled while this edit was out (its answer lost and the edit resent, or the feed ahead
+            // of the answer), and kept from showing by the edit; the cursor is past it now, so no later pull shows it.
+            // The record shows the server's state, as that pull would have.
+            rec.data = rec.remote.data;
+            rec.version = rec.remote.version;
+            events.push({ table: e.table, uuid: e.uuid, data: rec.data, version: rec.version, origin: 'remote' });
+          }
           if (!queuedBesides(e)) rec.base = null;
         }
       }

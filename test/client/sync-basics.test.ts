@@ -262,6 +262,41 @@ describe('sync client: local writes, push and pull', { concurrency: true }, () =
       // The round pulled the server's version before pushing, so the revert lands directly on it.
       assert.deepEqual(changes.map((e) => [e.origin, e.data]), [['revert', { name: 'first' }]]);
     });
+
+    test(`on ${backend}: a push whose answers were lost, accepted as a retry after another device's newer change was pulled, leaves the record showing that change`, async (t) => {
+      const { open } = await oneBusiness(t, backend);
+      let lose = 0;
+      // The server stores the push; its answer is lost on the way back.
+      const fetchA = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+        const res = await fetch(input, init);
+        if (lose > 0 && new URL(String(input)).pathname === '/api/sync/push') {
+          lose--;
+          throw new TypeError('fetch failed (answer lost)');
+        }
+        return res;
+      };
+      const a = await open({ fetch: fetchA });
+      const c = await open();
+      const rec = randomUUID();
+      await a.put('notes', rec, { text: 'v1' });
+      await a.sync();
+      await c.sync();
+      await a.put('notes', rec, { text: 'from a' });
+      lose = 3; // the push and its two immediate resends
+      await assert.rejects(a.sync(), (e: unknown) => e instanceof SyncClientError && e.code === 'network');
+      assert.equal(a.pendingChanges, 1);
+      await c.sync();
+      await c.put('notes', rec, { text: 'from c' });
+      await c.sync();
+      const changes: ChangeApplied[] = [];
+      a.on('change', (e) => changes.push(e));
+      // Pulls c's version 3 (kept from showing by a's queued edit), then the resent version 2 is accepted as a retry.
+      await a.sync();
+      assert.equal(a.pendingChanges, 0);
+      assert.deepEqual(await a.get('notes', rec), { text: 'from c' }, 'a shows what the server holds (it stayed on its own edit, its cursor past c\'s change)');
+      assert.deepEqual((await a.list('notes')).map((r) => r.version), [3]);
+      assert.deepEqual(changes.map((e) => [e.origin, e.version, e.data]), [['remote', 3, { text: 'from c' }]]);
+    });
   }
 });
 
