@@ -129,7 +129,7 @@ export async function createSyncDeps(config: SyncConfig, options: SyncDepsOption
     businesses: createKyselyBusinessStore(database.db, database.dialect),
     changes,
     attachments: createKyselyAttachmentStore(database.db),
-    uploads: createKyselyUploadStore(database.db),
+    uploads: createKyselyUploadStore(database.db, database.dialect),
     blobs: database.pgPool && config.attachmentDir === undefined
       ? await createPgBlobStore(database.pgPool, path.join(config.dataDir, 'attachment-staging'))
       : await createLocalBlobStore(config.attachmentDir ?? path.join(config.dataDir, 'attachments')),

@@ -473,6 +473,29 @@ for (const backend of BACKENDS) {
       assert.equal((await start(u.token, businessId, announce(Buffer.from('x')))).status, 201, 'a cancelled upload frees its place');
     });
 
+    test(`concurrent starts of one user cannot pass the limit: of ${MAX_OPEN_UPLOADS + 5} at once, ${MAX_OPEN_UPLOADS} are 201 and the rest 422`, async (t) => {
+      const { u, businessId } = await member();
+      // Every start waits past its business check until all have reached it, so all count and insert at once.
+      const n = MAX_OPEN_UPLOADS + 5;
+      let arrived = 0;
+      let releaseAll!: () => void;
+      const together = new Promise<void>((resolve) => { releaseAll = resolve; });
+      const restore = intercept(s.deps.businesses, 'access', (original) => async (id, userId) => {
+        const r = await original(id, userId);
+        if (userId === u.id) {
+          if (++arrived === n) releaseAll();
+          await together;
+        }
+        return r;
+      });
+      t.after(restore);
+      const answers = await Promise.all(Array.from({ length: n }, () => start(u.token, businessId, announce(Buffer.from('x')))));
+      restore();
+      const statuses = answers.map((r) => r.status).sort();
+      assert.deepEqual(statuses, [...Array<number>(MAX_OPEN_UPLOADS).fill(201), ...Array<number>(n - MAX_OPEN_UPLOADS).fill(422)]);
+      assert.equal((await start(u.token, businessId, announce(Buffer.from('x')))).status, 422, 'the limit holds afterwards');
+    });
+
     test('an upload a day without a byte expires (404), and the sweep deletes it with its pieces; a live one is kept', async () => {
       const { u, businessId } = await member();
       const bytes = randomBytes(3000);

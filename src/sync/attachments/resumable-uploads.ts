@@ -39,13 +39,13 @@ export interface NewUpload {
   sha256?: string;
 }
 
-/** Opens a session for a file of `size` bytes; nothing is stored until its bytes come. */
+/**
+ * Opens a session for a file of `size` bytes; nothing is stored until its bytes come. `limit_exceeded` when the user
+ * has MAX_OPEN_UPLOADS unfinished sessions, also counting those of concurrent starts.
+ */
 export async function startUpload(deps: UploadDeps, input: NewUpload): Promise<UploadSession> {
   if (input.size > deps.maxBytes) throw new AppError('payload_too_large', `an attachment may be at most ${deps.maxBytes} bytes`);
   const now = deps.now();
-  if (await deps.uploads.openCount(input.userId, now) >= MAX_OPEN_UPLOADS) {
-    throw new AppError('limit_exceeded', `at most ${MAX_OPEN_UPLOADS} unfinished uploads per user: finish or cancel one (DELETE), or wait until one expires`);
-  }
   const row: UploadRow = {
     id: randomUUID(),
     business_id: input.businessId,
@@ -60,7 +60,9 @@ export async function startUpload(deps: UploadDeps, input: NewUpload): Promise<U
     expires_at: now + UPLOAD_TTL_MS,
     attachment_uuid: null,
   };
-  await deps.uploads.create(row);
+  if (!(await deps.uploads.createIfUnder(row, MAX_OPEN_UPLOADS, now))) {
+    throw new AppError('limit_exceeded', `at most ${MAX_OPEN_UPLOADS} unfinished uploads per user: finish or cancel one (DELETE), or wait until one expires`);
+  }
   return toSession(row, null);
 }
 

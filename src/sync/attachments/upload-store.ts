@@ -1,4 +1,6 @@
 import type { Kysely, Selectable } from 'kysely';
+import type { DialectName } from '../../core/storage/database.js';
+import type { AccountTables } from '../accounts/tables.js';
 import type { AttachmentTables } from './attachment-tables.js';
 import type { AttachmentRow } from './attachment-store.js';
 
@@ -10,11 +12,14 @@ export type UploadPartRow = Selectable<AttachmentTables['sync_upload_parts']>;
  * instance could race is a compare-and-set on the session row, so two requests for one session never both count.
  */
 export interface UploadStore {
-  create(row: UploadRow): Promise<void>;
+  /**
+   * Records the session unless its user already has `max` sessions not complete and not expired at `now`; whether it
+   * did. The count and the insert are one step per user: of concurrent calls for one user, each counts what the
+   * others recorded before it, so together they never take the user past `max`.
+   */
+  createIfUnder(row: UploadRow, max: number, now: number): Promise<boolean>;
   /** By id across businesses: the caller checks the owner (another user's upload must look unknown). */
   find(id: string): Promise<UploadRow | undefined>;
-  /** The user's sessions not complete and not expired at `now`. */
-  openCount(userId: string, now: number): Promise<number>;
   /**
    * Records a piece that starts where the session's bytes end, moving `received` on and the expiry to `expiresAt`;
    * the session as it is then, or undefined (nothing recorded) when it has another length by now, is complete, or is
@@ -41,20 +46,29 @@ export interface UploadStore {
   strayParts(limit: number): Promise<UploadPartRow[]>;
 }
 
-/** Same SQL on SQLite and PostgreSQL. */
-export function createKyselyUploadStore(db: Kysely<AttachmentTables>): UploadStore {
+type Tables = AttachmentTables & Pick<AccountTables, 'users'>;
+
+/**
+ * Same SQL on SQLite and PostgreSQL except one lock: on PostgreSQL a new session first locks its user's row, so
+ * two starts of one user count one after the other (under READ COMMITTED the second count, run once the first
+ * committed, sees its row); SQLite transactions are already serialized (one connection, BEGIN IMMEDIATE).
+ */
+export function createKyselyUploadStore(db: Kysely<Tables>, dialect: DialectName): UploadStore {
   return {
-    async create(row) {
-      await db.insertInto('sync_uploads').values(row).execute();
+    async createIfUnder(row, max, now) {
+      return db.transaction().execute(async (trx) => {
+        // FOR NO KEY UPDATE, not FOR UPDATE: the foreign-key checks of the user's token inserts (a login) stay free.
+        if (dialect === 'postgres') await trx.selectFrom('users').select('id').where('id', '=', row.user_id).forNoKeyUpdate().execute();
+        const open = await trx.selectFrom('sync_uploads').select((eb) => eb.fn.countAll<number | string>().as('n'))
+          .where('user_id', '=', row.user_id).where('attachment_uuid', 'is', null).where('expires_at', '>', now)
+          .executeTakeFirstOrThrow();
+        if (Number(open.n) >= max) return false;
+        await trx.insertInto('sync_uploads').values(row).execute();
+        return true;
+      });
     },
     async find(id) {
       return toRow(await db.selectFrom('sync_uploads').selectAll().where('id', '=', id).executeTakeFirst());
-    },
-    async openCount(userId, now) {
-      const r = await db.selectFrom('sync_uploads').select((eb) => eb.fn.countAll<number | string>().as('n'))
-        .where('user_id', '=', userId).where('attachment_uuid', 'is', null).where('expires_at', '>', now)
-        .executeTakeFirstOrThrow();
-      return Number(r.n);
     },
     async addPart(part, expiresAt) {
       return db.transaction().execute(async (trx) => {
