@@ -9,7 +9,7 @@ import { SYNC_STORE_FACTORIES } from './sync-stores.js';
 /** The ChangeStore contract (src/sync/changes/change-store.ts) on every implementation. */
 const item = (recordUuid: string, version: number, data: Record<string, unknown> = { v: version }) =>
   ({ table_name: 'customers', record_uuid: recordUuid, version, operation: version === 1 ? 'create' : 'update', data });
-const push = (instanceId: string, ...changes: ReturnType<typeof item>[]) => ({ instanceId, branch: 'main', items: validatePushItems(changes, []).items });
+const push = (instanceId: string, ...changes: ReturnType<typeof item>[]) => ({ userId: null, instanceId, branch: 'main', items: validatePushItems(changes, []).items });
 
 for (const f of SYNC_STORE_FACTORIES) {
   describe(`ChangeStore conformance: ${f.name}`, () => {
@@ -121,17 +121,17 @@ for (const f of SYNC_STORE_FACTORIES) {
       }
       assert.deepEqual((await store().listConflicts(biz, 'pending', 0, 10)).map((c) => c.id), ids);
       assert.deepEqual((await store().listConflicts(biz, 'all', ids[0]!, 1)).map((c) => c.id), [ids[1]]);
-      const remote = await store().resolveConflict(biz, ids[0]!, 'remote', 2000);
+      const remote = await store().resolveConflict(biz, ids[0]!, 'remote', 2000, null);
       assert.deepEqual([remote.conflict.resolution, remote.applied], ['remote', null]);
-      const local = await store().resolveConflict(biz, ids[1]!, 'local', 2000);
+      const local = await store().resolveConflict(biz, ids[1]!, 'local', 2000, null);
       assert.equal(local.applied?.version, 7);
       assert.equal(local.applied?.record_version, 3, 'one above the server\'s record version');
       assert.deepEqual((await store().listConflicts(biz, 'resolved', 0, 10)).map((c) => c.id), [ids[0], ids[1]]);
       assert.deepEqual((await store().listConflicts(biz, 'pending', 0, 10)).map((c) => c.id), [ids[2]]);
       assert.deepEqual((await store().listConflicts(biz, 'all', 0, 10)).map((c) => c.id), ids);
-      await assert.rejects(store().resolveConflict(biz, ids[0]!, 'skip', 3000), (e: unknown) => e instanceof AppError && e.code === 'conflict');
-      await assert.rejects(store().resolveConflict(randomUUID(), ids[2]!, 'skip', 3000), (e: unknown) => e instanceof AppError && e.code === 'not_found');
-      await assert.rejects(store().resolveConflict(biz, 987_654_321, 'skip', 3000), (e: unknown) => e instanceof AppError && e.code === 'not_found');
+      await assert.rejects(store().resolveConflict(biz, ids[0]!, 'skip', 3000, null), (e: unknown) => e instanceof AppError && e.code === 'conflict');
+      await assert.rejects(store().resolveConflict(randomUUID(), ids[2]!, 'skip', 3000, null), (e: unknown) => e instanceof AppError && e.code === 'not_found');
+      await assert.rejects(store().resolveConflict(biz, 987_654_321, 'skip', 3000, null), (e: unknown) => e instanceof AppError && e.code === 'not_found');
       assert.deepEqual(await store().status(biz), { serverVersion: 7, pendingConflicts: 1 });
     });
   });

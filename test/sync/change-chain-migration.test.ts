@@ -11,7 +11,7 @@ import { BACKENDS, freshStorage } from '../helpers/backends.js';
 
 const before0006 = (dialect: 'sqlite' | 'postgres') => Object.fromEntries(Object.entries(syncMigrations(dialect)).filter(([name]) => name < '0006'));
 const push = (instanceId: string, recordUuid: string, version: number, data: Record<string, unknown>) =>
-  ({ instanceId, branch: 'main', items: validatePushItems([{ table_name: 'customers', record_uuid: recordUuid, version, operation: version === 1 ? 'create' : 'update', data }], []).items });
+  ({ userId: null, instanceId, branch: 'main', items: validatePushItems([{ table_name: 'customers', record_uuid: recordUuid, version, operation: version === 1 ? 'create' : 'update', data }], []).items });
 
 for (const backend of BACKENDS) {
   describe(`migration 0006 (change chain) on ${backend}`, () => {

@@ -229,6 +229,28 @@ for (const backend of BACKENDS) {
       assert.equal(results.filter((r) => r.status === 409).length, 3);
     });
 
+    test('a member removed (204) while their resolve is past the membership check gets 403: the conflict stays pending, no change is made', async (t) => {
+      const { owner, member, a, c, rec } = await twoDevices();
+      const conflict = (await c.push({ changes: [change(rec, 1, { name: 'mine' }, 'update')] })).body.conflicts[0];
+      const access = s.deps.businesses.access;
+      let removal: number | undefined;
+      s.deps.businesses.access = async (businessId, userId) => {
+        const r = await access(businessId, userId);
+        if (removal === undefined && userId === member.id) {
+          removal = 0;
+          removal = (await call(s.url, 'DELETE', `/api/business/${businessId}/members/${member.id}`, { token: owner.token })).status;
+        }
+        return r;
+      };
+      t.after(() => { s.deps.businesses.access = access; });
+      const r = await resolve(c, conflict.id, 'local');
+      s.deps.businesses.access = access;
+      assert.equal(removal, 204);
+      assert.equal(r.status, 403, r.text);
+      assert.equal((await list(a)).body[0].id, conflict.id, 'still pending');
+      assert.equal((await a.pullAll(0)).version, 1, 'no change was made');
+    });
+
     test('resolve with a user token and no X-Business-ID finds the conflict\'s business; membership is still checked', async () => {
       const { c, rec, owner } = await twoDevices();
       const conflict = (await c.push({ changes: [change(rec, 1, { name: 'v' }, 'update')] })).body.conflicts[0];

@@ -1,6 +1,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { CompiledQuery, sql } from 'kysely';
 import { BACKENDS } from '../helpers/backends.js';
 import { call } from '../helpers/http.js';
 import { addMember, businessToken, newBusiness, newUser, startSync, type SyncUnderTest } from '../helpers/sync.js';
@@ -13,6 +14,9 @@ import type { AccountStore } from '../../src/sync/accounts/account-store.js';
 import { issueBusinessToken } from '../../src/sync/accounts/business-token.js';
 import { createKyselyAccountStore } from '../../src/sync/accounts/kysely-account-store.js';
 import { authenticateAccessToken } from '../../src/sync/http/auth-guard.js';
+import { createGroupApplier, type Exec } from '../../src/sync/changes/push-apply.js';
+import { validatePushItems } from '../../src/sync/changes/push-validation.js';
+import { change, device } from './push-client.js';
 
 const UNKNOWN = '00000000-0000-4000-8000-000000000000';
 
@@ -209,6 +213,34 @@ for (const backend of BACKENDS) {
       assert.equal((await call(s.url, 'POST', '/api/auth/token', { token: member.token, json: { business_id: biz.id } })).status, 200, 're-added, the member gets a new token');
     });
 
+    test('a member removed (204) while their push is past the membership check (not yet applied) gets 403: nothing of it lands, no version is used', async (t) => {
+      const { owner, member, biz } = await memberAsCaller(s);
+      const boss = device(s.url, owner.token, biz.id, 'boss-dev');
+      assert.equal((await boss.push({ changes: [change(randomUUID(), 1, { before: true })] })).status, 200);
+      // The push's membership check passes, then the removal is answered, then the push goes on to its transaction.
+      const access = s.deps.businesses.access;
+      let removal: number | undefined;
+      s.deps.businesses.access = async (businessId, userId) => {
+        const r = await access(businessId, userId);
+        if (removal === undefined && userId === member.id) {
+          removal = 0;
+          removal = (await call(s.url, 'DELETE', `/api/business/${biz.id}/members/${member.id}`, { token: owner.token })).status;
+        }
+        return r;
+      };
+      t.after(() => { s.deps.businesses.access = access; });
+      const record = randomUUID();
+      const r = await device(s.url, member.token, biz.id, 'leaver-dev').push({ changes: [change(record, 1, { written: 'after removal' })] });
+      s.deps.businesses.access = access;
+      assert.equal(removal, 204, 'the removal was answered while the push was past its check');
+      assert.equal(r.status, 403, r.text);
+      assert.equal(r.body.error, 'forbidden');
+      const pulled = await boss.pullAll(0);
+      assert.deepEqual(pulled.changes.filter((c) => c.record_uuid === record), [], 'the removed member\'s push landed after the removal\'s 204');
+      assert.equal(pulled.version, 1, 'the refused push used no version');
+      assert.equal((await boss.push({ changes: [change(randomUUID(), 1)] })).body.server_version, 2);
+    });
+
     test('the last owner cannot be removed (409); with a second owner one may go', async () => {
       const owner = await newUser(s);
       const second = await newUser(s);
@@ -293,6 +325,32 @@ for (const backend of BACKENDS.filter((b) => b === 'postgres')) {
       } finally {
         await held.close();
       }
+    });
+
+    test('removing a member whose push is being applied (membership read, not committed) waits for it: the push came first', async () => {
+      const { owner, member, biz } = await memberAsCaller(s);
+      const record = randomUUID();
+      const apply = createGroupApplier('postgres');
+      let removal: ReturnType<typeof call> | undefined;
+      let waitedOn = false;
+      await s.deps.database.db.transaction().execute(async (trx) => {
+        const exec: Exec = async (text, params) => (await trx.executeQuery(CompiledQuery.raw(text, [...params]))).rows as never;
+        const push = { userId: member.id, instanceId: 'd', branch: 'main', items: validatePushItems([change(record, 1)], []).items };
+        const [out] = await apply(exec, [{ businessId: biz.id, push, now: Date.now() }]);
+        assert.ok(out && !('refused' in out), 'still a member: applied');
+        const { rows } = await sql<{ pid: number }>`SELECT pg_backend_pid() AS pid`.execute(trx);
+        let settled = false;
+        removal = call(s.url, 'DELETE', `/api/business/${biz.id}/members/${member.id}`, { token: owner.token }).finally(() => { settled = true; });
+        while (!settled && !waitedOn) {
+          const blocked = await sql`SELECT 1 FROM pg_stat_activity WHERE ${rows[0]!.pid}::int = ANY(pg_blocking_pids(pid))`.execute(s.deps.database.db);
+          waitedOn = blocked.rows.length > 0;
+          if (!waitedOn) await new Promise((r) => setTimeout(r, 5));
+        }
+      });
+      assert.ok(waitedOn, 'the removal did not wait for the push being applied');
+      assert.equal((await removal!).status, 204);
+      const pulled = await device(s.url, owner.token, biz.id).pullAll(0);
+      assert.deepEqual(pulled.changes.map((c) => c.record_uuid), [record], 'the push, committed before the removal, is kept');
     });
   });
 }

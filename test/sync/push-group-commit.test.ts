@@ -8,6 +8,7 @@ import type { SyncTables } from '../../src/sync/deps.js';
 import { createKyselyChangeStore } from '../../src/sync/changes/kysely-change-store.js';
 import { createPushGroupCommitter } from '../../src/sync/changes/push-group-commit.js';
 import { validatePushItems } from '../../src/sync/changes/push-validation.js';
+import { isAppError } from '../../src/core/errors.js';
 import { BACKENDS, freshStorage } from '../helpers/backends.js';
 
 const items = (n: number, table = 'customers') => validatePushItems(Array.from({ length: n }, () => ({ table_name: table, record_uuid: randomUUID(), version: 1, operation: 'create', data: { a: 1 } })), []).items;
@@ -23,7 +24,7 @@ for (const backend of BACKENDS) {
       const business = randomUUID();
       const other = randomUUID();
 
-      const results = await Promise.all(Array.from({ length: 24 }, (_, i) => store.applyPush(i % 4 === 3 ? other : business, { instanceId: `d${i}`, branch: 'main', items: items(5) }, Date.now())));
+      const results = await Promise.all(Array.from({ length: 24 }, (_, i) => store.applyPush(i % 4 === 3 ? other : business, { userId: null, instanceId: `d${i}`, branch: 'main', items: items(5) }, Date.now())));
       for (const r of results) {
         assert.equal(r.accepted, 5);
         assert.deepEqual(r.applied.map((c) => c.version), Array.from({ length: 5 }, (_, k) => r.serverVersion - 4 + k), 'a push gets consecutive versions ending at its answer');
@@ -35,11 +36,32 @@ for (const backend of BACKENDS) {
 
       if (backend === 'sqlite') await sql`CREATE TRIGGER refuse BEFORE INSERT ON sync_records WHEN NEW.table_name = 'poison' BEGIN SELECT RAISE(ABORT, 'refused'); END`.execute(database.db);
       else await sql`ALTER TABLE sync_records ADD CONSTRAINT refuse CHECK (table_name <> 'poison') NOT VALID`.execute(database.db);
-      const mixed = await Promise.allSettled(Array.from({ length: 6 }, (_, i) => store.applyPush(business, { instanceId: `m${i}`, branch: 'main', items: items(2, i === 2 ? 'poison' : 'customers') }, Date.now())));
+      const mixed = await Promise.allSettled(Array.from({ length: 6 }, (_, i) => store.applyPush(business, { userId: null, instanceId: `m${i}`, branch: 'main', items: items(2, i === 2 ? 'poison' : 'customers') }, Date.now())));
       assert.deepEqual(mixed.map((r) => r.status), ['fulfilled', 'fulfilled', 'rejected', 'fulfilled', 'fulfilled', 'fulfilled']);
       const page = await store.pull(business, 90, 1000);
       assert.deepEqual(page.changes.map((c) => c.version), Array.from({ length: 10 }, (_, k) => 91 + k), 'the failed push used up no version');
       assert.ok(page.changes.every((c) => c.table_name === 'customers'));
+    });
+
+    test('a push whose user is no longer a member is refused (forbidden, no version used) without failing the others of its group', async (t) => {
+      const s = await freshStorage(backend);
+      t.after(() => s.cleanup());
+      const database = await openDatabase<SyncTables>({ databaseUrl: s.databaseUrl, pgSchema: s.pgSchema, dataDir: s.dataDir, sqliteFile: 'sync.db', migrations: syncMigrations });
+      t.after(() => database.close());
+      const store = createKyselyChangeStore(database.db, database.dialect);
+      const [member, former] = [randomUUID(), randomUUID()];
+      const business = randomUUID();
+      await database.db.insertInto('users').values([member, former].map((id) => ({ id, email: `${id}@example.com`, name: 'u', password_hash: 'x', created_at: 0 }))).execute();
+      await database.db.insertInto('businesses').values({ id: business, name: 'b', abn: '51824753556', created_by: member, created_at: 0 }).execute();
+      await database.db.insertInto('memberships').values({ business_id: business, user_id: member, role: 'owner', created_at: 0 }).execute();
+      // Submitted in one turn, so the four are one group.
+      const users = [member, former, member, null];
+      const outcomes = await Promise.allSettled(users.map((userId, i) => store.applyPush(business, { userId, instanceId: `d${i}`, branch: 'main', items: items(2) }, Date.now())));
+      assert.deepEqual(outcomes.map((o) => o.status), ['fulfilled', 'rejected', 'fulfilled', 'fulfilled']);
+      const refused = outcomes[1] as PromiseRejectedResult;
+      assert.ok(isAppError(refused.reason) && refused.reason.code === 'forbidden', String(refused.reason));
+      const page = await store.pull(business, 0, 100);
+      assert.deepEqual(page.changes.map((c) => [c.version, c.instance_id]), [[1, 'd0'], [2, 'd0'], [3, 'd2'], [4, 'd2'], [5, 'd3'], [6, 'd3']]);
     });
   });
 }

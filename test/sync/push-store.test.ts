@@ -20,18 +20,18 @@ for (const backend of BACKENDS) {
       t.after(() => database.close());
       const store = createKyselyChangeStore(database.db, database.dialect);
       const business = randomUUID();
-      assert.equal((await store.applyPush(business, { instanceId: 'd', branch: 'main', items: items(2) }, Date.now())).serverVersion, 2);
+      assert.equal((await store.applyPush(business, { userId: null, instanceId: 'd', branch: 'main', items: items(2) }, Date.now())).serverVersion, 2);
       // Make the step after the change-log insert fail: writing record states is refused inside the transaction.
       if (backend === 'sqlite') await sql`CREATE TRIGGER refuse BEFORE INSERT ON sync_records BEGIN SELECT RAISE(ABORT, 'refused'); END`.execute(database.db);
       else await sql`ALTER TABLE sync_records ADD CONSTRAINT refuse CHECK (record_version < 0) NOT VALID`.execute(database.db);
-      await assert.rejects(store.applyPush(business, { instanceId: 'd', branch: 'main', items: items(3) }, Date.now()), /refused|refuse/);
+      await assert.rejects(store.applyPush(business, { userId: null, instanceId: 'd', branch: 'main', items: items(3) }, Date.now()), /refused|refuse/);
       if (backend === 'sqlite') await sql`DROP TRIGGER refuse`.execute(database.db);
       else await sql`ALTER TABLE sync_records DROP CONSTRAINT refuse`.execute(database.db);
       const page = await store.pull(business, 0, 100);
       assert.equal(page.changes.length, 2);
       assert.equal(page.version, 2);
       assert.equal((await store.status(business)).serverVersion, 2);
-      assert.equal((await store.applyPush(business, { instanceId: 'd', branch: 'main', items: items(1) }, Date.now())).serverVersion, 3, 'no version was used up');
+      assert.equal((await store.applyPush(business, { userId: null, instanceId: 'd', branch: 'main', items: items(1) }, Date.now())).serverVersion, 3, 'no version was used up');
     });
   });
 }

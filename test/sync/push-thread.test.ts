@@ -29,18 +29,18 @@ test('SQLite pushes commit on the push thread, readable on the service connectio
   t.after(() => store.close());
   const business = randomUUID();
 
-  const first = await Promise.all([1, 2, 3].map(() => store.applyPush(business, { instanceId: 'd', branch: 'main', items: items(4) }, Date.now())));
+  const first = await Promise.all([1, 2, 3].map(() => store.applyPush(business, { userId: null, instanceId: 'd', branch: 'main', items: items(4) }, Date.now())));
   assert.deepEqual(first.map((r) => r.serverVersion).sort((a, b) => a - b), [4, 8, 12]);
   assert.equal(workers.length, 1);
 
   await workers[0]!.terminate();
-  const after = await store.applyPush(business, { instanceId: 'd', branch: 'main', items: items(2) }, Date.now());
+  const after = await store.applyPush(business, { userId: null, instanceId: 'd', branch: 'main', items: items(2) }, Date.now());
   assert.equal(after.serverVersion, 14, 'the counter continues where the first thread left it');
   assert.equal(workers.length, 2, 'a new thread took over');
   const page = await store.pull(business, 0, 100);
   assert.deepEqual(page.changes.map((c) => c.version), Array.from({ length: 14 }, (_, i) => i + 1));
 
   await store.close();
-  await assert.rejects(store.applyPush(business, { instanceId: 'd', branch: 'main', items: items(1) }, Date.now()),
+  await assert.rejects(store.applyPush(business, { userId: null, instanceId: 'd', branch: 'main', items: items(1) }, Date.now()),
     (e: unknown) => e instanceof AppError && e.code === 'unavailable' && /shutting down/.test(String(e.details)) && e.extra?.['retry_after'] === 2);
 });

@@ -10,7 +10,7 @@ import { BACKENDS, freshStorage } from '../helpers/backends.js';
 
 const before0007 = (dialect: 'sqlite' | 'postgres') => Object.fromEntries(Object.entries(syncMigrations(dialect)).filter(([name]) => name < '0007'));
 const push = (instanceId: string, recordUuid: string, version: number, data: Record<string, unknown>) =>
-  ({ instanceId, branch: 'main', items: validatePushItems([{ table_name: 'customers', record_uuid: recordUuid, version, operation: 'update', data }], []).items });
+  ({ userId: null, instanceId, branch: 'main', items: validatePushItems([{ table_name: 'customers', record_uuid: recordUuid, version, operation: 'update', data }], []).items });
 
 for (const backend of BACKENDS) {
   describe(`migration 0007 (resolution changes) on ${backend}`, () => {

@@ -14,6 +14,8 @@ export interface ChangeDeps {
 }
 
 export interface PushInput {
+  /** The caller: the push is applied only while they are a member (ChangeStore.applyPush). */
+  userId: string;
   instanceId: string;
   branch: string | undefined;
   changes: readonly unknown[];
@@ -28,7 +30,7 @@ export interface PushInput {
 export async function pushChanges(deps: ChangeDeps, businessId: string, input: PushInput): Promise<PushResult> {
   assertBranch(input.branch);
   const { items, rejections } = validatePushItems(input.changes, input.tombstones);
-  const result = await deps.changes.applyPush(businessId, { instanceId: input.instanceId, branch: input.branch ?? DEFAULT_BRANCH, items }, deps.now());
+  const result = await deps.changes.applyPush(businessId, { userId: input.userId, instanceId: input.instanceId, branch: input.branch ?? DEFAULT_BRANCH, items }, deps.now());
   await deps.notifier.notify(businessId, result.applied);
   const allRejections = [...rejections, ...result.rejections];
   return {
@@ -59,9 +61,12 @@ export async function listConflicts(
   return deps.changes.listConflicts(businessId, query.status ?? 'pending', query.after_id ?? 0, Math.min(query.limit ?? CONFLICT_PAGE.default, CONFLICT_PAGE.max));
 }
 
-/** Resolves a pending conflict; a `local` resolution is a new applied change, so subscribers hear of it. */
-export async function resolveConflict(deps: ChangeDeps, businessId: string, conflictId: number, resolution: Resolution): Promise<Conflict> {
-  const { conflict, applied } = await deps.changes.resolveConflict(businessId, conflictId, resolution, deps.now());
+/**
+ * Resolves a pending conflict for `userId`, who must still be a member when it is stored; a `local` resolution is a
+ * new applied change, so subscribers hear of it.
+ */
+export async function resolveConflict(deps: ChangeDeps, businessId: string, userId: string, conflictId: number, resolution: Resolution): Promise<Conflict> {
+  const { conflict, applied } = await deps.changes.resolveConflict(businessId, conflictId, resolution, deps.now(), userId);
   if (applied) await deps.notifier.notify(businessId, [applied]);
   return conflict;
 }

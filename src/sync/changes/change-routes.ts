@@ -39,6 +39,7 @@ export function registerChangeRoutes(app: App, deps: SyncDeps): void {
   }, async (req) => {
     const businessId = await resolveBusiness(req, deps, req.body.business_id);
     const result = await pushChanges(changeDeps, businessId, {
+      userId: req.caller.userId,
       instanceId: req.body.instance_id,
       branch: req.body.branch,
       changes: req.body.changes ?? [],
@@ -95,7 +96,7 @@ export function registerChangeRoutes(app: App, deps: SyncDeps): void {
       body: ResolveBodySchema,
       response: { 200: ConflictSchema, ...errors(400, 401, 403, 404, 409, 413, 415) },
     },
-  }, async (req) => resolveConflict(changeDeps, await conflictTarget(req, deps, req.params.id), req.params.id, req.body.resolution));
+  }, async (req) => resolveConflict(changeDeps, await conflictTarget(req, deps, req.params.id), req.caller.userId, req.params.id, req.body.resolution));
 }
 
 /**

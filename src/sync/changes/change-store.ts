@@ -3,6 +3,13 @@ import type { PushItem } from './push-validation.js';
 
 /** `now` arguments below are epoch milliseconds (the deps clock). */
 export interface PushCommand {
+  /**
+   * The user pushing. The push is applied only if they are a member of the business when its transaction runs
+   * (else `forbidden`, and nothing of it is applied): a removal answered before that transaction refuses it, one
+   * arriving during it waits for its commit. null skips the check, for callers that are no member's request (tools,
+   * store tests).
+   */
+  userId: string | null;
   instanceId: string;
   branch: string;
   /** Valid, normalised items in push order. */
@@ -51,7 +58,9 @@ export interface ChangeStore {
   /**
    * Applies a validated push in ONE transaction under the version rule of
    * `planPush`: applied changes, record states, new conflicts and the counter
-   * all commit together or not at all. Durable when it resolves.
+   * all commit together or not at all. Durable when it resolves. Throws
+   * `forbidden`, using no version, when `push.userId` is no longer a member
+   * (see PushCommand); other pushes committed with it are not affected.
    */
   applyPush(businessId: string, push: PushCommand, now: number): Promise<AppliedPush>;
 
@@ -76,10 +85,12 @@ export interface ChangeStore {
    * Closes a pending conflict of this business. `local` applies the conflict's
    * local data as a new change (next server version, record version one above
    * the server's), in the same transaction; `remote` and `skip` change no record.
-   * Throws `not_found` for an unknown id or another business's conflict, and
-   * `conflict` when it is no longer pending.
+   * Throws `not_found` for an unknown id or another business's conflict,
+   * `conflict` when it is no longer pending, and `forbidden` when `userId` is
+   * not a member of the business in that transaction (checked as a push's
+   * `userId`; null skips the check).
    */
-  resolveConflict(businessId: string, conflictId: number, resolution: Resolution, now: number): Promise<ResolvedConflict>;
+  resolveConflict(businessId: string, conflictId: number, resolution: Resolution, now: number, userId: string | null): Promise<ResolvedConflict>;
 
   /** Finishes the pushes in flight and releases what the store holds besides the database (the SQLite push thread). */
   close(): Promise<void>;

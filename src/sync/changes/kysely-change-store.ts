@@ -2,10 +2,10 @@ import { CompiledQuery, type Kysely, type Selectable, type Transaction } from 'k
 import { AppError } from '../../core/errors.js';
 import type { DialectName } from '../../core/storage/database.js';
 import type { ConflictFilter, Resolution } from './change-schemas.js';
-import type { AppliedPush, ChangeStore, StoredChange } from './change-store.js';
+import type { ChangeStore, StoredChange } from './change-store.js';
 import type { ChangeTables } from './change-tables.js';
 import { toConflict, toStoredChange, type ChangeRow } from './change-rows.js';
-import { createGroupApplier, type QueuedPush } from './push-apply.js';
+import { createGroupApplier, type PushOutcome, type QueuedPush } from './push-apply.js';
 import { createPushGroupCommitter } from './push-group-commit.js';
 import { pushSql } from './push-sql.js';
 import type { PushThread } from './push-thread-client.js';
@@ -50,14 +50,16 @@ export function createKyselyChangeStore(db: Db, dialect: DialectName, options: C
   const thread = options.pushThread;
   // SQLite has one writer at a time, so one queue serves every business. On PostgreSQL pushes of one business
   // queue behind its counter row lock anyway; other businesses go on in parallel on other connections.
-  const committer = createPushGroupCommitter<QueuedPush, AppliedPush>(
+  const committer = createPushGroupCommitter<QueuedPush, PushOutcome>(
     thread ? (group) => thread.apply(group) : (group) => db.transaction().execute((trx) => apply((text, params) => run(trx, text, [...params]), group)),
     { maxBatch: MAX_GROUP.pushes, maxItems: MAX_GROUP.items, size: (q) => q.push.items.length, submitter: (q) => `${q.businessId}/${q.push.instanceId}`, lingerMs: LINGER_MS },
   );
 
   return {
-    applyPush(businessId, push, now) {
-      return committer.submit(dialect === 'sqlite' ? '' : businessId, { businessId, push, now });
+    async applyPush(businessId, push, now) {
+      const outcome = await committer.submit(dialect === 'sqlite' ? '' : businessId, { businessId, push, now });
+      if ('refused' in outcome) throw notMember();
+      return outcome;
     },
 
     async pull(businessId, sinceVersion, limit, maxBytes = Number.POSITIVE_INFINITY) {
@@ -106,9 +108,11 @@ export function createKyselyChangeStore(db: Db, dialect: DialectName, options: C
       return row?.business_id;
     },
 
-    async resolveConflict(businessId, conflictId, resolution: Resolution, now) {
+    async resolveConflict(businessId, conflictId, resolution: Resolution, now, userId) {
       return db.transaction().execute(async (trx) => {
         const serverVersion = Number((await run<{ server_version: number }>(trx, hot.lockCounter, [businessId]))[0]!.server_version);
+        // As a push's: a removal that committed since the request's check refuses it, one from now on waits for it.
+        if (userId !== null && !(await run(trx, hot.members, [businessId, dialect === 'postgres' ? [userId] : JSON.stringify([userId])])).length) throw notMember();
         const row = await trx.selectFrom('sync_conflicts').selectAll()
           .where('id', '=', conflictId).where('business_id', '=', businessId).executeTakeFirst();
         if (!row) throw new AppError('not_found', `conflict ${conflictId} not found`);
@@ -125,6 +129,10 @@ export function createKyselyChangeStore(db: Db, dialect: DialectName, options: C
 
     close: async () => thread?.close(),
   };
+}
+
+function notMember(): AppError {
+  return new AppError('forbidden', 'you are not a member of this business');
 }
 
 /** A `local` resolution: the conflict's pushed data becomes the record's next change, with the next server version. */

@@ -19,6 +19,9 @@ export type Exec = <R>(text: string, params: readonly unknown[]) => Promise<R[]>
 /** One push waiting in the group-commit queue, with the service time it arrived at. */
 export interface QueuedPush { businessId: string; push: PushCommand; now: number }
 
+/** What became of a queued push: applied, or refused whole because its user is no longer a member of the business. */
+export type PushOutcome = AppliedPush | { refused: 'not_member' };
+
 interface PendingChange extends PlannedChange { instanceId: string; createdAt: number }
 type ConflictRow = Selectable<ChangeTables['sync_conflicts']>;
 
@@ -30,8 +33,14 @@ type ConflictRow = Selectable<ChangeTables['sync_conflicts']>;
  * written together at the end. Only a push with items at or below the server's
  * record version (a retry, a conflict or a stale item) reads history, and the
  * writes planned before it are flushed first so that read sees them.
+ *
+ * Membership is read again under the counter lock, in one query per business:
+ * a push whose user is no longer a member is refused (no version used), the
+ * others of the group go on. Membership was checked when the request came, but
+ * a removal may have committed since; on PostgreSQL the rows read stay locked,
+ * so a removal from now on waits for this commit.
  */
-export function createGroupApplier(dialect: DialectName): (exec: Exec, group: readonly QueuedPush[]) => Promise<AppliedPush[]> {
+export function createGroupApplier(dialect: DialectName): (exec: Exec, group: readonly QueuedPush[]) => Promise<PushOutcome[]> {
   const hot = pushSql(dialect);
   const pg = dialect === 'postgres';
 
@@ -104,13 +113,30 @@ export function createGroupApplier(dialect: DialectName): (exec: Exec, group: re
     return { ownChanges, ownConflicts };
   }
 
-  async function applyBusiness(exec: Exec, businessId: string, pushes: readonly QueuedPush[]): Promise<AppliedPush[]> {
+  /** The pushes whose user is a member of the business now (and those that ask for no check). */
+  async function byMembers(exec: Exec, businessId: string, pushes: readonly QueuedPush[]): Promise<Set<QueuedPush>> {
+    const users = [...new Set(pushes.flatMap((q) => q.push.userId ?? []))];
+    const members = new Set<string>();
+    if (users.length) {
+      const rows = await exec<{ user_id: string }>(hot.members, [businessId, pg ? users : JSON.stringify(users)]);
+      for (const r of rows) members.add(r.user_id);
+    }
+    return new Set(pushes.filter((q) => q.push.userId === null || members.has(q.push.userId)));
+  }
+
+  async function applyBusiness(exec: Exec, businessId: string, pushes: readonly QueuedPush[]): Promise<PushOutcome[]> {
     let serverVersion = Number((await exec<{ server_version: number }>(hot.lockCounter, [businessId]))[0]!.server_version);
-    const records = await readRecords(exec, businessId, pushes);
+    const allowed = await byMembers(exec, businessId, pushes);
+    const records = await readRecords(exec, businessId, [...allowed]);
     const changes: PendingChange[] = [];
     const written = new Map<string, RecordState>();
-    const out: AppliedPush[] = [];
-    for (const { push, now } of pushes) {
+    const out: PushOutcome[] = [];
+    for (const queued of pushes) {
+      if (!allowed.has(queued)) {
+        out.push({ refused: 'not_member' });
+        continue;
+      }
+      const { push, now } = queued;
       const state = new Map<string, RecordState>();
       const behind = [];
       for (const i of push.items) {
@@ -163,7 +189,7 @@ export function createGroupApplier(dialect: DialectName): (exec: Exec, group: re
       if (list) list.push(i);
       else byBusiness.set(q.businessId, [i]);
     });
-    const out: AppliedPush[] = new Array(group.length);
+    const out: PushOutcome[] = new Array(group.length);
     for (const [businessId, indexes] of byBusiness) {
       const results = await applyBusiness(exec, businessId, indexes.map((i) => group[i]!));
       indexes.forEach((i, k) => { out[i] = results[k]!; });

@@ -27,6 +27,11 @@ export interface PushSql {
   write: string;
   upsertRecords?: string;
   setCounter?: string;
+  /**
+   * Which of the given users (business, user ids) are members of the business. PostgreSQL locks the rows it finds
+   * (FOR SHARE) until commit, so a removal's DELETE waits for the transaction that read them.
+   */
+  members: string;
   /** A new pending conflict, answered whole. */
   insertConflict: string;
   /** This instance's conflicts on the given records (business, instance, record uuids), by id. */
@@ -77,6 +82,7 @@ const SQLITE: PushSql = {
   // `WHERE true` lets SQLite parse ON CONFLICT after INSERT ... SELECT.
   upsertRecords: `${INSERT_RECORD} SELECT ?, value ->> '$[0]', value ->> '$[1]', value ->> '$[2]', value ->> '$[3]', value ->> '$[4]', value ->> '$[5]' FROM json_each(?) WHERE true ${UPSERT_RECORD}`,
   setCounter: 'UPDATE sync_counters SET server_version = ? WHERE business_id = ?',
+  members: 'SELECT user_id FROM memberships WHERE business_id = ? AND user_id IN (SELECT value FROM json_each(?))',
   insertConflict: INSERT_CONFLICT.replace(/\$\d+/g, '?'),
   ownConflicts: 'SELECT * FROM sync_conflicts WHERE business_id = ? AND instance_id = ? AND record_uuid IN (SELECT value FROM json_each(?)) ORDER BY id',
   pull: SQLITE_PULL,
@@ -93,6 +99,7 @@ const POSTGRES: PushSql = {
     + 'SELECT $1, v, pv, t, u, o, d, rv, i, ca FROM unnest($2::bigint[], $3::bigint[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[], $9::text[], $10::bigint[]) AS c (v, pv, t, u, o, d, rv, i, ca)), '
     + `rec AS (${INSERT_RECORD} SELECT $1, t, u, rv, sv, i, d FROM unnest($11::text[], $12::text[], $13::bigint[], $14::bigint[], $15::text[], $16::text[]) AS r (t, u, rv, sv, i, d) ${UPSERT_RECORD}) `
     + 'UPDATE sync_counters SET server_version = $17 WHERE business_id = $1',
+  members: 'SELECT user_id FROM memberships WHERE business_id = $1 AND user_id = ANY($2::text[]) FOR SHARE',
   insertConflict: INSERT_CONFLICT,
   ownConflicts: 'SELECT * FROM sync_conflicts WHERE business_id = $1 AND instance_id = $2 AND record_uuid = ANY($3::text[]) ORDER BY id',
   pull: POSTGRES_PULL,

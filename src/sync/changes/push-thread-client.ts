@@ -3,15 +3,14 @@ import type { Worker } from 'node:worker_threads';
 import { AppError, shuttingDown } from '../../core/errors.js';
 import { startModuleWorker } from '../../core/worker/module-worker.js';
 import { fromWireError, type WireError } from '../../core/worker/wire-error.js';
-import type { AppliedPush } from './change-store.js';
-import type { QueuedPush } from './push-apply.js';
+import type { PushOutcome, QueuedPush } from './push-apply.js';
 
 export type PushThreadRequest = { op: 'apply'; id: number; group: QueuedPush[] } | { op: 'close' };
-export type PushThreadReply = { id: number; ok: true; result: AppliedPush[] } | { id: number; ok: false; error: WireError } | { ready: true };
+export type PushThreadReply = { id: number; ok: true; result: PushOutcome[] } | { id: number; ok: false; error: WireError } | { ready: true };
 
 export interface PushThread {
   /** Applies the group in one transaction on the thread's connection; resolves once it is committed (fsynced). */
-  apply(group: QueuedPush[]): Promise<AppliedPush[]>;
+  apply(group: QueuedPush[]): Promise<PushOutcome[]>;
   /** Lets the group in flight finish, then closes the thread's connection and ends it. */
   close(): Promise<void>;
 }
@@ -27,7 +26,7 @@ export function spawnPushWorker(workerData: { sqliteFile: string }): Worker {
  * `unavailable`, which clients retry: a push commits whole or not at all).
  */
 export async function startPushThread(sqliteFile: string, spawn: typeof spawnPushWorker = spawnPushWorker): Promise<PushThread> {
-  const pending = new Map<number, { resolve: (r: AppliedPush[]) => void; reject: (e: unknown) => void }>();
+  const pending = new Map<number, { resolve: (r: PushOutcome[]) => void; reject: (e: unknown) => void }>();
   let worker: Worker | undefined;
   let nextId = 1;
   let closed = false;
