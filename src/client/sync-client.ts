@@ -1139,7 +1139,7 @@ export class SyncClient {
       return;
     }
     this.setState('offline');
-    if (!isTransient(error) || this.retryTimer) return;
+    if (!retriedLater(error) || this.retryTimer) return;
     // The server's retry_after (a full disk's 30 s, a database fail-over's 2 s) is the least wait: the backoff alone
     // would ask again within a second. Capped as a 429's is, so a bad value cannot park the client for days.
     const told = Math.min(error.retryAfter ?? 0, this.o.maxRetryAfterSeconds ?? 120) * 1000;
@@ -1215,6 +1215,15 @@ function randomId(): string {
   const c = (globalThis as { crypto?: { randomUUID?: () => string } }).crypto;
   if (c?.randomUUID) return c.randomUUID();
   return `${Date.now().toString(36)}-${Math.random().toString(36).slice(2)}-${Math.random().toString(36).slice(2)}`;
+}
+
+/**
+ * A background round that failed so is tried again later: what isTransient says, and the server asking for time (a
+ * 429 past the waits a call makes itself, a 408 for a body that came too slowly). Others wait for the next write,
+ * feed message or safety pull.
+ */
+function retriedLater(e: SyncClientError): boolean {
+  return isTransient(e) || e.code === 'rate_limited' || e.code === 'request_timeout';
 }
 
 /** The change a feed message carries, checked as a pulled one would be; undefined for a hint without its data. */

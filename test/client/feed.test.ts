@@ -252,6 +252,34 @@ describe('sync client: live feed', { concurrency: true }, () => {
       await until(() => a.pendingChanges === 0, 5000, 'the outbox to drain');
     });
 
+    test(`on ${backend}: a background push refused with 429 past the client's own waits is tried again after its retry_after, not left for the next write`, async (t) => {
+      const { open } = await oneBusiness(t, backend);
+      let refusedAt = 0;
+      let retriedAt = 0;
+      let pushes = 0;
+      // The server's first answer to a push is a 429 asking for 1 s; the client makes no wait of its own (no retries).
+      const limited = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+        const url = new URL(typeof input === 'string' || input instanceof URL ? input : input.url);
+        if (url.pathname === '/api/sync/push' && pushes++ === 0) {
+          refusedAt = Date.now();
+          return new Response(JSON.stringify({ error: 'rate_limited', details: 'too many requests', retry_after: 1 }), { status: 429, headers: { 'content-type': 'application/json', 'retry-after': '1' } });
+        }
+        if (url.pathname === '/api/sync/push' && !retriedAt) retriedAt = Date.now();
+        return fetch(input, init);
+      };
+      const a = await open({ fetch: limited, maxRateLimitRetries: 0, safetyPullMs: 3_600_000 });
+      const errors: string[] = [];
+      a.on('error', (e) => errors.push(e.code));
+      a.start();
+      // Connected and idle first: the feed's own catch-up round is not what makes the push again.
+      await until(() => a.syncState === 'up-to-date', 10_000, 'the feed to connect');
+      await a.put('customers', randomUUID(), { name: 'Later' });
+      await until(() => a.pendingChanges === 0, 10_000, 'the refused push to be made again');
+      assert.deepEqual(errors, ['rate_limited']);
+      assert.equal(pushes, 2);
+      assert.ok(retriedAt - refusedAt >= 1000, `made again ${retriedAt - refusedAt} ms later: not before the retry_after`);
+    });
+
     test(`on ${backend}: a feed closed for an expired token (1008) reconnects with fresh tokens and keeps delivering`, async (t) => {
       const s = await startSync(backend, { feedHeartbeatMs: 100 });
       t.after(() => s.close());
