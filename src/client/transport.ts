@@ -239,6 +239,7 @@ async function errorOf(res: Response, method: string, path: string): Promise<Syn
 }
 
 function codeOfStatus(status: number): SyncErrorCode {
-  const byStatus: Record<number, SyncErrorCode> = { 400: 'invalid_request', 401: 'unauthorized', 403: 'forbidden', 404: 'not_found', 409: 'conflict', 413: 'payload_too_large', 415: 'unsupported_media_type', 429: 'rate_limited', 503: 'unavailable' };
+  // 408 is a proxy's or Node's own timeout for a request that came too slowly: to send again, never an item refused.
+  const byStatus: Record<number, SyncErrorCode> = { 400: 'invalid_request', 401: 'unauthorized', 403: 'forbidden', 404: 'not_found', 408: 'request_timeout', 409: 'conflict', 413: 'payload_too_large', 415: 'unsupported_media_type', 429: 'rate_limited', 503: 'unavailable' };
   return byStatus[status] ?? (status >= 500 ? 'internal' : 'invalid_request');
 }

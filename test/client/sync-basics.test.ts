@@ -113,6 +113,32 @@ describe('sync client: local writes, push and pull', { concurrency: true }, () =
       assert.deepEqual(await c.get('notes', later), { text: 'a small edit made after them' });
     });
 
+    test(`on ${backend}: a push answered by a proxy's bare 408 (no JSON) keeps its edits and sends them again; none is rejected`, async (t) => {
+      const { open } = await oneBusiness(t, backend);
+      let timedOut = 0;
+      // HAProxy's `timeout http-request` answers so: a page of HTML, not the service's JSON error.
+      const proxy = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+        const url = new URL(typeof input === 'string' || input instanceof URL ? input : input.url);
+        if (url.pathname === '/api/sync/push' && timedOut++ === 0) {
+          return new Response('<html><body><h1>408 Request Time-out</h1></body></html>', { status: 408, headers: { 'content-type': 'text/html' } });
+        }
+        return fetch(input, init);
+      };
+      const a = await open({ fetch: proxy });
+      const errors: string[] = [];
+      a.on('error', (e) => errors.push(e.code));
+      const rec = randomUUID();
+      await a.put('notes', rec, { text: 'kept' });
+      await assert.rejects(a.sync(), (e: unknown) => e instanceof SyncClientError && e.code === 'request_timeout' && e.status === 408);
+      assert.equal(a.pendingChanges, 1, 'the edit is still queued');
+      await a.sync();
+      assert.equal(a.pendingChanges, 0);
+      assert.ok(!errors.includes('rejected'), `no edit rejected: ${errors.join(', ')}`);
+      const c = await open();
+      await c.sync();
+      assert.deepEqual(await c.get('notes', rec), { text: 'kept' });
+    });
+
     test(`on ${backend}: data the server would refuse is refused by put with a typed error, and a queued item it refuses as a whole is rejected so the rest flows`, async (t) => {
       const { open } = await oneBusiness(t, backend);
       const store = createMemoryStore();
