@@ -46,6 +46,12 @@ export class Session {
   private expired = false;
   private readonly businessTokens = new Map<string, BusinessToken>();
   private readonly businessTokenRequests = new Map<string, Promise<BusinessToken>>();
+  /**
+   * Moved on whenever a session is adopted, restored or ended (not when one is refreshed): the answer to a refresh, a
+   * business token or a logout asked under an earlier session must not land in the current one (an app switching
+   * accounts would act as the previous user again, or be signed out by its failure).
+   */
+  private generation = 0;
   private readonly skew: number;
   private readonly now: () => number;
 
@@ -70,7 +76,7 @@ export class Session {
   /** Adopts a session saved earlier (no request is made; the next call refreshes it if needed). */
   restore(saved: SavedSession | null): void {
     this.saved = saved;
-    this.businessTokens.clear();
+    this.replaced();
   }
 
   async register(input: { email: string; name: string; password: string }): Promise<User> {
@@ -88,22 +94,27 @@ export class Session {
   /** Revokes the session on the server (its refresh token and every access token issued from it) and forgets it. */
   async logout(): Promise<void> {
     if (!this.saved) return;
+    const generation = this.generation;
     try {
       await this.request('POST', '/api/auth/logout');
     } catch (e: unknown) {
       // Already expired or revoked on the server: forgetting it locally is all that is left to do.
       if (!(e instanceof SyncClientError && (e.code === 'session_expired' || e.code === 'unauthorized'))) throw e;
     }
-    this.end(false);
+    // Another sign-in came while the logout was on its way: that session stays.
+    if (generation === this.generation) this.end(false);
   }
 
   /** Sends a request with the user token (refreshed when needed). */
   async request<T = Response>(method: string, path: string, options: RequestOptions<T> = {}): Promise<T> {
+    const generation = this.generation;
     const token = await this.userToken();
     try {
       return await this.transport.request(method, path, { ...options, token });
     } catch (e: unknown) {
       if (!(e instanceof SyncClientError && e.code === 'unauthorized')) throw e;
+      // Not sent again as whoever signed in meanwhile.
+      if (generation !== this.generation) throw this.switched();
       // Another caller may have refreshed while this request was out; only refresh if the token used is still current.
       if (this.saved?.token === token) await this.refresh();
       return this.transport.request(method, path, { ...options, token: await this.userToken() });
@@ -112,11 +123,13 @@ export class Session {
 
   /** Sends a request with a business-scoped token for `businessId` (obtained, and renewed, through the user token). */
   async businessRequest<T = Response>(businessId: string, method: string, path: string, options: RequestOptions<T> = {}): Promise<T> {
+    const generation = this.generation;
     const first = await this.businessToken(businessId);
     try {
       return await this.transport.request(method, path, { ...options, token: first.token });
     } catch (e: unknown) {
       if (!(e instanceof SyncClientError && e.code === 'unauthorized')) throw e;
+      if (generation !== this.generation) throw this.switched();
       if (this.businessTokens.get(businessId) === first) this.businessTokens.delete(businessId);
       return this.transport.request(method, path, { ...options, token: (await this.businessToken(businessId)).token });
     }
@@ -133,13 +146,16 @@ export class Session {
     if (held && held.expiresAt - this.skew > this.now()) return held;
     let pending = this.businessTokenRequests.get(businessId);
     if (!pending) {
-      pending = (async () => {
+      const generation = this.generation;
+      const asked: Promise<BusinessToken> = (async () => {
         const sentAt = this.now();
         const body = await this.request('POST', '/api/auth/token', { json: { business_id: businessId }, idempotent: true, read: json<BusinessTokenReply> });
+        if (generation !== this.generation) throw this.switched();
         const t = { token: body.token, expiresAt: localExpiry(body, sentAt) };
         this.businessTokens.set(businessId, t);
         return t;
-      })().finally(() => this.businessTokenRequests.delete(businessId));
+      })().finally(() => { if (this.businessTokenRequests.get(businessId) === asked) this.businessTokenRequests.delete(businessId); });
+      pending = asked;
       this.businessTokenRequests.set(businessId, pending);
     }
     return pending;
@@ -159,18 +175,24 @@ export class Session {
 
   /** Exchanges the refresh token; concurrent callers share one exchange. */
   refresh(): Promise<void> {
-    this.refreshing ??= this.exchange().finally(() => { this.refreshing = null; });
+    if (!this.refreshing) {
+      const exchanging: Promise<void> = this.exchange().finally(() => { if (this.refreshing === exchanging) this.refreshing = null; });
+      this.refreshing = exchanging;
+    }
     return this.refreshing;
   }
 
   private async exchange(): Promise<void> {
     const saved = this.saved;
     if (!saved) throw this.signedOut();
+    const generation = this.generation;
     let body: RefreshReply;
     const sentAt = this.now();
     try {
       body = await this.transport.request('POST', '/api/auth/refresh', { json: { refresh_token: saved.refreshToken }, finishOnClose: true, read: json<RefreshReply> });
     } catch (e: unknown) {
+      // The session refused is no longer the current one: it ends nothing.
+      if (generation !== this.generation) throw this.switched();
       // Only a refusal ends the session; being offline does not.
       if (e instanceof SyncClientError && (e.code === 'unauthorized' || e.code === 'invalid_request')) {
         this.end(true);
@@ -178,7 +200,21 @@ export class Session {
       }
       throw e;
     }
+    if (generation !== this.generation) throw this.switched();
     this.set({ user: saved.user, token: body.token, refreshToken: body.refresh_token, expiresAt: localExpiry(body, sentAt) });
+  }
+
+  /** What a call made under a session that another sign-in (or a sign-out) has replaced meanwhile fails with. */
+  private switched(): SyncClientError {
+    return new SyncClientError('not_signed_in', 'the session this call was made with was replaced (another sign-in or a sign-out) while it was on its way');
+  }
+
+  /** A session adopted, restored or ended: what was cached or asked for under the previous one is not for this one. */
+  private replaced(): void {
+    this.generation++;
+    this.businessTokens.clear();
+    this.businessTokenRequests.clear();
+    this.refreshing = null;
   }
 
   private signedOut(): SyncClientError {
@@ -189,7 +225,7 @@ export class Session {
 
   private adopt(body: SessionReply, sentAt: number): User {
     this.expired = false;
-    this.businessTokens.clear();
+    this.replaced();
     this.set({ user: body.user, token: body.token, refreshToken: body.refresh_token, expiresAt: localExpiry(body, sentAt) });
     return body.user;
   }
@@ -202,7 +238,7 @@ export class Session {
   private end(expired: boolean): void {
     this.saved = null;
     this.expired = expired;
-    this.businessTokens.clear();
+    this.replaced();
     this.options.onChange?.(null);
     if (expired) this.options.onSessionExpired?.();
   }

@@ -1,13 +1,36 @@
-import { describe, test } from 'node:test';
+import { describe, test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { BACKENDS } from '../helpers/backends.js';
 import { call } from '../helpers/http.js';
-import { newBusiness, newUser, startSync } from '../helpers/sync.js';
-import { SyncClient, SyncClientError, createMemoryStore } from '../../src/client/index.js';
+import { addMember, newBusiness, newUser, startSync } from '../helpers/sync.js';
+import { SyncClient, SyncClientError, createMemoryStore, type LocalStore, type SyncClientOptions } from '../../src/client/index.js';
 import { device, Network, oneBusiness, until } from './client-fixtures.js';
 
 const MINUTE = 60_000;
+
+/** A fetch that holds the answer of the next request to `path` (armed by `arm`) until `release`; it reaches the server. */
+function gatedFetch(path: string) {
+  let release!: () => void;
+  let arrived!: () => void;
+  const gate = new Promise<void>((r) => { release = r; });
+  const reached = new Promise<void>((r) => { arrived = r; });
+  let armed = false;
+  const seen: Array<{ path: string; auth: string | null; reply: unknown }> = [];
+  const f = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+    const url = new URL(typeof input === 'string' || input instanceof URL ? input : input.url);
+    const res = await fetch(input, init);
+    const text = await res.clone().text();
+    let reply: unknown;
+    try { reply = JSON.parse(text); } catch { reply = text; }
+    seen.push({ path: url.pathname, auth: new Headers(init?.headers).get('authorization'), reply });
+    if (armed && url.pathname === path) { armed = false; arrived(); await gate; }
+    return res;
+  };
+  return { fetch: f, arm: () => { armed = true; }, release: () => release(), reached, seen };
+}
+
+const switched = (e: unknown) => e instanceof SyncClientError && e.code === 'not_signed_in';
 
 describe('sync client: sessions, limits and errors', { concurrency: true }, () => {
   for (const backend of BACKENDS) {
@@ -191,6 +214,88 @@ describe('sync client: sessions, limits and errors', { concurrency: true }, () =
       await assert.rejects(fresh.register({ email: 'not-an-email', name: 'X', password: 'long enough password' }), (e: unknown) => e instanceof SyncClientError && e.code === 'invalid_request' && typeof e.details === 'string');
       await assert.rejects(fresh.status(), (e: unknown) => e instanceof SyncClientError && e.code === 'invalid_request');
       await assert.rejects(fresh.put('bad table!', randomUUID(), {}), (e: unknown) => e instanceof SyncClientError && e.code === 'invalid_request');
+    });
+
+    describe(`on ${backend}: an app that signs in as another user while a call of the first is on its way`, () => {
+      /** A server with users A and B, members of one business, and a client signed in as A on a store of its own. */
+      async function twoUsers(t: TestContext, fetchPath: string, extra: Partial<SyncClientOptions> = {}) {
+        const s = await startSync(backend);
+        t.after(() => s.close());
+        const a = await newUser(s);
+        const b = await newUser(s);
+        const biz = await newBusiness(s, a);
+        await addMember(s, a, biz.id, b);
+        const g = gatedFetch(fetchPath);
+        const clock = { skew: 0 };
+        const store = createMemoryStore();
+        const c = await SyncClient.open({ baseUrl: s.url, businessId: biz.id, store, fetch: g.fetch, now: () => Date.now() + clock.skew, ...extra });
+        t.after(() => c.close());
+        await c.login({ email: a.email, password: a.password });
+        return { s, b, g, clock, store, c };
+      }
+      const storedUser = async (store: LocalStore) => ((await store.get('meta', 'session')) as { user: { id: string } } | undefined)?.user.id;
+
+      test('a refresh of A answered after B signed in: the client stays B (A\'s call fails as from a replaced session)', async (t) => {
+        const { b, g, clock, store, c } = await twoUsers(t, '/api/auth/refresh');
+        await c.status();
+        // A's tokens near their expiry on the device's clock: the next call refreshes first.
+        clock.skew = 14.9 * MINUTE;
+        g.arm();
+        const pending = c.status().catch((e: unknown) => e);
+        await g.reached;
+        assert.equal((await c.login({ email: b.email, password: b.password })).id, b.id);
+        g.release();
+        assert.ok(switched(await pending), 'A\'s call is not made as B');
+        assert.equal(c.user?.id, b.id, 'A\'s refreshed session did not replace B\'s');
+        assert.equal(await storedUser(store), b.id);
+      });
+
+      test('a refresh of A refused after B signed in: B stays signed in, and no session expiry is signalled', async (t) => {
+        let expired = 0;
+        const { s, b, g, clock, store, c } = await twoUsers(t, '/api/auth/refresh', { onSessionExpired: () => { expired++; } });
+        await c.status();
+        // A's refresh token was spent elsewhere first: A's refresh will be refused.
+        const spent = (await store.get('meta', 'session')) as { refreshToken: string };
+        assert.equal((await call(s.url, 'POST', '/api/auth/refresh', { json: { refresh_token: spent.refreshToken } })).status, 200);
+        clock.skew = 14.9 * MINUTE;
+        g.arm();
+        const pending = c.status().catch((e: unknown) => e);
+        await g.reached;
+        await c.login({ email: b.email, password: b.password });
+        g.release();
+        assert.ok(switched(await pending));
+        assert.equal(expired, 0);
+        assert.equal(c.user?.id, b.id);
+        assert.equal(await storedUser(store), b.id, 'B\'s stored session was not deleted');
+      });
+
+      test('a business token asked for with A\'s token and answered after B signed in is not used for B\'s calls', async (t) => {
+        const { b, g, c } = await twoUsers(t, '/api/auth/token');
+        g.arm();
+        const pending = c.status().catch((e: unknown) => e);
+        await g.reached;
+        await c.login({ email: b.email, password: b.password });
+        g.release();
+        assert.ok(switched(await pending));
+        await c.put('customers', randomUUID(), { name: 'by B' });
+        await c.sync();
+        const tokenOf = (user: string) => (g.seen.find((x) => x.path === '/api/auth/login' && (x.reply as { user?: { id: string } }).user?.id === user)!.reply as { token: string }).token;
+        const businessTokensOf = (user: string) => new Set(g.seen.filter((x) => x.path === '/api/auth/token' && x.auth === `Bearer ${tokenOf(user)}`).map((x) => `Bearer ${(x.reply as { token: string }).token}`));
+        const push = g.seen.find((x) => x.path === '/api/sync/push')!;
+        assert.ok(businessTokensOf(b.id).has(push.auth!), 'B\'s push went out with a business token asked for with B\'s own token');
+      });
+
+      test('a logout of A answered after B signed in leaves B signed in', async (t) => {
+        const { b, g, store, c } = await twoUsers(t, '/api/auth/logout');
+        g.arm();
+        const out = c.logout();
+        await g.reached;
+        await c.login({ email: b.email, password: b.password });
+        g.release();
+        await out;
+        assert.equal(c.user?.id, b.id);
+        assert.equal(await storedUser(store), b.id);
+      });
     });
 
     test(`on ${backend}: register, business creation, logout; after logout the tokens are revoked on the server`, async (t) => {
