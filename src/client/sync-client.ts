@@ -1049,7 +1049,7 @@ export class SyncClient {
       if (!held) { this.unsettled.delete(id); continue; }
       try {
         const view = await this.view(held);
-        const choice = await resolver(view);
+        const choice = await this.untilClosed(resolver(view));
         if (choice !== undefined) await this.settle(held, choice, view.local);
         this.unsettled.delete(id);
       } catch (e: unknown) {
@@ -1057,6 +1057,20 @@ export class SyncClient {
         this.emitter.emit('error', e instanceof SyncClientError ? e : new SyncClientError('internal', e instanceof Error ? e.message : String(e), { cause: e }));
       }
     }
+  }
+
+  /**
+   * `decision` (an app's resolver, which may wait for its user or never answer), or `closed` once close() is called:
+   * close ends the round at once. A choice made after that is dropped; the conflict, still stored, is offered again.
+   */
+  private untilClosed<T>(decision: T | Promise<T>): Promise<T> {
+    const signal = this.closing.signal;
+    if (signal.aborted) return Promise.reject(new SyncClientError('closed', 'the client was closed'));
+    return new Promise<T>((resolve, reject) => {
+      const onClose = () => reject(new SyncClientError('closed', 'the client was closed while a conflict was being decided'));
+      signal.addEventListener('abort', onClose, { once: true });
+      Promise.resolve(decision).then(resolve, reject).finally(() => signal.removeEventListener('abort', onClose));
+    });
   }
 
   private async view(c: LocalConflict): Promise<ConflictView> {

@@ -345,6 +345,39 @@ describe('sync client: conflicts', { concurrency: true }, () => {
       assert.deepEqual(await next.get('notes', rec), { text: 'from a' });
     });
 
+    test(`on ${backend}: close() while the resolver waits for its user returns at once; the round rejects with closed and the conflict is offered again to the next run`, async (t) => {
+      const { open } = await oneBusiness(t, backend);
+      const store = createMemoryStore();
+      const a = await open();
+      let offered!: () => void;
+      const wasOffered = new Promise<void>((r) => { offered = r; });
+      let decide!: (c: 'local' | undefined) => void;
+      // The user answers only after close() would have waited 5 s for them.
+      const c = await open({ store, resolver: () => { offered(); return new Promise((r) => { decide = r; }); } });
+      const rec = randomUUID();
+      await a.put('notes', rec, { text: 'v1' });
+      await a.sync();
+      await c.sync();
+      await a.put('notes', rec, { text: 'from a' });
+      await a.sync();
+      await c.put('notes', rec, { text: 'from c' });
+      const round = c.sync().then(() => 'resolved', (e: unknown) => e);
+      await wasOffered;
+      const timer = setTimeout(() => decide('local'), 5_000);
+      t.after(() => clearTimeout(timer));
+      const started = Date.now();
+      await c.close();
+      assert.ok(Date.now() - started < 2_000, `close() took ${Date.now() - started} ms: it waited for the resolver`);
+      const r = await round;
+      assert.ok(r instanceof SyncClientError && r.code === 'closed', String(r));
+      decide('local');
+      const again: number[] = [];
+      const next = await open({ store, resolver: (v) => { again.push(v.id); return 'remote'; } });
+      await next.sync();
+      assert.equal(again.length, 1, 'the conflict was offered again');
+      assert.deepEqual(await next.get('notes', rec), { text: 'from a' });
+    });
+
     test(`on ${backend}: an edit made while the conflicting push is out is shown to the resolver and kept (field merge, last writer wins)`, async (t) => {
       const { open } = await oneBusiness(t, backend);
       for (const resolver of [fieldMerge, lastWriterWins]) {
