@@ -79,16 +79,28 @@ export class Session {
     this.replaced();
   }
 
-  async register(input: { email: string; name: string; password: string }): Promise<User> {
+  /** `accept` may refuse the signed-in user (by throwing) before the session is adopted; see signIn. */
+  async register(input: { email: string; name: string; password: string }, accept?: (user: User) => void): Promise<User> {
     const sentAt = this.now();
-    return this.adopt(await this.transport.request('POST', '/api/auth/register', { json: input, read: json<SessionReply> }), sentAt);
+    return this.signIn(await this.transport.request('POST', '/api/auth/register', { json: input, read: json<SessionReply> }), sentAt, accept);
   }
 
-  async login(input: { email: string; password: string }): Promise<User> {
+  async login(input: { email: string; password: string }, accept?: (user: User) => void): Promise<User> {
     // Resent when it got no answer, like the sync calls: most often a pooled connection the server had just closed,
     // which it never read. Should the server have answered a lost one, that session goes unused and expires.
     const sentAt = this.now();
-    return this.adopt(await this.transport.request('POST', '/api/auth/login', { json: input, idempotent: true, read: json<SessionReply> }), sentAt);
+    return this.signIn(await this.transport.request('POST', '/api/auth/login', { json: input, idempotent: true, read: json<SessionReply> }), sentAt, accept);
+  }
+
+  /** Adopts a new session unless `accept` refuses its user; a refused one is revoked on the server (best effort). */
+  private signIn(body: SessionReply, sentAt: number, accept: ((user: User) => void) | undefined): User {
+    try {
+      accept?.(body.user);
+    } catch (e: unknown) {
+      this.transport.request('POST', '/api/auth/logout', { token: body.token }).catch(() => undefined);
+      throw e;
+    }
+    return this.adopt(body, sentAt);
   }
 
   /** Revokes the session on the server (its refresh token and every access token issued from it) and forgets it. */

@@ -111,7 +111,7 @@ const UTF8 = new TextEncoder();
 type Hold = { side: 'local'; applied: number | null } | { side: 'server' };
 
 const META = {
-  instance: 'instance_id', business: 'business_id', cursor: 'cursor', mark: 'cursor_mark', resync: 'resync', session: 'session', seq: 'next_seq', renumbering: 'renumbering',
+  instance: 'instance_id', business: 'business_id', owner: 'user_id', cursor: 'cursor', mark: 'cursor_mark', resync: 'resync', session: 'session', seq: 'next_seq', renumbering: 'renumbering',
 } as const;
 
 /** The change at the cursor as this device applied it: the next pull must bring the same change at that version. */
@@ -159,6 +159,8 @@ export class SyncClient {
   private readonly renumbering = new Map<string, Hold>();
   /** Conflicts the resolver has still to settle (its resolution failed, or the run stopped first), by id. */
   private readonly unsettled = new Set<number>();
+  /** The user whose data this store holds (the first to sign in on it); undefined until someone has. */
+  private owner: string | undefined;
   private cursor = 0;
   /** The change at the cursor, when known (stores written by older clients have none until their next pull). */
   private mark: CursorMark | undefined;
@@ -244,7 +246,10 @@ export class SyncClient {
     if (businessId && !storedBusiness) ops.push({ op: 'put', collection: 'meta', key: META.business, value: businessId });
     await store.write(ops);
     const client = new SyncClient({ ...o, ...(businessId || storedBusiness ? { businessId: businessId ?? storedBusiness } : {}) }, instanceId, store);
-    client.session.restore(((await store.get('meta', META.session)) as SavedSession | undefined) ?? null);
+    const saved = ((await store.get('meta', META.session)) as SavedSession | undefined) ?? null;
+    client.session.restore(saved);
+    // A store from before the owner was recorded: its session's user, if it holds one.
+    client.owner = ((await store.get('meta', META.owner)) as string | undefined) ?? saved?.user.id;
     client.cursor = ((await store.get('meta', META.cursor)) as number | undefined) ?? 0;
     client.mark = (await store.get('meta', META.mark)) as CursorMark | undefined;
     client.resyncing = (await store.get('meta', META.resync)) === true;
@@ -282,15 +287,33 @@ export class SyncClient {
     return this.session.user;
   }
 
-  register(input: { email: string; name: string; password: string }): Promise<User> {
-    return this.session.register(input);
+  async register(input: { email: string; name: string; password: string }): Promise<User> {
+    return this.owned(await this.session.register(input, (user) => this.assertOwner(user)));
   }
 
-  login(input: { email: string; password: string }): Promise<User> {
-    return this.session.login(input);
+  async login(input: { email: string; password: string }): Promise<User> {
+    return this.owned(await this.session.login(input, (user) => this.assertOwner(user)));
   }
 
-  /** Ends the session on the server and stops syncing. Local data and the outbox stay (a later login continues). */
+  /**
+   * One store per user, as per business: the records and the outbox of the user who first signed in on it are not
+   * another user's to read or push (under their token). A sign-in as someone else is refused before it is adopted.
+   */
+  private assertOwner(user: User): void {
+    if (this.owner && this.owner !== user.id) {
+      throw new SyncClientError('invalid_request', `this store holds the data of another user (${this.owner}); open another store for ${user.email}, or delete this one`);
+    }
+  }
+
+  private async owned(user: User): Promise<User> {
+    if (!this.owner) {
+      this.owner = user.id;
+      await this.store.write([{ op: 'put', collection: 'meta', key: META.owner, value: user.id }]);
+    }
+    return user;
+  }
+
+  /** Ends the session on the server and stops syncing. Local data and the outbox stay (a later login of the same user continues). */
   async logout(): Promise<void> {
     this.stop();
     await this.session.logout();

@@ -216,86 +216,120 @@ describe('sync client: sessions, limits and errors', { concurrency: true }, () =
       await assert.rejects(fresh.put('bad table!', randomUUID(), {}), (e: unknown) => e instanceof SyncClientError && e.code === 'invalid_request');
     });
 
-    describe(`on ${backend}: an app that signs in as another user while a call of the first is on its way`, () => {
-      /** A server with users A and B, members of one business, and a client signed in as A on a store of its own. */
-      async function twoUsers(t: TestContext, fetchPath: string, extra: Partial<SyncClientOptions> = {}) {
+    describe(`on ${backend}: a new sign-in (after a logout, or over a session) while a call of the previous session is on its way`, () => {
+      /** A server, a user of a business, and a client signed in on a store of its own; `g` holds answers of one path. */
+      async function signedIn(t: TestContext, fetchPath: string, extra: Partial<SyncClientOptions> = {}) {
         const s = await startSync(backend);
         t.after(() => s.close());
-        const a = await newUser(s);
-        const b = await newUser(s);
-        const biz = await newBusiness(s, a);
-        await addMember(s, a, biz.id, b);
+        const u = await newUser(s);
+        const biz = await newBusiness(s, u);
         const g = gatedFetch(fetchPath);
         const clock = { skew: 0 };
         const store = createMemoryStore();
         const c = await SyncClient.open({ baseUrl: s.url, businessId: biz.id, store, fetch: g.fetch, now: () => Date.now() + clock.skew, ...extra });
         t.after(() => c.close());
-        await c.login({ email: a.email, password: a.password });
-        return { s, b, g, clock, store, c };
+        await c.login({ email: u.email, password: u.password });
+        return { s, u, g, clock, store, c };
       }
-      const storedUser = async (store: LocalStore) => ((await store.get('meta', 'session')) as { user: { id: string } } | undefined)?.user.id;
+      /** The access token of the last login's answer, and the one the store holds now. */
+      const lastLogin = (g: ReturnType<typeof gatedFetch>) => (g.seen.filter((x) => x.path === '/api/auth/login').at(-1)!.reply as { token: string }).token;
+      const stored = async (store: LocalStore) => ((await store.get('meta', 'session')) as { token: string } | undefined)?.token;
 
-      test('a refresh of A answered after B signed in: the client stays B (A\'s call fails as from a replaced session)', async (t) => {
-        const { b, g, clock, store, c } = await twoUsers(t, '/api/auth/refresh');
+      test('a refresh of the previous session answered after the new sign-in does not replace the new session', async (t) => {
+        const { u, g, clock, store, c } = await signedIn(t, '/api/auth/refresh');
         await c.status();
-        // A's tokens near their expiry on the device's clock: the next call refreshes first.
+        // The tokens near their expiry on the device's clock: the next call refreshes first.
         clock.skew = 14.9 * MINUTE;
         g.arm();
         const pending = c.status().catch((e: unknown) => e);
         await g.reached;
-        assert.equal((await c.login({ email: b.email, password: b.password })).id, b.id);
+        clock.skew = 0;
+        await c.login({ email: u.email, password: u.password });
         g.release();
-        assert.ok(switched(await pending), 'A\'s call is not made as B');
-        assert.equal(c.user?.id, b.id, 'A\'s refreshed session did not replace B\'s');
-        assert.equal(await storedUser(store), b.id);
+        assert.ok(switched(await pending), 'the previous session\'s call fails, not sent again under the new one');
+        assert.equal(await stored(store), lastLogin(g), 'the stored session is the new sign-in\'s');
+        await c.status();
       });
 
-      test('a refresh of A refused after B signed in: B stays signed in, and no session expiry is signalled', async (t) => {
+      test('a refresh of the previous session refused after the new sign-in ends nothing: no session expiry, the new session stays', async (t) => {
         let expired = 0;
-        const { s, b, g, clock, store, c } = await twoUsers(t, '/api/auth/refresh', { onSessionExpired: () => { expired++; } });
+        const { s, u, g, clock, store, c } = await signedIn(t, '/api/auth/refresh', { onSessionExpired: () => { expired++; } });
         await c.status();
-        // A's refresh token was spent elsewhere first: A's refresh will be refused.
+        // The refresh token was spent elsewhere first: this refresh will be refused.
         const spent = (await store.get('meta', 'session')) as { refreshToken: string };
         assert.equal((await call(s.url, 'POST', '/api/auth/refresh', { json: { refresh_token: spent.refreshToken } })).status, 200);
         clock.skew = 14.9 * MINUTE;
         g.arm();
         const pending = c.status().catch((e: unknown) => e);
         await g.reached;
-        await c.login({ email: b.email, password: b.password });
+        clock.skew = 0;
+        await c.login({ email: u.email, password: u.password });
         g.release();
         assert.ok(switched(await pending));
         assert.equal(expired, 0);
-        assert.equal(c.user?.id, b.id);
-        assert.equal(await storedUser(store), b.id, 'B\'s stored session was not deleted');
+        assert.equal(c.user?.id, u.id);
+        assert.equal(await stored(store), lastLogin(g), 'the new session was not deleted');
+        await c.status();
       });
 
-      test('a business token asked for with A\'s token and answered after B signed in is not used for B\'s calls', async (t) => {
-        const { b, g, c } = await twoUsers(t, '/api/auth/token');
+      test('a business token asked for under the previous session and answered after the new sign-in is not used by the new one', async (t) => {
+        const { u, g, c } = await signedIn(t, '/api/auth/token');
         g.arm();
         const pending = c.status().catch((e: unknown) => e);
         await g.reached;
-        await c.login({ email: b.email, password: b.password });
+        await c.login({ email: u.email, password: u.password });
         g.release();
         assert.ok(switched(await pending));
-        await c.put('customers', randomUUID(), { name: 'by B' });
+        await c.put('customers', randomUUID(), { name: 'after' });
         await c.sync();
-        const tokenOf = (user: string) => (g.seen.find((x) => x.path === '/api/auth/login' && (x.reply as { user?: { id: string } }).user?.id === user)!.reply as { token: string }).token;
-        const businessTokensOf = (user: string) => new Set(g.seen.filter((x) => x.path === '/api/auth/token' && x.auth === `Bearer ${tokenOf(user)}`).map((x) => `Bearer ${(x.reply as { token: string }).token}`));
+        const asked = g.seen.filter((x) => x.path === '/api/auth/token' && x.auth === `Bearer ${lastLogin(g)}`).map((x) => `Bearer ${(x.reply as { token: string }).token}`);
         const push = g.seen.find((x) => x.path === '/api/sync/push')!;
-        assert.ok(businessTokensOf(b.id).has(push.auth!), 'B\'s push went out with a business token asked for with B\'s own token');
+        assert.ok(asked.includes(push.auth!), 'the push went out with a business token asked for with the new session\'s token');
       });
 
-      test('a logout of A answered after B signed in leaves B signed in', async (t) => {
-        const { b, g, store, c } = await twoUsers(t, '/api/auth/logout');
+      test('a logout answered after the new sign-in leaves the new session signed in', async (t) => {
+        const { u, g, store, c } = await signedIn(t, '/api/auth/logout');
         g.arm();
         const out = c.logout();
         await g.reached;
-        await c.login({ email: b.email, password: b.password });
+        await c.login({ email: u.email, password: u.password });
         g.release();
         await out;
-        assert.equal(c.user?.id, b.id);
-        assert.equal(await storedUser(store), b.id);
+        assert.equal(c.user?.id, u.id);
+        assert.equal(await stored(store), lastLogin(g));
+        await c.status();
       });
+    });
+
+    test(`on ${backend}: a store that holds user A's data refuses a sign-in as user B (one store per user): A's records and queued edits are neither shown to B nor pushed as B`, async (t) => {
+      const s = await startSync(backend);
+      t.after(() => s.close());
+      const a = await newUser(s);
+      const b = await newUser(s);
+      const biz = await newBusiness(s, a);
+      await addMember(s, a, biz.id, b);
+      const store = createMemoryStore();
+      const c = await device(s.url, a, biz.id, { store });
+      t.after(() => c.close());
+      const synced = randomUUID();
+      await c.put('notes', synced, { text: 'synced by A' });
+      await c.sync();
+      const queued = randomUUID();
+      await c.put('notes', queued, { text: 'queued by A' });
+      await c.logout();
+      await assert.rejects(c.login({ email: b.email, password: b.password }), (e: unknown) => e instanceof SyncClientError && e.code === 'invalid_request' && /another user/.test(e.message));
+      assert.equal(c.user, undefined, 'B is not signed in on this store');
+      await assert.rejects(c.sync(), (e: unknown) => e instanceof SyncClientError && e.code === 'not_signed_in');
+      assert.equal((await call(s.url, 'POST', '/api/sync/pull', { token: a.token, headers: { 'x-business-id': biz.id }, json: { business_id: biz.id, since_version: 0 } })).body.changes.length, 1, 'the queued edit was not pushed');
+      // A carries on where they left off; B works on a store of their own.
+      await c.login({ email: a.email, password: a.password });
+      await c.sync();
+      assert.equal(c.pendingChanges, 0);
+      const own = await device(s.url, b, biz.id);
+      t.after(() => own.close());
+      await own.sync();
+      assert.deepEqual(await own.get('notes', queued), { text: 'queued by A' });
+      assert.deepEqual(await own.get('notes', synced), { text: 'synced by A' });
     });
 
     test(`on ${backend}: register, business creation, logout; after logout the tokens are revoked on the server`, async (t) => {
