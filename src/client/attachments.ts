@@ -1,6 +1,6 @@
 // Why: attachment transfers fail halfway on real networks; this retries them with backoff, reports progress, and never stores an upload twice.
 import { backoffDelay, type BackoffOptions } from './backoff.js';
-import { SyncClientError, isTransient } from './errors.js';
+import { SyncClientError, refusesUpload, retriedLater } from './errors.js';
 import type { Session } from './session.js';
 import { json, type RequestBody } from './transport.js';
 import type { Attachment, UploadSession, UploadStart } from './wire.js';
@@ -93,8 +93,9 @@ export class AttachmentClient {
         if (error?.code === 'conflict' && id && attempt + 1 < attempts) { stale = true; continue; }
         // Expired or cancelled: a new upload.
         if (error?.code === 'not_found' && id && attempt + 1 < attempts) { id = undefined; continue; }
-        // The server refused the file for good (413, 403, a SHA-256 mismatch...): nothing is left to resume.
-        if (error?.status !== undefined && !isTransient(error)) await this.store?.write([{ op: 'delete', collection: 'meta', key }]).catch(() => undefined);
+        // The server refused the file for good (413, 403, a SHA-256 mismatch...): nothing is left to resume. A 429, a
+        // 408 or a 409 on the last attempt is no refusal: the next call goes on with the same upload.
+        if (error?.status !== undefined && refusesUpload(error)) await this.store?.write([{ op: 'delete', collection: 'meta', key }]).catch(() => undefined);
         await this.beforeRetry(e, attempt, attempts, input.signal);
         stale = true;
       }
@@ -124,12 +125,12 @@ export class AttachmentClient {
   }
 
   /**
-   * After a failed attempt: rethrows what is not worth another (not transient, the last attempt, cancelled, or a
+   * After a failed attempt: rethrows what is not worth another (not retriedLater, the last attempt, cancelled, or a
    * `retry_after` past maxRetryAfterSeconds), else waits the backoff or the server's `retry_after`, whichever is longer.
    */
   private async beforeRetry(e: unknown, attempt: number, attempts: number, signal: AbortSignal | undefined): Promise<void> {
     const told = e instanceof SyncClientError ? e.retryAfter ?? 0 : 0;
-    if (!isTransient(e) || attempt + 1 >= attempts || signal?.aborted || told > (this.o.maxRetryAfterSeconds ?? 120)) throw e;
+    if (!retriedLater(e) || attempt + 1 >= attempts || signal?.aborted || told > (this.o.maxRetryAfterSeconds ?? 120)) throw e;
     await this.session.transportSleep(Math.max(told * 1000, backoffDelay(attempt, this.o.retry ?? { baseMs: 250, maxMs: 10_000 })));
   }
 

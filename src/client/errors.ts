@@ -46,3 +46,17 @@ export function storeInUse(what: string): SyncClientError {
 export function isTransient(e: unknown): boolean {
   return e instanceof SyncClientError && (e.code === 'network' || e.code === 'unavailable' || e.code === 'internal' || e.code === 'local_store');
 }
+
+/**
+ * Failures the client's own retries try again later (a background round, an attachment transfer): what isTransient
+ * says, and the server asking for time (a 429 past the waits a call makes itself, a 408 for a body that came too
+ * slowly). Others wait for the app (a write, a call) or the next feed message or safety pull.
+ */
+export function retriedLater(e: unknown): boolean {
+  return isTransient(e) || (e instanceof SyncClientError && (e.code === 'rate_limited' || e.code === 'request_timeout'));
+}
+
+/** Refusals of an upload for good (too large, not a member, bytes not as announced): nothing is left to resume. */
+export function refusesUpload(e: SyncClientError): boolean {
+  return e.code === 'payload_too_large' || e.code === 'forbidden' || e.code === 'invalid_request' || e.code === 'limit_exceeded';
+}

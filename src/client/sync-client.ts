@@ -2,7 +2,7 @@
 import { AttachmentClient, type AttachmentOptions } from './attachments.js';
 import { backoffDelay, type BackoffOptions } from './backoff.js';
 import { applyFieldChanges, sameJson, type ConflictChoice, type ConflictResolver, type ConflictView } from './conflict-resolvers.js';
-import { SyncClientError, isTransient } from './errors.js';
+import { SyncClientError, retriedLater } from './errors.js';
 import { Emitter } from './events.js';
 import { FeedConnection, type FeedSocketConstructor } from './feed.js';
 import { conflictKey, outboxKey, recordKey, withStoreErrors, type LocalConflict, type LocalRecord, type LocalStore, type OutboxEntry, type RecordData, type StoreOp } from './local-store.js';
@@ -1252,15 +1252,6 @@ function randomId(): string {
   const c = (globalThis as { crypto?: { randomUUID?: () => string } }).crypto;
   if (c?.randomUUID) return c.randomUUID();
   return `${Date.now().toString(36)}-${Math.random().toString(36).slice(2)}-${Math.random().toString(36).slice(2)}`;
-}
-
-/**
- * A background round that failed so is tried again later: what isTransient says, and the server asking for time (a
- * 429 past the waits a call makes itself, a 408 for a body that came too slowly). Others wait for the next write,
- * feed message or safety pull.
- */
-function retriedLater(e: SyncClientError): boolean {
-  return isTransient(e) || e.code === 'rate_limited' || e.code === 'request_timeout';
 }
 
 /** The change a feed message carries, checked as a pulled one would be; undefined for a hint without its data. */
