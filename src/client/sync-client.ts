@@ -159,6 +159,14 @@ export class SyncClient {
   private readonly renumbering = new Map<string, Hold>();
   /** Conflicts the resolver has still to settle (its resolution failed, or the run stopped first), by id. */
   private readonly unsettled = new Set<number>();
+  /**
+   * Whether a pull since the feed's last (re)connect has found the server's history to be the one pulled (see
+   * `diverged`): until then a feed message is no proof of the next change (a server restored from a backup and written
+   * since numbers other changes the same), and makes a pull instead of being applied. `feedConnects` tells a pull that
+   * began before the latest reconnect.
+   */
+  private cursorChecked = false;
+  private feedConnects = 0;
   /** The user whose data this store holds (the first to sign in on it); undefined until someone has. */
   private owner: string | undefined;
   private cursor = 0;
@@ -421,6 +429,8 @@ export class SyncClient {
       // After every (re)connect, pull from the last applied version once the server's subscription is in place (not
       // on open, which comes first): a change committed before it is in the pull, every later one comes over the feed.
       onReady: () => {
+        this.feedConnects++;
+        this.cursorChecked = false;
         this.pullDue = true;
         this.kick();
       },
@@ -775,6 +785,7 @@ export class SyncClient {
     // so comparing versions alone would skip, for good, every change it numbered up to this device's cursor.
     const from = this.cursor;
     const mark = from > 0 && this.mark?.version === from ? this.mark : undefined;
+    const connects = this.feedConnects;
     let epoch = this.epoch;
     try {
       let next = fetchPage(mark ? from - 1 : from);
@@ -788,6 +799,7 @@ export class SyncClient {
             next = fetchPage(0);
             continue;
           }
+          if (connects === this.feedConnects) this.cursorChecked = true;
         }
         // The next page is asked for while this one is written locally, so the server's work and the network overlap
         // the local store's. If this page fails to apply, the one in flight is dropped with it.
@@ -1153,7 +1165,7 @@ export class SyncClient {
    */
   private async takeFeedMessage(m: FeedMessage): Promise<void> {
     if (this.closed || !this.started || m.version <= this.cursor) return;
-    const change = m.version === this.cursor + 1 && !this.resyncing ? feedChange(m, this.requireBusiness()) : undefined;
+    const change = m.version === this.cursor + 1 && !this.resyncing && this.cursorChecked ? feedChange(m, this.requireBusiness()) : undefined;
     if (change) {
       await this.applyPage({ changes: [change], has_more: false, version: change.version }, this.epoch);
       return;

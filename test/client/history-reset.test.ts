@@ -12,7 +12,8 @@ import { BACKENDS, freshStorage, type TestStorage } from '../helpers/backends.js
 import { newBusiness, newUser, startSync, type SyncUnderTest } from '../helpers/sync.js';
 import { createSqliteStore } from '../../src/client/sqlite.js';
 import type { ChangeApplied, HistoryReset, SyncClient, SyncClientOptions } from '../../src/client/index.js';
-import { device } from './client-fixtures.js';
+import { device, until } from './client-fixtures.js';
+import WebSocket from 'ws';
 
 const run = promisify(execFile);
 
@@ -236,6 +237,60 @@ describe('sync client: a server restored from a backup', { concurrency: true }, 
       assert.deepEqual(await a.get('jobs', r1), { n: 3, by: 'a' });
       await b.sync();
       assert.deepEqual(await b.get('jobs', r1), { n: 3, by: 'a' });
+    });
+
+    test(`on ${backend}: restored and written past the cursor while the feed reconnects, the feed's change at cursor + 1 (of the new history) is not taken as the next one: the device notices and converges`, { timeout: 60_000 }, async (t) => {
+      const env = await restartable(t, backend);
+      // The feed reaches the live process too.
+      const heard: number[] = [];
+      class LiveSocket extends WebSocket {
+        constructor(url: string | URL, protocols?: string | string[]) {
+          super(String(url).replace('ws://sync.invalid', env.live().url.replace(/^http/, 'ws')), protocols);
+          this.on('message', (d) => {
+            const m = JSON.parse(String(d)) as { type: string; version?: number };
+            if (m.type === 'change') heard.push(m.version!);
+          });
+        }
+      }
+      // A round at most every 30 s: the catch-up round after the reconnect waits, as it does for up to a second normally.
+      const a = await env.open({ WebSocket: LiveSocket as never, minRoundIntervalMs: 30_000 });
+      const resets: HistoryReset[] = [];
+      a.on('reset', (r) => resets.push(r));
+      a.on('error', () => undefined);
+      const [r1, r2, r3, r4] = [randomUUID(), randomUUID(), randomUUID(), randomUUID()];
+      await a.put('jobs', r1, { n: 1 });
+      await a.put('jobs', r2, { n: 2 });
+      await a.put('jobs', r3, { n: 3 });
+      await a.sync();
+      const saved = await backup(env.storage);
+      await a.put('jobs', r4, { n: 4 });
+      await a.put('jobs', r1, { n: 10 });
+      await a.sync();
+      await a.sync();
+      assert.equal(a.pulledVersion, 5);
+      a.start();
+      await until(() => a.syncState === 'up-to-date', 10_000, 'a up to date with its feed');
+
+      await env.restart(() => saved.restore());
+      // Another device writes the restored server: versions 4, 5 and 6 are new changes.
+      const b = await env.open();
+      await b.sync();
+      const r5 = randomUUID();
+      await b.put('jobs', r5, { n: 5 });
+      await b.sync();
+      await b.put('jobs', r2, { n: 20 });
+      await b.sync();
+      await b.put('jobs', r2, { n: 21 });
+      await b.sync();
+      assert.equal(b.pulledVersion, 6);
+      // A's feed is back and brings version 6, "the next after its cursor"; the client has had it for a moment.
+      await until(() => heard.includes(6), 20_000, 'the feed message at version 6');
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      a.stop();
+      await a.sync();
+      const expected = { [r1]: { n: 1 }, [r2]: { n: 21 }, [r3]: { n: 3 }, [r5]: { n: 5 } };
+      assert.deepEqual(await contents(a, 'jobs'), expected, 'a converges on what the server holds');
+      assert.equal(resets.length, 1, 'the restore was noticed');
     });
   }
 });
