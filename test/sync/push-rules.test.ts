@@ -48,6 +48,13 @@ describe('version rule (planPush)', () => {
     }
   });
 
+  test('an item repeating a conflicted item of the same push is answered with that conflict, also after a later item of the record applied (never rejected as stale)', () => {
+    const plan = planPush(state({}, { recordVersion: 2, data: '{"b":2}' }), 'me', [item(2, { a: 2 }), item(3, { a: 3 }), item(2, { a: 2 })]);
+    assert.equal(plan.conflicts.length, 1, 'one conflict for the item and its repeat');
+    assert.deepEqual(plan.rejections, []);
+    assert.equal(plan.accepted, 1, 'the later item is applied');
+  });
+
   test('an older version from the same instance that is not a retry is rejected as stale', () => {
     const plan = planPush(state({}, { recordVersion: 3, instanceId: 'me' }), 'me', [item(2, { different: 1 })]);
     assert.equal(plan.rejections.length, 1);

@@ -49,6 +49,22 @@ for (const backend of BACKENDS) {
       assert.equal((await dev.pullAll(0)).changes.length, 3);
     });
 
+    test('a push holding a conflicted item twice, with a later item of the record between, answers the conflict for both, and a retry answers the same', async () => {
+      const u = await newUser(s);
+      const b = await newBusiness(s, u);
+      const tablet = device(s.url, u.token, b.id, 'tablet-A');
+      const phone = device(s.url, u.token, b.id, 'phone-B');
+      const rec = randomUUID();
+      assert.equal((await tablet.push({ changes: [change(rec, 1, { a: 1 })] })).status, 200);
+      assert.equal((await phone.push({ changes: [change(rec, 2, { b: 2 })] })).body.accepted, 1);
+      // The tablet edited twice offline, and its queue holds the first edit twice (a batch queued again).
+      const body = { changes: [change(rec, 2, { a: 2 }), change(rec, 3, { a: 3 }), change(rec, 2, { a: 2 })] };
+      const first = await tablet.push(body);
+      const retry = await tablet.push(body);
+      assert.deepEqual([first.body.accepted, first.body.rejected, first.body.conflicts.length], [1, 0, 1], JSON.stringify(first.body.rejections));
+      assert.deepEqual(retry.body, first.body);
+    });
+
     test('invalid items are rejected with reasons while the valid ones are applied', async () => {
       const { dev } = await setup();
       const rec = randomUUID();

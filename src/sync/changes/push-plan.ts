@@ -102,10 +102,12 @@ export function planPush(state: PushState, instanceId: string, items: readonly P
       plan.accepted++;
       continue;
     }
+    // The same item again in this push, after it conflicted: that conflict answers it, whoever wrote the record since
+    // (a later item of this push), as a retry of the push would be answered.
+    const seen = conflictSlots.get(aKey);
+    if (seen && sameAttempt(seen, item)) continue;
     const previous = state.ownConflicts.get(aKey)?.find((c) => c.operation === item.operation && c.local_data === localData(item));
     if (previous || current.instanceId !== instanceId) {
-      const seen = conflictSlots.get(aKey);
-      if (seen && sameAttempt(seen, item)) continue;
       const slot: PlannedConflict = previous ? { existing: previous } : { item, remote: current };
       conflictSlots.set(aKey, slot);
       plan.conflicts.push(slot);
