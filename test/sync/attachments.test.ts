@@ -87,6 +87,31 @@ for (const backend of BACKENDS) {
       assert.deepEqual(none.body, []);
     });
 
+    test('HEAD of an attachment answers its headers (Content-Length, ETag, Content-Disposition) without reading the file', async (t) => {
+      const { u, businessId } = await member();
+      const bytes = randomBytes(MAX);
+      const r = await upload(u.token, businessId, [{ name: 'file', filename: 'scan.pdf', content: bytes }, ...fields(randomUUID())]);
+      assert.equal(r.status, 201, r.text);
+      let reads = 0;
+      const blobs = s.deps.blobs;
+      const get = blobs.get.bind(blobs);
+      blobs.get = async (name) => {
+        const blob = await get(name);
+        return blob && { ...blob, read: (range) => { reads++; return blob.read(range); } };
+      };
+      t.after(() => { blobs.get = get; });
+      const h = await fetch(`${s.url}/api/sync/attachment/${r.body.uuid}`, { method: 'HEAD', headers: { authorization: `Bearer ${u.token}` } });
+      assert.equal(h.status, 200);
+      assert.equal(h.headers.get('content-length'), String(bytes.length));
+      assert.equal(h.headers.get('etag'), `"${r.body.sha256}"`);
+      assert.match(h.headers.get('content-disposition') ?? '', /scan\.pdf/);
+      assert.equal((await h.arrayBuffer()).byteLength, 0);
+      assert.equal(reads, 0, 'the file was not read');
+      const d = await fetch(`${s.url}/api/sync/attachment/${r.body.uuid}`, { headers: { authorization: `Bearer ${u.token}` } });
+      assert.ok(Buffer.from(await d.arrayBuffer()).equals(bytes));
+      assert.equal(reads, 1, 'a GET reads it');
+    });
+
     test('traversal and hostile file names never reach a path and come back sanitised in a safe Content-Disposition', async () => {
       const { u, businessId } = await member();
       const cases: [string, string][] = [
