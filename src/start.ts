@@ -17,7 +17,7 @@ import { SERVICE_ENV, SERVICE_V8_FLAGS } from './core/cli/heap-flags.js';
 import { ConfigError, helpText, loadConfig, opt } from './core/config.js';
 import { loadMetricsConfig } from './metrics/config.js';
 import { createMetricsStore, openMetricsDatabase } from './metrics/deps.js';
-import { issueToken } from './metrics/domain/tenant-tokens.js';
+import { issueToken, resolveTenant } from './metrics/domain/tenant-tokens.js';
 import { makeDir } from './core/make-dir.js';
 
 const startOptions = {
@@ -36,18 +36,21 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const fromSource = import.meta.url.endsWith('.ts');
 const children: ChildProcess[] = [];
 
-async function firstToken(dataDir: string, env: Record<string, string | undefined>): Promise<{ qs: Quickstart; created: boolean }> {
+async function firstToken(dataDir: string, env: Record<string, string | undefined>): Promise<{ qs: Quickstart; created: boolean; replaced: boolean }> {
   const file = path.join(dataDir, 'quickstart.json');
-  if (existsSync(file)) return { qs: JSON.parse(readFileSync(file, 'utf8')) as Quickstart, created: false };
   // The same storage settings as the metrics child gets (DATABASE_URL included), so the token lands where it reads.
   const config = loadMetricsConfig(['--data-dir', dataDir], env);
   const database = await openMetricsDatabase(config);
   const store = createMetricsStore(database, config);
   try {
+    const kept = existsSync(file) ? JSON.parse(readFileSync(file, 'utf8')) as Quickstart : undefined;
+    // A kept token this storage does not know (DATABASE_URL set since, the database replaced, the token revoked) would
+    // be printed and refused, and the local agent's every report dropped: a new one is made instead.
+    if (kept && await resolveTenant(store, kept.token)) return { qs: kept, created: false, replaced: false };
     const t = await issueToken(store, 'default');
     const qs = { tenant: t.tenantName, tokenId: t.tokenId, token: t.token };
     writeFileSync(file, JSON.stringify(qs, null, 2) + '\n', { mode: 0o600 });
-    return { qs, created: true };
+    return { qs, created: true, replaced: kept !== undefined };
   } finally {
     await store.close();
     await database.close();
@@ -142,7 +145,7 @@ async function main(): Promise<void> {
   const dataDir = path.resolve(o.dataDir);
   makeDir(dataDir, 0o700, 'the data directory');
   console.error(`${PROGRAM}: opening the database in ${dataDir} (migrations run on the first start and after upgrades)...`);
-  const { qs, created } = await firstToken(dataDir, process.env);
+  const { qs, created, replaced } = await firstToken(dataDir, process.env);
 
   const metricsUrl = `http://127.0.0.1:${o.metricsPort}`;
   const syncUrl = `http://127.0.0.1:${o.syncPort}`;
@@ -161,7 +164,7 @@ async function main(): Promise<void> {
   console.log(`
   metrics service  ${metricsUrl}   dashboard: ${metricsUrl}/signin
   sync service     ${syncUrl}
-  tenant "${qs.tenant}" token${created ? ' (new; also kept in ' + path.join(dataDir, 'quickstart.json') + ')' : ''}:
+  tenant "${qs.tenant}" token${created ? ` (new${replaced ? ': the kept one is not known to this database' : ''}; also kept in ${path.join(dataDir, 'quickstart.json')})` : ''}:
 
       ${qs.token}
 

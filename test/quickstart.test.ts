@@ -12,6 +12,7 @@ import { PROJECT_ROOT } from '../src/core/paths.js';
 import { BACKENDS, freshStorage } from './helpers/backends.js';
 import { call } from './helpers/http.js';
 import { nodeEntry } from './helpers/node-entry.js';
+import { runCli } from '../src/metrics/cli-commands.js';
 
 async function freePort(): Promise<number> {
   const server = createServer().listen(0, '127.0.0.1');
@@ -203,6 +204,36 @@ test('children die with the launcher even when it is killed outright (SIGKILL)',
   assert.equal(tree.length, 3, 'two services and the agent');
   child.kill('SIGKILL');
   await allGone(tree, 'the orphaned services and agent to stop');
+});
+
+test('a later start whose database does not know the kept token (revoked; DATABASE_URL set since) prints and keeps a new one that works', async (t) => {
+  const storage = await freshStorage('sqlite');
+  t.after(() => storage.cleanup());
+  /** One start without the agent until its banner: the printed token, and what /api/v1/hosts answers it. */
+  const startAndAsk = async () => {
+    const ports = { metrics: await freePort(), sync: await freePort() };
+    const { child, output } = await startLauncher([process.execPath, ...nodeEntry('src/start.ts'), '--agent=false'], storage.dataDir, ports);
+    t.after(() => { if (child.exitCode === null) child.kill('SIGKILL'); });
+    const token = await until(async () => BANNER.exec(output.text)?.[0], () => `the banner in:\n${output.text}`);
+    const status = (await call(`http://127.0.0.1:${ports.metrics}`, 'GET', '/api/v1/hosts', { token })).status;
+    child.kill('SIGTERM');
+    await once(child, 'exit');
+    return { token, status, text: output.text };
+  };
+  const first = await startAndAsk();
+  assert.equal(first.status, 200);
+  const kept = JSON.parse(readFileSync(path.join(storage.dataDir, 'quickstart.json'), 'utf8')) as { tokenId: string; token: string };
+  assert.equal(kept.token, first.token);
+  const lines: string[] = [];
+  assert.equal(await runCli(['token', 'revoke', kept.tokenId], { DATA_DIR: storage.dataDir }, { print: (l) => lines.push(l), fail: (l) => lines.push(l) }), 0, lines.join('\n'));
+  const second = await startAndAsk();
+  assert.notEqual(second.token, first.token);
+  assert.equal(second.status, 200, 'the printed token works');
+  assert.match(second.text, /the kept one is not known to this database/);
+  assert.equal(JSON.parse(readFileSync(path.join(storage.dataDir, 'quickstart.json'), 'utf8')).token, second.token, 'and is kept for the next start');
+  assert.equal(statSync(path.join(storage.dataDir, 'quickstart.json')).mode & 0o777, 0o600);
+  const third = await startAndAsk();
+  assert.equal(third.token, second.token, 'a kept token the database knows is used as it is');
 });
 
 test('a second start on a port in use says so in one line, exits 1 and starts nothing', async (t) => {
