@@ -195,6 +195,26 @@ for (const backend of BACKENDS) {
       assert.deepEqual(listed.body[0].routes.map((x: { resolvedOutcome: string }) => x.resolvedOutcome), ['delivered']);
     });
 
+    test('an alert firing again while its previous resolution is still to deliver: that resolution is dropped, never sent with or after the new firing', async () => {
+      await report('web-flap', [cpu]);
+      hooks.plain.answer = 500;
+      try {
+        assert.equal((await report('web-flap', [])).status, 202, 'the resolved notification failed');
+      } finally {
+        hooks.plain.answer = 200;
+      }
+      const sent = hooks.plain.received.length;
+      const again = await report('web-flap', [cpu]);
+      assert.equal(again.status, 200, again.text);
+      const post = hooks.plain.received.at(-1)!;
+      assert.equal(hooks.plain.received.length, sent + 1);
+      // A receiver that keys on the fingerprint applies a payload's alerts in order: the last word must be "firing".
+      assert.deepEqual(post.alerts.map((a) => a.status), ['firing'], JSON.stringify(post.alerts.map((a) => [a.fingerprint, a.status])));
+      assert.equal(post.status, 'firing');
+      assert.deepEqual((await report('web-flap', [cpu])).body.alertResults, [], 'nothing pending is sent later either');
+      assert.equal(hooks.plain.received.length, sent + 1);
+    });
+
     test('a resolved notification is retried for at most the route\'s repeat_interval after its first attempt', async () => {
       await report('web-9', [cpu]);
       hooks.plain.answer = 503;

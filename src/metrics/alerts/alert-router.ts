@@ -249,7 +249,10 @@ interface Send {
 interface Plan {
   current: Tracked[];
   resolved: Tracked[];
-  /** Resolve-pending incidents no route will send again (delivered meanwhile, or past their retries): no longer pending. */
+  /**
+   * Resolve-pending incidents no route will send again (delivered meanwhile, past their retries, or superseded by the
+   * alert firing again): no longer pending.
+   */
   lapsed: Tracked[];
   openAfter: number;
   sends: Send[];
@@ -263,8 +266,13 @@ interface Plan {
  */
 function plan(firing: StoredAlert[], ctx: AlertContext, alerts: Alert[], now: number, timed: Array<{ route: AlertRoute; timing: RouteTiming }>, claimLeaseMs: number): Plan {
   const { current, resolved, openAfter } = reconcile(firing.filter((i) => i.resolvedAt === null), ctx, alerts, now);
-  const pending: Tracked[] = firing.filter((i) => i.resolvedAt !== null)
+  const firingNow = new Set(current.map((c) => c.incident.fingerprint));
+  const earlier: Tracked[] = firing.filter((i) => i.resolvedAt !== null)
     .map((incident) => ({ incident, alert: storedAsAlert(incident), isNew: false, refreshed: false, pending: true }));
+  // A resolution still to deliver of an alert that fires again is superseded: sent with (after) the new firing, under
+  // the same fingerprint, it would close at a receiver the page that fires now.
+  const superseded = earlier.filter((p) => firingNow.has(p.incident.fingerprint));
+  const pending = earlier.filter((p) => !firingNow.has(p.incident.fingerprint));
   const sends = timed.map(({ route, timing }) => {
     const firing = current.filter((c) => routeMatches(route, c.alert));
     const due = firing.some((c) => isDue(c.incident.routes[route.name], c.incident.createdAt, timing, now, claimLeaseMs));
@@ -277,7 +285,7 @@ function plan(firing: StoredAlert[], ctx: AlertContext, alerts: Alert[], now: nu
     return { route, firing: due || ending.length ? firing : [], ending };
   }).filter((s) => s.firing.length || s.ending.length);
   const sent = new Set(sends.flatMap((s) => s.ending));
-  const lapsed = pending.filter((p) => !sent.has(p) && !resolvePending(p.incident, timed, now));
+  const lapsed = [...superseded, ...pending.filter((p) => !sent.has(p) && !resolvePending(p.incident, timed, now))];
   const changed = sends.length > 0 || resolved.length > 0 || lapsed.length > 0 || current.some((c) => c.isNew || c.refreshed);
   return { current, resolved, lapsed, openAfter, sends, changed };
 }
