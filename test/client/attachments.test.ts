@@ -313,19 +313,24 @@ test('an upload cut short (attempts used up, the app closed) goes on from the by
   assert.deepEqual(requests, ['POST', 'PATCH 0']);
 });
 
-test('an upload PATCH answered 408 (the server: 30 s without a byte; the bytes that came are kept) is resumed, not given up and forgotten', async (t) => {
-  const { open } = await oneBusiness(t, 'sqlite');
+/** A fetch whose first PATCH is answered `status` with the JSON `body` (the server untouched); the upload requests' methods in order. */
+function firstPatchAnswered(status: number, body: Record<string, unknown>, headers: Record<string, string> = {}) {
   const requests: string[] = [];
-  let timeoutNextPatch = true;
+  let answered = false;
   const f = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
-    const url = String(input);
-    if (url.includes('/api/sync/upload')) requests.push(init?.method ?? 'GET');
-    if (init?.method === 'PATCH' && timeoutNextPatch) {
-      timeoutNextPatch = false;
-      return new Response(JSON.stringify({ error: 'request_timeout', details: 'the request body did not arrive in time' }), { status: 408, headers: { 'content-type': 'application/json' } });
+    if (String(input).includes('/api/sync/upload')) requests.push(init?.method ?? 'GET');
+    if (init?.method === 'PATCH' && !answered) {
+      answered = true;
+      return new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json', ...headers } });
     }
     return fetch(input, init);
   };
+  return { fetch: f, requests };
+}
+
+test('an upload PATCH answered 408 (the server: 30 s without a byte; the bytes that came are kept) is resumed, not given up and forgotten', async (t) => {
+  const { open } = await oneBusiness(t, 'sqlite');
+  const { fetch: f, requests } = firstPatchAnswered(408, { error: 'request_timeout', details: 'the request body did not arrive in time' });
   const a = await open({ fetch: f, sleep: async () => undefined });
   const bytes = new Uint8Array(randomBytes(10_000));
   const att = await a.attachments.upload({ recordType: 'invoice', recordUuid: randomUUID(), filename: 'scan.pdf', bytes });
@@ -336,17 +341,7 @@ test('an upload PATCH answered 408 (the server: 30 s without a byte; the bytes t
 test('an upload refused for now with a 429 past maxRetryAfterSeconds keeps its id: the next call goes on with the same upload', async (t) => {
   const { open } = await oneBusiness(t, 'sqlite');
   const store = createMemoryStore();
-  const requests: string[] = [];
-  let limitNextPatch = true;
-  const f = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
-    const url = String(input);
-    if (url.includes('/api/sync/upload')) requests.push(init?.method ?? 'GET');
-    if (init?.method === 'PATCH' && limitNextPatch) {
-      limitNextPatch = false;
-      return new Response(JSON.stringify({ error: 'rate_limited', details: 'slow down', retry_after: 900 }), { status: 429, headers: { 'content-type': 'application/json', 'retry-after': '900' } });
-    }
-    return fetch(input, init);
-  };
+  const { fetch: f, requests } = firstPatchAnswered(429, { error: 'rate_limited', details: 'slow down', retry_after: 900 }, { 'retry-after': '900' });
   const a = await open({ store, fetch: f, sleep: async () => undefined });
   const input = { recordType: 'invoice', recordUuid: randomUUID(), filename: 'scan.pdf', bytes: new Uint8Array(randomBytes(10_000)) };
   await assert.rejects(a.attachments.upload(input), (e: unknown) => e instanceof SyncClientError && e.code === 'rate_limited' && e.retryAfter === 900);
