@@ -268,6 +268,13 @@ for (const backend of BACKENDS) {
       const hosts = await fetch(`${base}/api/v1/hosts`, { headers: { cookie } });
       assert.equal(hosts.status, 200, 'a signed-in page reads the API with its cookie');
       assert.deepEqual(await hosts.json(), ['evil', 'web-1'], 'its own tenant only');
+      // What the dashboard's scripts read stays out of the browser's disk cache, as the pages do.
+      for (const path of ['/api/v1/hosts', '/api/v1/hosts/status', '/api/v1/host/web-1', '/api/v1/aggregate', '/api/v1/alerts', '/api/v1/top/lists?metrics=cpu.usage', '/api/v1/sparklines?metric=cpu.usage']) {
+        const r = await fetch(`${base}${path}`, { headers: { cookie } });
+        await r.body?.cancel();
+        assert.equal(r.status, 200, path);
+        assert.equal(r.headers.get('cache-control'), 'no-store', path);
+      }
       const write = await fetch(`${base}/api/v1/ingest`, {
         method: 'POST', headers: { cookie, 'content-type': 'application/json', origin }, body: JSON.stringify(makeReport({ agentId: 'via-cookie', ts: clock })),
       });

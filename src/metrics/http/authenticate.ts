@@ -33,7 +33,7 @@ export type SessionReader = (request: FastifyRequest) => Promise<ResolvedTenant 
 
 /**
  * Hook for every data endpoint (usable as onRequest or preHandler): resolves
- * the bearer token to `request.tenant`, or answers 401 with
+ * the bearer token to `request.tenant` (its answer then says `Cache-Control: no-store`), or answers 401 with
  * `WWW-Authenticate: Bearer` (RFC 6750). With `readSession`, a GET without an
  * Authorization header may use the dashboard's session cookie instead, so a
  * signed-in page can read the API; writes stay bearer-only.
@@ -46,6 +46,9 @@ export function authenticate(store: MetricsStore, readSession?: SessionReader) {
         : undefined;
       request.tenant = session ?? await tenantFromAuthorization(store, request.headers.authorization);
       bindLogContext(request, reply, { tenant: request.tenant.tenantId });
+      // A tenant's data is never kept by a browser or a proxy: the dashboard reads it with its session cookie, and a
+      // shared machine's disk cache would keep hosts, metrics and alerts after sign-out (the pages are no-store too).
+      reply.header('cache-control', 'no-store');
     } catch (e: unknown) {
       reply.header('www-authenticate', 'Bearer realm="metrics"');
       throw e;
