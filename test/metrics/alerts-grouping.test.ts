@@ -215,6 +215,30 @@ for (const backend of BACKENDS) {
       assert.equal(hooks.plain.received.length, sent + 1);
     });
 
+    test('alerts that differ only in a label the service sets (host, tenant, hostname, ...) are one incident under one fingerprint', async () => {
+      const sent = hooks.plain.received.length;
+      await report('dup-1', [{ ...cpu, labels: { host: 'spoof-1' } }, { ...cpu, labels: { host: 'spoof-2', tenant: 'other' } }]);
+      const post = hooks.plain.received.at(-1)!;
+      assert.equal(hooks.plain.received.length, sent + 1);
+      assert.deepEqual(post.alerts.map((a) => [a.status, a.labels['host']]), [['firing', 'dup-1']], 'one alert, the service\'s host label');
+      await report('dup-1', [{ ...cpu, labels: { host: 'spoof-1' } }]);
+      assert.equal(hooks.plain.received.length, sent + 1, 'the same incident still firing: nothing resolved, nothing sent');
+    });
+
+    test('a host renamed while an alert fires: its resolution carries the fingerprint its firing did', async () => {
+      clock += 10_000;
+      ts += 10_000;
+      await ingest(h.url, token, makeReport({ agentId: 'ren-1', hostname: 'old.example.com', ts, alerts: [cpu] }));
+      const firing = hooks.plain.received.at(-1)!;
+      clock += 10_000;
+      ts += 10_000;
+      await ingest(h.url, token, makeReport({ agentId: 'ren-1', hostname: 'new.example.com', ts, alerts: [] }));
+      const resolved = hooks.plain.received.at(-1)!;
+      assert.deepEqual([firing.alerts[0]!.status, resolved.alerts[0]!.status], ['firing', 'resolved']);
+      assert.equal(resolved.alerts[0]!.labels['hostname'], 'new.example.com');
+      assert.equal(resolved.alerts[0]!.fingerprint, firing.alerts[0]!.fingerprint, 'a receiver keyed on the fingerprint closes the page it opened');
+    });
+
     test('a resolved notification is retried for at most the route\'s repeat_interval after its first attempt', async () => {
       await report('web-9', [cpu]);
       hooks.plain.answer = 503;

@@ -236,6 +236,16 @@ test('loadAlertRoutes lists every problem of an invalid file', async (t) => {
     ]);
     return true;
   });
+  // Header names ignore case: two spellings would reach the receiver as one header of both values; User-Agent is the service's.
+  const spellings = routesFile(t, JSON.stringify({ routes: [{ name: 'c', url: 'http://x', headers: { Authorization: 'Bearer one', authorization: 'Bearer two', 'User-Agent': 'custom' } }] }));
+  await assert.rejects(loadAlertRoutes(spellings), (e: unknown) => {
+    assert.ok(e instanceof ConfigError);
+    assert.deepEqual(e.problems, [
+      `alert routes file ${spellings}: routes.0.headers.authorization: is another spelling of a header named before it (header names ignore case)`,
+      `alert routes file ${spellings}: routes.0.headers.User-Agent: is set by the service or refused by its HTTP client, and cannot be configured`,
+    ]);
+    return true;
+  });
 });
 
 test('loadAlertRoutes refuses a header value with CR/LF or another control character, or above U+00FF, at start', async (t) => {

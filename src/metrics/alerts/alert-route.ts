@@ -12,7 +12,7 @@ export const ROUTE_LIMITS = { maxRoutes: 64, maxHeaders: 16, headerValueLength: 
  * Headers the service sets itself, that describe its body or frame the request, or that fetch refuses outright
  * (keep-alive, upgrade, expect: every delivery would fail): a route may not set them.
  */
-const RESERVED_HEADERS = new Set(['content-type', 'content-length', 'content-encoding', 'host', 'transfer-encoding', 'connection', 'keep-alive', 'upgrade', 'expect']);
+const RESERVED_HEADERS = new Set(['content-type', 'content-length', 'content-encoding', 'host', 'transfer-encoding', 'connection', 'keep-alive', 'upgrade', 'expect', 'user-agent']);
 
 /**
  * What fetch can send as a header value: one byte per character, no control character but tab. Anything else
@@ -142,8 +142,12 @@ function* semanticProblems(routes: AlertRoute[]): Generator<string> {
     let url: URL | undefined;
     try { url = new URL(route.url); } catch { yield `routes.${i}.url: is not a valid URL`; }
     if (url && url.protocol !== 'http:' && url.protocol !== 'https:') yield `routes.${i}.url: must use http or https`;
+    const names = new Set<string>();
     for (const header of Object.keys(route.headers ?? {})) {
       if (RESERVED_HEADERS.has(header.toLowerCase())) yield `routes.${i}.headers.${header}: is set by the service or refused by its HTTP client, and cannot be configured`;
+      // Header names are case-insensitive: two spellings would go out as one header of both values joined.
+      else if (names.has(header.toLowerCase())) yield `routes.${i}.headers.${header}: is another spelling of a header named before it (header names ignore case)`;
+      names.add(header.toLowerCase());
     }
     for (const [header, value] of Object.entries(route.headers ?? {})) {
       if (!HEADER_VALUE.test(value)) yield `routes.${i}.headers.${header}: the value may hold only tabs and printable Latin-1 characters (no CR, LF or other control character, nothing above U+00FF)`;

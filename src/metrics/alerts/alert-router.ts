@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Alert } from './alert.js';
 import { routeMatches, routeTiming, type AlertRoute, type RouteTiming } from './alert-route.js';
 import { hostKey, routeStates, type AlertStore, type RouteNotification, type StoredAlert } from './alert-store.js';
-import { buildWebhookPayload, type AlertContext } from './webhook-payload.js';
+import { SERVICE_LABELS, buildWebhookPayload, type AlertContext } from './webhook-payload.js';
 
 export { loadAlertRoutes, type AlertRoute } from './alert-route.js';
 export type { AlertContext } from './webhook-payload.js';
@@ -68,7 +68,9 @@ export interface AlertRouterOptions {
 
 /** Identity of an incident across reports: the alert's name, severity and agent labels (not its value or message). */
 export function incidentFingerprint(alert: Alert): string {
-  const labels = Object.entries(alert.labels ?? {}).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  // The labels the service sets override the agent's of the same name in every notification: they are no part of
+  // what tells two alerts apart (two incidents would go out under one payload fingerprint).
+  const labels = Object.entries(alert.labels ?? {}).filter(([name]) => !SERVICE_LABELS.has(name)).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   return createHash('sha256').update(JSON.stringify([alert.name, alert.severity, labels])).digest('hex').slice(0, 16);
 }
 

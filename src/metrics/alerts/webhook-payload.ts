@@ -67,6 +67,9 @@ export function buildWebhookPayload(receiver: string, ctx: AlertContext, alerts:
   };
 }
 
+/** Labels every notification's alert gets from the service, over the agent's labels of the same name. */
+export const SERVICE_LABELS: ReadonlySet<string> = new Set(['alertname', 'severity', 'tenant', 'host', 'hostname']);
+
 function toWebhookAlert({ alert, startsAt, endsAt }: PayloadItem, ctx: AlertContext): WebhookAlert {
   const labels: Record<string, string> = {
     ...alert.labels,
@@ -91,9 +94,12 @@ function toWebhookAlert({ alert, startsAt, endsAt }: PayloadItem, ctx: AlertCont
   };
 }
 
-/** Like Alertmanager's: a stable 64-bit hash of the sorted label set, so receivers can deduplicate. */
+/**
+ * Like Alertmanager's: a stable 64-bit hash of the sorted label set, so receivers can deduplicate; without `hostname`,
+ * which a host may change while an alert fires (its resolution must carry the fingerprint its firing did).
+ */
 function fingerprint(labels: Record<string, string>): string {
-  const canonical = JSON.stringify(Object.entries(labels).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+  const canonical = JSON.stringify(Object.entries(labels).filter(([name]) => name !== 'hostname').sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
   return createHash('sha256').update(canonical).digest('hex').slice(0, 16);
 }
 
