@@ -239,6 +239,49 @@ for (const backend of BACKENDS) {
       assert.equal(resolved.alerts[0]!.fingerprint, firing.alerts[0]!.fingerprint, 'a receiver keyed on the fingerprint closes the page it opened');
     });
 
+    /** A report of `agentId` at `at` (possibly older than the host's latest: a drained spool), the server's clock on. */
+    async function reportAt(agentId: string, at: number, alerts: Alert[]) {
+      clock = Math.max(clock + 1_000, at);
+      const r = await ingest(h.url, token, makeReport({ agentId, ts: at, alerts }));
+      assert.ok(r.status === 200 || r.status === 202, r.text);
+      return r;
+    }
+    const core = (n: string): Alert => ({ ...cpu, labels: { core: n } });
+
+    test('a late report that sends carries the host\'s other alerts firing on the route too (the whole group)', async () => {
+      const t0 = ts;
+      hooks.plain.answer = 500;
+      try {
+        await reportAt('late-group-1', t0, [core('0')]);
+        await reportAt('late-group-1', t0 + 20_000, [core('0'), core('1')]);
+      } finally {
+        hooks.plain.answer = 200;
+      }
+      // A late report (a drained spool) carrying one of them: its retry goes out with the group as it is.
+      await reportAt('late-group-1', t0 + 10_000, [core('0')]);
+      const post = hooks.plain.received.at(-1)!;
+      assert.deepEqual(post.alerts.map((a) => [a.labels['core'], a.status]).sort(), [['0', 'firing'], ['1', 'firing']]);
+      ts = t0 + 20_000;
+    });
+
+    test('a late report retrying a resolution while another alert of the group fires sends status firing, with that alert', async () => {
+      const t0 = ts + 10_000;
+      await reportAt('late-group-2', t0, [core('0'), core('1')]);
+      hooks.plain.answer = 500;
+      try {
+        assert.equal((await reportAt('late-group-2', t0 + 20_000, [core('1')])).status, 202, 'core 0 resolved; its notification failed');
+      } finally {
+        hooks.plain.answer = 200;
+      }
+      const sent = hooks.plain.received.length;
+      await reportAt('late-group-2', t0 + 10_000, []);
+      assert.equal(hooks.plain.received.length, sent + 1, 'the resolution is retried');
+      const post = hooks.plain.received.at(-1)!;
+      assert.equal(post.status, 'firing', 'a receiver keyed on the group does not close a page that still fires');
+      assert.deepEqual(post.alerts.map((a) => [a.labels['core'], a.status]).sort(), [['0', 'resolved'], ['1', 'firing']]);
+      ts = t0 + 20_000;
+    });
+
     test('a resolved notification is retried for at most the route\'s repeat_interval after its first attempt', async () => {
       await report('web-9', [cpu]);
       hooks.plain.answer = 503;

@@ -275,9 +275,15 @@ function plan(firing: StoredAlert[], ctx: AlertContext, alerts: Alert[], now: nu
   // the same fingerprint, it would close at a receiver the page that fires now.
   const superseded = earlier.filter((p) => firingNow.has(p.incident.fingerprint));
   const pending = earlier.filter((p) => !firingNow.has(p.incident.fingerprint));
+  // Incidents still open that the report does not carry (a late report resolves nothing): they are part of the group
+  // that goes out all the same, or a receiver keyed on the group would read it smaller than it is, and "resolved".
+  const carried = new Set(current.map((c) => c.incident));
+  const others: Tracked[] = firing.filter((i) => i.resolvedAt === null && !carried.has(i))
+    .map((incident) => ({ incident, alert: storedAsAlert(incident), isNew: false, refreshed: false }));
   const sends = timed.map(({ route, timing }) => {
-    const firing = current.filter((c) => routeMatches(route, c.alert));
-    const due = firing.some((c) => isDue(c.incident.routes[route.name], c.incident.createdAt, timing, now, claimLeaseMs));
+    const reported = current.filter((c) => routeMatches(route, c.alert));
+    const firing = [...reported, ...others.filter((c) => routeMatches(route, c.alert))];
+    const due = reported.some((c) => isDue(c.incident.routes[route.name], c.incident.createdAt, timing, now, claimLeaseMs));
     const ending = timing.sendResolved ? [
       ...resolved.filter((r) => heardOf(r.incident.routes[route.name]) && routeMatches(route, r.alert)),
       ...pending.filter((p) => resolveDue(p.incident.routes[route.name], timing, now, claimLeaseMs)),
