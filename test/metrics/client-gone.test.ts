@@ -35,3 +35,27 @@ test('clientGone aborts when the client closes before the answer, and never afte
     await app.close();
   }
 });
+
+test('clientGone asked for after the client already closed (its body read, then the connection gone) is aborted at once', async () => {
+  const app = Fastify();
+  let gone: AbortSignal | undefined;
+  let asked!: () => void;
+  const done = new Promise<void>((resolve) => { asked = resolve; });
+  app.post('/late', async (req, reply) => {
+    // The body is in; the handler takes its time (parsing a large bulk body) before it asks.
+    while (!reply.raw.destroyed) await new Promise((r) => setTimeout(r, 5));
+    gone = clientGone(reply);
+    asked();
+    return { ok: true };
+  });
+  const base = await app.listen({ port: 0, host: '127.0.0.1' });
+  try {
+    const req = request(`${base}/late`, { method: 'POST', headers: { 'content-type': 'application/json' } });
+    req.on('error', () => undefined);
+    req.end('{}', () => setTimeout(() => req.destroy(), 30));
+    await done;
+    assert.equal(gone!.aborted, true);
+  } finally {
+    await app.close();
+  }
+});

@@ -51,7 +51,8 @@ export const ReportSchema = Type.Object({
   agentId: Type.String({ pattern: AGENT_ID_PATTERN, description: 'Stable agent identifier; it is the host id. 1-128 of A-Z a-z 0-9 . _ : @ -, starting with a letter or digit, never "..".' }),
   hostname: Type.String({ minLength: 1, maxLength: 255, pattern: NAME_TEXT_PATTERN, description: 'Display name; the latest report wins. No control or invisible characters.' }),
   platform: Type.String({ minLength: 1, maxLength: 64, pattern: NAME_TEXT_PATTERN, description: 'Operating system family, e.g. "linux". No control or invisible characters.' }),
-  ts: Type.Integer({ minimum: 0, description: 'Sample time, epoch milliseconds.' }),
+  // The maximum also refuses Infinity (a JSON 1e400), which the integer check alone lets through.
+  ts: Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, description: 'Sample time, epoch milliseconds.' }),
   cpu: CpuSchema,
   memory: MemorySchema,
   disks: Type.Optional(Type.Array(DiskSchema, { maxItems: 256 })),

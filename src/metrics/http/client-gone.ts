@@ -8,6 +8,8 @@ import type { FastifyReply } from 'fastify';
 export function clientGone(reply: FastifyReply): AbortSignal {
   const ac = new AbortController();
   const res = reply.raw;
-  res.once('close', () => { if (!res.writableEnded) ac.abort(); });
+  // Gone already (while its body was read, before this was asked): its 'close' came before anyone listened.
+  if (res.destroyed && !res.writableEnded) ac.abort();
+  else res.once('close', () => { if (!res.writableEnded) ac.abort(); });
   return ac.signal;
 }
