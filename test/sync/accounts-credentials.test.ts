@@ -38,6 +38,10 @@ test('the password policy: 10 to 200 characters, counted as code points, not tri
   assert.equal(passwordProblem('🔑🔑🔑🔑🔑🔒🔒🔒🔒🔒', 'a@b.co'), undefined, 'ten emoji are ten characters');
   assert.match(passwordProblem('012345678', 'a@b.co') ?? '', /at least 10/);
   assert.match(passwordProblem('A@B.co.com', 'a@b.co.com') ?? '', /e-mail/);
+  // Every Unicode white space counts, not only what String.prototype.trim strips (NEL, U+0085, it keeps).
+  for (const blank of [' '.repeat(10), '\u0085 '.repeat(5), '\u00a0\u2003'.repeat(5)]) {
+    assert.equal(passwordProblem(blank, 'a@b.co'), 'password must not be only whitespace', JSON.stringify(blank));
+  }
 });
 
 test('e-mail addresses are trimmed and lower-cased; invalid ones are refused', () => {

@@ -25,7 +25,8 @@ export function passwordProblem(password: string, email: string): string | undef
   const chars = [...password.normalize('NFC')];
   if (chars.length < PASSWORD_MIN_LENGTH) return `password must be at least ${PASSWORD_MIN_LENGTH} characters`;
   if (chars.length > PASSWORD_MAX_LENGTH) return `password must be at most ${PASSWORD_MAX_LENGTH} characters`;
-  if (password.trim() === '') return 'password must not be only whitespace';
+  // \p{White_Space}, not trim(): trim keeps NEL (U+0085), which Unicode counts as white space.
+  if (/^\p{White_Space}*$/u.test(password)) return 'password must not be only whitespace';
   if (new Set(chars).size === 1) return 'password must not be one repeated character';
   if (password.trim().toLowerCase() === email.trim().toLowerCase()) return 'password must not be the e-mail address';
   if (COMMON_PASSWORDS.has(password.normalize('NFC').toLowerCase())) return 'password is too common: it is on a list of passwords seen in breaches';
