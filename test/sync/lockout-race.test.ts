@@ -54,6 +54,36 @@ for (const backend of BACKENDS) {
       }
     });
 
+    test('four failures around one success do not lock the address: the failures counted before the success are of the old run', async () => {
+      const u = await newUser(s);
+      // Each login is held once counted (at its account read) until the test lets its password be checked.
+      const reached: Array<() => void> = [];
+      const released: Array<() => void> = [];
+      const gates = Array.from({ length: 5 }, () => ({
+        reached: new Promise<void>((r) => reached.push(r)), released: new Promise<void>((r) => released.push(r)),
+      }));
+      let n = 0;
+      const accounts = { ...s.deps.accounts, async findUserByEmail(email: string) {
+        const i = n++;
+        reached[i]?.();
+        await gates[i]?.released;
+        return s.deps.accounts.findUserByEmail(email);
+      } };
+      const ctx: AccountsContext = { ...s.deps, accounts, passwordHashes: createHashGate({ concurrency: 10, queue: 10 }) };
+      const outcome = (p: Promise<unknown>) => p.then(() => 'signed in', (e: unknown) => (isAppError(e) ? e.code : String(e)));
+      // Counted one after another: wrong, wrong, RIGHT, wrong, wrong (the fifth is the threshold-th).
+      const passwords = ['wrong password 1', 'wrong password 2', u.password, 'wrong password 4', 'wrong password 5'];
+      const answers: Array<Promise<string>> = [];
+      for (const [i, password] of passwords.entries()) {
+        answers.push(outcome(loginUser(ctx, { email: u.email, password })));
+        await gates[i]!.reached;
+      }
+      released[2]!();
+      assert.equal(await answers[2], 'signed in', 'the right password is checked first: the count starts again');
+      for (const i of [0, 1, 3, 4]) { released[i]!(); assert.equal(await answers[i], 'unauthorized'); }
+      assert.equal(await outcome(loginUser(s.deps, { email: u.email, password: u.password })), 'signed in', 'four failures and a success lock nothing');
+    });
+
     test('after a burst of wrong guesses the address is locked: even the right password is refused', async () => {
       const u = await newUser(s);
       const login = (password: string) => call(s.url, 'POST', '/api/auth/login', { json: { email: u.email, password } });

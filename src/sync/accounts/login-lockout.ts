@@ -22,7 +22,7 @@ import type { AccountsContext } from './accounts-context.js';
  */
 function keys(email: string) {
   const id = createHash('sha256').update(email).digest('hex').slice(0, 32);
-  return { attempts: `sync:login-attempts:${id}`, lock: `sync:login-lock:${id}` };
+  return { attempts: `sync:login-attempts:${id}`, lock: `sync:login-lock:${id}`, successes: `sync:login-successes:${id}` };
 }
 
 function locked(retryAfterMs: number): AppError {
@@ -41,6 +41,8 @@ export interface LoginAttempt {
   email: string;
   /** This attempt is the threshold-th of the window: if it fails, the address locks. */
   last: boolean;
+  /** Successes of the address when it was counted: one since began a new run, which this attempt does not end. */
+  successes: number;
 }
 
 /**
@@ -50,7 +52,7 @@ export interface LoginAttempt {
  */
 export async function countLoginAttempt(ctx: AccountsContext, email: string): Promise<LoginAttempt> {
   const k = keys(email);
-  const lock = await ctx.rateLimiter.inspect(k.lock);
+  const [lock, successes] = await Promise.all([ctx.rateLimiter.inspect(k.lock), ctx.rateLimiter.inspect(k.successes)]);
   if (lock.count > 0) throw locked(lock.retryAfterMs);
   const periodMs = ctx.config.lockoutSeconds * 1000;
   const r = await ctx.rateLimiter.hitSliding(k.attempts, ctx.config.lockoutThreshold, periodMs);
@@ -58,7 +60,7 @@ export async function countLoginAttempt(ctx: AccountsContext, email: string): Pr
   if (!r.allowed) {
     throw new AppError('rate_limited', 'too many login attempts for this e-mail address at once; try again later', { retry_after: IN_FLIGHT_RETRY_SECONDS });
   }
-  return { email, last: r.count >= ctx.config.lockoutThreshold };
+  return { email, last: r.count >= ctx.config.lockoutThreshold, successes: successes.count };
 }
 
 /**
@@ -70,11 +72,16 @@ export async function countLoginAttempt(ctx: AccountsContext, email: string): Pr
 export async function loginFailed(ctx: AccountsContext, attempt: LoginAttempt): Promise<void> {
   if (!attempt.last) return;
   const k = keys(attempt.email);
+  // A login that succeeded after this attempt was counted (its password checked first) reset the count: the failures
+  // counted before it are of the old run, and do not make the threshold of the new one.
+  if ((await ctx.rateLimiter.inspect(k.successes)).count !== attempt.successes) return;
   await ctx.rateLimiter.reset(k.lock);
   await ctx.rateLimiter.hit(k.lock, 1, ctx.config.lockoutSeconds * 1000);
 }
 
-/** A successful login clears the count. */
+/** A successful login clears the count, and says so to the attempts counted before it (see `loginFailed`). */
 export async function loginSucceeded(ctx: AccountsContext, attempt: LoginAttempt): Promise<void> {
-  await ctx.rateLimiter.reset(keys(attempt.email).attempts);
+  const k = keys(attempt.email);
+  await ctx.rateLimiter.reset(k.attempts);
+  await ctx.rateLimiter.hit(k.successes, Number.MAX_SAFE_INTEGER, ctx.config.lockoutSeconds * 1000);
 }
