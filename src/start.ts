@@ -133,6 +133,10 @@ async function main(): Promise<void> {
   }
   const o = loadConfig(startOptions, { argv: process.argv.slice(2), env: process.env });
   const hosts = { metrics: process.env['METRICS_HOST'] ?? '127.0.0.1', sync: process.env['SYNC_HOST'] ?? '127.0.0.1' };
+  // Both free before either listens, then the second found its port taken by the first, with a message blaming another start.
+  if (o.metricsPort === o.syncPort && hosts.metrics === hosts.sync) {
+    throw new ConfigError([`--metrics-port and --sync-port: both are ${o.metricsPort}; the two services need a port each`]);
+  }
   for (const [host, port, option] of [[hosts.metrics, o.metricsPort, '--metrics-port'], [hosts.sync, o.syncPort, '--sync-port']] as const) {
     if (!(await portFree(host, port))) {
       console.error(portInUseMessage(PROGRAM, `${host}:${port}`, option, 'is fleetsync already running?'));

@@ -254,6 +254,9 @@ test('npm start: bad options in the one CLI error style (exit 2); --help answers
   const bad = spawnSync(process.execPath, [...nodeEntry('src/start.ts'), '--metrics-port', 'x'], { cwd: PROJECT_ROOT, encoding: 'utf8' });
   assert.equal(bad.status, 2);
   assert.equal(bad.stderr, 'npm start: --metrics-port / METRICS_PORT: "x" is not an integer (see npm start -- --help)\n');
+  const same = spawnSync(process.execPath, [...nodeEntry('src/start.ts'), '--metrics-port', '18099', '--sync-port', '18099'], { cwd: PROJECT_ROOT, encoding: 'utf8' });
+  assert.equal(same.status, 2);
+  assert.equal(same.stderr, 'npm start: --metrics-port and --sync-port: both are 18099; the two services need a port each (see npm start -- --help)\n');
   const stamp = path.join(PROJECT_ROOT, 'dist', '.build-complete');
   const before = existsSync(stamp) ? statSync(stamp).mtimeMs : undefined;
   const help = spawnSync(process.execPath, [path.join(PROJECT_ROOT, 'scripts/start.mjs'), '--help'], { cwd: PROJECT_ROOT, encoding: 'utf8' });
