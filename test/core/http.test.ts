@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Writable } from 'node:stream';
+import { Readable, Writable } from 'node:stream';
 import { connect } from 'node:net';
 import { once } from 'node:events';
 import { Type } from 'typebox';
@@ -28,6 +28,26 @@ test('security headers on success, error and 404', async (t) => {
     const r = await app.inject({ url });
     for (const [h, v] of Object.entries(SECURITY_HEADERS)) assert.equal(r.headers[h], v, `${url} ${h}`);
   }
+});
+
+test('HEAD of a route answering a stream gets its headers, and the stream is closed without a byte read', async (t) => {
+  const { app } = build();
+  t.after(() => app.close());
+  let pulled = 0;
+  const streams: Readable[] = [];
+  app.get('/file', async (_req, reply) => {
+    const body = new Readable({ read() { pulled++; this.push(Buffer.alloc(1024)); if (pulled >= 64) this.push(null); } });
+    streams.push(body);
+    return reply.header('content-length', 64 * 1024).type('application/octet-stream').send(body);
+  });
+  const head = await app.inject({ method: 'HEAD', url: '/file' });
+  assert.equal(head.statusCode, 200);
+  assert.equal(head.headers['content-length'], String(64 * 1024));
+  assert.equal(head.rawPayload.length, 0);
+  assert.equal(pulled, 0, 'nothing was read');
+  assert.equal(streams[0]!.destroyed, true, 'and the stream was closed');
+  const get = await app.inject({ method: 'GET', url: '/file' });
+  assert.equal(get.rawPayload.length, 64 * 1024);
 });
 
 test('validation errors name the field; bodies are not coerced, queries are', async (t) => {

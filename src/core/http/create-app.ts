@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest, type RawServerDefault } from 'fastify';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { Readable } from 'node:stream';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { SECURITY_HEADERS } from './security-headers.js';
 import { errorHandler, notFoundHandler, toErrorResponse } from './error-handler.js';
@@ -151,6 +152,13 @@ export function createHttpApp(opts: HttpAppOptions): App {
       reply.header('connection', 'close');
       throw new AppError('invalid_request', 'an HTTP/1.1 request needs a Host header');
     }
+  });
+  // Fastify answers HEAD from the GET route and reads a stream payload to its end before dropping it (an
+  // attachment's whole file, a streamed page's every query): the headers go out, the stream is closed unread.
+  app.addHook('onSend', async (req, _reply, payload) => {
+    if (req.method !== 'HEAD' || !(payload instanceof Readable)) return payload;
+    payload.destroy();
+    return Readable.from([]);
   });
   if (opts.loadShedding) registerLoadShedding(app, opts.loadShedding);
   app.setErrorHandler(errorHandler);
