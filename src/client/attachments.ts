@@ -1,6 +1,6 @@
 // Why: attachment transfers fail halfway on real networks; this retries them with backoff, reports progress, and never stores an upload twice.
 import { backoffDelay, type BackoffOptions } from './backoff.js';
-import { SyncClientError, refusesUpload, retriedLater } from './errors.js';
+import { SyncClientError, retriedLater } from './errors.js';
 import type { Session } from './session.js';
 import { json, type RequestBody } from './transport.js';
 import type { Attachment, UploadSession, UploadStart } from './wire.js';
@@ -228,4 +228,9 @@ async function hexSha256(bytes: Uint8Array): Promise<string> {
 /** The local store's key for an upload under way: the same file for the same record of the same business. */
 function uploadKey(business: string, input: UploadInput, sha256: string): string {
   return `upload\u0000${business}\u0000${input.recordType}\u0000${input.recordUuid}\u0000${sha256}\u0000${input.bytes.length}\u0000${input.filename}`;
+}
+
+/** Refusals of an upload for good (too large, not a member, bytes not as announced): nothing is left to resume. */
+function refusesUpload(e: SyncClientError): boolean {
+  return e.code === 'payload_too_large' || e.code === 'forbidden' || e.code === 'invalid_request' || e.code === 'limit_exceeded';
 }

@@ -55,8 +55,3 @@ export function isTransient(e: unknown): boolean {
 export function retriedLater(e: unknown): boolean {
   return isTransient(e) || (e instanceof SyncClientError && (e.code === 'rate_limited' || e.code === 'request_timeout'));
 }
-
-/** Refusals of an upload for good (too large, not a member, bytes not as announced): nothing is left to resume. */
-export function refusesUpload(e: SyncClientError): boolean {
-  return e.code === 'payload_too_large' || e.code === 'forbidden' || e.code === 'invalid_request' || e.code === 'limit_exceeded';
-}

@@ -3,20 +3,24 @@ import type { PubSub } from '../../core/pubsub/pubsub.js';
 import type { BusinessStore } from '../businesses/business-store.js';
 import { announceAccessChange, withAccessChange, type WarnLogger } from './change-events.js';
 
+/** The businesses of `userId`, or undefined (logged) when they cannot be listed: the heartbeat still re-checks. */
+async function businessesOf(deps: { businesses: BusinessStore }, log: WarnLogger, userId: string): Promise<string[] | undefined> {
+  try {
+    return (await deps.businesses.listBusinessesOf(userId)).map((b) => b.id);
+  } catch (e: unknown) {
+    log.warn({ err: e, userId }, 'access change not announced; feed connections are re-checked at the next heartbeat');
+    return undefined;
+  }
+}
+
 /**
  * Announces an access change in each business of `userId` (announceAccessChange): after a refresh token's reuse
  * revoked a session (found only as it is revoked), the feed connections opened with its tokens are closed now rather
  * than at the next heartbeat. Never throws: the heartbeat still closes them.
  */
 export async function announceUserAccessChange(deps: { pubsub: PubSub; businesses: BusinessStore }, log: WarnLogger, userId: string): Promise<void> {
-  let businesses: Array<{ id: string }>;
-  try {
-    businesses = await deps.businesses.listBusinessesOf(userId);
-  } catch (e: unknown) {
-    log.warn({ err: e, userId }, 'access change not announced; feed connections are re-checked at the next heartbeat');
-    return;
-  }
-  await Promise.all(businesses.map((b) => announceAccessChange(deps.pubsub, log, b.id)));
+  const ids = await businessesOf(deps, log, userId);
+  await Promise.all((ids ?? []).map((id) => announceAccessChange(deps.pubsub, log, id)));
 }
 
 /**
@@ -26,12 +30,5 @@ export async function announceUserAccessChange(deps: { pubsub: PubSub; businesse
  * still closes the connections.
  */
 export async function withUserAccessChange<T>(deps: { pubsub: PubSub; businesses: BusinessStore }, log: WarnLogger, userId: string, change: () => Promise<T>): Promise<T> {
-  let businesses: Array<{ id: string }>;
-  try {
-    businesses = await deps.businesses.listBusinessesOf(userId);
-  } catch (e: unknown) {
-    log.warn({ err: e, userId }, 'access change not announced; feed connections are re-checked at the next heartbeat');
-    return change();
-  }
-  return withAccessChange(deps.pubsub, log, businesses.map((b) => b.id), change);
+  return withAccessChange(deps.pubsub, log, (await businessesOf(deps, log, userId)) ?? [], change);
 }
