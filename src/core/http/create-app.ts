@@ -154,14 +154,21 @@ export function createHttpApp(opts: HttpAppOptions): App {
     }
   });
   // Fastify answers HEAD from the GET route and reads a stream payload to its end before dropping it (an
-  // attachment's whole file, a streamed page's every query): the headers go out, the stream is closed unread.
-  app.addHook('onSend', async (req, _reply, payload) => {
-    if (req.method !== 'HEAD' || !(payload instanceof Readable)) return payload;
-    payload.destroy();
-    return Readable.from([]);
+  // attachment's whole file, a streamed page's every query): on HEAD routes only (no cost to any other request), the
+  // stream is closed unread, ahead of Fastify's own handler, and the route's headers go out.
+  app.addHook('onRoute', (route) => {
+    if (route.method !== 'HEAD') return;
+    const onSend = route.onSend === undefined ? [] : Array.isArray(route.onSend) ? route.onSend : [route.onSend];
+    route.onSend = [closeStreamUnread, ...onSend];
   });
   if (opts.loadShedding) registerLoadShedding(app, opts.loadShedding);
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler(notFoundHandler);
   return app;
+}
+
+function closeStreamUnread(_req: FastifyRequest, _reply: FastifyReply, payload: unknown, done: (err: null, payload: unknown) => void): void {
+  if (!(payload instanceof Readable)) return done(null, payload);
+  payload.destroy();
+  done(null, Readable.from([]));
 }
